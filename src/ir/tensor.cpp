@@ -1,0 +1,204 @@
+#include "ir/tensor.h"
+
+#include <cmath>
+#include <stdexcept>
+
+namespace sabre::ir {
+
+uint16_t float_to_half(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  uint32_t sign = (x >> 16) & 0x8000u;
+  uint32_t exp = (x >> 23) & 0xffu;
+  uint32_t mant = x & 0x7fffffu;
+  if (exp == 0xff) return static_cast<uint16_t>(sign | 0x7c00u | (mant ? 0x200u : 0u));
+  int32_t e = static_cast<int32_t>(exp) - 127 + 15;
+  if (e >= 31) return static_cast<uint16_t>(sign | 0x7c00u);  // overflow -> inf
+  if (e <= 0) {
+    if (e < -10) return static_cast<uint16_t>(sign);  // underflow -> signed zero
+    mant |= 0x800000u;
+    uint32_t shift = static_cast<uint32_t>(14 - e);
+    uint32_t half_mant = mant >> shift;
+    uint32_t rem = mant & ((1u << shift) - 1);
+    uint32_t halfway = 1u << (shift - 1);
+    if (rem > halfway || (rem == halfway && (half_mant & 1u))) ++half_mant;
+    return static_cast<uint16_t>(sign | half_mant);
+  }
+  uint32_t half = sign | (static_cast<uint32_t>(e) << 10) | (mant >> 13);
+  uint32_t rem = mant & 0x1fffu;
+  if (rem > 0x1000u || (rem == 0x1000u && (half & 1u))) ++half;  // may carry into exp: correct
+  return static_cast<uint16_t>(half);
+}
+
+float half_to_float(uint16_t h) {
+  uint32_t sign = (h & 0x8000u) << 16;
+  uint32_t exp = (h >> 10) & 0x1fu;
+  uint32_t mant = h & 0x3ffu;
+  uint32_t x;
+  if (exp == 0) {
+    if (mant == 0) {
+      x = sign;
+    } else {
+      int e = -1;
+      do {
+        ++e;
+        mant <<= 1;
+      } while (!(mant & 0x400u));
+      x = sign | (static_cast<uint32_t>(127 - 15 - e) << 23) | ((mant & 0x3ffu) << 13);
+    }
+  } else if (exp == 31) {
+    x = sign | 0x7f800000u | (mant << 13);
+  } else {
+    x = sign | ((exp + 127 - 15) << 23) | (mant << 13);
+  }
+  float f;
+  std::memcpy(&f, &x, 4);
+  return f;
+}
+
+uint16_t float_to_bf16(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  if (std::isnan(f)) return static_cast<uint16_t>((x >> 16) | 0x40u);
+  uint32_t lsb = (x >> 16) & 1u;
+  x += 0x7fffu + lsb;
+  return static_cast<uint16_t>(x >> 16);
+}
+
+float bf16_to_float(uint16_t b) {
+  uint32_t x = static_cast<uint32_t>(b) << 16;
+  float f;
+  std::memcpy(&f, &x, 4);
+  return f;
+}
+
+Tensor::Tensor(DType dtype, std::vector<int64_t> dims) : dtype_(dtype), dims_(std::move(dims)) {
+  for (int64_t d : dims_)
+    if (d < 0) throw std::invalid_argument("Tensor: negative dim");
+  storage_ = std::make_shared<std::vector<uint8_t>>(nbytes());
+  data_ = storage_->data();
+  owner_ = storage_;
+}
+
+Tensor::Tensor(DType dtype, std::vector<int64_t> dims, std::shared_ptr<const void> owner, const void* data)
+    : dtype_(dtype), dims_(std::move(dims)), owner_(std::move(owner)), data_(data) {}
+
+int64_t Tensor::numel() const {
+  int64_t n = 1;
+  for (int64_t d : dims_) n *= d;
+  return n;
+}
+
+uint8_t* Tensor::mutable_bytes() {
+  // Shared with another Tensor (use_count counts owner_ and storage_ of each holder) or borrowed.
+  if (!storage_ || storage_.use_count() != 2) {
+    storage_ = std::make_shared<std::vector<uint8_t>>(bytes(), bytes() + nbytes());
+    data_ = storage_->data();
+    owner_ = storage_;
+  }
+  return storage_->data();
+}
+
+double Tensor::get_f64(int64_t i) const {
+  switch (dtype_) {
+    case DType::f32: return data<float>()[i];
+    case DType::f16: return half_to_float(data<uint16_t>()[i]);
+    case DType::bf16: return bf16_to_float(data<uint16_t>()[i]);
+    case DType::f64: return data<double>()[i];
+    case DType::i64: return static_cast<double>(data<int64_t>()[i]);
+    case DType::i32: return data<int32_t>()[i];
+    case DType::i8: return data<int8_t>()[i];
+    case DType::u8: return data<uint8_t>()[i];
+    case DType::boolean: return data<uint8_t>()[i] ? 1.0 : 0.0;
+    case DType::kCount: break;
+  }
+  throw std::logic_error("Tensor::get_f64: bad dtype");
+}
+
+int64_t Tensor::get_i64(int64_t i) const {
+  switch (dtype_) {
+    case DType::i64: return data<int64_t>()[i];
+    case DType::i32: return data<int32_t>()[i];
+    case DType::i8: return data<int8_t>()[i];
+    case DType::u8: return data<uint8_t>()[i];
+    case DType::boolean: return data<uint8_t>()[i] ? 1 : 0;
+    default: return static_cast<int64_t>(get_f64(i));
+  }
+}
+
+void Tensor::set_f64(int64_t i, double v) {
+  uint8_t* p = mutable_bytes();
+  switch (dtype_) {
+    case DType::f32: reinterpret_cast<float*>(p)[i] = static_cast<float>(v); return;
+    case DType::f16: reinterpret_cast<uint16_t*>(p)[i] = float_to_half(static_cast<float>(v)); return;
+    case DType::bf16: reinterpret_cast<uint16_t*>(p)[i] = float_to_bf16(static_cast<float>(v)); return;
+    case DType::f64: reinterpret_cast<double*>(p)[i] = v; return;
+    case DType::i64: reinterpret_cast<int64_t*>(p)[i] = static_cast<int64_t>(v); return;
+    case DType::i32: reinterpret_cast<int32_t*>(p)[i] = static_cast<int32_t>(v); return;
+    case DType::i8: reinterpret_cast<int8_t*>(p)[i] = static_cast<int8_t>(v); return;
+    case DType::u8: reinterpret_cast<uint8_t*>(p)[i] = static_cast<uint8_t>(v); return;
+    case DType::boolean: p[i] = v != 0.0 ? 1 : 0; return;
+    case DType::kCount: break;
+  }
+  throw std::logic_error("Tensor::set_f64: bad dtype");
+}
+
+std::vector<int64_t> Tensor::to_i64_vector() const {
+  std::vector<int64_t> out(static_cast<size_t>(numel()));
+  for (int64_t i = 0; i < numel(); ++i) out[static_cast<size_t>(i)] = get_i64(i);
+  return out;
+}
+
+Tensor Tensor::from_i64(const std::vector<int64_t>& values, std::vector<int64_t> dims) {
+  Tensor t(DType::i64, std::move(dims));
+  if (static_cast<size_t>(t.numel()) != values.size()) throw std::invalid_argument("from_i64: size mismatch");
+  std::memcpy(t.mutable_bytes(), values.data(), values.size() * 8);
+  return t;
+}
+
+Tensor Tensor::from_f32(const std::vector<float>& values, std::vector<int64_t> dims) {
+  Tensor t(DType::f32, std::move(dims));
+  if (static_cast<size_t>(t.numel()) != values.size()) throw std::invalid_argument("from_f32: size mismatch");
+  std::memcpy(t.mutable_bytes(), values.data(), values.size() * 4);
+  return t;
+}
+
+Tensor Tensor::cast(DType to) const {
+  Tensor out(to, dims_);
+  const bool int_path = !is_float(dtype_) && !is_float(to);
+  for (int64_t i = 0; i < numel(); ++i) {
+    if (int_path) {
+      int64_t v = get_i64(i);
+      uint8_t* p = out.mutable_bytes();
+      switch (to) {
+        case DType::i64: reinterpret_cast<int64_t*>(p)[i] = v; break;
+        case DType::i32: reinterpret_cast<int32_t*>(p)[i] = static_cast<int32_t>(v); break;
+        case DType::i8: reinterpret_cast<int8_t*>(p)[i] = static_cast<int8_t>(v); break;
+        case DType::u8: reinterpret_cast<uint8_t*>(p)[i] = static_cast<uint8_t>(v); break;
+        case DType::boolean: p[i] = v != 0; break;
+        default: break;
+      }
+    } else {
+      out.set_f64(i, get_f64(i));
+    }
+  }
+  return out;
+}
+
+uint64_t Tensor::content_hash() const {
+  uint64_t h = 1469598103934665603ull;
+  auto mix = [&](const void* p, size_t n) {
+    const auto* b = static_cast<const uint8_t*>(p);
+    for (size_t i = 0; i < n; ++i) {
+      h ^= b[i];
+      h *= 1099511628211ull;
+    }
+  };
+  uint8_t dt = static_cast<uint8_t>(dtype_);
+  mix(&dt, 1);
+  mix(dims_.data(), dims_.size() * sizeof(int64_t));
+  if (data_) mix(data_, nbytes());
+  return h;
+}
+
+}  // namespace sabre::ir
