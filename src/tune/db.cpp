@@ -1,0 +1,297 @@
+#include "tune/db.h"
+
+#include <sqlite3.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <sstream>
+
+#include "support/json.h"
+
+namespace sabre::tune {
+
+namespace {
+
+constexpr const char* kStatusNames[] = {"ok", "cannot_implement", "compile_failed", "crashed", "hung", "wrong_result"};
+static_assert(sizeof(kStatusNames) / sizeof(kStatusNames[0]) == static_cast<size_t>(Status::wrong_result) + 1,
+              "one name per Status");
+
+// A prepared statement that finalizes itself; every sqlite status is checked where returned.
+class Stmt {
+ public:
+  Stmt(sqlite3* db, const char* sql) : db_(db) {
+    if (sqlite3_prepare_v2(db, sql, -1, &s_, nullptr) != SQLITE_OK)
+      throw DbError(std::string("tuning db: cannot prepare '") + sql + "': " + sqlite3_errmsg(db));
+  }
+  ~Stmt() { sqlite3_finalize(s_); }
+  Stmt& bind(int i, const std::string& v) {
+    check(sqlite3_bind_text(s_, i, v.c_str(), static_cast<int>(v.size()), SQLITE_TRANSIENT));
+    return *this;
+  }
+  Stmt& bind(int i, int64_t v) {
+    check(sqlite3_bind_int64(s_, i, v));
+    return *this;
+  }
+  Stmt& bind(int i, double v) {
+    // SQLite stores +inf as a REAL fine, but keep NULL for "no time" to stay readable in exports.
+    check(std::isfinite(v) ? sqlite3_bind_double(s_, i, v) : sqlite3_bind_null(s_, i));
+    return *this;
+  }
+  bool step() {
+    int rc = sqlite3_step(s_);
+    if (rc == SQLITE_ROW) return true;
+    if (rc == SQLITE_DONE) return false;
+    throw DbError(std::string("tuning db: ") + sqlite3_errmsg(db_));
+  }
+  std::string text(int col) const {
+    const unsigned char* t = sqlite3_column_text(s_, col);
+    return t ? reinterpret_cast<const char*>(t) : "";
+  }
+  int64_t i64(int col) const { return sqlite3_column_int64(s_, col); }
+  double real_or_inf(int col) const {
+    return sqlite3_column_type(s_, col) == SQLITE_NULL ? std::numeric_limits<double>::infinity()
+                                                       : sqlite3_column_double(s_, col);
+  }
+
+ private:
+  void check(int rc) {
+    if (rc != SQLITE_OK) throw DbError(std::string("tuning db: bind failed: ") + sqlite3_errmsg(db_));
+  }
+  sqlite3* db_;
+  sqlite3_stmt* s_ = nullptr;
+};
+
+Measurement row_to_measurement(const Stmt& s) {
+  Measurement m;
+  m.workload = s.text(0);
+  m.kernel = s.text(1);
+  m.status = parse_status(s.text(2)).value_or(Status::crashed);
+  m.time_us = s.real_or_inf(3);
+  m.rel_error = s.real_or_inf(4);
+  m.detail = s.text(5);
+  return m;
+}
+
+constexpr const char* kSelectCols = "SELECT workload, kernel, status, time_us, rel_error, detail FROM measurements ";
+
+}  // namespace
+
+const char* to_string(Status s) { return kStatusNames[static_cast<size_t>(s)]; }
+
+std::optional<Status> parse_status(const std::string& s) {
+  for (size_t i = 0; i < std::size(kStatusNames); ++i)
+    if (s == kStatusNames[i]) return static_cast<Status>(i);
+  return std::nullopt;
+}
+
+std::string TuningDb::default_path() {
+  const char* xdg = std::getenv("XDG_CACHE_HOME");
+  if (xdg && *xdg) return std::string(xdg) + "/sabre/tuning.db";
+  const char* home = std::getenv("HOME");
+  return std::string(home && *home ? home : ".") + "/.cache/sabre/tuning.db";
+}
+
+TuningDb::TuningDb(const std::string& path) : path_(path) {
+  if (path != ":memory:") {
+    auto parent = std::filesystem::path(path).parent_path();
+    std::error_code ec;
+    if (!parent.empty()) std::filesystem::create_directories(parent, ec);
+    if (ec) throw DbError("tuning db: cannot create directory " + parent.string() + ": " + ec.message());
+  }
+  if (sqlite3_open(path.c_str(), &db_) != SQLITE_OK) {
+    std::string msg = db_ ? sqlite3_errmsg(db_) : "out of memory";
+    sqlite3_close(db_);
+    db_ = nullptr;
+    throw DbError("tuning db: cannot open " + path + ": " + msg);
+  }
+  sqlite3_busy_timeout(db_, 10000);
+  try {
+    // WAL keeps each committed row safe across a kill -9 and lets readers run beside a tuner.
+    exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;");
+    exec(
+        "CREATE TABLE IF NOT EXISTS environments (id INTEGER PRIMARY KEY, gpu TEXT NOT NULL, sm INTEGER NOT NULL,"
+        " cuda TEXT NOT NULL, cutlass TEXT NOT NULL, template_version TEXT NOT NULL,"
+        " UNIQUE(gpu, sm, cuda, cutlass, template_version));"
+        "CREATE TABLE IF NOT EXISTS measurements (env_id INTEGER NOT NULL REFERENCES environments(id),"
+        " workload TEXT NOT NULL, kernel TEXT NOT NULL, status TEXT NOT NULL, time_us REAL, rel_error REAL,"
+        " detail TEXT NOT NULL DEFAULT '', measured_at TEXT NOT NULL DEFAULT (datetime('now')),"
+        " PRIMARY KEY(env_id, workload, kernel));");
+  } catch (const DbError& e) {
+    sqlite3_close(db_);
+    db_ = nullptr;
+    throw DbError(std::string(e.what()) + " (is " + path + " a sabre tuning database?)");
+  }
+}
+
+TuningDb::~TuningDb() { sqlite3_close(db_); }
+
+void TuningDb::exec(const std::string& sql) const {
+  char* err = nullptr;
+  if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
+    std::string msg = err ? err : "unknown error";
+    sqlite3_free(err);
+    throw DbError("tuning db: " + msg);
+  }
+}
+
+int64_t TuningDb::env_id(const Environment& env, bool create) const {
+  Stmt q(db_, "SELECT id FROM environments WHERE gpu=? AND sm=? AND cuda=? AND cutlass=? AND template_version=?");
+  q.bind(1, env.gpu).bind(2, static_cast<int64_t>(env.sm)).bind(3, env.cuda).bind(4, env.cutlass).bind(5, env.template_version);
+  if (q.step()) return q.i64(0);
+  if (!create) return -1;
+  Stmt ins(db_, "INSERT INTO environments (gpu, sm, cuda, cutlass, template_version) VALUES (?,?,?,?,?)");
+  ins.bind(1, env.gpu).bind(2, static_cast<int64_t>(env.sm)).bind(3, env.cuda).bind(4, env.cutlass).bind(5, env.template_version);
+  ins.step();
+  return sqlite3_last_insert_rowid(db_);
+}
+
+void TuningDb::record(const Environment& env, const Measurement& m) {
+  int64_t id = env_id(env, true);
+  Stmt s(db_,
+         "INSERT OR REPLACE INTO measurements (env_id, workload, kernel, status, time_us, rel_error, detail)"
+         " VALUES (?,?,?,?,?,?,?)");
+  s.bind(1, id).bind(2, m.workload).bind(3, m.kernel).bind(4, std::string(to_string(m.status)));
+  s.bind(5, m.status == Status::ok ? m.time_us : std::numeric_limits<double>::infinity());
+  s.bind(6, m.rel_error).bind(7, m.detail);
+  s.step();
+}
+
+std::optional<Measurement> TuningDb::find(const Environment& env, const std::string& workload,
+                                          const std::string& kernel) const {
+  int64_t id = env_id(env, false);
+  if (id < 0) return std::nullopt;
+  Stmt s(db_, (std::string(kSelectCols) + "WHERE env_id=? AND workload=? AND kernel=?").c_str());
+  s.bind(1, id).bind(2, workload).bind(3, kernel);
+  if (!s.step()) return std::nullopt;
+  return row_to_measurement(s);
+}
+
+std::vector<Measurement> TuningDb::measurements(const Environment& env, const std::string& workload) const {
+  std::vector<Measurement> out;
+  int64_t id = env_id(env, false);
+  if (id < 0) return out;
+  Stmt s(db_, (std::string(kSelectCols) +
+               "WHERE env_id=? AND workload=? ORDER BY status <> 'ok', time_us IS NULL, time_us, kernel")
+                  .c_str());
+  s.bind(1, id).bind(2, workload);
+  while (s.step()) out.push_back(row_to_measurement(s));
+  return out;
+}
+
+std::optional<Measurement> TuningDb::winner(const Environment& env, const std::string& workload) const {
+  auto all = measurements(env, workload);
+  if (all.empty() || all.front().status != Status::ok) return std::nullopt;
+  return all.front();
+}
+
+std::vector<Environment> TuningDb::environments() const {
+  std::vector<Environment> out;
+  Stmt s(db_, "SELECT gpu, sm, cuda, cutlass, template_version FROM environments ORDER BY id");
+  while (s.step()) out.push_back({s.text(0), static_cast<int>(s.i64(1)), s.text(2), s.text(3), s.text(4)});
+  return out;
+}
+
+std::vector<std::string> TuningDb::workloads(const Environment& env) const {
+  std::vector<std::string> out;
+  int64_t id = env_id(env, false);
+  if (id < 0) return out;
+  Stmt s(db_, "SELECT DISTINCT workload FROM measurements WHERE env_id=? ORDER BY workload");
+  s.bind(1, id);
+  while (s.step()) out.push_back(s.text(0));
+  return out;
+}
+
+int64_t TuningDb::count() const {
+  Stmt s(db_, "SELECT COUNT(*) FROM measurements");
+  s.step();
+  return s.i64(0);
+}
+
+std::string TuningDb::export_jsonl() const {
+  std::ostringstream os;
+  Stmt s(db_,
+         "SELECT m.workload, m.kernel, m.status, m.time_us, m.rel_error, m.detail, e.gpu, e.sm, e.cuda, e.cutlass,"
+         " e.template_version FROM measurements m JOIN environments e ON e.id = m.env_id"
+         " ORDER BY e.id, m.workload, m.kernel");
+  while (s.step()) {
+    json::Object env{{"gpu", json::Value(s.text(6))},
+                     {"sm", json::Value(static_cast<double>(s.i64(7)))},
+                     {"cuda", json::Value(s.text(8))},
+                     {"cutlass", json::Value(s.text(9))},
+                     {"template_version", json::Value(s.text(10))}};
+    Measurement m = row_to_measurement(s);
+    json::Object row{{"env", json::Value(std::move(env))},
+                     {"workload", json::Value(m.workload)},
+                     {"kernel", json::Value(m.kernel)},
+                     {"status", json::Value(std::string(to_string(m.status)))},
+                     {"time_us", std::isfinite(m.time_us) ? json::Value(m.time_us) : json::Value()},
+                     {"rel_error", std::isfinite(m.rel_error) ? json::Value(m.rel_error) : json::Value()},
+                     {"detail", json::Value(m.detail)}};
+    os << json::Value(std::move(row)).dump() << "\n";
+  }
+  return os.str();
+}
+
+bool TuningDb::keep_incoming(const Environment& env, const Measurement& m) const {
+  auto have = find(env, m.workload, m.kernel);
+  if (!have) return true;
+  if (m.status != Status::ok) return false;
+  return have->status != Status::ok || m.time_us < have->time_us;
+}
+
+int64_t TuningDb::import_jsonl(const std::string& text) {
+  std::istringstream in(text);
+  std::string line;
+  int64_t taken = 0, lineno = 0;
+  exec("BEGIN");
+  try {
+    while (std::getline(in, line)) {
+      ++lineno;
+      if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+      json::Value v;
+      try {
+        v = json::parse(line);
+      } catch (const std::exception& e) {
+        throw DbError("import: line " + std::to_string(lineno) + ": " + e.what());
+      }
+      auto field = [&](const json::Value& obj, const char* k) -> const json::Value& {
+        const json::Value* f = obj.get(k);
+        if (!f) throw DbError("import: line " + std::to_string(lineno) + ": missing field '" + k + "'");
+        return *f;
+      };
+      const json::Value& e = field(v, "env");
+      Environment env{field(e, "gpu").str(), static_cast<int>(field(e, "sm").num()), field(e, "cuda").str(),
+                      field(e, "cutlass").str(), field(e, "template_version").str()};
+      Measurement m;
+      m.workload = field(v, "workload").str();
+      m.kernel = field(v, "kernel").str();
+      auto st = parse_status(field(v, "status").str());
+      if (!st) throw DbError("import: line " + std::to_string(lineno) + ": unknown status '" + field(v, "status").str() + "'");
+      m.status = *st;
+      const json::Value* t = v.get("time_us");
+      m.time_us = t && t->is_number() ? t->num() : std::numeric_limits<double>::infinity();
+      const json::Value* r = v.get("rel_error");
+      m.rel_error = r && r->is_number() ? r->num() : 0.0;
+      if (const json::Value* d = v.get("detail"); d && d->is_string()) m.detail = d->str();
+      if (keep_incoming(env, m)) {
+        record(env, m);
+        ++taken;
+      }
+    }
+    exec("COMMIT");
+  } catch (...) {
+    exec("ROLLBACK");
+    throw;
+  }
+  return taken;
+}
+
+int64_t TuningDb::merge_file(const std::string& other_path) {
+  if (!std::filesystem::exists(other_path)) throw DbError("merge: no such file: " + other_path);
+  TuningDb other(other_path);
+  return import_jsonl(other.export_jsonl());
+}
+
+}  // namespace sabre::tune
