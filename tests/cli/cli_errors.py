@@ -1,0 +1,145 @@
+#!/usr/bin/env python3
+"""End-to-end error tests of the sabre CLI: each bad input must give a non-zero exit code (not a
+signal), no crash text (terminate, sanitizer, segfault), a first stderr line that is one clear
+error line, and a message that names what is wrong.
+
+usage: cli_errors.py SABRE WORK_DIR
+"""
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+import make_models  # noqa: E402
+
+CRASH = re.compile(r"terminate called|AddressSanitizer|LeakSanitizer|runtime error:|Segmentation fault|"
+                   r"core dumped|Aborted|std::bad_alloc", re.I)
+
+
+def unsupported_model(path):
+    """A Relu sabre takes, then a custom-domain op and NonMaxSuppression it does not: both must be listed."""
+    nodes = [
+        helper.make_node("Relu", ["x"], ["r"], name="relu0"),
+        helper.make_node("FancyAttention", ["r"], ["f"], name="fancy0", domain="com.example"),
+        helper.make_node("NonMaxSuppression", ["boxes", "scores"], ["sel"], name="nms0"),
+    ]
+    g = helper.make_graph(nodes, "unsupported",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3]),
+                           helper.make_tensor_value_info("boxes", TensorProto.FLOAT, [1, 5, 4]),
+                           helper.make_tensor_value_info("scores", TensorProto.FLOAT, [1, 1, 5])],
+                          [helper.make_tensor_value_info("f", TensorProto.FLOAT, [2, 3]),
+                           helper.make_tensor_value_info("sel", TensorProto.INT64, [None, 3])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.example", 1)],
+                          ir_version=8)
+    onnx.save(m, path)
+
+
+def dangling_model(path):
+    """Well-formed protobuf, broken graph: a node reads a value nothing defines."""
+    g = helper.make_graph([helper.make_node("Relu", ["nowhere"], ["y"], name="relu_dangling")], "dangling",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), path)
+
+
+def main():
+    sabre, work = sys.argv[1], sys.argv[2]
+    os.makedirs(work, exist_ok=True)
+    w = lambda name: os.path.join(work, name)  # noqa: E731
+
+    bert = os.path.join(ROOT, "models", "bert_tiny.onnx")
+    data = open(bert, "rb").read()
+    open(w("truncated.onnx"), "wb").write(data[: len(data) // 3])
+    open(w("corrupt.onnx"), "wb").write(np.random.default_rng(7).integers(0, 256, 4096, dtype=np.uint8).tobytes())
+    open(w("empty.onnx"), "wb").write(b"")
+    make_models.save("bert_tiny_ext", make_models.bert_tiny(17), work)
+    os.remove(w("bert_tiny_ext.data"))
+    unsupported_model(w("unsupported.onnx"))
+    dangling_model(w("dangling.onnx"))
+
+    ids = np.random.default_rng(1).integers(1, 500, (2, 16), dtype=np.int64)
+    np.save(w("ids.npy"), ids)
+    np.save(w("mask.npy"), np.ones((2, 16), np.int64))
+    np.save(w("mask_short.npy"), np.ones((2, 15), np.int64))
+    np.save(w("ids_rank3.npy"), ids[:, :, None])
+    np.save(w("ids_i32.npy"), ids.astype(np.int32))
+    open(w("not_npy.npy"), "wb").write(b"this is not an npy file")
+    good = ["--input", f"input_ids={w('ids.npy')}", "--input", f"attention_mask={w('mask.npy')}"]
+    run = [sabre, "run", "--reference"]
+
+    # (name, argv, regexes that must all match stderr, case-insensitively)
+    cases = [
+        ("missing file", ["inspect", w("no_such_model.onnx")], [r"no_such_model\.onnx"]),
+        ("truncated model", ["inspect", w("truncated.onnx")], [r"truncated\.onnx", r"pars|invalid|corrupt|truncat"]),
+        ("corrupt model", ["inspect", w("corrupt.onnx")], [r"corrupt\.onnx", r"pars|invalid|corrupt"]),
+        ("empty model", ["inspect", w("empty.onnx")], [r"empty\.onnx"]),
+        ("dangling value", ["inspect", w("dangling.onnx")], [r"nowhere"]),
+        ("missing external data", ["inspect", w("bert_tiny_ext.onnx")], [r"bert_tiny_ext\.data"]),
+        ("unsupported ops, all listed", ["inspect", w("unsupported.onnx")],
+         [r"unsupported", r"fancy0", r"FancyAttention", r"com\.example", r"nms0", r"NonMaxSuppression",
+          r"opset\D*17"]),
+        ("unsupported ops on run", run[1:] + [w("unsupported.onnx"), "-o", w("o")], [r"FancyAttention",
+                                                                                     r"NonMaxSuppression"]),
+        ("wrong input name", run[1:] + [bert, "--input", f"input_idz={w('ids.npy')}", "--input",
+                                        f"attention_mask={w('mask.npy')}", "-o", w("o")], [r"input_idz"]),
+        ("missing input", run[1:] + [bert, "--input", f"input_ids={w('ids.npy')}", "-o", w("o")],
+         [r"attention_mask"]),
+        ("wrong shape (seq disagrees)", run[1:] + [bert, "--input", f"input_ids={w('ids.npy')}", "--input",
+                                                   f"attention_mask={w('mask_short.npy')}", "-o", w("o")],
+         [r"attention_mask", r"15|seq"]),
+        ("wrong rank", run[1:] + [bert, "--input", f"input_ids={w('ids_rank3.npy')}", "--input",
+                                  f"attention_mask={w('mask.npy')}", "-o", w("o")], [r"input_ids", r"shape|rank"]),
+        ("wrong dtype", run[1:] + [bert, "--input", f"input_ids={w('ids_i32.npy')}", "--input",
+                                   f"attention_mask={w('mask.npy')}", "-o", w("o")],
+         [r"input_ids", r"i32|int32", r"i64|int64"]),
+        ("input file not npy", run[1:] + [bert, "--input", f"input_ids={w('not_npy.npy')}", "--input",
+                                          f"attention_mask={w('mask.npy')}", "-o", w("o")], [r"not_npy\.npy"]),
+        ("bad --dim value", run[1:] + [bert, "--dim", "batch=abc", "--dim", "seq=4", "-o", w("o")],
+         [r"batch", r"abc"]),
+        ("unknown --dim name", run[1:] + [bert, "--dim", "batch=2", "--dim", "sequence=4", "-o", w("o")],
+         [r"sequence"]),
+        ("dim not given", run[1:] + [bert, "--dim", "batch=2", "-o", w("o")], [r"seq"]),
+        ("no model argument", ["inspect"], [r"usage|model"]),
+        ("unknown command", ["frobnicate"], [r"frobnicate"]),
+    ]
+
+    failures = 0
+    for name, argv, patterns in cases:
+        r = subprocess.run([sabre] + argv, capture_output=True, text=True, timeout=120)
+        err = r.stderr
+        first = err.splitlines()[0] if err.strip() else ""
+        problems = []
+        if r.returncode == 0:
+            problems.append("exit code 0")
+        elif r.returncode < 0 or r.returncode >= 128:
+            problems.append(f"killed by a signal (exit {r.returncode})")
+        if CRASH.search(err + r.stdout):
+            problems.append("crash text in output")
+        if not first or "error" not in first.lower() and "usage" not in first.lower():
+            problems.append("first stderr line is not an error line")
+        elif len(first) > 400:
+            problems.append(f"first stderr line is {len(first)} characters long")
+        for p in patterns:
+            if not re.search(p, err, re.I):
+                problems.append(f"stderr lacks /{p}/")
+        status = "ok  " if not problems else "FAIL"
+        print(f"{status} {name}: exit {r.returncode}: {first}")
+        for p in problems:
+            print(f"       {p}")
+        if problems:
+            if len(err.splitlines()) > 1:
+                print("       stderr:\n" + "\n".join("         " + l for l in err.splitlines()[:20]))
+            failures += 1
+    print(f"{len(cases) - failures}/{len(cases)} CLI error cases pass")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
