@@ -153,6 +153,15 @@ Node* Graph::add_node_with_outputs(const std::string& op, std::vector<Value*> in
   return p;
 }
 
+void Graph::rename_value(Value* v, const std::string& name) {
+  if (v->name_ == name) return;
+  if (by_name_.count(name)) throw IrError("rename_value: name '" + name + "' is taken");
+  auto it = by_name_.find(v->name_);
+  if (it != by_name_.end() && it->second == v) by_name_.erase(it);
+  v->name_ = name;
+  by_name_[name] = v;
+}
+
 void Graph::replace_all_uses(Value* from, Value* to) {
   if (from == to) return;
   std::vector<Node*> users = from->users_;

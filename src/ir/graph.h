@@ -144,6 +144,8 @@ class Graph {
   Node* add_node_with_outputs(const std::string& op, std::vector<Value*> inputs, std::vector<Value*> outputs,
                               std::map<std::string, AttrValue> attrs = {}, const std::string& name = "",
                               const std::string& domain = "");
+  // Gives `v` a new name (which must be free), keeping name lookup consistent.
+  void rename_value(Value* v, const std::string& name);
   // Every user of `from` (and graph outputs) reads `to` instead.
   void replace_all_uses(Value* from, Value* to);
   // Removes a node; its outputs must have no users and not be graph outputs.
