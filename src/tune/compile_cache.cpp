@@ -1,0 +1,212 @@
+#include "tune/compile_cache.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+namespace fs = std::filesystem;
+
+namespace sabre::tune {
+
+uint64_t fnv1a(const std::string& s, uint64_t h) {
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+std::string hex16(uint64_t v) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+namespace {
+
+std::string shell_quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) {
+    if (c == '\'')
+      out += "'\\''";
+    else
+      out += c;
+  }
+  return out + "'";
+}
+
+// Runs a shell command, output to `log`; returns the exit status (-1 when it could not run).
+int run_logged(const std::string& cmd, const std::string& log) {
+  std::string full = cmd + " > " + shell_quote(log) + " 2>&1";
+  int rc = std::system(full.c_str());
+  if (rc == -1) return -1;
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : 128 + (WIFSIGNALED(rc) ? WTERMSIG(rc) : 0);
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string format_duration(double s) {
+  char buf[32];
+  if (s >= 60)
+    std::snprintf(buf, sizeof buf, "%dm%02ds", static_cast<int>(s) / 60, static_cast<int>(s) % 60);
+  else
+    std::snprintf(buf, sizeof buf, "%.0fs", s);
+  return buf;
+}
+
+}  // namespace
+
+std::string CompileCache::default_dir() {
+  const char* xdg = std::getenv("XDG_CACHE_HOME");
+  if (xdg && *xdg) return std::string(xdg) + "/sabre/kernels";
+  const char* home = std::getenv("HOME");
+  return std::string(home && *home ? home : ".") + "/.cache/sabre/kernels";
+}
+
+CompileCache::CompileCache(std::string dir, std::string compiler) : dir_(std::move(dir)), compiler_(std::move(compiler)) {
+  std::error_code ec;
+  fs::create_directories(dir_, ec);
+  if (ec) throw std::runtime_error("kernel cache: cannot create " + dir_ + ": " + ec.message());
+  std::string log = dir_ + "/.compiler-version." + std::to_string(getpid());
+  if (run_logged(shell_quote(compiler_) + " --version", log) != 0) {
+    fs::remove(log, ec);
+    throw std::runtime_error("kernel cache: cannot run '" + compiler_ + " --version' (is the CUDA toolkit on PATH?)");
+  }
+  compiler_version_ = read_file(log);
+  fs::remove(log, ec);
+}
+
+std::string CompileCache::key(const CompileJob& job) const {
+  uint64_t h = fnv1a(job.source);
+  h = fnv1a(compiler_version_, h);
+  for (const auto& f : job.flags) h = fnv1a(f + '\0', h);
+  return hex16(h);
+}
+
+CompileResult CompileCache::lookup(const CompileJob& job) const {
+  CompileResult r;
+  r.name = job.name;
+  std::string stem = dir_ + "/" + job.name + "-" + key(job);
+  if (fs::exists(stem + ".so")) {
+    r.ok = true;
+    r.cached = true;
+    r.library = stem + ".so";
+  } else if (fs::exists(stem + ".failed")) {
+    r.ok = false;
+    r.cached = true;
+    r.log = stem + ".log";
+  }
+  return r;
+}
+
+CompileResult CompileCache::compile_one(const CompileJob& job) const {
+  CompileResult r = lookup(job);
+  if (r.cached) return r;
+  auto t0 = std::chrono::steady_clock::now();
+  std::string stem = dir_ + "/" + job.name + "-" + key(job);
+  // Work in a private temp name, then rename: concurrent tuners and kills never see half files.
+  std::string tmp = stem + ".tmp" + std::to_string(getpid()) + "_" +
+                    std::to_string(std::hash<std::thread::id>{}(std::this_thread::get_id()) % 100000);
+  {
+    std::ofstream src(tmp + ".cu");
+    src << job.source;
+    if (!src) throw std::runtime_error("kernel cache: cannot write " + tmp + ".cu");
+  }
+  std::string cmd = shell_quote(compiler_) + " -shared -Xcompiler -fPIC";
+  for (const auto& f : job.flags) cmd += " " + shell_quote(f);
+  cmd += " " + shell_quote(tmp + ".cu") + " -o " + shell_quote(tmp + ".so");
+  int rc = run_logged(cmd, tmp + ".log");
+  std::error_code ec;
+  {
+    std::ofstream(tmp + ".log", std::ios::app) << "\n# command: " << cmd << "\n# exit status: " << rc << "\n";
+  }
+  fs::rename(tmp + ".log", stem + ".log", ec);
+  r.log = stem + ".log";
+  if (rc == 0 && fs::exists(tmp + ".so")) {
+    fs::rename(tmp + ".so", stem + ".so", ec);
+    if (ec) throw std::runtime_error("kernel cache: cannot move " + tmp + ".so into place: " + ec.message());
+    r.ok = true;
+    r.library = stem + ".so";
+  } else {
+    std::ofstream(stem + ".failed") << "exit status " << rc << "\n";
+    fs::remove(tmp + ".so", ec);
+  }
+  fs::remove(tmp + ".cu", ec);
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return r;
+}
+
+std::vector<CompileResult> CompileCache::compile_all(const std::vector<CompileJob>& jobs, int parallel, bool quiet) {
+  std::vector<CompileResult> results(jobs.size());
+  std::vector<size_t> todo;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    results[i] = lookup(jobs[i]);
+    if (!results[i].cached) todo.push_back(i);
+  }
+  if (todo.empty()) return results;
+  parallel = std::max(1, std::min<int>(parallel, static_cast<int>(todo.size())));
+  const bool tty = isatty(fileno(stderr));
+  const auto t0 = std::chrono::steady_clock::now();
+  std::atomic<size_t> next{0};
+  std::mutex mu;
+  size_t done = 0, failed = 0;
+  auto report = [&](const CompileResult& r) {
+    if (quiet) return;
+    double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    // ETA from the observed rate; with `parallel` compiles in flight the rate already includes that.
+    double eta = done ? elapsed / static_cast<double>(done) * static_cast<double>(todo.size() - done) : 0;
+    if (tty) {
+      const int width = 30;
+      int filled = static_cast<int>(width * done / todo.size());
+      std::fprintf(stderr, "\r[%s%s] %zu/%zu kernels compiled, %zu failed, %s elapsed, ETA %s   ",
+                   std::string(static_cast<size_t>(filled), '#').c_str(),
+                   std::string(static_cast<size_t>(width - filled), ' ').c_str(), done, todo.size(), failed,
+                   format_duration(elapsed).c_str(), format_duration(eta).c_str());
+      if (done == todo.size()) std::fprintf(stderr, "\n");
+    } else {
+      std::fprintf(stderr, "compiled %zu/%zu: %s %s (%.1f s)%s\n", done, todo.size(), r.name.c_str(),
+                   r.ok ? "ok" : "FAILED", r.seconds, r.ok ? "" : (", log: " + r.log).c_str());
+    }
+    std::fflush(stderr);
+  };
+  auto worker = [&] {
+    for (;;) {
+      size_t t = next.fetch_add(1);
+      if (t >= todo.size()) return;
+      CompileResult r;
+      try {
+        r = compile_one(jobs[todo[t]]);
+      } catch (const std::exception& e) {  // a full disk must not take the other compiles down
+        r.name = jobs[todo[t]].name;
+        r.ok = false;
+        r.log = e.what();
+      }
+      std::lock_guard<std::mutex> lock(mu);
+      results[todo[t]] = r;
+      ++done;
+      if (!r.ok) ++failed;
+      report(r);
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int i = 0; i < parallel; ++i) threads.emplace_back(worker);
+  for (auto& t : threads) t.join();
+  return results;
+}
+
+}  // namespace sabre::tune
