@@ -1,0 +1,805 @@
+// Shape and type inference: driver, registry, elementwise and shape-manipulation ops.
+// Conv/pool/norm/matmul/resize live in infer_nn.cpp. Tests: tests/unit/infer_test.cpp
+#include "ir/infer.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <mutex>
+#include <set>
+
+#include "ir/infer_internal.h"
+
+namespace sabre::ir {
+namespace infer_detail {
+
+void fail(const Node& n, const std::string& msg) {
+  throw ShapeError("node '" + n.name() + "' (" + n.op() + "): " + msg);
+}
+
+Value* opt_in(const Node& n, size_t i) {
+  Value* v = n.input(i);
+  if (v && !v->type().known) fail(n, "input " + std::to_string(i) + " '" + v->name() + "' has no inferred type");
+  return v;
+}
+
+Value* in(const Node& n, size_t i) {
+  Value* v = opt_in(n, i);
+  if (!v) fail(n, "required input " + std::to_string(i) + " is missing");
+  return v;
+}
+
+void set_out(Node& n, size_t i, DType d, Shape s) {
+  if (i >= n.num_outputs()) return;  // optional outputs the model did not ask for
+  n.output(i)->set_type(d, std::move(s));
+  n.output(i)->set_known_dims(std::nullopt);
+}
+
+void set_known(Node& n, size_t i, std::vector<Dim> kd) {
+  if (i >= n.num_outputs() || kd.size() > kMaxKnown) return;
+  n.output(i)->set_known_dims(std::move(kd));
+}
+
+int64_t norm_axis(const Node& n, int64_t axis, int64_t rank) {
+  if (axis < -rank || axis >= rank)
+    fail(n, "axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank));
+  return axis < 0 ? axis + rank : axis;
+}
+
+Dim unify(const Node& n, const Dim& a, const Dim& b, const std::string& what) {
+  if (a == b) return a;
+  if (a.is_static() && b.is_static()) fail(n, what + " differ: " + a.str() + " vs " + b.str());
+  return a.is_static() ? a : b;  // a symbol must equal the static value at run time
+}
+
+Shape broadcast(const Node& n, const std::vector<const Shape*>& shapes) {
+  size_t rank = 0;
+  for (const Shape* s : shapes) rank = std::max(rank, s->size());
+  Shape out(rank, Dim(1));
+  for (const Shape* s : shapes) {
+    size_t off = rank - s->size();
+    for (size_t i = 0; i < s->size(); ++i) {
+      const Dim& d = (*s)[i];
+      Dim& o = out[off + i];
+      if (d == o || d == Dim(1)) continue;
+      if (o == Dim(1)) {
+        o = d;
+      } else if (o.is_static() && d.is_static()) {
+        fail(n, "cannot broadcast dims " + o.str() + " and " + d.str() + " (axis " + std::to_string(off + i) + ")");
+      } else if (o.is_static() || d.is_static()) {
+        o = o.is_static() ? o : d;  // the symbol is 1 or equal to the static dim; the result is the static dim
+      } else {
+        fail(n, "cannot broadcast symbolic dims " + o.str() + " and " + d.str() +
+                    " (axis " + std::to_string(off + i) + "); name them alike in the model's inputs if they are equal");
+      }
+    }
+  }
+  return out;
+}
+
+namespace {
+std::string sanitize(const std::string& s) {
+  std::string out;
+  for (char c : s) out += (std::isalnum(static_cast<unsigned char>(c)) || c == '_') ? c : '_';
+  return out;
+}
+}  // namespace
+
+Dim unknown_dim(const Node& n, size_t out, size_t i) {
+  std::string base = out < n.num_outputs() ? n.output(out)->name() : n.name();
+  return Dim::symbol("unk_" + sanitize(base) + "_" + std::to_string(i));
+}
+
+std::optional<std::vector<Dim>> known(const Value* v) {
+  if (!v) return std::nullopt;
+  return v->known_dims();
+}
+
+std::optional<std::vector<int64_t>> known_ints(const Value* v) {
+  auto k = known(v);
+  if (!k) return std::nullopt;
+  std::vector<int64_t> out;
+  for (const Dim& d : *k) {
+    if (!d.is_static()) return std::nullopt;
+    out.push_back(d.value());
+  }
+  return out;
+}
+
+Dim checked_dim(const Node& n, int64_t v, const char* what) {
+  if (v < 0 || v > kMaxDim) fail(n, std::string(what) + " " + std::to_string(v) + " is negative or too large");
+  return Dim(v);
+}
+
+}  // namespace infer_detail
+
+using namespace infer_detail;
+
+namespace {
+
+bool is_int(DType d) { return !is_float(d) && d != DType::boolean; }
+
+// Static dims of a known list, guarded so that arithmetic on them cannot overflow.
+bool small_static(const Dim& d) { return d.is_static() && d.value() >= -kMaxDim && d.value() <= kMaxDim; }
+
+// The element count of a rank<=1 static shape, or -1.
+int64_t list_len(const Shape& s) {
+  if (s.empty()) return 1;
+  if (s.size() == 1 && s[0].is_static()) return s[0].value();
+  return -1;
+}
+
+// Elementwise known_dims: each input's list broadcasts (length 1 or the output's length).
+template <class F>
+void elementwise_known(Node& n, const std::vector<Value*>& ins, F f) {
+  if (n.num_outputs() < 1) return;
+  int64_t len = list_len(n.output(0)->shape());
+  if (len < 0 || len > static_cast<int64_t>(kMaxKnown)) return;
+  std::vector<std::vector<Dim>> lists;
+  for (Value* v : ins) {
+    auto k = known(v);
+    if (!k || (k->size() != 1 && static_cast<int64_t>(k->size()) != len)) return;
+    lists.push_back(*k);
+  }
+  std::vector<Dim> out;
+  for (int64_t i = 0; i < len; ++i) {
+    std::vector<Dim> args;
+    for (const auto& l : lists) args.push_back(l.size() == 1 ? l[0] : l[i]);
+    std::optional<Dim> r = f(args);
+    if (!r) return;
+    out.push_back(*r);
+  }
+  set_known(n, 0, std::move(out));
+}
+
+// Output 0 carries input 0's list unchanged (Identity, Reshape/Squeeze/Unsqueeze of shape lists).
+void pass_known(Node& n) {
+  auto k = known(n.input(0));
+  if (!k) return;
+  int64_t len = list_len(n.output(0)->shape());
+  if (len >= 0 && static_cast<size_t>(len) == k->size() && is_int(n.output(0)->dtype())) set_known(n, 0, *k);
+}
+
+void unary(Node& n) {
+  Value* x = in(n, 0);
+  set_out(n, 0, x->dtype(), x->shape());
+}
+
+void identity(Node& n) {
+  unary(n);
+  pass_known(n);
+}
+
+void not_op(Node& n) {
+  Value* x = in(n, 0);
+  if (x->dtype() != DType::boolean) fail(n, "input must be bool, got " + std::string(name(x->dtype())));
+  set_out(n, 0, DType::boolean, x->shape());
+}
+
+std::vector<Value*> present_inputs(const Node& n) {
+  std::vector<Value*> v;
+  for (size_t i = 0; i < n.num_inputs(); ++i)
+    if (Value* x = opt_in(n, i)) v.push_back(x);
+  return v;
+}
+
+Shape broadcast_inputs(Node& n, const std::vector<Value*>& ins) {
+  std::vector<const Shape*> shapes;
+  for (Value* v : ins) shapes.push_back(&v->shape());
+  return broadcast(n, shapes);
+}
+
+void check_same_dtype(const Node& n, const std::vector<Value*>& ins) {
+  for (Value* v : ins)
+    if (v->dtype() != ins[0]->dtype())
+      fail(n, "inputs have different dtypes: " + std::string(name(ins[0]->dtype())) + " and " +
+                  std::string(name(v->dtype())));
+}
+
+std::optional<Dim> arith(const std::string& op, const Dim& a, const Dim& b) {
+  if (!a.is_static() || !b.is_static()) {
+    if (op == "Add") return a + b;
+    if (op == "Sub") return a - b;
+    if (op == "Mul") return a * b;
+    if (op == "Div") return a.divide(b);
+    return std::nullopt;
+  }
+  if (!small_static(a) || !small_static(b)) return std::nullopt;
+  int64_t x = a.value(), y = b.value();
+  if (op == "Add") return Dim(x + y);
+  if (op == "Sub") return Dim(x - y);
+  if (op == "Mul") {
+    int64_t r;
+    if (__builtin_mul_overflow(x, y, &r)) return std::nullopt;
+    return Dim(r);
+  }
+  if (op == "Div") return y == 0 ? std::nullopt : std::optional<Dim>(Dim(x / y));  // ONNX integer Div truncates
+  return std::nullopt;
+}
+
+void binary_arith(Node& n) {
+  auto ins = present_inputs(n);
+  if (ins.size() != 2) fail(n, "expects 2 inputs");
+  if (n.op() != "Pow") check_same_dtype(n, ins);
+  set_out(n, 0, ins[0]->dtype(), broadcast_inputs(n, ins));
+  if (!is_int(ins[0]->dtype())) return;
+  std::string op = n.op();
+  elementwise_known(n, ins, [&](const std::vector<Dim>& a) { return arith(op, a[0], a[1]); });
+}
+
+void variadic_minmax(Node& n) {
+  auto ins = present_inputs(n);
+  if (ins.empty()) fail(n, "expects at least one input");
+  check_same_dtype(n, ins);
+  set_out(n, 0, ins[0]->dtype(), broadcast_inputs(n, ins));
+  if (!is_int(ins[0]->dtype())) return;
+  bool is_max = n.op() == "Max";
+  elementwise_known(n, ins, [&](const std::vector<Dim>& a) -> std::optional<Dim> {
+    Dim best = a[0];
+    for (const Dim& d : a) {
+      if (d == best) continue;
+      if (!d.is_static() || !best.is_static()) return std::nullopt;
+      if (is_max ? d.value() > best.value() : d.value() < best.value()) best = d;
+    }
+    return best;
+  });
+}
+
+void compare(Node& n) {
+  auto ins = present_inputs(n);
+  if (ins.size() != 2) fail(n, "expects 2 inputs");
+  check_same_dtype(n, ins);
+  set_out(n, 0, DType::boolean, broadcast_inputs(n, ins));
+  std::string op = n.op();
+  elementwise_known(n, ins, [&](const std::vector<Dim>& a) -> std::optional<Dim> {
+    if (op == "Equal" && a[0] == a[1]) return Dim(1);
+    if (!a[0].is_static() || !a[1].is_static()) return std::nullopt;
+    int64_t x = a[0].value(), y = a[1].value();
+    bool r = op == "Equal" ? x == y : op == "Less" ? x < y : x > y;
+    return Dim(r ? 1 : 0);
+  });
+}
+
+void where(Node& n) {
+  Value* c = in(n, 0);
+  Value* x = in(n, 1);
+  Value* y = in(n, 2);
+  if (c->dtype() != DType::boolean) fail(n, "condition must be bool");
+  check_same_dtype(n, {x, y});
+  set_out(n, 0, x->dtype(), broadcast_inputs(n, {c, x, y}));
+  elementwise_known(n, {c, x, y}, [](const std::vector<Dim>& a) -> std::optional<Dim> {
+    if (!a[0].is_static()) return std::nullopt;
+    return a[0].value() ? a[1] : a[2];
+  });
+}
+
+void cast(Node& n) {
+  Value* x = in(n, 0);
+  std::string to = n.attr_string("to");
+  auto d = parse_dtype(to);
+  if (!d) fail(n, "unknown target dtype '" + to + "'");
+  set_out(n, 0, *d, x->shape());
+  if (is_int(*d) && is_int(x->dtype())) pass_known(n);
+}
+
+void clip(Node& n) {
+  Value* x = in(n, 0);
+  for (size_t i = 1; i < 3; ++i)
+    if (Value* b = opt_in(n, i); b && b->shape().size() != 0 && !(b->shape().size() == 1 && b->shape()[0] == Dim(1)))
+      fail(n, "min/max must be scalars, got " + str(b->shape()));
+  unary(n);
+  (void)x;
+}
+
+void shape_op(Node& n) {
+  Value* x = in(n, 0);
+  int64_t r = static_cast<int64_t>(x->shape().size());
+  int64_t start = n.attr_int("start", 0), end = n.attr_int("end", r);
+  auto clampi = [&](int64_t a) { return std::clamp(a < 0 ? a + r : a, int64_t{0}, r); };
+  start = clampi(start);
+  end = clampi(end);
+  std::vector<Dim> dims;
+  for (int64_t i = start; i < end; ++i) dims.push_back(x->shape()[i]);
+  set_out(n, 0, DType::i64, {Dim(static_cast<int64_t>(dims.size()))});
+  set_known(n, 0, std::move(dims));
+}
+
+// A rank-1 static-length shape input: its list of dims, or unknown dims of that length.
+std::vector<Dim> shape_operand(Node& n, Value* s, size_t out) {
+  if (auto k = known(s)) {
+    for (const Dim& d : *k)
+      if (d.is_static() && (d.value() < -1 || d.value() > kMaxDim)) fail(n, "shape value " + d.str() + " is out of range");
+    return *k;
+  }
+  if (s->shape().size() != 1 || !s->shape()[0].is_static() || s->shape()[0].value() > 64)
+    fail(n, "the shape operand '" + s->name() + "' must be 1-D of static length, got " + str(s->shape()));
+  std::vector<Dim> out_dims;
+  for (int64_t i = 0; i < s->shape()[0].value(); ++i) out_dims.push_back(unknown_dim(n, out, i));
+  return out_dims;
+}
+
+void reshape(Node& n) {
+  Value* x = in(n, 0);
+  Value* s = in(n, 1);
+  if (is_float(s->dtype())) fail(n, "shape must be an integer tensor");
+  bool allowzero = n.attr_int("allowzero", 0) != 0;
+  std::vector<Dim> t = shape_operand(n, s, 0);
+  Shape out;
+  int64_t neg = -1;
+  Dim rest(1);
+  for (size_t i = 0; i < t.size(); ++i) {
+    Dim d = t[i];
+    if (d.is_static() && d.value() == 0 && !allowzero) {
+      if (i >= x->shape().size()) fail(n, "shape[" + std::to_string(i) + "]=0 copies a dim the input does not have");
+      d = x->shape()[i];
+    } else if (d.is_static() && d.value() == -1) {
+      if (neg >= 0) fail(n, "more than one -1 in the target shape");
+      neg = static_cast<int64_t>(i);
+      out.push_back(Dim(1));
+      continue;
+    }
+    out.push_back(d);
+    rest = rest * d;
+  }
+  Dim total = num_elements(x->shape());
+  if (neg >= 0) {
+    auto q = total.divide(rest);
+    if (q) {
+      out[neg] = *q;
+    } else if (total.is_static() && rest.is_static()) {
+      if (total.value() == 0 && rest.value() == 0) out[neg] = Dim(0);
+      else fail(n, "cannot reshape " + str(x->shape()) + " to " + str(out) + ": " + total.str() +
+                       " elements are not a multiple of " + rest.str());
+    } else {
+      out[neg] = unknown_dim(n, 0, neg);
+    }
+  } else if (total.is_static() && rest.is_static() && total != rest) {
+    fail(n, "cannot reshape " + str(x->shape()) + " (" + total.str() + " elements) to " + str(out));
+  }
+  set_out(n, 0, x->dtype(), out);
+  if (is_int(x->dtype())) pass_known(n);
+}
+
+void transpose(Node& n) {
+  Value* x = in(n, 0);
+  int64_t r = static_cast<int64_t>(x->shape().size());
+  std::vector<int64_t> perm;
+  for (int64_t i = r - 1; i >= 0; --i) perm.push_back(i);
+  perm = n.attr_ints("perm", perm);
+  if (static_cast<int64_t>(perm.size()) != r) fail(n, "perm has " + std::to_string(perm.size()) + " entries for rank " + std::to_string(r));
+  std::vector<bool> seen(r, false);
+  Shape out;
+  for (int64_t p : perm) {
+    int64_t a = norm_axis(n, p, r);
+    if (seen[a]) fail(n, "perm repeats axis " + std::to_string(a));
+    seen[a] = true;
+    out.push_back(x->shape()[a]);
+  }
+  set_out(n, 0, x->dtype(), out);
+}
+
+void flatten(Node& n) {
+  Value* x = in(n, 0);
+  int64_t r = static_cast<int64_t>(x->shape().size());
+  int64_t axis = n.attr_int("axis", 1);
+  if (axis < -r || axis > r) fail(n, "axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(r));
+  if (axis < 0) axis += r;
+  Dim a(1), b(1);
+  for (int64_t i = 0; i < r; ++i) (i < axis ? a : b) = (i < axis ? a : b) * x->shape()[i];
+  set_out(n, 0, x->dtype(), {a, b});
+}
+
+std::vector<int64_t> const_axes(Node& n, size_t i, const char* what) {
+  Value* a = opt_in(n, i);
+  if (!a) return {};
+  auto k = known_ints(a);
+  if (!k) fail(n, std::string(what) + " must be constant");
+  return *k;
+}
+
+void squeeze(Node& n) {
+  Value* x = in(n, 0);
+  int64_t r = static_cast<int64_t>(x->shape().size());
+  bool has_axes = opt_in(n, 1) != nullptr;
+  std::vector<int64_t> axes = const_axes(n, 1, "axes");
+  std::vector<bool> drop(r, false);
+  if (!has_axes) {
+    for (int64_t i = 0; i < r; ++i) drop[i] = x->shape()[i] == Dim(1);
+  }
+  for (int64_t a : axes) {
+    int64_t ax = norm_axis(n, a, r);
+    const Dim& d = x->shape()[ax];
+    if (d.is_static() && d.value() != 1) fail(n, "cannot squeeze axis " + std::to_string(ax) + " of size " + d.str());
+    drop[ax] = true;
+  }
+  Shape out;
+  for (int64_t i = 0; i < r; ++i)
+    if (!drop[i]) out.push_back(x->shape()[i]);
+  set_out(n, 0, x->dtype(), out);
+  pass_known(n);
+}
+
+void unsqueeze(Node& n) {
+  Value* x = in(n, 0);
+  in(n, 1);
+  std::vector<int64_t> axes = const_axes(n, 1, "axes");
+  int64_t r = static_cast<int64_t>(x->shape().size() + axes.size());
+  if (r > 64) fail(n, "result rank is too large");
+  std::vector<bool> ins(r, false);
+  for (int64_t a : axes) {
+    int64_t ax = norm_axis(n, a, r);
+    if (ins[ax]) fail(n, "axes repeat " + std::to_string(ax));
+    ins[ax] = true;
+  }
+  Shape out;
+  size_t j = 0;
+  for (int64_t i = 0; i < r; ++i) out.push_back(ins[i] ? Dim(1) : x->shape()[j++]);
+  set_out(n, 0, x->dtype(), out);
+  pass_known(n);
+}
+
+void concat(Node& n) {
+  auto ins = present_inputs(n);
+  if (ins.empty()) fail(n, "expects at least one input");
+  check_same_dtype(n, ins);
+  int64_t r = static_cast<int64_t>(ins[0]->shape().size());
+  if (r == 0) fail(n, "inputs must have rank >= 1");
+  int64_t axis = norm_axis(n, n.attr_int("axis"), r);
+  Shape out = ins[0]->shape();
+  for (size_t k = 1; k < ins.size(); ++k) {
+    const Shape& s = ins[k]->shape();
+    if (static_cast<int64_t>(s.size()) != r) fail(n, "inputs have different ranks: " + str(ins[0]->shape()) + " vs " + str(s));
+    for (int64_t i = 0; i < r; ++i)
+      out[i] = i == axis ? out[i] + s[i] : unify(n, out[i], s[i], "dims on axis " + std::to_string(i));
+  }
+  set_out(n, 0, ins[0]->dtype(), out);
+  if (r == 1 && is_int(ins[0]->dtype())) {
+    std::vector<Dim> kd;
+    for (Value* v : ins) {
+      auto k = known(v);
+      if (!k) return;
+      kd.insert(kd.end(), k->begin(), k->end());
+    }
+    set_known(n, 0, std::move(kd));
+  }
+}
+
+void split(Node& n) {
+  Value* x = in(n, 0);
+  int64_t r = static_cast<int64_t>(x->shape().size());
+  int64_t axis = norm_axis(n, n.attr_int("axis", 0), r);
+  const Dim& d = x->shape()[axis];
+  size_t k = n.num_outputs();
+  std::vector<Dim> sizes;
+  if (Value* s = opt_in(n, 1)) {
+    auto sz = known_ints(s);
+    if (!sz) fail(n, "split sizes must be constant");
+    if (sz->size() != k) fail(n, std::to_string(sz->size()) + " split sizes for " + std::to_string(k) + " outputs");
+    Dim sum(0);
+    for (int64_t v : *sz) {
+      sizes.push_back(checked_dim(n, v, "split size"));
+      sum = sum + Dim(v);
+    }
+    if (d.is_static() && sum != d) fail(n, "split sizes sum to " + sum.str() + " but the axis has " + d.str());
+  } else {
+    int64_t parts = n.attr_int("num_outputs", static_cast<int64_t>(k));
+    if (parts != static_cast<int64_t>(k) || k == 0) fail(n, "num_outputs=" + std::to_string(parts) + " but the node has " + std::to_string(k) + " outputs");
+    if (d.is_static()) {
+      int64_t chunk = (d.value() + parts - 1) / parts;
+      for (size_t i = 0; i < k; ++i) sizes.push_back(Dim(std::max<int64_t>(0, std::min(chunk, d.value() - chunk * static_cast<int64_t>(i)))));
+    } else {
+      auto q = d.divide(Dim(parts));
+      for (size_t i = 0; i < k; ++i) sizes.push_back(q ? *q : unknown_dim(n, i, axis));
+    }
+  }
+  for (size_t i = 0; i < k; ++i) {
+    Shape s = x->shape();
+    s[axis] = sizes[i];
+    set_out(n, i, x->dtype(), s);
+  }
+}
+
+// Slice length along one axis for step 1 when dims are symbolic; nullopt when it can't be expressed.
+std::optional<Dim> slice_len_symbolic(const Dim& dim, Dim s, Dim e) {
+  constexpr int64_t kBig = int64_t{1} << 31;
+  if (s.is_static()) {
+    if (s.value() < 0) s = dim + s;
+    else if (s.value() >= kBig) return Dim(0);
+  }
+  if (e.is_static()) {
+    if (e.value() >= kBig) e = dim;
+    else if (e.value() < 0) e = dim + e;
+  }
+  return e - s;
+}
+
+void slice(Node& n) {
+  Value* x = in(n, 0);
+  int64_t r = static_cast<int64_t>(x->shape().size());
+  auto starts = known(in(n, 1));
+  auto ends = known(in(n, 2));
+  std::vector<int64_t> axes, steps;
+  if (opt_in(n, 3)) axes = const_axes(n, 3, "axes");
+  if (opt_in(n, 4)) steps = const_axes(n, 4, "steps");
+  Shape out = x->shape();
+  if (!starts || !ends) {
+    // Data-dependent bounds: only the sliced axes become unknown, which needs the axes.
+    if (!opt_in(n, 3)) {
+      for (int64_t i = 0; i < r; ++i) out[i] = unknown_dim(n, 0, i);
+    } else {
+      for (int64_t a : axes) out[norm_axis(n, a, r)] = unknown_dim(n, 0, norm_axis(n, a, r));
+    }
+    set_out(n, 0, x->dtype(), out);
+    return;
+  }
+  size_t k = starts->size();
+  if (ends->size() != k) fail(n, "starts and ends have different lengths");
+  if (axes.empty() && !opt_in(n, 3))
+    for (size_t i = 0; i < k; ++i) axes.push_back(static_cast<int64_t>(i));
+  if (steps.empty() && !opt_in(n, 4)) steps.assign(k, 1);
+  if (axes.size() != k || steps.size() != k) fail(n, "starts, ends, axes and steps have different lengths");
+  std::vector<bool> seen(r, false);
+  struct Static { int64_t start, step, len; };
+  std::vector<std::optional<Static>> plan(r);
+  for (size_t i = 0; i < k; ++i) {
+    int64_t a = norm_axis(n, axes[i], r);
+    if (seen[a]) fail(n, "axis " + std::to_string(a) + " is sliced twice");
+    seen[a] = true;
+    int64_t st = steps[i];
+    if (st == 0) fail(n, "step must not be 0");
+    const Dim& dim = x->shape()[a];
+    Dim s = (*starts)[i], e = (*ends)[i];
+    if (dim.is_static() && small_static(s) && small_static(e) && st >= -kMaxDim && st <= kMaxDim) {
+      int64_t D = dim.value(), S = s.value(), E = e.value();
+      if (S < 0) S += D;
+      if (E < 0) E += D;
+      if (st > 0) {
+        S = std::clamp<int64_t>(S, 0, D);
+        E = std::clamp<int64_t>(E, 0, D);
+      } else {
+        S = std::clamp<int64_t>(S, 0, D - 1);
+        E = std::clamp<int64_t>(E, -1, D - 1);
+      }
+      int64_t len = st > 0 ? (E > S ? (E - S + st - 1) / st : 0) : (S > E ? (S - E - st - 1) / -st : 0);
+      out[a] = Dim(len);
+      plan[a] = Static{S, st, len};
+      continue;
+    }
+    std::optional<Dim> len;
+    if (st == 1) len = slice_len_symbolic(dim, s, e);
+    else if (st == -1 && s.is_static() && e.is_static() && (s.value() == -1 || s.value() >= (int64_t{1} << 31)) &&
+             e.value() <= -(int64_t{1} << 31))
+      len = dim;  // a full reversal
+    out[a] = len ? *len : unknown_dim(n, 0, a);
+  }
+  set_out(n, 0, x->dtype(), out);
+  if (r == 1 && is_int(x->dtype()) && plan[0]) {
+    auto kx = known(x);
+    if (!kx || static_cast<int64_t>(kx->size()) != x->shape()[0].value()) return;
+    std::vector<Dim> kd;
+    for (int64_t i = 0; i < plan[0]->len; ++i) kd.push_back((*kx)[plan[0]->start + i * plan[0]->step]);
+    set_known(n, 0, std::move(kd));
+  }
+}
+
+void gather(Node& n) {
+  Value* x = in(n, 0);
+  Value* idx = in(n, 1);
+  if (is_float(idx->dtype())) fail(n, "indices must be integers");
+  int64_t r = static_cast<int64_t>(x->shape().size());
+  if (r == 0) fail(n, "data must have rank >= 1");
+  int64_t axis = norm_axis(n, n.attr_int("axis", 0), r);
+  Shape out(x->shape().begin(), x->shape().begin() + axis);
+  out.insert(out.end(), idx->shape().begin(), idx->shape().end());
+  out.insert(out.end(), x->shape().begin() + axis + 1, x->shape().end());
+  set_out(n, 0, x->dtype(), out);
+  auto kx = known(x);
+  auto ki = known_ints(idx);
+  if (r != 1 || !kx || !ki || idx->shape().size() > 1 || !is_int(x->dtype())) return;
+  int64_t len = static_cast<int64_t>(kx->size());
+  std::vector<Dim> kd;
+  for (int64_t i : *ki) {
+    if (i < -len || i >= len) fail(n, "index " + std::to_string(i) + " is out of range for " + std::to_string(len) + " elements");
+    kd.push_back((*kx)[i < 0 ? i + len : i]);
+  }
+  set_known(n, 0, std::move(kd));
+}
+
+DType dtype_of_value_attr(Node& n, const Tensor** t) {
+  *t = nullptr;
+  if (!n.has_attr("value")) return DType::f32;
+  *t = &n.attr_tensor("value");
+  if ((*t)->numel() != 1) fail(n, "value must hold exactly one element");
+  return (*t)->dtype();
+}
+
+void constant_of_shape(Node& n) {
+  Value* s = in(n, 0);
+  if (is_float(s->dtype())) fail(n, "shape must be an integer tensor");
+  std::vector<Dim> dims = shape_operand(n, s, 0);
+  for (const Dim& d : dims)
+    if (d.is_static() && d.value() < 0) fail(n, "negative dim " + d.str());
+  const Tensor* t;
+  DType dt = dtype_of_value_attr(n, &t);
+  set_out(n, 0, dt, dims);
+  if (dims.size() == 1 && dims[0].is_static() && dims[0].value() <= static_cast<int64_t>(kMaxKnown) && is_int(dt)) {
+    int64_t v = t ? t->get_i64(0) : 0;
+    set_known(n, 0, std::vector<Dim>(dims[0].value(), Dim(v)));
+  }
+}
+
+void expand(Node& n) {
+  Value* x = in(n, 0);
+  Value* s = in(n, 1);
+  if (is_float(s->dtype())) fail(n, "shape must be an integer tensor");
+  Shape target = shape_operand(n, s, 0);
+  set_out(n, 0, x->dtype(), broadcast(n, {&x->shape(), &target}));
+  pass_known(n);
+}
+
+// Scalar operand of Range as a Dim when integral and known.
+std::optional<Dim> scalar_dim(Value* v) {
+  auto k = known(v);
+  if (k && k->size() == 1) return (*k)[0];
+  if (v->is_constant() && v->constant().numel() == 1) {
+    double d = v->constant().get_f64(0);
+    if (d == static_cast<double>(static_cast<int64_t>(d)) && d > -kMaxDim && d < kMaxDim) return Dim(static_cast<int64_t>(d));
+  }
+  return std::nullopt;
+}
+
+void range(Node& n) {
+  Value* a = in(n, 0);
+  Value* b = in(n, 1);
+  Value* c = in(n, 2);
+  for (Value* v : {a, b, c})
+    if (list_len(v->shape()) != 1) fail(n, "start, limit and delta must be scalars");
+  check_same_dtype(n, {a, b, c});
+  auto s = scalar_dim(a), l = scalar_dim(b), d = scalar_dim(c);
+  Dim len = unknown_dim(n, 0, 0);
+  bool exact_float = !is_float(a->dtype()) || (a->is_constant() && b->is_constant() && c->is_constant());
+  if (s && l && d && d->is_static() && d->value() != 0 && exact_float) {
+    Dim span = *l - *s;
+    int64_t step = d->value();
+    if (span.is_static() && small_static(span)) {
+      int64_t num = span.value();
+      len = Dim(std::max<int64_t>(0, step > 0 ? (num + step - 1) / step : (num + step + 1) / step));
+    } else if (step == 1) {
+      len = span;
+    } else if (auto q = span.divide(Dim(step))) {
+      len = *q;
+    }
+  } else if (is_float(a->dtype()) && a->is_constant() && b->is_constant() && c->is_constant()) {
+    double x = a->constant().get_f64(0), y = b->constant().get_f64(0), z = c->constant().get_f64(0);
+    double cnt = z != 0 ? std::ceil((y - x) / z) : -1;
+    if (cnt == cnt && cnt < static_cast<double>(kMaxDim)) len = Dim(std::max<int64_t>(0, static_cast<int64_t>(cnt)));
+  }
+  set_out(n, 0, a->dtype(), {len});
+  if (is_int(a->dtype()) && len.is_static() && len.value() <= static_cast<int64_t>(kMaxKnown) && s && d && d->is_static()) {
+    std::vector<Dim> kd;
+    for (int64_t i = 0; i < len.value(); ++i) kd.push_back(*s + Dim(i * d->value()));
+    set_known(n, 0, std::move(kd));
+  }
+}
+
+void trilu(Node& n) {
+  Value* x = in(n, 0);
+  if (x->shape().size() < 2) fail(n, "input must have rank >= 2");
+  unary(n);
+}
+
+void softmax(Node& n) {
+  Value* x = in(n, 0);
+  norm_axis(n, n.attr_int("axis", -1), static_cast<int64_t>(x->shape().size()));
+  unary(n);
+}
+
+void reduce(Node& n) {
+  Value* x = in(n, 0);
+  int64_t r = static_cast<int64_t>(x->shape().size());
+  bool keep = n.attr_int("keepdims", 1) != 0;
+  bool noop = n.attr_int("noop_with_empty_axes", 0) != 0;
+  std::vector<int64_t> axes = const_axes(n, 1, "axes");
+  std::vector<bool> red(r, false);
+  if (axes.empty()) {
+    if (noop) {
+      unary(n);
+      return;
+    }
+    red.assign(r, true);
+  }
+  for (int64_t a : axes) red[norm_axis(n, a, r)] = true;
+  Shape out;
+  for (int64_t i = 0; i < r; ++i) {
+    if (!red[i]) out.push_back(x->shape()[i]);
+    else if (keep) out.push_back(Dim(1));
+  }
+  set_out(n, 0, x->dtype(), out);
+}
+
+Table build_table() {
+  Table t;
+  auto add = [&](std::initializer_list<const char*> ops, InferFn f) {
+    for (const char* op : ops) t[{"", op}] = f;
+  };
+  add({"Sqrt", "Reciprocal", "Neg", "Exp", "Log", "Erf", "Tanh", "Relu", "Sigmoid", "Gelu", "LeakyRelu",
+       "HardSigmoid", "HardSwish", "Abs"},
+      unary);
+  add({"Identity", "Dropout"}, identity);
+  add({"Not"}, not_op);
+  add({"Add", "Sub", "Mul", "Div", "Pow"}, binary_arith);
+  add({"Min", "Max"}, variadic_minmax);
+  add({"Equal", "Less", "Greater"}, compare);
+  add({"Where"}, where);
+  add({"Cast"}, cast);
+  add({"Clip"}, clip);
+  add({"Shape"}, shape_op);
+  add({"Reshape"}, reshape);
+  add({"Transpose"}, transpose);
+  add({"Flatten"}, flatten);
+  add({"Squeeze"}, squeeze);
+  add({"Unsqueeze"}, unsqueeze);
+  add({"Concat"}, concat);
+  add({"Split"}, split);
+  add({"Slice"}, slice);
+  add({"Gather"}, gather);
+  add({"ConstantOfShape"}, constant_of_shape);
+  add({"Expand"}, expand);
+  add({"Range"}, range);
+  add({"Trilu"}, trilu);
+  add({"Softmax"}, softmax);
+  add({"ReduceMean", "ReduceSum", "ReduceMax"}, reduce);
+  add_nn_ops(t);
+  return t;
+}
+
+std::mutex& table_mutex() {
+  static std::mutex m;
+  return m;
+}
+
+Table& table() {
+  static Table t = build_table();
+  return t;
+}
+
+InferFn lookup(const std::string& domain, const std::string& op) {
+  std::lock_guard<std::mutex> lock(table_mutex());
+  auto it = table().find({domain, op});
+  return it == table().end() ? nullptr : it->second;
+}
+
+}  // namespace
+
+void register_infer(const std::string& domain, const std::string& op, InferFn fn) {
+  std::lock_guard<std::mutex> lock(table_mutex());
+  table()[{domain, op}] = fn;
+}
+
+bool has_infer(const std::string& domain, const std::string& op) { return lookup(domain, op) != nullptr; }
+
+std::vector<std::string> supported_ops() {
+  std::lock_guard<std::mutex> lock(table_mutex());
+  std::vector<std::string> out;
+  for (const auto& [k, f] : table())
+    if (k.first.empty()) out.push_back(k.second);
+  return out;  // std::map keeps them sorted
+}
+
+void infer_node(Node& n) {
+  InferFn f = lookup(n.domain(), n.op());
+  if (!f)
+    fail(n, "no shape inference for op '" + (n.domain().empty() ? "" : n.domain() + ".") + n.op() + "'");
+  for (size_t i = 0; i < n.num_inputs(); ++i) opt_in(n, i);  // every present input has a type
+  f(n);
+  for (Value* v : n.outputs())
+    for (const Dim& d : v->shape())
+      if (d.is_static() && (d.value() < 0 || d.value() > kMaxDim))
+        fail(n, "output '" + v->name() + "' gets invalid dim " + d.str() + " in " + str(v->shape()));
+}
+
+void infer_types(Graph& g) {
+  for (Node* n : g.topo_order()) infer_node(*n);
+}
+
+}  // namespace sabre::ir
