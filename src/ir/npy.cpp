@@ -1,0 +1,233 @@
+#include "ir/npy.h"
+
+#include <cctype>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <sstream>
+
+#include "ir/dim.h"
+
+namespace sabre::ir {
+
+namespace {
+
+constexpr char kMagic[] = "\x93NUMPY";
+constexpr size_t kMagicLen = 6;
+
+struct DescrRow {
+  const char* descr;  // as numpy writes it
+  DType dtype;
+};
+// What we write for each dtype (bf16 has no numpy spelling: it goes out as <f4).
+constexpr DescrRow kDescr[] = {
+    {"<f4", DType::f32}, {"<f2", DType::f16}, {"<f8", DType::f64}, {"<i8", DType::i64},
+    {"<i4", DType::i32}, {"|i1", DType::i8},  {"|u1", DType::u8},  {"|b1", DType::boolean},
+};
+
+std::optional<DType> dtype_of_descr(std::string d) {
+  // 1-byte types have no byte order; '=' is native, and sabre only runs on little-endian hosts.
+  if (d.size() == 3 && (d[0] == '<' || d[0] == '=' || (d[0] == '|' && d[2] == '1'))) {
+    if (d[2] == '1') d[0] = '|';
+    else d[0] = '<';
+  }
+  for (const auto& r : kDescr)
+    if (d == r.descr) return r.dtype;
+  return std::nullopt;
+}
+
+// A tiny reader for the header: a Python dict literal of strings, booleans and int tuples.
+class HeaderParser {
+ public:
+  HeaderParser(const std::string& text, const std::string& what) : s_(text), what_(what) {}
+
+  void parse(std::string& descr, bool& fortran, std::vector<int64_t>& shape) {
+    bool have_descr = false, have_fortran = false, have_shape = false;
+    expect('{');
+    while (!accept('}')) {
+      std::string key = str();
+      expect(':');
+      if (key == "descr") {
+        if (!peek('\'') && !peek('"'))
+          bad("descr is not a simple dtype string (structured arrays are not supported)");
+        descr = str();
+        have_descr = true;
+      } else if (key == "fortran_order") {
+        fortran = boolean();
+        have_fortran = true;
+      } else if (key == "shape") {
+        shape = tuple();
+        have_shape = true;
+      } else {
+        bad("unexpected key '" + key + "' in header");
+      }
+      if (!accept(',')) {
+        expect('}');
+        break;
+      }
+    }
+    if (!have_descr || !have_fortran || !have_shape) bad("header lacks one of descr, fortran_order, shape");
+  }
+
+ private:
+  const std::string& s_;
+  const std::string& what_;
+  size_t i_ = 0;
+
+  [[noreturn]] void bad(const std::string& m) const { throw NpyError(what_ + ": bad .npy header: " + m); }
+  void skip() {
+    while (i_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[i_]))) ++i_;
+  }
+  bool peek(char c) {
+    skip();
+    return i_ < s_.size() && s_[i_] == c;
+  }
+  bool accept(char c) {
+    if (!peek(c)) return false;
+    ++i_;
+    return true;
+  }
+  void expect(char c) {
+    if (!accept(c)) bad(std::string("expected '") + c + "'");
+  }
+  std::string str() {
+    skip();
+    if (i_ >= s_.size() || (s_[i_] != '\'' && s_[i_] != '"')) bad("expected a quoted string");
+    char q = s_[i_++];
+    size_t b = i_;
+    while (i_ < s_.size() && s_[i_] != q) ++i_;
+    if (i_ >= s_.size()) bad("unterminated string");
+    return s_.substr(b, i_++ - b);
+  }
+  bool boolean() {
+    skip();
+    if (s_.compare(i_, 4, "True") == 0) {
+      i_ += 4;
+      return true;
+    }
+    if (s_.compare(i_, 5, "False") == 0) {
+      i_ += 5;
+      return false;
+    }
+    bad("fortran_order is neither True nor False");
+  }
+  std::vector<int64_t> tuple() {
+    std::vector<int64_t> out;
+    expect('(');
+    while (!accept(')')) {
+      skip();
+      size_t b = i_;
+      while (i_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[i_]))) ++i_;
+      if (b == i_ || i_ - b > 18) bad("shape holds something other than a non-negative integer");
+      out.push_back(std::stoll(s_.substr(b, i_ - b)));
+      skip();
+      if (i_ < s_.size() && s_[i_] == 'L') ++i_;  // Python 2 longs
+      if (!accept(',')) {
+        expect(')');
+        break;
+      }
+    }
+    return out;
+  }
+};
+
+uint32_t read_le(const std::string& b, size_t at, size_t n) {
+  uint32_t v = 0;
+  for (size_t k = 0; k < n; ++k) v |= static_cast<uint32_t>(static_cast<uint8_t>(b[at + k])) << (8 * k);
+  return v;
+}
+
+}  // namespace
+
+Tensor parse_npy(const std::string& b, const std::string& what) {
+  if (b.size() < kMagicLen + 2 || b.compare(0, kMagicLen, kMagic, kMagicLen) != 0)
+    throw NpyError(what + ": not a .npy file (no \\x93NUMPY magic; save it with numpy.save)");
+  const int major = static_cast<uint8_t>(b[6]);
+  if (major < 1 || major > 3)
+    throw NpyError(what + ": .npy format version " + std::to_string(major) + " is not supported (1, 2 or 3)");
+  const size_t len_bytes = major == 1 ? 2 : 4;
+  const size_t header_at = kMagicLen + 2 + len_bytes;
+  if (b.size() < header_at) throw NpyError(what + ": truncated inside the .npy preamble");
+  const size_t header_len = read_le(b, kMagicLen + 2, len_bytes);
+  if (b.size() < header_at + header_len)
+    throw NpyError(what + ": truncated: header says " + std::to_string(header_len) + " bytes, file has " +
+                   std::to_string(b.size() - header_at));
+  std::string descr;
+  bool fortran = false;
+  std::vector<int64_t> shape;
+  HeaderParser(b.substr(header_at, header_len), what).parse(descr, fortran, shape);
+  if (!descr.empty() && descr[0] == '>')
+    throw NpyError(what + ": data is big-endian ('" + descr + "'); save it little-endian with a.astype(a.dtype.newbyteorder('<'))");
+  auto dt = dtype_of_descr(descr);
+  if (!dt)
+    throw NpyError(what + ": dtype '" + descr +
+                   "' is not supported; use one of float32, float16, float64, int64, int32, int8, uint8, bool "
+                   "(little-endian)");
+  int64_t numel = 1;
+  for (int64_t d : shape) {
+    if (d != 0 && numel > std::numeric_limits<int64_t>::max() / d) throw NpyError(what + ": shape overflows");
+    numel *= d;
+  }
+  if (fortran && shape.size() > 1 && numel > 1)
+    throw NpyError(what + ": array is in Fortran order; save it with numpy.save(f, numpy.ascontiguousarray(a))");
+  const size_t data_at = header_at + header_len;
+  const uint64_t need = static_cast<uint64_t>(numel) * size_of(*dt);
+  if (b.size() - data_at < need)
+    throw NpyError(what + ": truncated: shape " + str(to_shape(shape)) + " needs " + std::to_string(need) +
+                   " bytes of data, file has " + std::to_string(b.size() - data_at));
+  Tensor t(*dt, shape);
+  if (need) std::memcpy(t.mutable_bytes(), b.data() + data_at, need);
+  return t;
+}
+
+Tensor load_npy(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw NpyError(path + ": cannot open: " + std::strerror(errno));
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  if (f.bad()) throw NpyError(path + ": read failed");
+  return parse_npy(ss.str(), path);
+}
+
+std::string serialize_npy(const Tensor& in) {
+  const Tensor t = in.dtype() == DType::bf16 ? in.cast(DType::f32) : in;
+  const char* descr = nullptr;
+  for (const auto& r : kDescr)
+    if (r.dtype == t.dtype()) descr = r.descr;
+  if (!descr) throw NpyError("save_npy: no .npy spelling for dtype " + std::string(name(t.dtype())));
+  std::string shape = "(";
+  for (size_t k = 0; k < t.dims().size(); ++k) shape += std::to_string(t.dims()[k]) + ", ";
+  if (t.dims().size() > 1) shape.resize(shape.size() - 2);  // (2, 3) but (5,)
+  else if (t.dims().size() == 1) shape.resize(shape.size() - 1);
+  shape += ")";
+  std::string header = std::string("{'descr': '") + descr + "', 'fortran_order': False, 'shape': " + shape + ", }";
+  // Pad with spaces and a final newline so the data starts 64-byte aligned, as numpy does.
+  size_t pre = kMagicLen + 2 + 2;
+  int major = 1;
+  if (pre + header.size() + 1 > 65535) {
+    major = 2;
+    pre += 2;
+  }
+  size_t total = pre + header.size() + 1;
+  header.append((64 - total % 64) % 64, ' ');
+  header += '\n';
+  std::string out(kMagic, kMagicLen);
+  out += static_cast<char>(major);
+  out += '\0';
+  const uint32_t hl = static_cast<uint32_t>(header.size());
+  for (size_t k = 0; k < (major == 1 ? 2u : 4u); ++k) out += static_cast<char>((hl >> (8 * k)) & 0xff);
+  out += header;
+  if (t.nbytes()) out.append(reinterpret_cast<const char*>(t.bytes()), t.nbytes());
+  return out;
+}
+
+void save_npy(const std::string& path, const Tensor& t) {
+  std::string bytes = serialize_npy(t);
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  if (!f) throw NpyError(path + ": cannot write: " + std::strerror(errno));
+  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  if (!f) throw NpyError(path + ": write failed: " + std::strerror(errno));
+}
+
+}  // namespace sabre::ir
