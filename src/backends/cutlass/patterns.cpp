@@ -1,0 +1,290 @@
+#include "backends/cutlass/patterns.h"
+
+#include <algorithm>
+
+#include "ir/printer.h"
+
+namespace sabre::cutlass_backend {
+
+using namespace partition;
+using ir::DType;
+using ir::Dim;
+
+int max_alignment(DType t) { return static_cast<int>(16 / ir::size_of(t)); }
+
+int fallback_alignment(DType t, int64_t extent) {
+  int a = max_alignment(t);
+  while (a > 1 && extent % a != 0) a /= 2;
+  return a;
+}
+
+namespace {
+
+// ---------------------------------------------------------------- checks (no structure here)
+
+std::string shape_text(const ir::Value* v) { return ir::str(v->shape()); }
+
+std::optional<std::string> dtype_problem(const ir::Value* a, const ir::Value* b) {
+  DType t = a->dtype();
+  if (t != DType::f16 && t != DType::bf16 && t != DType::f32)
+    return "dtype " + std::string(ir::name(t)) + ": CUTLASS kernels here take f16, bf16 or f32";
+  if (b->dtype() != t)
+    return "operands differ in dtype (" + std::string(ir::name(t)) + " and " + std::string(ir::name(b->dtype())) +
+           "): mixed-input kernels are not in the catalog";
+  return std::nullopt;
+}
+
+// A contiguous extent: static and a multiple of the 16-byte access, else why not.
+std::optional<std::string> extent_problem(const char* what, const Dim& d, DType t) {
+  if (!d.is_static()) return std::string("dynamic ") + what + " (" + what + "=" + d.str() + ")";
+  int64_t v = d.value();
+  int al = max_alignment(t);
+  if (v % al != 0)
+    return std::string(what) + "=" + std::to_string(v) + " not a multiple of " + std::to_string(al) +
+           ": needs alignment-" + std::to_string(fallback_alignment(t, v)) + " kernels";
+  return std::nullopt;
+}
+
+// The epilogue's extra operands: bias a vector over N, residual exactly the output's type.
+std::optional<std::string> epilogue_problem(const Match& m, const Dim& n_dim) {
+  if (m.has("bias")) {
+    const ir::Value* b = m.value("bias");
+    const ir::Shape& s = b->shape();
+    bool vector = !s.empty() && s.back() == n_dim;
+    for (size_t i = 0; vector && i + 1 < s.size(); ++i) vector = s[i] == Dim(1);
+    if (!vector) return "bias " + shape_text(b) + " is not a vector over N=" + n_dim.str();
+    if (b->dtype() != m.root->output(0)->dtype()) return "bias dtype differs from the output's";
+  }
+  if (m.has("residual")) {
+    const ir::Value* r = m.value("residual");
+    const ir::Value* out = m.root->output(0);
+    if (r->producer() && std::find(m.region.begin(), m.region.end(), r->producer()) != m.region.end())
+      return "residual is computed inside the region";
+    if (r->shape() != out->shape() || r->dtype() != out->dtype())
+      return "residual " + ir::print_type(r->type()) + " is not the output's type " + ir::print_type(out->type()) +
+             ": broadcast residuals are not fused";
+  }
+  return std::nullopt;
+}
+
+Dim product(const ir::Shape& s, size_t begin, size_t end) {
+  Dim p(1);
+  for (size_t i = begin; i < end; ++i) p = p * s[i];
+  return p;
+}
+
+CheckResult check_gemm(const Match& m, const std::string& epilogue) {
+  const ir::Value* a = m.value("A");
+  const ir::Value* b = m.value("B");
+  const ir::Node* g = m.nodes.at("gemm");
+  if (auto why = dtype_problem(a, b)) return CheckResult::refuse(*why);
+  const ir::Shape& as = a->shape();
+  const ir::Shape& bs = b->shape();
+  if (as.size() < 2) return CheckResult::refuse("A " + shape_text(a) + " has rank < 2");
+  if (bs.size() != 2)
+    return CheckResult::refuse("B " + shape_text(b) + " is not a 2-D weight: batched products go to batched_gemm");
+  bool tn = false;
+  if (g->op() == "MatMulTransB") {
+    tn = true;
+  } else if (g->op() == "Gemm") {
+    if (g->attr_int("transA", 0)) return CheckResult::refuse("A transposed (transA=1): needs a column-major A kernel");
+    if (as.size() != 2) return CheckResult::refuse("Gemm A " + shape_text(a) + " is not 2-D");
+    tn = g->attr_int("transB", 0) != 0;
+  }
+  Dim k = as.back();
+  Dim n = tn ? bs[0] : bs[1];
+  DType t = a->dtype();
+  if (auto why = extent_problem("K", k, t)) return CheckResult::refuse(*why);
+  if (auto why = extent_problem("N", n, t)) return CheckResult::refuse(*why);
+  if (auto why = epilogue_problem(m, n)) return CheckResult::refuse(*why);
+  CheckResult r;
+  r.attrs["kind"] = std::string("gemm");
+  r.attrs["dtype"] = std::string(ir::name(t));
+  r.attrs["layout"] = std::string(tn ? "tn" : "tt");
+  r.attrs["alignment"] = int64_t{max_alignment(t)};
+  r.attrs["epilogue"] = epilogue;
+  r.attrs["m"] = product(as, 0, as.size() - 1).str();
+  r.attrs["n"] = n.value();
+  r.attrs["k"] = k.value();
+  return r;
+}
+
+// Two activations: K or N may be symbolic (seq), and then the runtime dispatch picks an alignment
+// that divides the actual extent (alignment-1 kernels are the fallback); static ones must align.
+CheckResult check_batched(const Match& m, const std::string& epilogue) {
+  const ir::Value* a = m.value("A");
+  const ir::Value* b = m.value("B");
+  if (auto why = dtype_problem(a, b)) return CheckResult::refuse(*why);
+  const ir::Shape& as = a->shape();
+  const ir::Shape& bs = b->shape();
+  if (as.size() < 3 || as.size() > 4)
+    return CheckResult::refuse("A " + shape_text(a) + ": batched gemm takes 3-D or 4-D operands");
+  if (bs.size() != as.size())
+    return CheckResult::refuse("A " + shape_text(a) + " and B " + shape_text(b) + " differ in rank");
+  size_t r = as.size();
+  for (size_t i = 0; i + 2 < r; ++i)
+    if (as[i] != bs[i])
+      return CheckResult::refuse("batch dims differ (" + shape_text(a) + " vs " + shape_text(b) +
+                                 "): broadcast batches are not supported");
+  bool tn = m.nodes.count("transB") != 0;  // B is read through a swap of its last two axes
+  Dim k = as[r - 1];
+  Dim n = tn ? bs[r - 2] : bs[r - 1];
+  DType t = a->dtype();
+  std::vector<std::string> runtime;
+  for (auto [what, d] : {std::pair<const char*, Dim>{"K", k}, {"N", n}}) {
+    if (!d.is_static()) {
+      runtime.push_back(std::string(what) + "=" + d.str());
+      continue;
+    }
+    if (auto why = extent_problem(what, d, t)) return CheckResult::refuse(*why);
+  }
+  CheckResult res;
+  res.attrs["kind"] = std::string("batched_gemm");
+  res.attrs["dtype"] = std::string(ir::name(t));
+  res.attrs["layout"] = std::string(tn ? "tn" : "tt");
+  res.attrs["alignment"] = int64_t{max_alignment(t)};
+  res.attrs["epilogue"] = epilogue;
+  res.attrs["batch"] = product(as, 0, r - 2).str();
+  res.attrs["m"] = as[r - 2].str();
+  res.attrs["n"] = n.str();
+  res.attrs["k"] = k.str();
+  if (!runtime.empty()) res.attrs["runtime_alignment"] = runtime;
+  return res;
+}
+
+CheckResult check_conv(const Match& m, const std::string& epilogue) {
+  const ir::Value* x = m.value("X");
+  const ir::Value* w = m.value("W");
+  const ir::Node* c = m.nodes.at("conv");
+  if (auto why = dtype_problem(x, w)) return CheckResult::refuse(*why);
+  if (x->shape().size() != 4)
+    return CheckResult::refuse("input " + shape_text(x) + ": only 2-D convolutions (NCHW) are offloaded");
+  if (c->attr_int("group", 1) != 1)
+    return CheckResult::refuse("group=" + std::to_string(c->attr_int("group", 1)) + ": grouped convolutions need group kernels");
+  if (c->attr_string("auto_pad", "NOTSET") != "NOTSET")
+    return CheckResult::refuse("auto_pad=" + c->attr_string("auto_pad") + ": needs explicit pads");
+  if (!w->is_constant())
+    return CheckResult::refuse("filter is not a constant: the KRSC filter layout is made at compile time");
+  DType t = x->dtype();
+  Dim ci = x->shape()[1];
+  Dim k = w->shape()[0];
+  if (auto why = extent_problem("C", ci, t)) return CheckResult::refuse(*why);
+  if (auto why = extent_problem("K", k, t)) return CheckResult::refuse(*why);
+  if (auto why = epilogue_problem(m, k)) return CheckResult::refuse(*why);
+  CheckResult r;
+  r.attrs["kind"] = std::string("conv2d_fprop");
+  r.attrs["dtype"] = std::string(ir::name(t));
+  // The graph is NCHW; the kernel runs NHWC/KRSC: the emitter converts activations at the region's edge.
+  r.attrs["layout"] = std::string("nchw");
+  r.attrs["alignment"] = int64_t{max_alignment(t)};
+  r.attrs["epilogue"] = epilogue;
+  return r;
+}
+
+// ---------------------------------------------------------------- structure (no checks here)
+
+Pat A() { return wildcard("A"); }
+Pat B() { return wildcard("B"); }
+
+// A·Bᵀ in the forms canonicalization leaves: sabre.MatMulTransB with a constant [N,K] weight (tn),
+// MatMul with B [K,N] (tt), Gemm without C (transB picks the layout).
+Pat gemm_core(Pat a, Pat b) {
+  return alt({op("MatMulTransB", {a, b}, {}, "sabre").as("gemm"), op("MatMul", {a, b}).as("gemm"),
+              op("Gemm", {a, b}, {attr_near("alpha", 1.0, 1.0)}).as("gemm")});
+}
+// ... + bias, or Gemm's own C operand.
+Pat gemm_bias(Pat a, Pat b) {
+  return alt({gemm_core(a, b) + constant("bias"),
+              op("Gemm", {a, b, constant("bias")}, {attr_near("alpha", 1.0, 1.0), attr_near("beta", 1.0, 1.0)})
+                  .as("gemm")});
+}
+// The two-activation product, B optionally read through a Transpose that swaps its last two axes.
+Pat batched_core() {
+  auto swap_last_two = attr_test("perm swaps the last two axes", [](const ir::Node& n) {
+    if (!n.has_attr("perm")) return false;
+    const auto& p = n.attr_ints("perm");
+    size_t r = p.size();
+    if (r < 3) return false;
+    for (size_t i = 0; i + 2 < r; ++i)
+      if (p[i] != static_cast<int64_t>(i)) return false;
+    return p[r - 2] == static_cast<int64_t>(r - 1) && p[r - 1] == static_cast<int64_t>(r - 2);
+  });
+  Pat b = B();
+  return op("MatMul", {A(), alt({op("Transpose", {b}, {swap_last_two}).as("transB"), b})}).as("gemm");
+}
+Pat conv(bool bias) {
+  if (bias) return op("Conv", {wildcard("X"), wildcard("W"), constant("bias")}).as("conv");
+  return op("Conv", {wildcard("X"), wildcard("W")}).as("conv");
+}
+
+Pat relu(Pat x) { return op("Relu", {x}); }
+Pat gelu(Pat x) { return op("Gelu", {x}, {attr_eq("approximate", std::string("none"), std::string("none"))}); }
+Pat gelutanh(Pat x) { return op("Gelu", {x}, {attr_eq("approximate", std::string("tanh"), std::string("none"))}); }
+Pat silu(Pat x) { return x * op("Sigmoid", {x}); }
+Pat sigmoid(Pat x) { return op("Sigmoid", {x}); }
+Pat hardswish(Pat x) {
+  return alt({op("HardSwish", {x}),
+              x * op("HardSigmoid", {x}, {attr_near("alpha", 1.0 / 6.0, 0.2), attr_near("beta", 0.5, 0.5)})});
+}
+Pat res(Pat x) { return x + wildcard("residual"); }
+
+using Check = CheckResult (*)(const Match&, const std::string&);
+
+PatternEntry entry(const std::string& epi_name, const std::string& family, const char* algebra, Pat p,
+                   Check check, const std::string& epilogue) {
+  std::vector<std::string> roles = family == "conv2d_fprop" ? std::vector<std::string>{"X", "W", "bias", "residual"}
+                                                             : std::vector<std::string>{"A", "B", "bias", "residual"};
+  std::string name = "cutlass." + family + (epi_name.empty() ? "" : "_" + epi_name);
+  return {name, algebra, std::move(p),
+          [check, epilogue](const Match& m) { return check(m, epilogue.empty() ? "linear" : epilogue); },
+          std::move(roles)};
+}
+
+PatternTable build() {
+  PatternTable t;
+  t.backend = "cutlass";
+  auto& e = t.entries;
+  const std::string G = "gemm", C = "conv2d_fprop";
+  // Longest epilogues first, so a node joins the most fused region that fits.
+  e.push_back(entry("bias_res_relu", G, "D = relu(A·Bᵀ + bias + R)", relu(res(gemm_bias(A(), B()))), check_gemm, "bias_res_relu"));
+  e.push_back(entry("bias_res", G, "D = A·Bᵀ + bias + R", res(gemm_bias(A(), B())), check_gemm, "bias_res"));
+  e.push_back(entry("bias_relu", G, "D = relu(A·Bᵀ + bias)", relu(gemm_bias(A(), B())), check_gemm, "bias_relu"));
+  e.push_back(entry("bias_gelu", G, "D = gelu_erf(A·Bᵀ + bias)", gelu(gemm_bias(A(), B())), check_gemm, "bias_gelu"));
+  e.push_back(entry("bias_gelutanh", G, "D = gelu_tanh(A·Bᵀ + bias)", gelutanh(gemm_bias(A(), B())), check_gemm, "bias_gelutanh"));
+  e.push_back(entry("bias_silu", G, "D = (A·Bᵀ + bias) · sigmoid(A·Bᵀ + bias)", silu(gemm_bias(A(), B())), check_gemm, "bias_silu"));
+  e.push_back(entry("bias_sigmoid", G, "D = sigmoid(A·Bᵀ + bias)", sigmoid(gemm_bias(A(), B())), check_gemm, "bias_sigmoid"));
+  e.push_back(entry("bias_hardswish", G, "D = hardswish(A·Bᵀ + bias)", hardswish(gemm_bias(A(), B())), check_gemm, "bias_hardswish"));
+  e.push_back(entry("res_relu", G, "D = relu(A·Bᵀ + R)", relu(res(gemm_core(A(), B()))), check_gemm, "res_relu"));
+  e.push_back(entry("relu", G, "D = relu(A·Bᵀ)", relu(gemm_core(A(), B())), check_gemm, "relu"));
+  e.push_back(entry("gelu", G, "D = gelu_erf(A·Bᵀ)", gelu(gemm_core(A(), B())), check_gemm, "gelu"));
+  e.push_back(entry("gelutanh", G, "D = gelu_tanh(A·Bᵀ)", gelutanh(gemm_core(A(), B())), check_gemm, "gelutanh"));
+  e.push_back(entry("silu", G, "D = A·Bᵀ · sigmoid(A·Bᵀ)", silu(gemm_core(A(), B())), check_gemm, "silu"));
+  e.push_back(entry("sigmoid", G, "D = sigmoid(A·Bᵀ)", sigmoid(gemm_core(A(), B())), check_gemm, "sigmoid"));
+  e.push_back(entry("hardswish", G, "D = hardswish(A·Bᵀ)", hardswish(gemm_core(A(), B())), check_gemm, "hardswish"));
+  e.push_back(entry("bias", G, "D = A·Bᵀ + bias", gemm_bias(A(), B()), check_gemm, "bias"));
+  e.push_back(entry("res", G, "D = A·Bᵀ + R", res(gemm_core(A(), B())), check_gemm, "res"));
+  e.push_back(entry("", G, "D = A·Bᵀ", gemm_core(A(), B()), check_gemm, ""));
+  // D[b] = A[b]·B[b] (B as stored, or read through its last-two-axes Transpose: Q·Kᵀ, P·V)
+  e.push_back(entry("", "batched_gemm", "D[b] = A[b]·B[b], B optionally Kᵀ as exported", batched_core(), check_batched, ""));
+  e.push_back(entry("bias_res_relu", C, "Y = relu(conv(X, W) + bias + R)", relu(res(conv(true))), check_conv, "bias_res_relu"));
+  e.push_back(entry("bias_res", C, "Y = conv(X, W) + bias + R", res(conv(true)), check_conv, "bias_res"));
+  e.push_back(entry("bias_relu", C, "Y = relu(conv(X, W) + bias)", relu(conv(true)), check_conv, "bias_relu"));
+  e.push_back(entry("bias_gelu", C, "Y = gelu_erf(conv(X, W) + bias)", gelu(conv(true)), check_conv, "bias_gelu"));
+  e.push_back(entry("bias_gelutanh", C, "Y = gelu_tanh(conv(X, W) + bias)", gelutanh(conv(true)), check_conv, "bias_gelutanh"));
+  e.push_back(entry("bias_silu", C, "Y = silu(conv(X, W) + bias)", silu(conv(true)), check_conv, "bias_silu"));
+  e.push_back(entry("bias_sigmoid", C, "Y = sigmoid(conv(X, W) + bias)", sigmoid(conv(true)), check_conv, "bias_sigmoid"));
+  e.push_back(entry("bias_hardswish", C, "Y = hardswish(conv(X, W) + bias)", hardswish(conv(true)), check_conv, "bias_hardswish"));
+  e.push_back(entry("bias", C, "Y = conv(X, W) + bias", conv(true), check_conv, "bias"));
+  e.push_back(entry("relu", C, "Y = relu(conv(X, W))", relu(conv(false)), check_conv, "relu"));
+  e.push_back(entry("", C, "Y = conv(X, W)", conv(false), check_conv, ""));
+  return t;
+}
+
+}  // namespace
+
+const PatternTable& pattern_table() {
+  static const PatternTable table = build();
+  return table;
+}
+
+}  // namespace sabre::cutlass_backend

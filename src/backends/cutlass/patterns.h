@@ -1,0 +1,26 @@
+// The CUTLASS pattern table: which subgraphs sabre offloads to CUTLASS kernels, as data.
+//
+// Every entry is a structure (partition/pattern.h) plus a check kept apart from it: dtype
+// (f16, bf16, f32 as TF32), alignment (elements per 16-byte access: 8 for 16-bit types, 4 for
+// f32; a refusal names the fallback alignment a kernel would need), static or symbolic dims
+// (M may be symbolic; K and N of a weight GEMM may not), and layouts. The Composite it makes
+// carries kind, dtype, layout, alignment and epilogue (kernel_spec.h's spelling) for the emitter.
+// Tests: tests/unit/pattern_cutlass_test.cpp, tests/golden/partition/
+#pragma once
+
+#include <string>
+
+#include "ir/dtype.h"
+#include "partition/partitioner.h"
+
+namespace sabre::cutlass_backend {
+
+/** The table, in priority order (longest epilogues first). Tests: tests/unit/pattern_cutlass_test.cpp */
+const partition::PatternTable& pattern_table();
+
+// Elements per 16-byte access for `t` (8 for f16/bf16, 4 for f32): the alignment of the fast kernels.
+int max_alignment(ir::DType t);
+// The largest power of two <= max_alignment(t) that divides `extent`: the kernels `extent` can use.
+int fallback_alignment(ir::DType t, int64_t extent);
+
+}  // namespace sabre::cutlass_backend
