@@ -1,0 +1,139 @@
+// sabre's own CUDA kernels for every op the CUTLASS pattern table does not take.
+//
+// A plain host API over device pointers: no Graph, no Node, only dtypes, dims as int64 arrays
+// and a stream, so the runtime layer can call it. Every function enqueues work on `stream`,
+// never synchronizes, and returns cudaSuccess, cudaErrorInvalidValue / cudaErrorNotSupported for
+// arguments it cannot take (last_error_message() says why), or the launch's CUDA error.
+// Storage is f32/f16/bf16 (plus integers and bool where noted); math is f32.
+// Tests: tests/gpu/native_kernels_test.cpp (against the CPU reference executor)
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "backends/native/elementwise.h"
+#include "ir/dtype.h"
+
+namespace sabre::native {
+
+using ir::DType;
+
+// The message of the last failing call on this thread: what was wrong, or which CUDA
+// statement failed where (statement, file, line).
+const std::string& last_error_message();
+
+// ---- Elementwise chains (elementwise.h builds them) -------------------------------------
+// Runs `chain` with the interpreter kernel. Shapes broadcast like numpy; outputs are dense
+// with `out_dims`. Use it where no generated kernel was compiled for the chain.
+cudaError_t elementwise_run(const ElementwiseChain& chain, const std::vector<int64_t>& out_dims,
+                            const std::vector<std::vector<int64_t>>& in_dims, const std::vector<const void*>& in,
+                            const std::vector<void*>& out, cudaStream_t stream);
+// Same, with bytecode and parameters prepared ahead (what a runtime plan stores).
+cudaError_t elementwise_run(const SabreEwProgram& program, const SabreEwParams& params, cudaStream_t stream);
+
+// Where(cond, a, b) and Cast: one-node chains through the interpreter.
+cudaError_t where(DType dt, const void* cond, const std::vector<int64_t>& cond_dims, const void* a,
+                  const std::vector<int64_t>& a_dims, const void* b, const std::vector<int64_t>& b_dims, void* y,
+                  const std::vector<int64_t>& y_dims, cudaStream_t stream);
+cudaError_t cast(DType from, DType to, const void* x, void* y, int64_t n, cudaStream_t stream);
+
+// ---- Softmax over the last axis ----------------------------------------------------------
+// x, y: [rows, cols] with rows = b * h * q (the leading dims of a [B, H, Q, K] score tensor; any
+// other shape passes b = h = 1, q = rows). y = softmax(scale * x + mask) along cols, where the
+// additive mask (optional) element for (b, h, q, k) is mask[b*mask_stride[0] + h*mask_stride[1] +
+// q*mask_stride[2] + k]: strides 0 broadcast, so [B,1,1,K] is {K, 0, 0}, [B,1,Q,K] is {Q*K, 0, K}
+// and [Q,K] is {0, 0, K}. causal: k > q + (cols - q_len) is masked out. Rows that are fully masked
+// give zeros. mask_dtype: the x dtype or f32.
+struct SoftmaxArgs {
+  DType dtype = DType::f16;
+  const void* x = nullptr;
+  void* y = nullptr;
+  int64_t b = 1, h = 1, q = 1, cols = 0;
+  float scale = 1.f;
+  const void* mask = nullptr;
+  DType mask_dtype = DType::f32;
+  int64_t mask_stride[3] = {0, 0, 0};
+  bool causal = false;
+};
+cudaError_t softmax(const SoftmaxArgs& a, cudaStream_t stream);
+
+// ---- LayerNormalization over the last axis -------------------------------------------------
+// y = (s - mean(s)) / sqrt(var(s) + eps) * gamma + beta with s = x + residual (residual optional;
+// BERT always adds one). Statistics in f32. gamma/beta: [cols] in `dtype` (beta optional).
+// sum_out (optional) receives s, for the next residual branch.
+struct LayerNormArgs {
+  DType dtype = DType::f16;
+  const void* x = nullptr;
+  const void* residual = nullptr;
+  const void* gamma = nullptr;
+  const void* beta = nullptr;
+  void* y = nullptr;
+  void* sum_out = nullptr;
+  int64_t rows = 0, cols = 0;
+  float eps = 1e-5f;
+};
+cudaError_t layernorm(const LayerNormArgs& a, cudaStream_t stream);
+
+// ---- Reductions ----------------------------------------------------------------------------
+enum class ReduceOp : uint8_t { sum, mean, max, min, prod, sum_square, kCount };
+// Reduces x (dense, `dims`) over `axes` (any order, negative allowed; empty = all) into a dense
+// y whose dims are x's without the reduced axes (keepdims changes no bytes). f32/f16/bf16.
+cudaError_t reduce(ReduceOp op, DType dt, const void* x, const std::vector<int64_t>& dims,
+                   const std::vector<int64_t>& axes, void* y, cudaStream_t stream);
+
+// ---- Data movement (dtype-agnostic: element size only) ------------------------------------
+// y = x transposed by `perm` (ONNX Transpose). Tiled through shared memory when the innermost
+// axis moves; row copies, vectorized, when it stays.
+cudaError_t permute(size_t elem_size, const void* x, const std::vector<int64_t>& dims,
+                    const std::vector<int64_t>& perm, void* y, cudaStream_t stream);
+// Any strided read into a dense output: y[i...] = x[offset + sum_k i_k * strides[k]] (elements,
+// strides may be 0 or negative). Slice, Expand and general permutes reduce to this.
+cudaError_t strided_copy(size_t elem_size, const void* x, int64_t offset, const std::vector<int64_t>& out_dims,
+                         const std::vector<int64_t>& strides, void* y, cudaStream_t stream);
+// ONNX Slice with steps: starts/ends/axes/steps as in the op after clamping rules are applied
+// here. `out_dims` receives the result shape (callers size y with it beforehand via
+// slice_shape()).
+std::vector<int64_t> slice_shape(const std::vector<int64_t>& dims, const std::vector<int64_t>& starts,
+                                 const std::vector<int64_t>& ends, const std::vector<int64_t>& axes,
+                                 const std::vector<int64_t>& steps);
+cudaError_t slice(size_t elem_size, const void* x, const std::vector<int64_t>& dims,
+                  const std::vector<int64_t>& starts, const std::vector<int64_t>& ends,
+                  const std::vector<int64_t>& axes, const std::vector<int64_t>& steps, void* y,
+                  cudaStream_t stream);
+// Concat along `axis` of inputs with equal dims except on that axis.
+cudaError_t concat(size_t elem_size, const std::vector<const void*>& xs, const std::vector<std::vector<int64_t>>& dims,
+                   int64_t axis, void* y, cudaStream_t stream);
+// Split x along `axis` into parts of `sizes` (summing to dims[axis]).
+cudaError_t split(size_t elem_size, const void* x, const std::vector<int64_t>& dims, int64_t axis,
+                  const std::vector<int64_t>& sizes, const std::vector<void*>& ys, cudaStream_t stream);
+// ONNX Gather: y = x indexed along `axis` by `indices` (i64 or i32, negatives count from the
+// end; out-of-range indices give zeros, a GPU cannot throw). y dims: x[:axis] + idx + x[axis+1:].
+cudaError_t gather(size_t elem_size, const void* x, const std::vector<int64_t>& dims, int64_t axis,
+                   const void* indices, DType index_dtype, int64_t num_indices, void* y, cudaStream_t stream);
+
+// ---- Pooling (2-D) -------------------------------------------------------------------------
+enum class PoolKind : uint8_t { max, average };
+enum class Layout : uint8_t { nchw, nhwc };
+struct PoolArgs {
+  PoolKind kind = PoolKind::max;
+  Layout layout = Layout::nchw;
+  DType dtype = DType::f16;
+  const void* x = nullptr;
+  void* y = nullptr;
+  int64_t n = 1, c = 1, h = 1, w = 1;  // input
+  int64_t out_h = 1, out_w = 1;         // from pool_output_dims()
+  int64_t kernel[2] = {1, 1}, stride[2] = {1, 1}, dilation[2] = {1, 1};
+  int64_t pad_begin[2] = {0, 0}, pad_end[2] = {0, 0};
+  bool count_include_pad = false;  // AveragePool only
+};
+// ONNX output size (floor or ceil mode); fills a.out_h/out_w.
+void pool_output_dims(PoolArgs& a, bool ceil_mode);
+cudaError_t pool2d(const PoolArgs& a, cudaStream_t stream);
+// Mean over H and W: y is [N, C] (NCHW or NHWC x).
+cudaError_t global_average_pool(DType dt, Layout layout, const void* x, int64_t n, int64_t c, int64_t h, int64_t w,
+                                void* y, cudaStream_t stream);
+
+}  // namespace sabre::native
