@@ -1,0 +1,26 @@
+// The canonicalization pipeline: the passes, in order, that put a model into the form the
+// pattern tables read.
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "ir/graph.h"
+
+namespace sabre::transform {
+
+struct PassOptions {
+  // Print the IR after every pass to stderr (also on when the environment sets SABRE_DUMP_IR=1).
+  bool dump = false;
+  // Where dumps go instead of stderr, when set (tests use it).
+  std::function<void(const std::string& after, const ir::Graph&)> dump_to;
+};
+
+/** fold_constants, fold_shapes, fuse_gelu, fuse_layernorm, fold_batchnorm, fold_constants, layout_weights,
+    mark_gemm_bias; types are re-inferred at the end. Tests: tests/unit/canonicalize_test.cpp */
+ir::Graph canonicalize(ir::Graph g, const PassOptions& opts = {});
+
+// Shape inference and reference kernels for the sabre ops the passes create. Idempotent.
+void register_ops();
+
+}  // namespace sabre::transform

@@ -1,0 +1,52 @@
+#include "transform/fold_constants.h"
+
+#include "reference/reference.h"
+#include "transform/rewrite.h"
+
+namespace sabre::transform {
+
+namespace {
+// Folding these would freeze a random draw, or they have no meaning on constants.
+bool never_fold(const ir::Node& n) {
+  const std::string& op = n.op();
+  return n.domain() == "sabre" || op.rfind("Random", 0) == 0 || op == "Multinomial" || op == "Bernoulli";
+}
+constexpr int64_t kMaxFoldedElements = int64_t{64} << 20;
+}  // namespace
+
+ir::Graph fold_constants(ir::Graph g) {
+  for (ir::Node* n : g.topo_order()) {
+    if (never_fold(*n) || n->num_inputs() == 0 || !reference::has_kernel(n->domain(), n->op())) continue;
+    std::vector<const ir::Tensor*> ins;
+    bool all_const = true;
+    for (ir::Value* v : n->inputs()) {
+      if (v && !v->is_constant()) all_const = false;
+      ins.push_back(v && v->is_constant() ? &v->constant() : nullptr);
+    }
+    if (!all_const) continue;
+    bool small = true;
+    for (ir::Value* o : n->outputs()) {
+      if (!o->type().known || !ir::is_static(o->shape())) {
+        small = o->type().known ? false : small;
+        continue;
+      }
+      small = small && ir::num_elements(o->shape()).value() <= kMaxFoldedElements;
+    }
+    if (!small) continue;
+    std::vector<ir::Tensor> outs;
+    try {
+      outs = reference::eval_node(*n, ins);
+    } catch (const std::exception&) {
+      continue;  // not foldable here (a kernel's own refusal); it stays in the graph and fails where it runs
+    }
+    for (size_t i = 0; i < n->num_outputs() && i < outs.size(); ++i) {
+      ir::Value* o = n->output(i);
+      ir::Value* c = g.add_constant(o->name() + ".folded", std::move(outs[i]));
+      detail::replace_value(g, o, c);
+    }
+  }
+  g.remove_dead();
+  return g;
+}
+
+}  // namespace sabre::transform
