@@ -1,0 +1,164 @@
+// Reductions (sum, mean, max, min, prod, sum of squares) over any set of axes, via a view that
+// splits x into kept and reduced dims. Reduced axes innermost and contiguous: a warp per output
+// reading the run coalesced. Otherwise: a thread per output looping over the reduced dims, which
+// is coalesced across threads when the innermost kept axis is contiguous (e.g. axis 0 of [N, C]).
+// Tests: tests/gpu/native_kernels_test.cpp (Reduce_*)
+#include <algorithm>
+
+#include "backends/native/common.cuh"
+
+namespace sabre::native {
+namespace {
+
+using namespace detail;
+
+constexpr int kMaxDims = 8;
+
+struct RedParams {
+  const void* x;
+  void* y;
+  long long n_out, n_red;
+  int kept_rank, red_rank;
+  long long kept_dims[kMaxDims], kept_strides[kMaxDims];
+  long long red_dims[kMaxDims], red_strides[kMaxDims];
+  int op;
+};
+
+__device__ __forceinline__ float init_of(int op) {
+  switch (static_cast<ReduceOp>(op)) {
+    case ReduceOp::max: return -INFINITY;
+    case ReduceOp::min: return INFINITY;
+    case ReduceOp::prod: return 1.f;
+    default: return 0.f;
+  }
+}
+__device__ __forceinline__ float combine(int op, float acc, float v) {
+  switch (static_cast<ReduceOp>(op)) {
+    case ReduceOp::max: return fmaxf(acc, v);
+    case ReduceOp::min: return fminf(acc, v);
+    case ReduceOp::prod: return acc * v;
+    case ReduceOp::sum_square: return acc + v * v;
+    default: return acc + v;
+  }
+}
+// Combines two partial results (sum_square partials are already squared).
+__device__ __forceinline__ float merge(int op, float a, float b) {
+  return static_cast<ReduceOp>(op) == ReduceOp::sum_square ? a + b : combine(op, a, b);
+}
+__device__ __forceinline__ float finish(const RedParams& p, float acc) {
+  return static_cast<ReduceOp>(p.op) == ReduceOp::mean ? acc / static_cast<float>(p.n_red) : acc;
+}
+
+__device__ __forceinline__ long long kept_offset(const RedParams& p, long long o) {
+  long long off = 0;
+  for (int d = p.kept_rank - 1; d >= 0; --d) {
+    off += (o % p.kept_dims[d]) * p.kept_strides[d];
+    o /= p.kept_dims[d];
+  }
+  return off;
+}
+
+// Reduced run contiguous and innermost: a warp per output.
+template <class T>
+__global__ void __launch_bounds__(256) reduce_inner(const RedParams p) {
+  const long long warp = (static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
+  const int lane = threadIdx.x & 31;
+  const long long nwarps = static_cast<long long>(gridDim.x) * blockDim.x / 32;
+  for (long long o = warp; o < p.n_out; o += nwarps) {
+    const T* x = static_cast<const T*>(p.x) + kept_offset(p, o);
+    float acc = init_of(p.op);
+    for (long long k = lane; k < p.n_red; k += 32) acc = combine(p.op, acc, to_float(x[k]));
+#pragma unroll
+    for (int s = 16; s > 0; s >>= 1) acc = merge(p.op, acc, __shfl_xor_sync(0xffffffffu, acc, s));
+    if (lane == 0) static_cast<T*>(p.y)[o] = from_float<T>(finish(p, acc));
+  }
+}
+
+// General: a thread per output.
+template <class T>
+__global__ void __launch_bounds__(256) reduce_outer(const RedParams p) {
+  const long long step = static_cast<long long>(gridDim.x) * blockDim.x;
+  for (long long o = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; o < p.n_out; o += step) {
+    const T* x = static_cast<const T*>(p.x) + kept_offset(p, o);
+    float acc = init_of(p.op);
+    for (long long k = 0; k < p.n_red; ++k) {
+      long long off = 0, r = k;
+      for (int d = p.red_rank - 1; d >= 0; --d) {
+        off += (r % p.red_dims[d]) * p.red_strides[d];
+        r /= p.red_dims[d];
+      }
+      acc = combine(p.op, acc, to_float(x[off]));
+    }
+    static_cast<T*>(p.y)[o] = from_float<T>(finish(p, acc));
+  }
+}
+
+// Appends a dim, merging with the previous one when contiguous with it.
+void push_dim(long long* dims, long long* strides, int& rank, long long d, long long s) {
+  if (d == 1) return;
+  if (rank > 0 && strides[rank - 1] == s * d) {
+    dims[rank - 1] *= d;
+    strides[rank - 1] = s;
+    return;
+  }
+  dims[rank] = d;
+  strides[rank] = s;
+  ++rank;
+}
+
+}  // namespace
+
+cudaError_t reduce(ReduceOp op, DType dt, const void* x, const std::vector<int64_t>& dims,
+                   const std::vector<int64_t>& axes, void* y, cudaStream_t stream) {
+  const int r = static_cast<int>(dims.size());
+  if (r > kMaxDims) return detail::fail(cudaErrorNotSupported, "reduce: rank above 8");
+  if (static_cast<size_t>(op) >= static_cast<size_t>(ReduceOp::kCount))
+    return detail::fail(cudaErrorInvalidValue, "reduce: unknown op");
+  std::vector<bool> red(r, axes.empty());
+  for (int64_t a : axes) {
+    const int64_t k = a < 0 ? a + r : a;
+    if (k < 0 || k >= r) return detail::fail(cudaErrorInvalidValue, "reduce: axis " + std::to_string(a) + " out of range");
+    red[k] = true;
+  }
+  RedParams p{};
+  p.x = x;
+  p.y = y;
+  p.op = static_cast<int>(op);
+  p.n_out = 1;
+  p.n_red = 1;
+  std::vector<long long> st(r);
+  long long s = 1;
+  for (int d = r - 1; d >= 0; --d) {
+    st[d] = s;
+    s *= dims[d];
+  }
+  for (int d = 0; d < r; ++d) {
+    if (red[d]) {
+      p.n_red *= dims[d];
+      push_dim(p.red_dims, p.red_strides, p.red_rank, dims[d], st[d]);
+    } else {
+      p.n_out *= dims[d];
+      push_dim(p.kept_dims, p.kept_strides, p.kept_rank, dims[d], st[d]);
+    }
+  }
+  if (p.n_out == 0) return cudaSuccess;
+  if (p.kept_rank == 0) p.kept_dims[p.kept_rank++] = 1;
+  const bool inner = p.red_rank == 1 && p.red_strides[0] == 1;
+  SABRE_FLOAT_DISPATCH(dt, T, {
+    if (inner && p.n_red >= 16) {
+      reduce_inner<T><<<blocks_for(p.n_out, 8), 256, 0, stream>>>(p);
+    } else {
+      reduce_outer<T><<<blocks_for(p.n_out, 256), 256, 0, stream>>>(p);
+    }
+    SABRE_LAUNCH_CHECK();
+    return cudaSuccess;
+  });
+}
+
+cudaError_t global_average_pool(DType dt, Layout layout, const void* x, int64_t n, int64_t c, int64_t h, int64_t w,
+                                void* y, cudaStream_t stream) {
+  if (layout == Layout::nchw) return reduce(ReduceOp::mean, dt, x, {n, c, h, w}, {2, 3}, y, stream);
+  return reduce(ReduceOp::mean, dt, x, {n, h, w, c}, {1, 2}, y, stream);
+}
+
+}  // namespace sabre::native

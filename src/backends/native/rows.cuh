@@ -1,0 +1,61 @@
+// Internal: the row-resident skeleton shared by softmax and layernorm. A row is handled by TPR
+// threads (32: one warp, reductions by shuffles; 256: one block). Each thread keeps NCH chunks
+// of VEC elements in registers, so the row is read once and written once; chunk j of thread t
+// covers elements [(t + j*TPR)*VEC, +VEC).
+#pragma once
+
+#include "backends/native/common.cuh"
+
+namespace sabre::native::detail {
+
+template <int TPR>
+__device__ __forceinline__ float row_sum(float v, float* red) {
+  if constexpr (TPR == 32) return warp_sum(v);
+  else return block_sum(v, red);
+}
+template <int TPR>
+__device__ __forceinline__ float row_max(float v, float* red) {
+  if constexpr (TPR == 32) return warp_max(v);
+  else return block_max(v, red);
+}
+
+template <class T, int VEC>
+__device__ __forceinline__ void load_chunk(const T* p, float* out) {
+  if constexpr (VEC == 1) {
+    out[0] = to_float(*p);
+  } else {
+    const Pack<T, VEC> v = *reinterpret_cast<const Pack<T, VEC>*>(p);
+#pragma unroll
+    for (int e = 0; e < VEC; ++e) out[e] = to_float(v.v[e]);
+  }
+}
+template <class T, int VEC>
+__device__ __forceinline__ void store_chunk(T* p, const float* in) {
+  if constexpr (VEC == 1) {
+    *p = from_float<T>(in[0]);
+  } else {
+    Pack<T, VEC> v;
+#pragma unroll
+    for (int e = 0; e < VEC; ++e) v.v[e] = from_float<T>(in[e]);
+    *reinterpret_cast<Pack<T, VEC>*>(p) = v;
+  }
+}
+
+// The launch shape for a row kernel: picks TPR and NCH for `cols`; false when the row is too
+// long to stay in registers (callers use their looping kernel then).
+struct RowPlan {
+  int tpr = 32;
+  int nch = 1;
+};
+inline bool plan_rows(int64_t cols, int vec, RowPlan& plan) {
+  const int64_t chunks = (cols + vec - 1) / vec;
+  for (int tpr : {32, 256})
+    for (int nch : {1, 2, 4, 8})
+      if (chunks <= static_cast<int64_t>(tpr) * nch) {
+        plan = {tpr, nch};
+        return true;
+      }
+  return false;
+}
+
+}  // namespace sabre::native::detail
