@@ -583,18 +583,20 @@ std::vector<Tensor> resize_kernel(const ir::Node& n, const Inputs& xs) {
 
   auto original_coord = [&](int64_t d, int64_t o) -> double {
     const double xo = static_cast<double>(o), len_in = static_cast<double>(x.dims()[d]);
-    const double len_out = static_cast<double>(out[d]), s = scale[d];
+    // ONNX measures the output length as scale * input length, unrounded: it differs from out[d]
+    // when the scale does not divide evenly (align_corners at scale 0.6 maps by 3/1.4, not 3/1).
+    const double s = scale[d], len_out = s * len_in;
     if (ctm == "half_pixel") return (xo + 0.5) / s - 0.5;
     if (ctm == "half_pixel_symmetric") {
-      const double adj = len_out / (s * len_in);
+      const double adj = static_cast<double>(out[d]) / len_out;
       const double center = len_in / 2;
       return center * (1 - adj) + (xo + 0.5) / s - 0.5;
     }
-    if (ctm == "pytorch_half_pixel") return len_out > 1 ? (xo + 0.5) / s - 0.5 : 0.0;
+    if (ctm == "pytorch_half_pixel") return len_out != 1 ? (xo + 0.5) / s - 0.5 : -0.5;
     if (ctm == "align_corners") return len_out == 1 ? 0.0 : xo * (len_in - 1) / (len_out - 1);
     if (ctm == "asymmetric") return xo / s;
     if (ctm == "tf_crop_and_resize")
-      return len_out > 1 ? roi_start[d] * (len_in - 1) + xo * (roi_end[d] - roi_start[d]) * (len_in - 1) / (len_out - 1)
+      return len_out != 1 ? roi_start[d] * (len_in - 1) + xo * (roi_end[d] - roi_start[d]) * (len_in - 1) / (len_out - 1)
                          : 0.5 * (roi_start[d] + roi_end[d]) * (len_in - 1);
     fail(n, "unknown coordinate_transformation_mode '" + ctm + "'");
   };
