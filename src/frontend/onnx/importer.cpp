@@ -231,6 +231,9 @@ void Importer::read_opsets() {
   for (const auto& o : m_.opset_import()) domain_opsets_[o.domain()] = o.version();
   auto it = domain_opsets_.find("");
   if (it == domain_opsets_.end()) it = domain_opsets_.find("ai.onnx");
+  if (it == domain_opsets_.end() && !domain_opsets_.empty())  // e.g. only ai.onnx.preview.training
+    fail(Kind::unsupported, "model uses only the domain '" + domain_opsets_.begin()->first +
+                                "', which sabre does not support; sabre imports ai.onnx models");
   if (it == domain_opsets_.end()) fail(Kind::invalid, "model declares no opset for the ONNX domain (opset_import is missing)");
   if (it->second < kMinOpset || it->second > kMaxOpset)
     fail(Kind::unsupported, "model uses ONNX opset " + std::to_string(it->second) + "; sabre imports opsets " +
@@ -360,6 +363,11 @@ void Importer::upgrade(Pending& p, const std::string& ctx) {
     p.attrs.erase("saturate");
   } else if (op == "Dropout") {
     if (extra_output_used(1)) unsupported("Dropout's mask output");
+    if (p.inputs.size() > 2 && p.inputs[2]) {  // training_mode: Identity only when it is a constant false
+      const ir::Value* tm = p.inputs[2];
+      if (!tm->is_constant() || tm->constant().numel() != 1 || tm->constant().get_i64(0) != 0)
+        unsupported("training-mode Dropout");
+    }
     p.op = "Identity";
     p.inputs.resize(std::min<size_t>(p.inputs.size(), 1));
     p.outputs.resize(1);
@@ -467,8 +475,8 @@ void Importer::add_nodes() {
     for (const auto& o : p.outputs) outs.push_back(o.empty() ? g_.add_value(p.name + "_unused") : produced.at(o));
     g_.add_node_with_outputs(p.op, p.inputs, outs, std::move(p.attrs), p.name);
   }
-  // Outputs of nodes we dropped (Dropout's mask, ...) that nobody reads.
-  g_.remove_dead();
+  // Outputs of nodes we dropped (Dropout's mask, ...) go in run()'s remove_dead, once graph outputs are set:
+  // here every node would look dead.
 }
 
 // Conv/pool auto_pad becomes explicit pads (the IR and the executors use pads only); needs inferred shapes.
