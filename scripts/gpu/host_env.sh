@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Sourced on the GPU host (device tool): unpacks the Debian libraries sabre builds against
+# (carried as .debs in .carry/debs, since that host has no package registry) and the CUTLASS
+# headers (.carry/cutlass_inc.tgz, from the nvidia-cutlass wheel) into /opt/sabre-deps, and
+# exports what CMake needs to find them.
+set -e
+root=$(pwd)
+deps=/opt/sabre-deps
+if [ ! -f $deps/.done ]; then
+  mkdir -p $deps/cutlass
+  for f in "$root"/.carry/debs/*.deb; do dpkg -x "$f" $deps; done
+  tar xzf "$root"/.carry/cutlass_inc.tgz -C $deps/cutlass
+  touch $deps/.done
+fi
+export SABRE_DEPS=$deps
+export CUTLASS_DIR=$deps/cutlass
+export LD_LIBRARY_PATH=$deps/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
+export CMAKE_PREFIX_PATH=$deps/usr:${CMAKE_PREFIX_PATH:-}
+export SABRE_CMAKE_ARGS="-DCUTLASS_DIR=$CUTLASS_DIR -DProtobuf_INCLUDE_DIR=$deps/usr/include \
+ -DProtobuf_LIBRARY=$deps/usr/lib/x86_64-linux-gnu/libprotobuf.so \
+ -DONNX_PROTO_LIB=$deps/usr/lib/x86_64-linux-gnu/libonnx_proto.so \
+ -DSQLite3_INCLUDE_DIR=$deps/usr/include -DSQLite3_LIBRARY=$deps/usr/lib/x86_64-linux-gnu/libsqlite3.so \
+ -DGTest_DIR=$deps/usr/lib/x86_64-linux-gnu/cmake/GTest -DCMAKE_CXX_FLAGS=-I$deps/usr/include"
+set +e
