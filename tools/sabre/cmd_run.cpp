@@ -1,0 +1,299 @@
+// sabre run --reference: runs a model on the CPU reference executor with given or random inputs
+// and writes every output (and every input it used) as .npy. Tests: tests/cli/ (end to end).
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "cli_util.h"
+#include "command.h"
+#include "frontend/onnx/importer.h"
+#include "ir/npy.h"
+#include "ir/printer.h"
+#include "reference/reference.h"
+
+namespace sabre::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::vector<FlagSpec> kFlags = {
+    {"--reference", "", "", "run on the CPU reference executor (the only engine today)", false},
+    {"--input", "", "NAME=FILE.npy", "use this tensor for input NAME (others are random)", true},
+    {"--dim", "", "NAME=VALUE", "value of a symbolic dim (default: from given inputs, else batch-like 1, others 8)",
+     true},
+    {"--seed", "", "N", "seed of the random inputs (default 0)", false},
+    {"--out", "-o", "DIR", "where outputs (DIR/NAME.npy) and inputs (DIR/inputs/NAME.npy) go", false},
+};
+
+void print_help() {
+  std::printf(
+      "usage: sabre run --reference MODEL.onnx [--input NAME=FILE.npy ...] [--dim NAME=VALUE ...] [--seed N] -o DIR\n\n"
+      "Runs MODEL.onnx on sabre's CPU reference executor. Inputs without --input are random: floats uniform\n"
+      "in [-1, 1]; integer inputs used as Gather indices uniform in [0, rows of the table); other integers\n"
+      "in {0, 1} (masks); bools random. Writes each output to DIR/<name>.npy and each input to\n"
+      "DIR/inputs/<name>.npy (names with characters other than letters, digits, _ . - get '_' for them).\n\n"
+      "options:\n%s",
+      flags_help(kFlags).c_str());
+}
+
+std::string shape_text(const std::vector<int64_t>& d) { return ir::str(ir::to_shape(d)); }
+
+std::string names_of(const std::vector<ir::Value*>& vs) {
+  std::string out;
+  for (const ir::Value* v : vs) out += (out.empty() ? "" : ", ") + v->name();
+  return out;
+}
+
+// Values that carry `v`'s elements unchanged in value (only reshaped or cast), so an index input
+// still reaches a Gather through them.
+std::vector<const ir::Value*> value_aliases(const ir::Value* v) {
+  static const std::set<std::string> kPassThrough = {"Cast", "Reshape", "Unsqueeze", "Squeeze", "Flatten", "Identity"};
+  std::vector<const ir::Value*> out = {v};
+  for (size_t i = 0; i < out.size(); ++i)
+    for (const ir::Node* n : out[i]->users())
+      if (n->domain().empty() && kPassThrough.count(n->op()) && n->input(0) == out[i] &&
+          std::find(out.begin(), out.end(), n->output(0)) == out.end())
+        out.push_back(n->output(0));
+  return out;
+}
+
+// Upper bound (exclusive) for random values of integer input `v`: the fewest rows of any table it
+// indexes through Gather, or 2 when it indexes nothing (masks, token types).
+int64_t int_bound(const ir::Value* v, const std::map<std::string, int64_t>& bindings) {
+  int64_t bound = -1;
+  for (const ir::Value* a : value_aliases(v))
+    for (const ir::Node* n : a->users()) {
+      if (!n->domain().empty() || (n->op() != "Gather" && n->op() != "GatherElements") || n->input(1) != a) continue;
+      const ir::Value* data = n->input(0);
+      if (!data || !data->type().known) continue;
+      int64_t rank = static_cast<int64_t>(data->shape().size());
+      int64_t axis = n->attr_int("axis", 0);
+      if (axis < 0) axis += rank;
+      if (axis < 0 || axis >= rank) continue;
+      auto rows = data->shape()[static_cast<size_t>(axis)].evaluate(bindings);
+      if (rows && *rows > 0) bound = bound < 0 ? *rows : std::min(bound, *rows);
+    }
+  return bound < 0 ? 2 : bound;
+}
+
+ir::Tensor random_input(const ir::Value* v, const std::vector<int64_t>& dims, int64_t int_hi, std::mt19937_64& rng) {
+  ir::Tensor t(v->dtype(), dims);
+  std::uniform_real_distribution<double> uf(-1.0, 1.0);
+  std::uniform_int_distribution<int64_t> ui(0, std::max<int64_t>(int_hi, 1) - 1);
+  const int64_t n = t.numel();
+  if (v->dtype() == ir::DType::i64) {
+    auto* p = t.mutable_data<int64_t>();
+    for (int64_t i = 0; i < n; ++i) p[i] = ui(rng);
+    return t;
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    if (ir::is_float(v->dtype())) t.set_f64(i, uf(rng));
+    else if (v->dtype() == ir::DType::boolean) t.set_f64(i, static_cast<double>(rng() & 1));
+    else t.set_f64(i, static_cast<double>(ui(rng)));
+  }
+  return t;
+}
+
+struct Summary {
+  double min = 0, max = 0, mean = 0;
+  int64_t nonfinite = 0;
+};
+
+Summary summarize(const ir::Tensor& t) {
+  Summary s;
+  double sum = 0;
+  int64_t finite = 0;
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    double x = t.get_f64(i);
+    if (!std::isfinite(x)) {
+      ++s.nonfinite;
+      continue;
+    }
+    if (finite == 0 || x < s.min) s.min = x;
+    if (finite == 0 || x > s.max) s.max = x;
+    sum += x;
+    ++finite;
+  }
+  s.mean = finite ? sum / static_cast<double>(finite) : 0;
+  return s;
+}
+
+// Picks a file name for `name` in `taken`'s directory that no earlier tensor took.
+std::string unique_file(const std::string& name, std::set<std::string>& taken) {
+  std::string base = sanitize_filename(name), f = base;
+  for (int k = 1; !taken.insert(f).second; ++k) f = base + "_" + std::to_string(k);
+  return f + ".npy";
+}
+
+int run_reference(const ParsedArgs& args) {
+  if (args.positional.size() != 1)
+    throw UsageError(args.positional.empty() ? "no model given: sabre run --reference MODEL.onnx -o DIR"
+                                             : "one model at a time (got " + std::to_string(args.positional.size()) +
+                                                   " paths)");
+  const std::string path = args.positional[0];
+  auto out_dir = args.value("--out");
+  if (!out_dir) throw UsageError("no output directory: add -o DIR");
+  std::map<std::string, int64_t> dims = parse_dims(args.all("--dim"));
+  uint64_t seed = 0;
+  if (auto s = args.value("--seed")) {
+    bool ok = !s->empty() && s->size() <= 19;
+    for (char c : *s) ok = ok && std::isdigit(static_cast<unsigned char>(c));
+    if (!ok) throw UsageError("bad --seed '" + *s + "': expected a non-negative integer");
+    seed = std::stoull(*s);
+  }
+  std::vector<std::pair<std::string, std::string>> given;  // name, file
+  for (const auto& a : args.all("--input")) given.push_back(split_assignment(a, "--input", "NAME=FILE.npy"));
+  if (!fs::exists(path)) throw std::runtime_error("model file '" + path + "' does not exist");
+
+  ir::Graph g = onnx_frontend::import_model(path);
+  const std::vector<std::string> symbols = g.symbols();
+
+  // Check names before reading files, so a typo is reported as such.
+  std::map<std::string, const ir::Value*> by_name;
+  for (const ir::Value* v : g.inputs()) by_name[v->name()] = v;
+  std::set<std::string> seen_inputs;
+  for (const auto& [name, file] : given) {
+    if (!by_name.count(name))
+      throw UsageError("model has no input '" + name + "'; its inputs are: " + names_of(g.inputs()));
+    if (!seen_inputs.insert(name).second) throw UsageError("--input " + name + " is given twice");
+  }
+  for (const auto& [name, v] : dims)
+    if (std::find(symbols.begin(), symbols.end(), name) == symbols.end()) {
+      std::string known;
+      for (const auto& s : symbols) known += (known.empty() ? "" : ", ") + s;
+      throw UsageError("model has no dim '" + name + "'; " +
+                       (known.empty() ? std::string("its inputs have static shapes") : "its dims are: " + known));
+    }
+
+  // Given tensors: dtype and rank must match; plain-symbol dims bind (or must agree with) the dims.
+  std::map<std::string, ir::Tensor> inputs;
+  std::map<std::string, std::string> bound_by;  // symbol -> where its value came from
+  std::map<std::string, int64_t> bindings = dims;
+  for (const auto& [name, v] : dims) bound_by[name] = "--dim";
+  for (const auto& [name, file] : given) {
+    const ir::Value* v = by_name[name];
+    ir::Tensor t = ir::load_npy(file);
+    const std::string expected = ir::print_type(v->type());
+    const std::string got = std::string(ir::name(t.dtype())) + shape_text(t.dims());
+    if (t.dtype() != v->dtype())
+      throw std::runtime_error("input '" + name + "' from " + file + " has dtype " + std::string(ir::name(t.dtype())) +
+                               " but the model expects " + expected + " (got " + got + ")");
+    if (t.rank() != static_cast<int64_t>(v->shape().size()))
+      throw std::runtime_error("input '" + name + "' from " + file + " has shape " + shape_text(t.dims()) +
+                               " but the model expects " + expected);
+    for (size_t i = 0; i < v->shape().size(); ++i) {
+      const ir::Dim& d = v->shape()[i];
+      if (!d.is_symbol()) continue;
+      const std::string s = d.symbols()[0];
+      auto [it, fresh] = bindings.emplace(s, t.dims()[i]);
+      if (fresh) bound_by[s] = file;
+      else if (it->second != t.dims()[i])
+        throw std::runtime_error("input '" + name + "' from " + file + " has shape " + shape_text(t.dims()) +
+                                 " but the model expects " + expected + " with " + s + "=" +
+                                 std::to_string(it->second) + " (from " + bound_by[s] + ")");
+    }
+    inputs.emplace(name, std::move(t));
+  }
+  std::vector<std::string> dim_notes;
+  for (const auto& s : symbols) {
+    if (!bindings.count(s)) {
+      bindings[s] = default_dim(s);
+      bound_by[s] = "default";
+    }
+    dim_notes.push_back(s + "=" + std::to_string(bindings[s]) + " (" + bound_by[s] + ")");
+  }
+  // Now every symbol is bound: check the given tensors' other dims (static or expressions).
+  for (const auto& [name, t] : inputs) {
+    const ir::Value* v = by_name[name];
+    for (size_t i = 0; i < v->shape().size(); ++i) {
+      auto want = v->shape()[i].evaluate(bindings);
+      if (want && *want != t.dims()[i])
+        throw std::runtime_error("input '" + name + "' has shape " + shape_text(t.dims()) + " but the model expects " +
+                                 ir::print_type(v->type()) + " = " + shape_text([&] {
+                                   std::vector<int64_t> e;
+                                   for (const auto& d : v->shape()) e.push_back(d.evaluate(bindings).value_or(-1));
+                                   return e;
+                                 }()) + " at these dims");
+    }
+  }
+  if (!dim_notes.empty()) {
+    std::string line;
+    for (const auto& n : dim_notes) line += (line.empty() ? "" : ", ") + n;
+    std::printf("dims     %s\n", line.c_str());
+  }
+
+  std::mt19937_64 rng(seed);
+  std::vector<std::string> generated;
+  for (const ir::Value* v : g.inputs()) {
+    if (inputs.count(v->name())) continue;
+    std::vector<int64_t> shape;
+    for (const auto& d : v->shape()) {
+      auto e = d.evaluate(bindings);
+      if (!e || *e < 0)
+        throw std::runtime_error("input '" + v->name() + "' dim " + d.str() + " has no valid value at these dims");
+      shape.push_back(*e);
+    }
+    int64_t hi = ir::is_float(v->dtype()) || v->dtype() == ir::DType::boolean ? 2 : int_bound(v, bindings);
+    inputs.emplace(v->name(), random_input(v, shape, hi, rng));
+    generated.push_back(v->name() + (ir::is_float(v->dtype()) || v->dtype() == ir::DType::boolean
+                                         ? ""
+                                         : " in [0," + std::to_string(hi) + ")"));
+  }
+  if (!generated.empty()) {
+    std::string line;
+    for (const auto& n : generated) line += (line.empty() ? "" : ", ") + n;
+    std::printf("random   %s (seed %llu)\n", line.c_str(), static_cast<unsigned long long>(seed));
+  }
+
+  std::vector<ir::Tensor> outputs = reference::run(g, inputs);
+
+  std::error_code ec;
+  fs::create_directories(fs::path(*out_dir) / "inputs", ec);
+  if (ec) throw std::runtime_error("cannot create output directory '" + *out_dir + "': " + ec.message());
+  std::set<std::string> taken_in;
+  for (const ir::Value* v : g.inputs())
+    ir::save_npy((fs::path(*out_dir) / "inputs" / unique_file(v->name(), taken_in)).string(), inputs.at(v->name()));
+
+  std::set<std::string> taken_out;
+  size_t w = 0;
+  for (const ir::Value* v : g.outputs()) w = std::max(w, v->name().size());
+  std::printf("outputs\n");
+  for (size_t i = 0; i < outputs.size() && i < g.outputs().size(); ++i) {
+    const ir::Tensor& t = outputs[i];
+    const std::string file = (fs::path(*out_dir) / unique_file(g.outputs()[i]->name(), taken_out)).string();
+    ir::save_npy(file, t);
+    Summary s = summarize(t);
+    std::string type = std::string(ir::name(t.dtype())) + shape_text(t.dims());
+    std::printf("  %-*s  %-18s min %-11.5g max %-11.5g mean %-11.5g", static_cast<int>(w),
+                g.outputs()[i]->name().c_str(), type.c_str(), s.min, s.max, s.mean);
+    if (s.nonfinite) std::printf(" nonfinite %lld", static_cast<long long>(s.nonfinite));
+    std::printf(" -> %s%s\n", file.c_str(), t.dtype() == ir::DType::bf16 ? " (bf16 saved as f32)" : "");
+  }
+  return kExitOk;
+}
+
+int run(const std::vector<std::string>& argv) {
+  return guarded("run", [&] {
+    ParsedArgs args = parse_args(argv, kFlags);
+    if (args.help) {
+      print_help();
+      return kExitOk;
+    }
+    if (!args.has("--reference")) {
+      std::fprintf(stderr,
+                   "sabre run: error: running on the GPU needs a compiled artifact, which comes with `sabre compile` "
+                   "(not available yet); use --reference to run the model on the CPU reference executor\n");
+      return kExitUsage;
+    }
+    return run_reference(args);
+  });
+}
+
+const bool reg = register_command({"run", "run a model (--reference: on the CPU reference executor)", run});
+
+}  // namespace
+}  // namespace sabre::cli
