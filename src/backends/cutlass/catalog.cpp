@@ -1,0 +1,92 @@
+#include "backends/cutlass/catalog.h"
+
+namespace sabre::cutlass_backend {
+namespace {
+
+// sm90 rows: schedule, tile M×N (K is 128 bytes), cluster. The builder picks the stage count.
+struct Sm90Row {
+  Schedule schedule;
+  int m, n, cm, cn;
+};
+constexpr Sm90Row kSm90[] = {
+    // cooperative: two consumer warpgroups split the tile's M
+    {Schedule::coop, 128, 64, 1, 1},      {Schedule::coop, 128, 64, 2, 1},      {Schedule::coop, 128, 64, 1, 2},
+    {Schedule::coop, 128, 128, 1, 1},     {Schedule::coop, 128, 128, 2, 1},     {Schedule::coop, 128, 128, 1, 2},
+    {Schedule::coop, 128, 256, 1, 1},     {Schedule::coop, 128, 256, 2, 1},     {Schedule::coop, 128, 256, 1, 2},
+    {Schedule::coop, 256, 64, 1, 1},      {Schedule::coop, 256, 64, 2, 1},      {Schedule::coop, 256, 64, 1, 2},
+    {Schedule::coop, 256, 128, 1, 1},     {Schedule::coop, 256, 128, 2, 1},     {Schedule::coop, 256, 128, 1, 2},
+    // pingpong: two consumer warpgroups alternate whole tiles (mainloop of one overlaps epilogue of other)
+    {Schedule::pingpong, 64, 64, 1, 1},   {Schedule::pingpong, 64, 128, 1, 1},  {Schedule::pingpong, 64, 128, 1, 2},
+    {Schedule::pingpong, 64, 256, 1, 1},  {Schedule::pingpong, 64, 256, 2, 1},  {Schedule::pingpong, 128, 64, 1, 1},
+    {Schedule::pingpong, 128, 128, 1, 1}, {Schedule::pingpong, 128, 128, 1, 2},
+    // stream-K: cooperative mainloop, K split across CTAs to fill the machine on few tiles
+    {Schedule::streamk, 128, 128, 1, 1},  {Schedule::streamk, 128, 256, 1, 1},  {Schedule::streamk, 256, 128, 1, 1},
+    {Schedule::streamk, 128, 128, 2, 1},
+};
+
+// sm80 rows, written for 16-bit operands: tile, warp tile (K as the tile's), stages, alignment in
+// bytes. f32 (TF32) rows halve K so a stage spans the same bytes.
+struct Sm80Row {
+  int m, n, k, wm, wn, stages, align_bytes;
+};
+constexpr Sm80Row kSm80[] = {
+    {128, 256, 32, 64, 64, 3, 16}, {256, 128, 32, 64, 64, 3, 16}, {128, 128, 32, 64, 64, 4, 16},
+    {128, 128, 32, 64, 64, 5, 16}, {128, 128, 64, 64, 64, 3, 16}, {128, 64, 32, 64, 32, 4, 16},
+    {64, 128, 32, 32, 64, 4, 16},  {64, 64, 32, 32, 32, 5, 16},   {64, 64, 64, 32, 32, 4, 16},
+    {64, 256, 32, 64, 64, 4, 16},  {256, 64, 32, 64, 64, 4, 16},  {128, 256, 64, 64, 64, 3, 16},
+    {256, 128, 64, 64, 64, 3, 16},
+    // alignment fallbacks: rows not a multiple of 16 bytes (N=91, K=3, ...)
+    {128, 128, 32, 64, 64, 4, 8},  {64, 64, 32, 32, 32, 4, 4},
+    {128, 128, 32, 64, 64, 2, 2},  {64, 64, 32, 32, 32, 2, 2},  // 2 stages: register-pipelined, any alignment
+};
+
+}  // namespace
+
+std::vector<KernelConfig> catalog(Family family, const GemmOperands& ops, int target_sm) {
+  std::vector<KernelConfig> out;
+  const int bytes = elem_bytes(ops.ab);
+  auto keep = [&](const KernelConfig& c) {
+    KernelSpec s{c, ops, EpilogueSpec{}};
+    if (!unsupported_reason(s, target_sm)) out.push_back(c);
+  };
+  if (family == Family::sm90) {
+    for (const auto& r : kSm90) {
+      KernelConfig c;
+      c.family = Family::sm90;
+      c.schedule = r.schedule;
+      c.tile = {r.m, r.n, 128 / bytes};
+      c.cluster_m = r.cm;
+      c.cluster_n = r.cn;
+      c.alignment = 16 / bytes;
+      keep(c);
+    }
+  } else {
+    for (const auto& r : kSm80) {
+      if (r.align_bytes < bytes) continue;  // 2-byte fallback rows are the 1-element row for f16 only
+      KernelConfig c;
+      c.family = Family::sm80;
+      c.schedule = Schedule::multistage;
+      int k = r.k * 2 / bytes;
+      c.tile = {r.m, r.n, k};
+      c.warp = {r.wm, r.wn, k};
+      c.stages = r.stages;
+      c.alignment = r.align_bytes / bytes;
+      keep(c);
+    }
+  }
+  return out;
+}
+
+std::vector<EpilogueSpec> all_epilogues() {
+  std::vector<EpilogueSpec> out;
+  for (size_t a = 0; a < size_t(Act::kCount); ++a)
+    for (bool bias : {false, true}) out.push_back({Act(a), bias, Residual::none});
+  for (Act a : {Act::none, Act::relu, Act::gelu_erf})
+    for (bool bias : {false, true}) {
+      out.push_back({a, bias, Residual::before_act});
+      if (a != Act::none) out.push_back({a, bias, Residual::after_act});
+    }
+  return out;
+}
+
+}  // namespace sabre::cutlass_backend

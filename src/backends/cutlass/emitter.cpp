@@ -1,0 +1,368 @@
+#include "backends/cutlass/emitter.h"
+
+#include <stdexcept>
+
+namespace sabre::cutlass_backend {
+namespace {
+
+std::string cutlass_elem(Elem e) {
+  switch (e) {
+    case Elem::f16: return "cutlass::half_t";
+    case Elem::bf16: return "cutlass::bfloat16_t";
+    case Elem::f32: return "float";
+    case Elem::kCount: break;
+  }
+  throw std::logic_error("invariant: Elem is one of f16, bf16, f32");
+}
+
+// The activation functor template (applied to scalars by the sm90 EVT, to Array<> in sm80).
+std::string cutlass_act(Act a) {
+  switch (a) {
+    case Act::none: return "cutlass::epilogue::thread::Identity";
+    case Act::relu: return "cutlass::epilogue::thread::ReLu";
+    case Act::gelu_erf: return "cutlass::epilogue::thread::GELU";
+    case Act::gelu_tanh: return "cutlass::epilogue::thread::GELU_taylor";
+    case Act::silu: return "cutlass::epilogue::thread::SiLu";
+    case Act::sigmoid: return "cutlass::epilogue::thread::Sigmoid";
+    case Act::hardswish: return "cutlass::epilogue::thread::HardSwish";
+    case Act::kCount: break;
+  }
+  throw std::logic_error("invariant: Act is a valid activation");
+}
+
+std::string algebra(const EpilogueSpec& e) {
+  std::string inner = "alpha*acc";
+  if (e.bias) inner += " + bias[n]";
+  if (e.residual == Residual::before_act) inner += " + beta*R";
+  std::string out = e.act == Act::none ? inner : std::string(act_name(e.act)) + "(" + inner + ")";
+  if (e.residual == Residual::after_act) out += " + beta*R";
+  return "D = " + out;
+}
+
+std::string i(int v) { return std::to_string(v); }
+
+// Code shared by both families: error plumbing, argument checks, the C entry points.
+// `make_args` (defined per family) builds Gemm::Arguments from sabre_gemm_args.
+std::string host_prologue(const KernelSpec& s) {
+  const std::string align = i(s.config.alignment);
+  const std::string bytes = i(elem_bytes(s.ops.ab));
+  const bool tn = s.ops.layout == Layout::tn;
+  std::string o;
+  o += "namespace {\n\n";
+  o += "thread_local std::string g_last_error;\n\n";
+  o += "int fail(int status, std::string msg) {\n  g_last_error = std::move(msg);\n  return status;\n}\n\n";
+  o += "#define SABRE_CHECK_CUTLASS(stmt)                                                             \\\n"
+       "  do {                                                                                    \\\n"
+       "    cutlass::Status st_ = (stmt);                                                         \\\n"
+       "    if (st_ != cutlass::Status::kSuccess)                                                 \\\n"
+       "      return fail(SABRE_CUTLASS_ERROR, std::string(#stmt \" failed: \") +                   \\\n"
+       "                  cutlassGetStatusString(st_) + \" at \" __FILE__ \":\" + std::to_string(__LINE__)); \\\n"
+       "  } while (0)\n"
+       "#define SABRE_CHECK_CUDA(stmt)                                                                \\\n"
+       "  do {                                                                                    \\\n"
+       "    cudaError_t e_ = (stmt);                                                              \\\n"
+       "    if (e_ != cudaSuccess)                                                                \\\n"
+       "      return fail(SABRE_CUDA_ERROR, std::string(#stmt \" failed: \") + cudaGetErrorString(e_) + \\\n"
+       "                  \" at \" __FILE__ \":\" + std::to_string(__LINE__));                       \\\n"
+       "  } while (0)\n\n";
+  o += "constexpr int64_t kAlignment = " + align + ";  // elements, every operand\n";
+  o += "constexpr int64_t kElemBytes = " + bytes + ";\n";
+  o += "constexpr bool kHasBias = " + std::string(s.epi.bias ? "true" : "false") + ";\n";
+  o += "constexpr bool kHasResidual = " + std::string(s.epi.residual != Residual::none ? "true" : "false") + ";\n\n";
+  o += "bool aligned(const void* p) { return reinterpret_cast<uintptr_t>(p) % (kAlignment * kElemBytes) == 0; }\n";
+  o += "bool divisible(int64_t v) { return v % kAlignment == 0; }\n\n";
+  o += "// Why this kernel cannot run these arguments, or nullptr. Covers what CUTLASS leaves to the caller:\n"
+       "// contiguous extents, row and batch strides and base pointers must all be multiples of the alignment.\n";
+  o += "const char* refuse(const sabre_gemm_args* p) {\n";
+  o += "  if (!p) return \"args is NULL\";\n";
+  o += "  if (p->m < 0 || p->n < 0 || p->k < 1 || p->batch < 0) return \"need m, n, batch >= 0 and k >= 1\";\n";
+  o += "  if (p->m > INT32_MAX || p->n > INT32_MAX || p->k > INT32_MAX || p->batch > INT32_MAX) return \"dims exceed int32\";\n";
+  o += "  if (!p->a || !p->b || !p->d) return \"a, b and d must be non-NULL\";\n";
+  o += "  if (kHasBias && !p->bias) return \"this kernel adds a bias: bias must be non-NULL\";\n";
+  o += "  if (kHasResidual && !p->residual) return \"this kernel adds a residual: residual must be non-NULL\";\n";
+  o += "  if (p->lda < p->k) return \"lda < k\";\n";
+  o += tn ? "  if (p->ldb < p->k) return \"ldb < k (B is [n, k])\";\n" : "  if (p->ldb < p->n) return \"ldb < n (B is [k, n])\";\n";
+  o += "  if (p->ldd < p->n) return \"ldd < n\";\n";
+  o += "  if (kHasResidual && p->ldr < p->n) return \"ldr < n\";\n";
+  o += "  if (!divisible(p->k)) return \"k is not a multiple of the kernel's alignment\";\n";
+  o += "  if (!divisible(p->n)) return \"n is not a multiple of the kernel's alignment\";\n";
+  o += "  if (!divisible(p->lda) || !divisible(p->ldb) || !divisible(p->ldd) || (kHasResidual && !divisible(p->ldr)))\n"
+       "    return \"a leading dimension is not a multiple of the kernel's alignment\";\n";
+  o += "  if (p->batch > 1 && (!divisible(p->stride_a) || !divisible(p->stride_b) || !divisible(p->stride_d) ||\n"
+       "                       (kHasResidual && !divisible(p->stride_r))))\n"
+       "    return \"a batch stride is not a multiple of the kernel's alignment\";\n";
+  o += "  if (!aligned(p->a) || !aligned(p->b) || !aligned(p->d) || (kHasBias && !aligned(p->bias)) ||\n"
+       "      (kHasResidual && !aligned(p->residual)))\n"
+       "    return \"a pointer is not aligned to the kernel's access width\";\n";
+  o += "  return nullptr;\n}\n\n";
+  return o;
+}
+
+std::string host_entry_points(const KernelSpec& s, const EmitOptions& opts) {
+  const std::string n = symbol_prefix(s);
+  std::string o;
+  o += "}  // namespace\n\n";
+  o += "extern \"C\" {\n\n";
+  o += "const char* " + n + "_last_error(void) { return g_last_error.c_str(); }\n\n";
+  o += "int " + n + "_can_implement(const sabre_gemm_args* p) {\n";
+  o += "  if (const char* why = refuse(p)) return fail(SABRE_NOT_SUPPORTED, why);\n";
+  o += "  if (p->m == 0 || p->n == 0 || p->batch == 0) return SABRE_OK;\n";
+  o += "  typename Gemm::Arguments args;\n";
+  o += "  if (int st = make_args(p, args)) return st;\n";
+  o += "  cutlass::Status st = Gemm::can_implement(args);\n";
+  o += "  if (st != cutlass::Status::kSuccess)\n"
+       "    return fail(SABRE_NOT_SUPPORTED, std::string(\"Gemm::can_implement: \") + cutlassGetStatusString(st));\n";
+  o += "  return SABRE_OK;\n}\n\n";
+  o += "size_t " + n + "_workspace_size(const sabre_gemm_args* p) {\n";
+  o += "  if (refuse(p) || p->m == 0 || p->n == 0 || p->batch == 0) return 0;\n";
+  o += "  typename Gemm::Arguments args;\n";
+  o += "  if (make_args(p, args)) return 0;\n";
+  o += "  return Gemm::get_workspace_size(args);\n}\n\n";
+  o += "int " + n + "_run(const sabre_gemm_args* p, sabre_stream_t stream) {\n";
+  o += "  if (const char* why = refuse(p)) return fail(SABRE_NOT_SUPPORTED, why);\n";
+  o += "  if (p->m == 0 || p->n == 0 || p->batch == 0) return SABRE_OK;\n";
+  o += "  typename Gemm::Arguments args;\n";
+  o += "  if (int st = make_args(p, args)) return st;\n";
+  o += "  size_t need = Gemm::get_workspace_size(args);\n";
+  o += "  if (need > 0 && (!p->workspace || p->workspace_size < need))\n"
+       "    return fail(SABRE_BAD_ARGS, \"workspace of \" + std::to_string(need) + \" bytes needed, \" +\n"
+       "                                    std::to_string(p->workspace ? p->workspace_size : 0) + \" given\");\n";
+  o += "  Gemm gemm;\n";
+  o += "  SABRE_CHECK_CUTLASS(gemm.can_implement(args));\n";
+  o += "  SABRE_CHECK_CUTLASS(gemm.initialize(args, p->workspace, stream));\n";
+  o += "  SABRE_CHECK_CUTLASS(gemm.run(stream));\n";
+  o += "  SABRE_CHECK_CUDA(cudaGetLastError());\n";
+  o += "  return SABRE_OK;\n}\n\n";
+  if (opts.registry) {
+    o += "const sabre_kernel_entry* sabre_kernel_registry(int* count, int* abi_version) {\n";
+    o += "  static const sabre_kernel_entry entries[] = {\n";
+    o += "      {\"" + n + "\", " + n + "_can_implement, " + n + "_workspace_size, " + n + "_run, " + n + "_last_error}};\n";
+    o += "  if (count) *count = 1;\n  if (abi_version) *abi_version = SABRE_KERNEL_ABI_VERSION;\n  return entries;\n}\n\n";
+  }
+  o += "}  // extern \"C\"\n";
+  return o;
+}
+
+std::string emit_sm90(const KernelSpec& s) {
+  const KernelConfig& c = s.config;
+  const EpilogueSpec& e = s.epi;
+  const bool has_c = e.residual != Residual::none;
+  std::string o;
+  o += "#include \"cute/tensor.hpp\"\n";
+  o += "#include \"cutlass/epilogue/collective/collective_builder.hpp\"\n";
+  o += "#include \"cutlass/epilogue/fusion/operations.hpp\"\n";
+  o += "#include \"cutlass/epilogue/fusion/sm90_callbacks_tma_warpspecialized.hpp\"\n";
+  o += "#include \"cutlass/epilogue/thread/activation.h\"\n";
+  o += "#include \"cutlass/gemm/collective/collective_builder.hpp\"\n";
+  o += "#include \"cutlass/gemm/device/gemm_universal_adapter.h\"\n";
+  o += "#include \"cutlass/gemm/dispatch_policy.hpp\"\n";
+  o += "#include \"cutlass/gemm/kernel/gemm_universal.hpp\"\n";
+  o += "#include \"cutlass/gemm/kernel/tile_scheduler.hpp\"\n\n";
+  o += "// wgmma and TMA exist only in the arch-specific sm_90a target; a plain sm_90 build compiles these\n"
+       "// kernels to stubs that print an error at run time, so refuse it here.\n";
+  o += "#if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)\n";
+  o += "#error \"sm90 kernels need -gencode arch=compute_90a,code=sm_90a\"\n#endif\n\n";
+  o += "namespace {\nusing namespace cute;\n\n";
+  o += "using ElementA = " + cutlass_elem(s.ops.ab) + ";\nusing LayoutA = cutlass::layout::RowMajor;\n";
+  o += "using ElementB = " + cutlass_elem(s.ops.ab) + ";\nusing LayoutB = cutlass::layout::" +
+       (s.ops.layout == Layout::tn ? "ColumnMajor;  // B is [n, k], k contiguous\n" : "RowMajor;  // B is [k, n], n contiguous\n");
+  o += "using ElementD = " + cutlass_elem(s.ops.d) + ";\nusing LayoutD = cutlass::layout::RowMajor;\n";
+  o += std::string("using ElementC = ") + (has_c ? "ElementD;  // C is the residual\n" : "void;  // no source tensor is read\n");
+  o += "using ElementAccumulator = float;\nusing ElementCompute = float;\n";
+  o += "constexpr int kAlign = " + i(c.alignment) + ";\n";
+  o += "using TileShape = Shape<_" + i(c.tile.m) + ", _" + i(c.tile.n) + ", _" + i(c.tile.k) + ">;\n";
+  o += "using ClusterShape = Shape<_" + i(c.cluster_m) + ", _" + i(c.cluster_n) + ", _1>;\n";
+  if (c.schedule == Schedule::pingpong) {
+    o += "using KernelSchedule = cutlass::gemm::KernelTmaWarpSpecializedPingpong;\n";
+    o += "using EpilogueSchedule = cutlass::epilogue::TmaWarpSpecialized;\n";
+    o += "using TileScheduler = void;\n";
+  } else {
+    o += "using KernelSchedule = cutlass::gemm::KernelTmaWarpSpecializedCooperative;\n";
+    o += "using EpilogueSchedule = cutlass::epilogue::TmaWarpSpecializedCooperative;\n";
+    o += std::string("using TileScheduler = ") + (c.schedule == Schedule::streamk ? "cutlass::gemm::StreamKScheduler;\n" : "void;\n");
+  }
+  o += "constexpr auto kRound = cutlass::FloatRoundStyle::round_to_nearest;\n\n";
+  const std::string act = cutlass_act(e.act);
+  o += "// " + algebra(e) + "\n";
+  if (e.residual == Residual::after_act) {
+    o += "// The residual comes after the activation, which no predefined fusion op does: an EVT tree.\n";
+    o += "using namespace cutlass::epilogue::fusion;\n";
+    o += "using ScalarArg = Sm90ScalarBroadcast<ElementCompute, Stride<_0, _0, int64_t>>;\n";
+    if (e.bias) {
+      o += "using Linear = Sm90EVT<Sm90Compute<cutlass::homogeneous_multiply_add, ElementCompute, ElementCompute, kRound>,\n"
+           "                       ScalarArg, Sm90AccFetch,\n"
+           "                       Sm90RowBroadcast<0, TileShape, ElementD, ElementCompute, Stride<_0, _1, int64_t>, kAlign>>;  // alpha*acc + bias[n]\n";
+    } else {
+      o += "using Linear = Sm90EVT<Sm90Compute<cutlass::multiplies, ElementCompute, ElementCompute, kRound>,\n"
+           "                       ScalarArg, Sm90AccFetch>;  // alpha*acc\n";
+    }
+    o += "using Activated = Sm90EVT<Sm90Compute<" + act + ", ElementCompute, ElementCompute, kRound>, Linear>;\n";
+    o += "using FusionOp = Sm90EVT<Sm90Compute<cutlass::homogeneous_multiply_add, ElementD, ElementCompute, kRound>,\n"
+         "                         ScalarArg, Sm90SrcFetch<ElementD>, Activated>;  // beta*R + act(...)\n\n";
+  } else if (e.bias) {
+    o += "using FusionOp = cutlass::epilogue::fusion::LinCombPerColBiasEltAct<\n    " + act +
+         ", ElementD, ElementCompute, ElementD, ElementD, ElementCompute, kAlign, kRound>;\n\n";
+  } else {
+    o += "using FusionOp = cutlass::epilogue::fusion::LinCombEltAct<\n    " + act +
+         ", ElementD, ElementCompute, ElementD, ElementCompute, kRound>;\n\n";
+  }
+  o += "using CollectiveEpilogue = typename cutlass::epilogue::collective::CollectiveBuilder<\n"
+       "    cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, TileShape, ClusterShape,\n"
+       "    cutlass::epilogue::collective::EpilogueTileAuto, ElementAccumulator, ElementCompute,\n"
+       "    ElementC, LayoutD, kAlign, ElementD, LayoutD, kAlign, EpilogueSchedule, FusionOp>::CollectiveOp;\n\n";
+  o += "using CollectiveMainloop = typename cutlass::gemm::collective::CollectiveBuilder<\n"
+       "    cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, ElementA, LayoutA, kAlign, ElementB, LayoutB, kAlign,\n"
+       "    ElementAccumulator, TileShape, ClusterShape,\n"
+       "    cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(\n"
+       "        sizeof(typename CollectiveEpilogue::SharedStorage))>,\n"
+       "    KernelSchedule>::CollectiveOp;\n\n";
+  o += "using GemmKernel = cutlass::gemm::kernel::GemmUniversal<Shape<int, int, int, int>, CollectiveMainloop,\n"
+       "                                                        CollectiveEpilogue, TileScheduler>;\n";
+  o += "using Gemm = cutlass::gemm::device::GemmUniversalAdapter<GemmKernel>;\n\n";
+  o += "}  // namespace\n\n";
+  o += host_prologue(s);
+  o += "int make_args(const sabre_gemm_args* p, typename Gemm::Arguments& args) {\n";
+  o += "  cutlass::KernelHardwareInfo hw;\n";
+  o += "  SABRE_CHECK_CUDA(cudaGetDevice(&hw.device_id));\n";
+  o += "  SABRE_CHECK_CUDA(cudaDeviceGetAttribute(&hw.sm_count, cudaDevAttrMultiProcessorCount, hw.device_id));\n";
+  o += "  using StrideA = typename Gemm::GemmKernel::StrideA;\n  using StrideB = typename Gemm::GemmKernel::StrideB;\n";
+  o += "  using StrideC = typename Gemm::GemmKernel::StrideC;\n  using StrideD = typename Gemm::GemmKernel::StrideD;\n";
+  o += "  StrideA sa = cute::make_stride(int64_t(p->lda), cute::Int<1>{}, int64_t(p->stride_a));\n";
+  if (s.ops.layout == Layout::tn)
+    o += "  StrideB sb = cute::make_stride(int64_t(p->ldb), cute::Int<1>{}, int64_t(p->stride_b));  // (n, k, l)\n";
+  else
+    o += "  StrideB sb = cute::make_stride(cute::Int<1>{}, int64_t(p->ldb), int64_t(p->stride_b));  // (n, k, l)\n";
+  o += has_c ? "  StrideC sc = cute::make_stride(int64_t(p->ldr), cute::Int<1>{}, int64_t(p->stride_r));\n"
+             : "  StrideC sc = cute::make_stride(int64_t(p->ldd), cute::Int<1>{}, int64_t(p->stride_d));\n";
+  o += "  StrideD sd = cute::make_stride(int64_t(p->ldd), cute::Int<1>{}, int64_t(p->stride_d));\n";
+  o += "  args = typename Gemm::Arguments{\n"
+       "      cutlass::gemm::GemmUniversalMode::kGemm,\n"
+       "      {int(p->m), int(p->n), int(p->k), int(p->batch)},\n"
+       "      {static_cast<const ElementA*>(p->a), sa, static_cast<const ElementB*>(p->b), sb},\n";
+  o += has_c ? "      {{}, static_cast<const ElementD*>(p->residual), sc, static_cast<ElementD*>(p->d), sd},\n"
+             : "      {{}, nullptr, sc, static_cast<ElementD*>(p->d), sd},\n";
+  o += "      hw};\n";
+  if (e.residual == Residual::after_act) {
+    o += "  // Tree arguments in the tree's order: children first, then the node's op.\n";
+    o += "  args.epilogue.thread = {\n";
+    o += "      {{p->beta}, {nullptr}, {}},  // beta\n";
+    o += "      {},                          // R\n";
+    o += "      {                            // act(...)\n";
+    if (e.bias)
+      o += "          {{{p->alpha}, {nullptr}, {}}, {}, {static_cast<const ElementD*>(p->bias), ElementD(0), {}}, {}},\n";
+    else
+      o += "          {{{p->alpha}, {nullptr}, {}}, {}, {}},\n";
+    o += "          {}},\n";
+    o += "      {}};\n";
+  } else {
+    o += "  args.epilogue.thread.alpha = p->alpha;\n";
+    o += has_c ? "  args.epilogue.thread.beta = p->beta;\n" : "  args.epilogue.thread.beta = 0.0f;\n";
+    if (e.bias) o += "  args.epilogue.thread.bias_ptr = static_cast<const ElementD*>(p->bias);\n";
+  }
+  o += "  return SABRE_OK;\n}\n\n";
+  return o;
+}
+
+std::string emit_sm80(const KernelSpec& s) {
+  const KernelConfig& c = s.config;
+  const EpilogueSpec& e = s.epi;
+  const bool f32 = s.ops.ab == Elem::f32;
+  std::string o;
+  o += "#include \"cutlass/epilogue/thread/activation.h\"\n";
+  o += "#include \"cutlass/epilogue/thread/linear_combination_generic.h\"\n";
+  o += "#include \"cutlass/epilogue/thread/linear_combination_residual_block.h\"\n";
+  o += "#include \"cutlass/functional.h\"\n";
+  o += "#include \"cutlass/gemm/device/gemm_universal.h\"\n";
+  o += "#include \"cutlass/gemm/device/gemm_universal_with_broadcast.h\"\n\n";
+  o += "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800\n#error \"sm80 kernels need compute capability 8.0 or newer\"\n#endif\n\n";
+  o += "namespace {\n\n";
+  o += "using ElementA = " + cutlass_elem(s.ops.ab) + ";\nusing LayoutA = cutlass::layout::RowMajor;\n";
+  o += "using ElementB = " + cutlass_elem(s.ops.ab) + ";\nusing LayoutB = cutlass::layout::" +
+       (s.ops.layout == Layout::tn ? "ColumnMajor;  // B is [n, k], k contiguous\n" : "RowMajor;  // B is [k, n], n contiguous\n");
+  o += "using ElementD = " + cutlass_elem(s.ops.d) + ";\nusing LayoutD = cutlass::layout::RowMajor;\n";
+  o += "using ElementAccumulator = float;\nusing ElementCompute = float;\n";
+  o += "constexpr int kAlign = " + i(c.alignment) + ";\n";
+  o += "using ThreadblockShape = cutlass::gemm::GemmShape<" + i(c.tile.m) + ", " + i(c.tile.n) + ", " + i(c.tile.k) + ">;\n";
+  o += "using WarpShape = cutlass::gemm::GemmShape<" + i(c.warp.m) + ", " + i(c.warp.n) + ", " + i(c.warp.k) + ">;\n";
+  o += std::string("using InstructionShape = cutlass::gemm::GemmShape<16, 8, ") + (f32 ? "8>;  // f32 operands run as TF32\n" : "16>;\n");
+  o += "constexpr int kStages = " + i(c.stages) + ";" +
+       (c.stages == 2 ? "  // register-pipelined mainloop: no cp.async, any alignment\n" : "\n");
+  o += "using Swizzle = cutlass::gemm::threadblock::GemmIdentityThreadblockSwizzle<8>;\n\n";
+  const std::string act = cutlass_act(e.act);
+  o += "// " + algebra(e) + "\n";
+  if (e.residual == Residual::none) {
+    if (e.bias)
+      o += "// C is the bias read with row stride 0: D = act(alpha*acc + C), no beta.\n";
+    o += "using EpilogueOp = cutlass::epilogue::thread::LinearCombinationGeneric<\n    " + act +
+         ", ElementD, kAlign, ElementAccumulator, ElementCompute,\n    cutlass::epilogue::thread::ScaleType::" +
+         (e.bias ? "NoBetaScaling" : "OnlyAlphaScaling") + ", cutlass::FloatRoundStyle::round_to_nearest>;\n";
+    o += "using Gemm = cutlass::gemm::device::GemmUniversal<\n"
+         "    ElementA, LayoutA, ElementB, LayoutB, ElementD, LayoutD, ElementAccumulator,\n"
+         "    cutlass::arch::OpClassTensorOp, cutlass::arch::Sm80, ThreadblockShape, WarpShape, InstructionShape,\n"
+         "    EpilogueOp, Swizzle, kStages, kAlign, kAlign, cutlass::arch::OpMultiplyAdd>;\n\n";
+  } else {
+    // Z = UnaryOp(BinaryOp(ActivationOp(alpha*acc + bias), beta*R))
+    const bool before = e.residual == Residual::before_act;
+    o += "// The residual block epilogue: D = Unary(plus(Activation(alpha*acc + bias), beta*R)), bias a broadcast row.\n";
+    o += "using EpilogueOp = cutlass::epilogue::thread::LinearCombinationResidualBlock<\n"
+         "    ElementD, ElementAccumulator, ElementCompute, ElementD, kAlign,\n    " +
+         (before ? std::string("cutlass::epilogue::thread::Identity") : act) + ", cutlass::plus,\n    " +
+         (before ? act : std::string("cutlass::epilogue::thread::Identity")) + ">;\n";
+    o += "using Gemm = cutlass::gemm::device::GemmUniversalWithBroadcast<\n"
+         "    ElementA, LayoutA, ElementB, LayoutB, ElementD, LayoutD, ElementAccumulator,\n"
+         "    cutlass::arch::OpClassTensorOp, cutlass::arch::Sm80, ThreadblockShape, WarpShape, InstructionShape,\n"
+         "    EpilogueOp, Swizzle, kStages, kAlign, kAlign, cutlass::arch::OpMultiplyAdd>;\n\n";
+  }
+  o += "}  // namespace\n\n";
+  o += host_prologue(s);
+  o += "int make_args(const sabre_gemm_args* p, typename Gemm::Arguments& args) {\n";
+  o += "  auto mode = p->batch > 1 ? cutlass::gemm::GemmUniversalMode::kBatched : cutlass::gemm::GemmUniversalMode::kGemm;\n";
+  o += "  cutlass::gemm::GemmCoord problem(int(p->m), int(p->n), int(p->k));\n";
+  if (e.residual == Residual::none) {
+    if (e.bias) {
+      o += "  args = typename Gemm::Arguments(mode, problem, int(p->batch), {p->alpha, 0.0f},\n"
+           "      p->a, p->b, p->bias, p->d, p->stride_a, p->stride_b, /*stride C=bias*/ 0, p->stride_d,\n"
+           "      p->lda, p->ldb, /*ldc=bias row broadcast*/ 0, p->ldd);\n";
+    } else {
+      o += "  args = typename Gemm::Arguments(mode, problem, int(p->batch), {p->alpha, 0.0f},\n"
+           "      p->a, p->b, nullptr, p->d, p->stride_a, p->stride_b, 0, p->stride_d,\n"
+           "      p->lda, p->ldb, 0, p->ldd);\n";
+    }
+  } else {
+    o += std::string("  void* bias = ") + (e.bias ? "const_cast<void*>(p->bias);\n" : "nullptr;  // broadcast reads zeros\n");
+    o += "  args = typename Gemm::Arguments(mode, problem, int(p->batch), {p->alpha, p->beta},\n"
+         "      p->a, p->b, p->residual, p->d, bias, /*T, not stored*/ nullptr,\n"
+         "      p->stride_a, p->stride_b, p->stride_r, p->stride_d, /*bias*/ 0, 0,\n"
+         "      p->lda, p->ldb, p->ldr, p->ldd, /*bias*/ 0, 0);\n";
+  }
+  o += "  return SABRE_OK;\n}\n\n";
+  return o;
+}
+
+}  // namespace
+
+std::vector<std::string> gencode_flags(Family family, int target_sm) {
+  if (family == Family::sm90) return {"-gencode", "arch=compute_90a,code=sm_90a"};
+  std::string sm = std::to_string(target_sm);
+  return {"-gencode", "arch=compute_" + sm + ",code=sm_" + sm};
+}
+
+std::string emit_kernel(const KernelSpec& s, int target_sm, const EmitOptions& opts) {
+  if (auto why = unsupported_reason(s, target_sm))
+    throw std::invalid_argument("kernel " + kernel_name(s) + " cannot run on sm_" + std::to_string(target_sm) + ": " + *why);
+  std::string o;
+  o += "// Generated by sabre; do not edit. Regenerate with: sabre kernels emit " + kernel_name(s) + "\n";
+  o += "// " + algebra(s.epi) + "; A [m,k] row-major, B " +
+       (s.ops.layout == Layout::tn ? "[n,k] k-contiguous" : "[k,n] n-contiguous") + ", D [m,n] row-major.\n";
+  o += "// Build: nvcc -std=c++17 -O3 --expt-relaxed-constexpr";
+  for (const auto& f : gencode_flags(s.config.family, target_sm)) o += " " + f;
+  o += " -I<cutlass>/include -I<sabre>/include -DNDEBUG -Xcompiler -fPIC -shared\n";
+  o += "#include <cstdint>\n#include <string>\n#include <utility>\n\n#include <cuda_runtime.h>\n\n";
+  o += "#include \"cutlass/cutlass.h\"\n";
+  o += "#include \"sabre/kernel_abi.h\"\n";
+  o += s.config.family == Family::sm90 ? emit_sm90(s) : emit_sm80(s);
+  o += host_entry_points(s, opts);
+  return o;
+}
+
+}  // namespace sabre::cutlass_backend

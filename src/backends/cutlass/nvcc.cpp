@@ -1,0 +1,154 @@
+#include "backends/cutlass/nvcc.h"
+
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+namespace sabre::cutlass_backend {
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string env(const char* n) {
+  const char* v = std::getenv(n);
+  return v ? v : "";
+}
+
+std::string default_sabre_include() {
+  if (auto e = env("SABRE_INCLUDE_DIR"); !e.empty()) return e;
+  // This file is <root>/src/backends/cutlass/nvcc.cpp; the ABI header is <root>/include.
+  return (fs::path(__FILE__).parent_path() / ".." / ".." / ".." / "include").lexically_normal().string();
+}
+
+std::string cuobjdump_for(const std::string& nvcc) {
+  fs::path p = fs::path(nvcc).parent_path() / "cuobjdump";
+  return fs::exists(p) ? p.string() : "cuobjdump";
+}
+
+}  // namespace
+
+std::string find_nvcc() {
+  if (auto e = env("SABRE_NVCC"); !e.empty()) return e;
+  if (auto h = env("CUDA_HOME"); !h.empty() && fs::exists(fs::path(h) / "bin" / "nvcc")) return h + "/bin/nvcc";
+  if (fs::exists("/usr/local/cuda/bin/nvcc")) return "/usr/local/cuda/bin/nvcc";
+  return "nvcc";
+}
+
+int run_process(const std::vector<std::string>& argv, std::string& output) {
+  char tmpl[] = "/tmp/sabre_proc_XXXXXX";
+  int fd = mkstemp(tmpl);
+  if (fd < 0) return -1;
+  pid_t pid = fork();
+  if (pid < 0) {
+    close(fd);
+    unlink(tmpl);
+    return -1;
+  }
+  if (pid == 0) {
+    dup2(fd, 1);
+    dup2(fd, 2);
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    execvp(args[0], args.data());
+    _exit(127);
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  close(fd);
+  std::ifstream in(tmpl);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  output = ss.str();
+  unlink(tmpl);
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+}
+
+std::vector<std::string> nvcc_command(const KernelSpec& s, const std::string& source, const std::string& library,
+                                      const NvccOptions& opts) {
+  std::string cutlass = opts.cutlass_dir.empty() ? std::string(SABRE_CUTLASS_DIR) : opts.cutlass_dir;
+  std::string inc = opts.sabre_include.empty() ? default_sabre_include() : opts.sabre_include;
+  std::vector<std::string> cmd = {opts.nvcc.empty() ? find_nvcc() : opts.nvcc,
+                                  "-std=c++17", "-O3", "--expt-relaxed-constexpr", "-DNDEBUG"};
+  for (const auto& f : gencode_flags(s.config.family, opts.target_sm)) cmd.push_back(f);
+  cmd.insert(cmd.end(), {"-I" + cutlass + "/include", "-I" + cutlass + "/tools/util/include", "-I" + inc,
+                         "-Xcompiler", "-fPIC", "-shared", "-o", library, source});
+  for (const auto& f : opts.extra_flags) cmd.push_back(f);
+  return cmd;
+}
+
+CompileResult compile_kernel(const KernelSpec& s, const std::string& out_dir, const NvccOptions& opts) {
+  CompileResult r;
+  r.name = kernel_name(s);
+  std::string text = emit_kernel(s, opts.target_sm);
+  fs::create_directories(out_dir);
+  r.source = (fs::path(out_dir) / (r.name + ".cu")).string();
+  r.library = (fs::path(out_dir) / (r.name + ".so")).string();
+  {
+    std::ofstream f(r.source);
+    f << text;
+    if (!f) {
+      r.log = "cannot write " + r.source;
+      return r;
+    }
+  }
+  auto cmd = nvcc_command(s, r.source, r.library, opts);
+  for (const auto& a : cmd) r.command += (r.command.empty() ? "" : " ") + a;
+  auto t0 = std::chrono::steady_clock::now();
+  int rc = run_process(cmd, r.log);
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (rc != 0) {
+    r.log += "\nnvcc exited with status " + std::to_string(rc);
+  } else {
+    // The SASS must be for the arch the kernel needs: sm_90a for wgmma/TMA kernels (a plain sm_90
+    // cubin of these templates is a stub that prints an error), the target's own SM otherwise.
+    std::string want = s.config.family == Family::sm90 ? "sm_90a" : "sm_" + std::to_string(opts.target_sm);
+    std::string elf;
+    int orc = run_process({cuobjdump_for(cmd[0]), "--list-elf", r.library}, elf);
+    bool found = false;
+    std::istringstream lines(elf);
+    for (std::string line; std::getline(lines, line);) {
+      auto p = line.find(want + ".cubin");
+      if (p != std::string::npos && line[p - 1] == '.') found = true;
+    }
+    if (orc != 0 || !found) {
+      r.log += "\nSASS check failed: cuobjdump --list-elf " + r.library + " lists no " + want + " cubin:\n" + elf;
+    } else {
+      r.ok = true;
+    }
+  }
+  std::ofstream(fs::path(out_dir) / (r.name + ".log")) << r.command << "\n" << r.log;
+  return r;
+}
+
+std::vector<CompileResult> compile_kernels(const std::vector<KernelSpec>& specs, const std::string& out_dir,
+                                           const NvccOptions& opts, int jobs) {
+  std::vector<CompileResult> results(specs.size());
+  std::atomic<size_t> next{0};
+  auto worker = [&] {
+    for (size_t i; (i = next++) < specs.size();) {
+      try {
+        results[i] = compile_kernel(specs[i], out_dir, opts);
+      } catch (const std::exception& e) {
+        results[i].name = kernel_name(specs[i]);
+        results[i].log = e.what();
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int j = 0; j < std::max(1, jobs); ++j) pool.emplace_back(worker);
+  for (auto& t : pool) t.join();
+  return results;
+}
+
+}  // namespace sabre::cutlass_backend

@@ -1,0 +1,49 @@
+// The nvcc driver: writes a kernel's .cu, runs nvcc into a shared library with the C ABI of
+// include/sabre/kernel_abi.h, keeps the log, and checks the SASS targets in the result
+// (an sm90 kernel must contain sm_90a code). Tests: tests/kernels/ (label nvcc).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "backends/cutlass/emitter.h"
+#include "backends/cutlass/kernel_spec.h"
+
+namespace sabre::cutlass_backend {
+
+struct NvccOptions {
+  std::string nvcc;          // empty: $SABRE_NVCC, $CUDA_HOME/bin/nvcc, /usr/local/cuda/bin/nvcc, then PATH
+  std::string cutlass_dir;   // holds include/cutlass; empty: the one sabre was configured with
+  std::string sabre_include; // holds sabre/kernel_abi.h; empty: $SABRE_INCLUDE_DIR or the source tree's
+  int target_sm = 90;
+  std::vector<std::string> extra_flags;
+};
+
+struct CompileResult {
+  std::string name;
+  std::string source;   // path of the .cu
+  std::string library;  // path of the .so
+  std::string log;      // nvcc's output (and the SASS check's complaint, if any)
+  std::string command;
+  double seconds = 0;
+  bool ok = false;
+};
+
+// The nvcc command line that builds `source` into the shared library `library`.
+std::vector<std::string> nvcc_command(const KernelSpec& s, const std::string& source, const std::string& library,
+                                      const NvccOptions& opts);
+
+// Emits, compiles and checks one kernel into out_dir/NAME.{cu,so,log}. Never throws for compile
+// failures (the result says what failed); throws std::invalid_argument for a spec the target cannot run.
+CompileResult compile_kernel(const KernelSpec& s, const std::string& out_dir, const NvccOptions& opts);
+
+// compile_kernel for each spec, at most `jobs` nvcc processes at a time; results in spec order.
+std::vector<CompileResult> compile_kernels(const std::vector<KernelSpec>& specs, const std::string& out_dir,
+                                           const NvccOptions& opts, int jobs);
+
+// Runs `argv` with stdout and stderr into `output`; returns the exit status (-1 if it could not start).
+int run_process(const std::vector<std::string>& argv, std::string& output);
+
+std::string find_nvcc();
+
+}  // namespace sabre::cutlass_backend

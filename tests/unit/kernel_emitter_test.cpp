@@ -1,0 +1,92 @@
+// The emitter's text: each epilogue kind spelled with the CUTLASS types that compute it. Whether the
+// text compiles is tests/kernels/ (label nvcc); whether it computes the right numbers, tests/gpu/.
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+
+#include "backends/cutlass/catalog.h"
+#include "backends/cutlass/emitter.h"
+
+namespace cb = sabre::cutlass_backend;
+
+namespace {
+
+cb::KernelSpec first(cb::Family f, cb::Elem e, cb::EpilogueSpec epi, cb::Layout l = cb::Layout::tn) {
+  auto cat = cb::catalog(f, {e, e, l}, 90);
+  if (cat.empty()) throw std::logic_error("empty catalog");
+  return {cat.front(), {e, e, l}, epi};
+}
+
+bool has(const std::string& text, const std::string& what) { return text.find(what) != std::string::npos; }
+
+}  // namespace
+
+TEST(Emitter, Sm90PlainEpiloguesUseFusionOps) {
+  auto t = cb::emit_kernel(first(cb::Family::sm90, cb::Elem::f16, {cb::Act::gelu_erf, true, cb::Residual::none}));
+  EXPECT_TRUE(has(t, "LinCombPerColBiasEltAct<\n    cutlass::epilogue::thread::GELU,"));
+  EXPECT_TRUE(has(t, "using ElementC = void;"));
+  EXPECT_TRUE(has(t, "KernelTmaWarpSpecializedCooperative"));
+  EXPECT_TRUE(has(t, "#if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)"));
+  EXPECT_TRUE(has(t, "extern \"C\""));
+  EXPECT_TRUE(has(t, "sabre_kernel_registry"));
+  auto n = cb::kernel_name(first(cb::Family::sm90, cb::Elem::f16, {cb::Act::gelu_erf, true, cb::Residual::none}));
+  for (const char* fn : {"_can_implement(", "_workspace_size(", "_run(", "_last_error("}) EXPECT_TRUE(has(t, n + fn)) << fn;
+
+  t = cb::emit_kernel(first(cb::Family::sm90, cb::Elem::bf16, {cb::Act::silu, false, cb::Residual::none}));
+  EXPECT_TRUE(has(t, "LinCombEltAct<\n    cutlass::epilogue::thread::SiLu,"));
+  EXPECT_TRUE(has(t, "cutlass::bfloat16_t"));
+  t = cb::emit_kernel(first(cb::Family::sm90, cb::Elem::f16, {cb::Act::relu, true, cb::Residual::before_act}));
+  EXPECT_TRUE(has(t, "LinCombPerColBiasEltAct<\n    cutlass::epilogue::thread::ReLu,"));
+  EXPECT_TRUE(has(t, "using ElementC = ElementD;"));
+  EXPECT_TRUE(has(t, "args.epilogue.thread.beta = p->beta;"));
+}
+
+TEST(Emitter, Sm90ResidualAfterActIsAnEvtTree) {
+  auto t = cb::emit_kernel(first(cb::Family::sm90, cb::Elem::f16, {cb::Act::gelu_tanh, true, cb::Residual::after_act}));
+  EXPECT_TRUE(has(t, "Sm90EVT<Sm90Compute<cutlass::epilogue::thread::GELU_taylor"));
+  EXPECT_TRUE(has(t, "Sm90RowBroadcast<"));
+  EXPECT_TRUE(has(t, "Sm90SrcFetch<ElementD>"));
+  EXPECT_FALSE(has(t, "LinComb"));
+  t = cb::emit_kernel(first(cb::Family::sm90, cb::Elem::f16, {cb::Act::relu, false, cb::Residual::after_act}));
+  EXPECT_FALSE(has(t, "Sm90RowBroadcast<"));
+}
+
+TEST(Emitter, Sm90SchedulesAndLayouts) {
+  for (const auto& c : cb::catalog(cb::Family::sm90, {cb::Elem::f16, cb::Elem::f16, cb::Layout::tt}, 90)) {
+    auto t = cb::emit_kernel({c, {cb::Elem::f16, cb::Elem::f16, cb::Layout::tt}, {}});
+    EXPECT_TRUE(has(t, "using LayoutB = cutlass::layout::RowMajor;"));
+    if (c.schedule == cb::Schedule::pingpong) EXPECT_TRUE(has(t, "KernelTmaWarpSpecializedPingpong"));
+    if (c.schedule == cb::Schedule::streamk) EXPECT_TRUE(has(t, "StreamKScheduler"));
+    if (c.schedule == cb::Schedule::coop) EXPECT_TRUE(has(t, "using TileScheduler = void;"));
+  }
+}
+
+TEST(Emitter, Sm80EpiloguesUseLinearCombinations) {
+  auto t = cb::emit_kernel(first(cb::Family::sm80, cb::Elem::f16, {cb::Act::hardswish, true, cb::Residual::none}));
+  EXPECT_TRUE(has(t, "LinearCombinationGeneric<\n    cutlass::epilogue::thread::HardSwish,"));
+  EXPECT_TRUE(has(t, "ScaleType::NoBetaScaling"));
+  EXPECT_TRUE(has(t, "cutlass::gemm::device::GemmUniversal<"));
+  EXPECT_FALSE(has(t, "__CUDA_ARCH_FEAT_SM90_ALL"));
+  t = cb::emit_kernel(first(cb::Family::sm80, cb::Elem::f32, {cb::Act::sigmoid, false, cb::Residual::none}));
+  EXPECT_TRUE(has(t, "ScaleType::OnlyAlphaScaling"));
+  EXPECT_TRUE(has(t, "GemmShape<16, 8, 8>"));
+  t = cb::emit_kernel(first(cb::Family::sm80, cb::Elem::bf16, {cb::Act::gelu_erf, true, cb::Residual::before_act}));
+  EXPECT_TRUE(has(t, "LinearCombinationResidualBlock<"));
+  EXPECT_TRUE(has(t, "cutlass::epilogue::thread::Identity, cutlass::plus,\n    cutlass::epilogue::thread::GELU>"));
+  EXPECT_TRUE(has(t, "GemmUniversalWithBroadcast<"));
+  t = cb::emit_kernel(first(cb::Family::sm80, cb::Elem::bf16, {cb::Act::gelu_erf, true, cb::Residual::after_act}));
+  EXPECT_TRUE(has(t, "cutlass::epilogue::thread::GELU, cutlass::plus,\n    cutlass::epilogue::thread::Identity>"));
+}
+
+TEST(Emitter, RefusesSpecsTheTargetCannotRun) {
+  auto s = first(cb::Family::sm90, cb::Elem::f16, {});
+  EXPECT_THROW(cb::emit_kernel(s, 80), std::invalid_argument);
+  s.config.cluster_m = 4;
+  EXPECT_THROW(cb::emit_kernel(s, 90), std::invalid_argument);
+}
+
+TEST(Emitter, GencodeFlagsNeverPlainSm90ForWgmma) {
+  EXPECT_EQ(cb::gencode_flags(cb::Family::sm90, 90), (std::vector<std::string>{"-gencode", "arch=compute_90a,code=sm_90a"}));
+  EXPECT_EQ(cb::gencode_flags(cb::Family::sm80, 90), (std::vector<std::string>{"-gencode", "arch=compute_90,code=sm_90"}));
+  EXPECT_EQ(cb::gencode_flags(cb::Family::sm80, 80), (std::vector<std::string>{"-gencode", "arch=compute_80,code=sm_80"}));
+}

@@ -1,0 +1,166 @@
+// Kernel specs, names and catalogs. The name is the identity: it must round-trip exactly.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "backends/cutlass/catalog.h"
+#include "backends/cutlass/kernel_spec.h"
+
+namespace cb = sabre::cutlass_backend;
+
+namespace {
+
+cb::KernelSpec sm90_spec() {
+  cb::KernelSpec s;
+  s.config.family = cb::Family::sm90;
+  s.config.schedule = cb::Schedule::coop;
+  s.config.tile = {128, 256, 64};
+  s.config.cluster_m = 1;
+  s.config.cluster_n = 2;
+  s.config.alignment = 8;
+  s.ops = {cb::Elem::f16, cb::Elem::f16, cb::Layout::tn};
+  s.epi = {cb::Act::gelu_erf, true, cb::Residual::none};
+  return s;
+}
+
+cb::KernelSpec sm80_spec() {
+  cb::KernelSpec s;
+  s.config.family = cb::Family::sm80;
+  s.config.schedule = cb::Schedule::multistage;
+  s.config.tile = {128, 128, 32};
+  s.config.warp = {64, 64, 32};
+  s.config.stages = 4;
+  s.config.alignment = 8;
+  s.ops = {cb::Elem::bf16, cb::Elem::bf16, cb::Layout::tt};
+  s.epi = {cb::Act::relu, true, cb::Residual::after_act};
+  return s;
+}
+
+}  // namespace
+
+TEST(KernelSpec, NamesSayWhatTheKernelIs) {
+  EXPECT_EQ(cb::kernel_name(sm90_spec()), "sm90_ws_coop_tn_f16_f16_f32_128x256x64_c1x2_a8_bias_gelu");
+  EXPECT_EQ(cb::kernel_name(sm80_spec()), "sm80_tc_tt_bf16_bf16_f32_128x128x32_w64x64x32_s4_a8_bias_relu_res");
+}
+
+TEST(KernelSpec, EpilogueNamesRoundTripAndOrderMeansOrder) {
+  for (const auto& e : cb::all_epilogues()) {
+    auto n = cb::epilogue_name(e);
+    auto p = cb::parse_epilogue(n);
+    ASSERT_TRUE(p.has_value()) << n;
+    EXPECT_EQ(*p, e) << n;
+  }
+  EXPECT_EQ(cb::parse_epilogue("bias_res_gelu")->residual, cb::Residual::before_act);
+  EXPECT_EQ(cb::parse_epilogue("bias_gelu_res")->residual, cb::Residual::after_act);
+  EXPECT_EQ(cb::parse_epilogue("linear"), cb::EpilogueSpec{});
+  for (const char* bad : {"", "gelu_bias", "bias_bias", "relu_gelu", "res_res", "bias_", "tanh", "linear_bias"})
+    EXPECT_FALSE(cb::parse_epilogue(bad).has_value()) << bad;
+}
+
+TEST(KernelSpec, EveryCatalogNameRoundTrips) {
+  std::set<std::string> seen;
+  for (int sm : {90, 80})
+    for (cb::Family f : {cb::Family::sm90, cb::Family::sm80})
+      for (cb::Elem e : {cb::Elem::f16, cb::Elem::bf16, cb::Elem::f32})
+        for (cb::Layout l : {cb::Layout::tn, cb::Layout::tt})
+          for (const auto& c : cb::catalog(f, {e, e, l}, sm))
+            for (const auto& epi : cb::all_epilogues()) {
+              cb::KernelSpec s{c, {e, e, l}, epi};
+              auto n = cb::kernel_name(s);
+              auto p = cb::parse_kernel_name(n);
+              ASSERT_TRUE(p.has_value()) << n;
+              EXPECT_EQ(*p, s) << n;
+              seen.insert(n);
+            }
+  EXPECT_GT(seen.size(), 1000u);
+}
+
+TEST(KernelSpec, MalformedNamesAreRejected) {
+  const std::string good = cb::kernel_name(sm90_spec());
+  ASSERT_TRUE(cb::parse_kernel_name(good));
+  for (std::string bad : {std::string(""), std::string("sm90"), good + "_", good + "_relu", std::string("sm70") + good.substr(4),
+                          std::string("sm90_ws_coop_tn_f16_f16_f32_128x256x064_c1x2_a8_bias_gelu"),
+                          std::string("sm90_ws_coop_tn_f16_f16_f16_128x256x64_c1x2_a8_bias_gelu"),
+                          std::string("sm90_ws_coop_nn_f16_f16_f32_128x256x64_c1x2_a8_bias_gelu"),
+                          std::string("sm90_ws_coop_tn_f16_f16_f32_128x256_c1x2_a8_bias_gelu"),
+                          std::string("sm80_tc_tn_f16_f16_f32_128x128x32_s4_w64x64x32_a8_bias")})
+    EXPECT_FALSE(cb::parse_kernel_name(bad).has_value()) << bad;
+}
+
+TEST(Catalog, HasEnoughConfigsPerArch) {
+  for (cb::Elem e : {cb::Elem::f16, cb::Elem::bf16}) {
+    EXPECT_GE(cb::catalog(cb::Family::sm90, {e, e, cb::Layout::tn}, 90).size(), 24u);
+    EXPECT_GE(cb::catalog(cb::Family::sm90, {e, e, cb::Layout::tt}, 90).size(), 24u);
+    EXPECT_GE(cb::catalog(cb::Family::sm80, {e, e, cb::Layout::tn}, 90).size(), 12u);
+    EXPECT_GE(cb::catalog(cb::Family::sm80, {e, e, cb::Layout::tn}, 80).size(), 12u);
+  }
+  EXPECT_GE(cb::catalog(cb::Family::sm90, {cb::Elem::f32, cb::Elem::f32, cb::Layout::tn}, 90).size(), 24u);
+  // The sm90 catalog covers every schedule and cluster shape the issue asks for.
+  std::set<std::pair<int, int>> clusters;
+  std::set<cb::Schedule> schedules;
+  std::set<int> tile_m, tile_n;
+  for (const auto& c : cb::catalog(cb::Family::sm90, {cb::Elem::f16, cb::Elem::f16, cb::Layout::tn}, 90)) {
+    clusters.insert({c.cluster_m, c.cluster_n});
+    schedules.insert(c.schedule);
+    tile_m.insert(c.tile.m);
+    tile_n.insert(c.tile.n);
+  }
+  EXPECT_EQ(clusters.size(), 3u);
+  EXPECT_EQ(schedules.size(), 3u);
+  EXPECT_TRUE(tile_m.count(64) && tile_m.count(256) && tile_n.count(64) && tile_n.count(256));
+}
+
+TEST(Catalog, HasAnAlignmentOneFallbackForEveryDtype) {
+  for (cb::Elem e : {cb::Elem::f16, cb::Elem::bf16, cb::Elem::f32}) {
+    bool a1 = false;
+    for (const auto& c : cb::catalog(cb::Family::sm80, {e, e, cb::Layout::tn}, 90)) a1 |= c.alignment == 1;
+    EXPECT_TRUE(a1) << cb::elem_name(e);
+  }
+  EXPECT_TRUE(cb::catalog(cb::Family::sm90, {cb::Elem::f16, cb::Elem::f16, cb::Layout::tn}, 80).empty());
+}
+
+TEST(StaticFilter, RefusesWhatCannotRun) {
+  auto s = sm90_spec();
+  EXPECT_FALSE(cb::unsupported_reason(s, 90));
+  EXPECT_TRUE(cb::unsupported_reason(s, 80)) << "sm90 kernels need an sm_90 GPU";
+  auto t = s;
+  t.config.alignment = 4;
+  EXPECT_TRUE(cb::unsupported_reason(t, 90)) << "TMA needs 16-byte alignment";
+  t = s;
+  t.config.tile.m = 64;
+  EXPECT_TRUE(cb::unsupported_reason(t, 90)) << "cooperative needs tile M >= 128";
+  t.config.schedule = cb::Schedule::pingpong;
+  EXPECT_FALSE(cb::unsupported_reason(t, 90));
+  t = s;
+  t.ops = {cb::Elem::f32, cb::Elem::f32, cb::Layout::tt};
+  t.config.tile.k = 32;
+  t.config.alignment = 4;
+  EXPECT_TRUE(cb::unsupported_reason(t, 90)) << "TF32 wgmma needs K-major B";
+  t.ops.layout = cb::Layout::tn;
+  EXPECT_FALSE(cb::unsupported_reason(t, 90));
+  t = s;
+  t.ops.d = cb::Elem::bf16;
+  EXPECT_TRUE(cb::unsupported_reason(t, 90));
+
+  auto a = sm80_spec();
+  EXPECT_FALSE(cb::unsupported_reason(a, 80));
+  a.config.stages = 6;
+  a.config.tile = {256, 128, 64};
+  a.config.warp = {64, 64, 64};
+  // 6 × (256+128) × 64 × 2 B = 288 KiB: over both limits.
+  EXPECT_EQ(cb::sm80_mainloop_smem_bytes(a.config, a.ops.ab), 6 * 384 * 64 * 2);
+  EXPECT_TRUE(cb::unsupported_reason(a, 90));
+  a.config.stages = 4;  // 192 KiB: fits the H100/H200's 227 KiB, not the A100's 163 KiB
+  EXPECT_FALSE(cb::unsupported_reason(a, 90));
+  EXPECT_TRUE(cb::unsupported_reason(a, 80));
+  a = sm80_spec();
+  a.config.alignment = 1;
+  EXPECT_TRUE(cb::unsupported_reason(a, 90)) << "2-byte cp.async does not exist";
+  a.config.stages = 2;
+  EXPECT_FALSE(cb::unsupported_reason(a, 90));
+  a.config.warp = {48, 64, 32};
+  EXPECT_TRUE(cb::unsupported_reason(a, 90));
+  a = sm80_spec();
+  a.config.alignment = 16;
+  EXPECT_TRUE(cb::unsupported_reason(a, 90)) << "more than 16 bytes per access";
+}

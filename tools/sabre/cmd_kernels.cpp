@@ -1,0 +1,243 @@
+// sabre kernels: list the kernel catalog, emit one kernel's CUDA C++, build kernels into .so files.
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "backends/cutlass/catalog.h"
+#include "backends/cutlass/emitter.h"
+#include "backends/cutlass/kernel_spec.h"
+#include "backends/cutlass/nvcc.h"
+#include "command.h"
+
+namespace sabre::cli {
+namespace {
+namespace cb = sabre::cutlass_backend;
+
+const char* kUsage =
+    "usage: sabre kernels list [--arch sm90|sm80] [--epilogue EPI] [--dtype f16|bf16|f32] [--layout tn|tt]\n"
+    "                          [--target-sm 90|80] [--names]\n"
+    "       sabre kernels emit NAME [-o FILE.cu] [--target-sm 90|80]\n"
+    "       sabre kernels build NAME... -o DIR [-j N] [--target-sm 90|80]\n"
+    "EPI is an epilogue name such as linear, bias, bias_gelu, bias_res_relu (residual before act),\n"
+    "gelu_res (after); default bias. Activations: relu gelu gelutanh silu sigmoid hardswish.\n";
+
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j)
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+// Every catalog kernel for target_sm with epilogue `epi`, filtered.
+std::vector<cb::KernelSpec> list_specs(int target_sm, std::optional<cb::Family> fam, std::optional<cb::Elem> dtype,
+                                       std::optional<cb::Layout> layout, const cb::EpilogueSpec& epi) {
+  std::vector<cb::KernelSpec> out;
+  for (cb::Family f : {cb::Family::sm90, cb::Family::sm80}) {
+    if (fam && *fam != f) continue;
+    for (cb::Elem e : {cb::Elem::f16, cb::Elem::bf16, cb::Elem::f32}) {
+      if (dtype && *dtype != e) continue;
+      for (cb::Layout l : {cb::Layout::tn, cb::Layout::tt}) {
+        if (layout && *layout != l) continue;
+        cb::GemmOperands ops{e, e, l};
+        for (const auto& c : cb::catalog(f, ops, target_sm)) out.push_back({c, ops, epi});
+      }
+    }
+  }
+  return out;
+}
+
+// A kernel name from the user: parsed, or a usage error naming the closest catalog kernels.
+std::optional<cb::KernelSpec> resolve(const std::string& name, int target_sm) {
+  if (auto s = cb::parse_kernel_name(name)) return s;
+  std::vector<std::pair<size_t, std::string>> near;
+  for (const auto& epi : cb::all_epilogues())
+    for (const auto& s : list_specs(target_sm, {}, {}, {}, epi)) {
+      auto n = cb::kernel_name(s);
+      near.push_back({edit_distance(name, n), n});
+    }
+  std::sort(near.begin(), near.end());
+  std::fprintf(stderr, "sabre kernels: '%s' is not a kernel name (see sabre kernels list). Closest:\n", name.c_str());
+  for (size_t i = 0; i < std::min<size_t>(3, near.size()); ++i) std::fprintf(stderr, "  %s\n", near[i].second.c_str());
+  return std::nullopt;
+}
+
+int cmd_list(const std::vector<std::string>& args) {
+  std::optional<cb::Family> fam;
+  std::optional<cb::Elem> dtype;
+  std::optional<cb::Layout> layout;
+  cb::EpilogueSpec epi{cb::Act::none, true, cb::Residual::none};
+  int target_sm = 90;
+  bool names_only = false;
+  for (size_t i = 0; i < args.size(); ++i) {
+    auto val = [&]() -> std::optional<std::string> {
+      if (i + 1 >= args.size()) return std::nullopt;
+      return args[++i];
+    };
+    const std::string& a = args[i];
+    std::optional<std::string> v;
+    if (a == "--names") {
+      names_only = true;
+      continue;
+    }
+    if (a != "--arch" && a != "--epilogue" && a != "--dtype" && a != "--layout" && a != "--target-sm") {
+      std::fprintf(stderr, "sabre kernels list: unknown option '%s'\n%s", a.c_str(), kUsage);
+      return kExitUsage;
+    }
+    if (!(v = val())) {
+      std::fprintf(stderr, "sabre kernels list: %s needs a value\n%s", a.c_str(), kUsage);
+      return kExitUsage;
+    }
+    bool ok = true;
+    if (a == "--arch") {
+      if (*v == "sm90") fam = cb::Family::sm90;
+      else if (*v == "sm80") fam = cb::Family::sm80;
+      else ok = false;
+    } else if (a == "--epilogue") {
+      auto e = cb::parse_epilogue(*v);
+      if (e) epi = *e;
+      ok = e.has_value();
+    } else if (a == "--dtype") {
+      dtype = cb::parse_elem(*v);
+      ok = dtype.has_value();
+    } else if (a == "--layout") {
+      if (*v == "tn") layout = cb::Layout::tn;
+      else if (*v == "tt") layout = cb::Layout::tt;
+      else ok = false;
+    } else {
+      target_sm = std::atoi(v->c_str());
+      ok = target_sm == 90 || target_sm == 80;
+    }
+    if (!ok) {
+      std::fprintf(stderr, "sabre kernels list: bad value '%s' for %s\n%s", v->c_str(), a.c_str(), kUsage);
+      return kExitUsage;
+    }
+  }
+  auto specs = list_specs(target_sm, fam, dtype, layout, epi);
+  if (!names_only)
+    std::printf("%-72s %-6s %-11s %-11s %-7s %-10s %-6s %s\n", "name", "family", "schedule", "tile", "cluster", "warp",
+                "stages", "align");
+  for (const auto& s : specs) {
+    const auto& c = s.config;
+    if (names_only) {
+      std::printf("%s\n", cb::kernel_name(s).c_str());
+      continue;
+    }
+    auto d3 = [](cb::Shape3 t) { return std::to_string(t.m) + "x" + std::to_string(t.n) + "x" + std::to_string(t.k); };
+    bool sm90 = c.family == cb::Family::sm90;
+    std::printf("%-72s %-6s %-11s %-11s %-7s %-10s %-6s %d\n", cb::kernel_name(s).c_str(),
+                std::string(cb::family_name(c.family)).c_str(), std::string(cb::schedule_name(c.schedule)).c_str(),
+                d3(c.tile).c_str(),
+                sm90 ? (std::to_string(c.cluster_m) + "x" + std::to_string(c.cluster_n)).c_str() : "-",
+                sm90 ? "-" : d3(c.warp).c_str(), sm90 ? "auto" : std::to_string(c.stages).c_str(), c.alignment);
+  }
+  if (!names_only) std::printf("%zu kernels\n", specs.size());
+  return kExitOk;
+}
+
+int cmd_emit(const std::vector<std::string>& args) {
+  std::string name, out;
+  int target_sm = 90;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if ((args[i] == "-o" || args[i] == "--target-sm") && i + 1 < args.size()) {
+      if (args[i] == "-o") out = args[++i];
+      else target_sm = std::atoi(args[++i].c_str());
+    } else if (name.empty() && args[i][0] != '-') {
+      name = args[i];
+    } else {
+      std::fprintf(stderr, "sabre kernels emit: unexpected argument '%s'\n%s", args[i].c_str(), kUsage);
+      return kExitUsage;
+    }
+  }
+  if (name.empty()) {
+    std::fprintf(stderr, "sabre kernels emit: which kernel? give its NAME\n%s", kUsage);
+    return kExitUsage;
+  }
+  auto spec = resolve(name, target_sm);
+  if (!spec) return kExitUsage;
+  if (auto why = cb::unsupported_reason(*spec, target_sm)) {
+    std::fprintf(stderr, "sabre kernels emit: %s cannot run on sm_%d: %s\n", name.c_str(), target_sm, why->c_str());
+    return kExitError;
+  }
+  std::string text = cb::emit_kernel(*spec, target_sm);
+  if (out.empty()) {
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    return kExitOk;
+  }
+  std::ofstream f(out);
+  f << text;
+  if (!f) {
+    std::fprintf(stderr, "sabre kernels emit: cannot write '%s'\n", out.c_str());
+    return kExitError;
+  }
+  return kExitOk;
+}
+
+int cmd_build(const std::vector<std::string>& args) {
+  std::vector<std::string> names;
+  std::string out;
+  int jobs = 2;
+  cb::NvccOptions opts;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if ((args[i] == "-o" || args[i] == "-j" || args[i] == "--target-sm") && i + 1 < args.size()) {
+      if (args[i] == "-o") out = args[++i];
+      else if (args[i] == "-j") jobs = std::max(1, std::atoi(args[++i].c_str()));
+      else opts.target_sm = std::atoi(args[++i].c_str());
+    } else if (args[i].size() > 2 && args[i].rfind("-j", 0) == 0) {
+      jobs = std::max(1, std::atoi(args[i].c_str() + 2));
+    } else if (args[i][0] != '-') {
+      names.push_back(args[i]);
+    } else {
+      std::fprintf(stderr, "sabre kernels build: unexpected argument '%s'\n%s", args[i].c_str(), kUsage);
+      return kExitUsage;
+    }
+  }
+  if (names.empty() || out.empty()) {
+    std::fprintf(stderr, "sabre kernels build: need kernel NAMEs and -o DIR\n%s", kUsage);
+    return kExitUsage;
+  }
+  std::vector<cb::KernelSpec> specs;
+  for (const auto& n : names) {
+    auto s = resolve(n, opts.target_sm);
+    if (!s) return kExitUsage;
+    if (auto why = cb::unsupported_reason(*s, opts.target_sm)) {
+      std::fprintf(stderr, "sabre kernels build: %s cannot run on sm_%d: %s\n", n.c_str(), opts.target_sm, why->c_str());
+      return kExitError;
+    }
+    specs.push_back(*s);
+  }
+  auto results = cb::compile_kernels(specs, out, opts, jobs);
+  int failed = 0;
+  for (const auto& r : results) {
+    std::printf("%-4s %6.1fs %s\n", r.ok ? "ok" : "FAIL", r.seconds, r.name.c_str());
+    if (!r.ok) {
+      ++failed;
+      std::fprintf(stderr, "--- %s\n%s\n", r.command.c_str(), r.log.c_str());
+    }
+  }
+  return failed ? kExitError : kExitOk;
+}
+
+int run(const std::vector<std::string>& args) {
+  if (args.empty() || args[0] == "--help" || args[0] == "-h") {
+    std::fputs(kUsage, args.empty() ? stderr : stdout);
+    return args.empty() ? kExitUsage : kExitOk;
+  }
+  std::vector<std::string> rest(args.begin() + 1, args.end());
+  if (args[0] == "list") return cmd_list(rest);
+  if (args[0] == "emit") return cmd_emit(rest);
+  if (args[0] == "build") return cmd_build(rest);
+  std::fprintf(stderr, "sabre kernels: unknown subcommand '%s'\n%s", args[0].c_str(), kUsage);
+  return kExitUsage;
+}
+
+const bool reg = register_command({"kernels", "list, emit and build generated GEMM kernels", run});
+
+}  // namespace
+}  // namespace sabre::cli
