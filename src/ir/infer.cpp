@@ -17,6 +17,11 @@ void fail(const Node& n, const std::string& msg) {
   throw ShapeError("node '" + n.name() + "' (" + n.op() + "): " + msg);
 }
 
+void needs_constant(const Node& n, const std::string& what) {
+  throw ShapeUnsupported("node '" + n.name() + "' (" + n.op() + "): " + what +
+                         " must be a constant for sabre to know the result's shape, but the model computes it at run time");
+}
+
 Value* opt_in(const Node& n, size_t i) {
   Value* v = n.input(i);
   if (v && !v->type().known) fail(n, "input " + std::to_string(i) + " '" + v->name() + "' has no inferred type");
@@ -393,7 +398,7 @@ std::vector<int64_t> const_axes(Node& n, size_t i, const char* what) {
   Value* a = opt_in(n, i);
   if (!a) return {};
   auto k = known_ints(a);
-  if (!k) fail(n, std::string(what) + " must be constant");
+  if (!k) needs_constant(n, what);
   return *k;
 }
 
@@ -473,7 +478,7 @@ void split(Node& n) {
   std::vector<Dim> sizes;
   if (Value* s = opt_in(n, 1)) {
     auto sz = known_ints(s);
-    if (!sz) fail(n, "split sizes must be constant");
+    if (!sz) needs_constant(n, "split");
     if (sz->size() != k) fail(n, std::to_string(sz->size()) + " split sizes for " + std::to_string(k) + " outputs");
     Dim sum(0);
     for (int64_t v : *sz) {

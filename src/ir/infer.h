@@ -20,6 +20,12 @@ struct ShapeError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// The model is valid but sabre can't type it: a value that decides a shape or rank (Unsqueeze axes,
+// Split sizes) is computed at run time instead of being a constant.
+struct ShapeUnsupported : ShapeError {
+  using ShapeError::ShapeError;
+};
+
 void infer_types(Graph& g);
 void infer_node(Node& n);
 

@@ -19,6 +19,8 @@ inline constexpr size_t kMaxKnown = 64;
 using Table = std::map<std::pair<std::string, std::string>, InferFn>;
 
 [[noreturn]] void fail(const Node& n, const std::string& msg);
+// Throws ShapeUnsupported: "<what> must be constant (it is computed at run time)".
+[[noreturn]] void needs_constant(const Node& n, const std::string& what);
 Value* in(const Node& n, size_t i);      // a required input (throws when absent)
 Value* opt_in(const Node& n, size_t i);  // nullptr when absent
 void set_out(Node& n, size_t i, DType d, Shape s);

@@ -164,7 +164,7 @@ void pad(Node& n) {
   std::vector<int64_t> axes;
   if (Value* a = opt_in(n, 3)) {
     auto k = known_ints(a);
-    if (!k) fail(n, "axes must be constant");
+    if (!k) needs_constant(n, "axes");
     for (int64_t v : *k) axes.push_back(norm_axis(n, v, r));
   } else {
     for (int64_t i = 0; i < r; ++i) axes.push_back(i);

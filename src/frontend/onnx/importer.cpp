@@ -181,16 +181,21 @@ ir::Tensor to_tensor(const onnx::TensorProto& tp, const std::string& what, const
 
 // ---------------------------------------------------------------- ops
 
-// ONNX ops sabre imports, and per op the opset-21 form it upgrades to (see upgrade()).
-const std::set<std::string>& supported_ops() {
-  static const std::set<std::string> ops = {
-      "MatMul", "Gemm", "Add", "Sub", "Mul", "Div", "Pow", "Sqrt", "Reciprocal", "Neg", "Exp", "Log", "Erf",
-      "Tanh", "Relu", "Sigmoid", "Gelu", "LeakyRelu", "HardSigmoid", "HardSwish", "Clip", "Min", "Max",
-      "Softmax", "LayerNormalization", "ReduceMean", "ReduceSum", "ReduceMax", "Reshape", "Transpose",
-      "Flatten", "Squeeze", "Unsqueeze", "Concat", "Split", "Slice", "Gather", "Shape", "ConstantOfShape",
-      "Expand", "Range", "Where", "Equal", "Less", "Greater", "Not", "Cast", "Constant", "Identity", "Trilu",
-      "Conv", "BatchNormalization", "MaxPool", "AveragePool", "GlobalAveragePool", "Pad", "Resize", "Dropout",
-      "Abs"};
+// ONNX ops sabre imports, each with the oldest opset whose form sabre reads: from 13 on every op is
+// upgraded to the opset-21 form; older models import where their ops' semantics are those forms
+// (or an attribute sabre moves to an input: Reduce*/Squeeze/Unsqueeze axes, Split split).
+const std::map<std::string, int>& supported_ops() {
+  static const std::map<std::string, int> ops = {
+      {"MatMul", 1}, {"Gemm", 11}, {"Add", 7}, {"Sub", 7}, {"Mul", 7}, {"Div", 7}, {"Pow", 7}, {"Sqrt", 6},
+      {"Reciprocal", 6}, {"Neg", 6}, {"Exp", 6}, {"Log", 6}, {"Erf", 9}, {"Tanh", 6}, {"Relu", 6},
+      {"Sigmoid", 6}, {"Gelu", 1}, {"LeakyRelu", 6}, {"HardSigmoid", 6}, {"HardSwish", 1}, {"Clip", 11},
+      {"Min", 8}, {"Max", 8}, {"Softmax", 13}, {"LayerNormalization", 1}, {"ReduceMean", 1}, {"ReduceSum", 1},
+      {"ReduceMax", 1}, {"Reshape", 5}, {"Transpose", 1}, {"Flatten", 1}, {"Squeeze", 1}, {"Unsqueeze", 1},
+      {"Concat", 4}, {"Split", 2}, {"Slice", 10}, {"Gather", 1}, {"Shape", 1}, {"ConstantOfShape", 9},
+      {"Expand", 8}, {"Range", 11}, {"Where", 9}, {"Equal", 7}, {"Less", 7}, {"Greater", 7}, {"Not", 1},
+      {"Cast", 6}, {"Constant", 1}, {"Identity", 1}, {"Trilu", 1}, {"Conv", 1}, {"BatchNormalization", 9},
+      {"MaxPool", 8}, {"AveragePool", 7}, {"GlobalAveragePool", 1}, {"Pad", 11}, {"Resize", 11},
+      {"Dropout", 1}, {"Abs", 6}};
   return ops;
 }
 
@@ -235,7 +240,7 @@ void Importer::read_opsets() {
     fail(Kind::unsupported, "model uses only the domain '" + domain_opsets_.begin()->first +
                                 "', which sabre does not support; sabre imports ai.onnx models");
   if (it == domain_opsets_.end()) fail(Kind::invalid, "model declares no opset for the ONNX domain (opset_import is missing)");
-  if (it->second < kMinOpset || it->second > kMaxOpset)
+  if (it->second < 1 || it->second > kMaxOpset)
     fail(Kind::unsupported, "model uses ONNX opset " + std::to_string(it->second) + "; sabre imports opsets " +
                                 std::to_string(kMinOpset) + ".." + std::to_string(kMaxOpset) +
                                 " (convert it with onnx.version_converter)");
@@ -292,11 +297,15 @@ void Importer::check_ops() {
     const auto& n = m_.graph().node(i);
     const std::string& dom = n.domain();
     bool onnx_domain = dom.empty() || dom == "ai.onnx";
-    if (onnx_domain && supported_ops().count(n.op_type())) continue;
+    auto op = supported_ops().find(n.op_type());
+    bool old_form = onnx_domain && op != supported_ops().end() && opset_ < kMinOpset && opset_ < op->second;
+    if (onnx_domain && op != supported_ops().end() && !old_form) continue;
     auto it = domain_opsets_.find(dom);
     if (onnx_domain && it == domain_opsets_.end()) it = domain_opsets_.find(dom.empty() ? "ai.onnx" : "");
     std::string opset = it == domain_opsets_.end() ? "?" : std::to_string(it->second);
     std::string qual = onnx_domain ? n.op_type() : dom + "." + n.op_type();
+    if (old_form) qual += " (opset " + opset + " form; sabre imports opsets " + std::to_string(kMinOpset) + ".." +
+                          std::to_string(kMaxOpset) + ", convert the model with onnx.version_converter)";
     kinds.insert(qual);
     lines.push_back("  node '" + (n.name().empty() ? "#" + std::to_string(i) : n.name()) + "': op '" + n.op_type() +
                     "' domain '" + (dom.empty() ? "ai.onnx" : dom) + "' opset " + opset);
@@ -346,7 +355,17 @@ void Importer::upgrade(Pending& p, const std::string& ctx) {
     return false;
   };
   const std::string& op = p.op;
-  if ((op == "ReduceMean" || op == "ReduceMax") && opset_ < 18) {
+  bool axes_attr = ((op == "ReduceMean" || op == "ReduceMax") && opset_ < 18) ||
+                   ((op == "ReduceSum" || op == "Squeeze" || op == "Unsqueeze") && opset_ < 13);
+  if (op == "Split" && opset_ < 13) {  // split sizes: attribute -> input
+    if (const auto* sp = get<std::vector<int64_t>>(p, "split")) {
+      ir::Value* c = g_.add_constant(p.name + "_split", ir::Tensor::from_i64(*sp, {static_cast<int64_t>(sp->size())}));
+      p.inputs.resize(1);
+      p.inputs.push_back(c);
+    }
+    p.attrs.erase("split");
+  }
+  if (axes_attr) {
     if (const auto* axes = get<std::vector<int64_t>>(p, "axes")) {
       ir::Value* c = g_.add_constant(p.name + "_axes", ir::Tensor::from_i64(*axes, {static_cast<int64_t>(axes->size())}));
       p.inputs.resize(1);
@@ -538,6 +557,8 @@ ir::Graph Importer::run(const ImportOptions& opts) {
       if (opts.fold_shapes) g_ = transform::fold_shapes(std::move(g_));
     }
     ir::verify(g_, opts.infer);
+  } catch (const ir::ShapeUnsupported& e) {
+    fail(Kind::unsupported, e.what());
   } catch (const ir::ShapeError& e) {
     fail(Kind::invalid, std::string("shape inference failed: ") + e.what());
   } catch (const ir::IrError& e) {
