@@ -22,9 +22,9 @@ namespace fs = std::filesystem;
 
 const std::vector<FlagSpec> kFlags = {
     {"--reference", "", "", "run on the CPU reference executor (the only engine today)", false},
-    {"--input", "", "NAME=FILE.npy", "use this tensor for input NAME (others are random)", true},
-    {"--dim", "", "NAME=VALUE", "value of a symbolic dim (default: from given inputs, else batch-like 1, others 8)",
+    {"--input", "", "NAME=FILE.npy", "use this tensor for input NAME (give all inputs, or none for random ones)",
      true},
+    {"--dim", "", "NAME=VALUE", "value of a symbolic dim not set by a given input", true},
     {"--seed", "", "N", "seed of the random inputs (default 0)", false},
     {"--out", "-o", "DIR", "where outputs (DIR/NAME.npy) and inputs (DIR/inputs/NAME.npy) go", false},
 };
@@ -32,7 +32,9 @@ const std::vector<FlagSpec> kFlags = {
 void print_help() {
   std::printf(
       "usage: sabre run --reference MODEL.onnx [--input NAME=FILE.npy ...] [--dim NAME=VALUE ...] [--seed N] -o DIR\n\n"
-      "Runs MODEL.onnx on sabre's CPU reference executor. Inputs without --input are random: floats uniform\n"
+      "Runs MODEL.onnx on sabre's CPU reference executor. Dims come from --dim and from the shapes of given\n"
+      "inputs; every dim needs a value, except in a bare run (no --dim, no --input), where batch-like dims\n"
+      "default to 1 and others to 8. Without --input, inputs are random: floats uniform\n"
       "in [-1, 1]; integer inputs used as Gather indices uniform in [0, rows of the table); other integers\n"
       "in {0, 1} (masks); bools random. Writes each output to DIR/<name>.npy and each input to\n"
       "DIR/inputs/<name>.npy (names with characters other than letters, digits, _ . - get '_' for them).\n\n"
@@ -161,6 +163,12 @@ int run_reference(const ParsedArgs& args) {
       throw UsageError("model has no input '" + name + "'; its inputs are: " + names_of(g.inputs()));
     if (!seen_inputs.insert(name).second) throw UsageError("--input " + name + " is given twice");
   }
+  // Random inputs only when none is given: a partial list is more likely a forgotten input.
+  if (!given.empty())
+    for (const ir::Value* v : g.inputs())
+      if (!seen_inputs.count(v->name()))
+        throw UsageError("input '" + v->name() + "' is not given: add --input " + v->name() +
+                         "=FILE.npy (or give no --input at all for random inputs)");
   for (const auto& [name, v] : dims)
     if (std::find(symbols.begin(), symbols.end(), name) == symbols.end()) {
       std::string known;
@@ -198,9 +206,15 @@ int run_reference(const ParsedArgs& args) {
     }
     inputs.emplace(name, std::move(t));
   }
+  // A bare run (no --dim, no --input) is a smoke test: defaults fill every dim. Once the user says
+  // anything, a dim left out is more likely forgotten than meant to be defaulted.
+  const bool bare = dims.empty() && given.empty();
   std::vector<std::string> dim_notes;
   for (const auto& s : symbols) {
     if (!bindings.count(s)) {
+      if (!bare)
+        throw UsageError("dim '" + s + "' has no value: add --dim " + s + "=N (or run with neither --dim nor "
+                         "--input to use defaults)");
       bindings[s] = default_dim(s);
       bound_by[s] = "default";
     }
@@ -249,11 +263,12 @@ int run_reference(const ParsedArgs& args) {
     std::printf("random   %s (seed %llu)\n", line.c_str(), static_cast<unsigned long long>(seed));
   }
 
-  std::vector<ir::Tensor> outputs = reference::run(g, inputs);
-
+  // Before the run, so a bad -o fails fast.
   std::error_code ec;
   fs::create_directories(fs::path(*out_dir) / "inputs", ec);
   if (ec) throw std::runtime_error("cannot create output directory '" + *out_dir + "': " + ec.message());
+  std::vector<ir::Tensor> outputs = reference::run(g, inputs);
+
   std::set<std::string> taken_in;
   for (const ir::Value* v : g.inputs())
     ir::save_npy((fs::path(*out_dir) / "inputs" / unique_file(v->name(), taken_in)).string(), inputs.at(v->name()));

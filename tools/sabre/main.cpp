@@ -46,6 +46,6 @@ int main(int argc, char** argv) {
       return kExitError;
     }
   }
-  std::fprintf(stderr, "sabre: unknown command '%s' (see sabre --help)\n", argv[1]);
+  std::fprintf(stderr, "sabre: error: unknown command '%s' (see sabre --help)\n", argv[1]);
   return kExitUsage;
 }
