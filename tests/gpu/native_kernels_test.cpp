@@ -1,0 +1,742 @@
+// GPU tests of sabre's native kernels (src/backends/native) against the CPU reference executor.
+//
+// Every case: random inputs (never zeros), outputs poisoned with 0xFF bytes (NaN for floats) so
+// unwritten elements show, the same op run by sabre::reference on the host, and a normalised L2
+// error checked against a per-dtype tolerance. Elementwise chains run twice: through the
+// interpreter kernel and through the generated kernel (nvcc at test time, loaded with the driver
+// API). Exit 77 (ctest: skipped) without a GPU; 1 on any failure.
+// Run: build-g/tests/gpu/native_kernels_test [substring-filter]   (docs/NATIVE.md)
+#include <cuda.h>
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <random>
+#include <string>
+#include <type_traits>
+#include <unistd.h>
+#include <vector>
+
+#include "backends/native/native.h"
+#include "ir/graph.h"
+#include "reference/reference.h"
+
+using namespace sabre;
+using ir::DType;
+using ir::Tensor;
+
+namespace {
+
+// ---- tolerance table: rel L2 error per output dtype --------------------------------------
+double tolerance(DType d) {
+  switch (d) {
+    case DType::f32: return 1e-5;
+    case DType::f16: return 1e-3;
+    case DType::bf16: return 8e-3;
+    default: return 0.0;  // integers and bool: exact
+  }
+}
+
+int g_pass = 0, g_fail = 0, g_skip = 0;
+std::string g_filter;
+std::mt19937 g_rng(1234);
+
+#define CK(stmt)                                                                                       \
+  do {                                                                                                 \
+    cudaError_t e_ = (stmt);                                                                           \
+    if (e_ != cudaSuccess) {                                                                           \
+      std::fprintf(stderr, "%s failed at %s:%d: %s | %s\n", #stmt, __FILE__, __LINE__, cudaGetErrorString(e_), \
+                   native::last_error_message().c_str());                                              \
+      throw std::runtime_error("cuda");                                                                \
+    }                                                                                                  \
+  } while (0)
+
+Tensor rnd(DType dt, std::vector<int64_t> dims, double lo = -2.0, double hi = 2.0) {
+  Tensor t(dt, std::move(dims));
+  std::uniform_real_distribution<double> u(lo, hi);
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    double v = u(g_rng);
+    if (dt == DType::boolean) v = v > (lo + hi) / 2 ? 1 : 0;
+    else if (!ir::is_float(dt)) v = std::floor(v);
+    t.set_f64(i, v);
+  }
+  return t;
+}
+
+struct Dev {
+  void* p = nullptr;
+  size_t n = 0;
+  explicit Dev(size_t bytes) : n(bytes) {
+    CK(cudaMalloc(&p, bytes ? bytes : 16));
+    CK(cudaMemset(p, 0xFF, bytes ? bytes : 16));  // poison
+  }
+  explicit Dev(const Tensor& t) : Dev(t.nbytes()) { CK(cudaMemcpy(p, t.bytes(), t.nbytes(), cudaMemcpyHostToDevice)); }
+  ~Dev() { cudaFree(p); }
+  Dev(const Dev&) = delete;
+  Tensor get(DType dt, std::vector<int64_t> dims) const {
+    CK(cudaDeviceSynchronize());
+    Tensor t(dt, std::move(dims));
+    CK(cudaMemcpy(t.mutable_bytes(), p, t.nbytes(), cudaMemcpyDeviceToHost));
+    return t;
+  }
+};
+
+bool selected(const std::string& name) { return g_filter.empty() || name.find(g_filter) != std::string::npos; }
+
+void check(const std::string& name, const Tensor& got, const Tensor& want) {
+  if (got.numel() != want.numel() || got.dtype() != want.dtype()) {
+    std::printf("FAIL %-60s size/dtype mismatch (%lld %s vs %lld %s)\n", name.c_str(), (long long)got.numel(),
+                std::string(ir::name(got.dtype())).c_str(), (long long)want.numel(),
+                std::string(ir::name(want.dtype())).c_str());
+    ++g_fail;
+    return;
+  }
+  double num = 0, den = 0;
+  int64_t bad = -1;
+  for (int64_t i = 0; i < got.numel(); ++i) {
+    const double g = got.get_f64(i), w = want.get_f64(i);
+    if (std::isnan(g) != std::isnan(w) || (std::isinf(w) && g != w)) {
+      if (bad < 0) bad = i;
+      continue;
+    }
+    if (std::isnan(w) || std::isinf(w)) continue;
+    num += (g - w) * (g - w);
+    den += w * w;
+  }
+  const double err = std::sqrt(num) / std::max(std::sqrt(den), 1e-30);
+  const double tol = tolerance(got.dtype());
+  if (bad >= 0 || err > tol || (tol == 0 && num != 0)) {
+    const int64_t i = bad >= 0 ? bad : 0;
+    std::printf("FAIL %-60s rel_l2=%.3g tol=%.1g (first non-finite mismatch at %lld: got %g want %g)\n", name.c_str(),
+                err, tol, (long long)bad, got.get_f64(i), want.get_f64(i));
+    ++g_fail;
+  } else {
+    std::printf("PASS %-60s rel_l2=%.3g\n", name.c_str(), err);
+    ++g_pass;
+  }
+}
+
+// One ONNX node on the reference executor.
+std::vector<Tensor> ref_op(const std::string& op, const std::vector<Tensor>& ins,
+                           std::map<std::string, ir::AttrValue> attrs = {}, size_t nout = 1) {
+  ir::Graph g;
+  std::vector<ir::Value*> vals;
+  std::vector<const Tensor*> ptrs;
+  for (size_t i = 0; i < ins.size(); ++i) {
+    vals.push_back(g.add_input("in" + std::to_string(i), ir::TensorType{}));
+    ptrs.push_back(&ins[i]);
+  }
+  ir::Node* n = g.add_node(op, vals, nout, std::move(attrs));
+  return reference::eval_node(*n, ptrs);
+}
+
+Tensor i64s(std::vector<int64_t> v) { return Tensor::from_i64(v, {static_cast<int64_t>(v.size())}); }
+
+std::string dts(DType d) { return std::string(ir::name(d)); }
+std::string shp(const std::vector<int64_t>& d) {
+  std::string s;
+  for (size_t i = 0; i < d.size(); ++i) s += (i ? "x" : "") + std::to_string(d[i]);
+  return s;
+}
+
+// ---- elementwise chains -------------------------------------------------------------------
+// The reference graph of a chain, with the chain's semantics: float inputs widened to f32, f32
+// math, casts to f16/bf16 round (Cast there and back), outputs stored in their dtypes.
+std::vector<Tensor> ref_chain(const native::ElementwiseChain& ch, const std::vector<Tensor>& ins) {
+  using native::EwOp;
+  ir::Graph g;
+  std::map<std::string, Tensor> feed;
+  std::vector<ir::Value*> v(ch.nodes.size());
+  std::vector<ir::Value*> in_vals;
+  auto is_f = [](DType d) { return d == DType::f32 || d == DType::f16 || d == DType::bf16; };
+  auto cast = [&](ir::Value* x, DType to) { return g.add_node("Cast", {x}, 1, {{"to", dts(to)}})->output(0); };
+  for (size_t k = 0; k < ch.inputs.size(); ++k) {
+    ir::Value* x = g.add_input("x" + std::to_string(k), ir::TensorType{});
+    feed["x" + std::to_string(k)] = ins[k];
+    in_vals.push_back(is_f(ch.inputs[k]) ? cast(x, DType::f32) : x);
+  }
+  auto node = [&](const std::string& op, std::vector<ir::Value*> xs, std::map<std::string, ir::AttrValue> a = {}) {
+    return g.add_node(op, std::move(xs), 1, std::move(a))->output(0);
+  };
+  auto cst = [&](float f) { return g.add_constant("", Tensor::scalar_f32(f)); };
+  for (size_t i = 0; i < ch.nodes.size(); ++i) {
+    const native::EwNode& n = ch.nodes[i];
+    ir::Value* a = n.a >= 0 && n.op != EwOp::input ? v[n.a] : nullptr;
+    ir::Value* b = n.b >= 0 ? v[n.b] : nullptr;
+    ir::Value* c = n.c >= 0 ? v[n.c] : nullptr;
+    static const std::map<EwOp, std::string> simple = {
+        {EwOp::neg, "Neg"}, {EwOp::abs, "Abs"}, {EwOp::exp, "Exp"}, {EwOp::log, "Log"}, {EwOp::sqrt, "Sqrt"},
+        {EwOp::reciprocal, "Reciprocal"}, {EwOp::erf, "Erf"}, {EwOp::tanh, "Tanh"}, {EwOp::relu, "Relu"},
+        {EwOp::sigmoid, "Sigmoid"}, {EwOp::hardswish, "HardSwish"}, {EwOp::logical_not, "Not"},
+        {EwOp::add, "Add"}, {EwOp::sub, "Sub"}, {EwOp::mul, "Mul"}, {EwOp::div, "Div"}, {EwOp::pow, "Pow"},
+        {EwOp::min, "Min"}, {EwOp::max, "Max"}, {EwOp::equal, "Equal"}, {EwOp::less, "Less"},
+        {EwOp::greater, "Greater"}, {EwOp::less_equal, "LessOrEqual"}, {EwOp::greater_equal, "GreaterOrEqual"},
+        {EwOp::logical_and, "And"}, {EwOp::logical_or, "Or"}, {EwOp::where, "Where"}};
+    if (auto it = simple.find(n.op); it != simple.end()) {
+      std::vector<ir::Value*> xs = {a};
+      if (b) xs.push_back(b);
+      if (c) xs.push_back(c);
+      v[i] = node(it->second, xs);
+      continue;
+    }
+    switch (n.op) {
+      case EwOp::input: v[i] = in_vals[n.a]; break;
+      case EwOp::constant: {
+        Tensor t = Tensor::scalar_f32(n.alpha).cast(is_f(n.dtype) ? DType::f32 : n.dtype);
+        v[i] = g.add_constant("", t);
+        break;
+      }
+      case EwOp::gelu_erf: v[i] = node("Gelu", {a}); break;
+      case EwOp::gelu_tanh: v[i] = node("Gelu", {a}, {{"approximate", std::string("tanh")}}); break;
+      case EwOp::silu: v[i] = node("Mul", {a, node("Sigmoid", {a})}); break;
+      case EwOp::leaky_relu: v[i] = node("LeakyRelu", {a}, {{"alpha", double(n.alpha)}}); break;
+      case EwOp::hard_sigmoid:
+        v[i] = node("HardSigmoid", {a}, {{"alpha", double(n.alpha)}, {"beta", double(n.beta)}});
+        break;
+      case EwOp::clip: v[i] = node("Clip", {a, cst(n.alpha), cst(n.beta)}); break;
+      case EwOp::cast:
+        v[i] = is_f(n.dtype) ? cast(cast(a, n.dtype), DType::f32) : cast(a, n.dtype);
+        break;
+      default: throw std::logic_error("ref_chain: unmapped op");
+    }
+  }
+  for (int o : ch.outputs) {
+    const DType d = ch.nodes[o].dtype;
+    g.add_output(is_f(d) ? cast(v[o], d) : g.add_node("Identity", {v[o]}, 1)->output(0));
+  }
+  return reference::run(g, feed);
+}
+
+// Generated kernels: nvcc -cubin for this GPU, loaded through the driver API.
+struct Generated {
+  CUmodule mod = nullptr;
+  CUfunction fn = nullptr;
+};
+std::string g_nvcc;
+int g_cc = 0;
+
+// Driver entry points through the runtime, so the program links no libcuda and still starts
+// (and exits 77) on a machine without a driver.
+struct Driver {
+  decltype(&cuModuleLoad) module_load = nullptr;
+  decltype(&cuModuleGetFunction) get_function = nullptr;
+  decltype(&cuLaunchKernel) launch = nullptr;
+  decltype(&cuModuleUnload) unload = nullptr;
+  bool ok = false;
+} g_drv;
+
+void load_driver() {
+  auto get = [](const char* sym, auto& fn) {
+    cudaDriverEntryPointQueryResult q{};
+    void* p = nullptr;
+    if (cudaGetDriverEntryPointByVersion(sym, &p, 12000, cudaEnableDefault, &q) != cudaSuccess ||
+        q != cudaDriverEntryPointSuccess)
+      return false;
+    fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(p);
+    return true;
+  };
+  g_drv.ok = get("cuModuleLoad", g_drv.module_load) && get("cuModuleGetFunction", g_drv.get_function) &&
+             get("cuLaunchKernel", g_drv.launch) && get("cuModuleUnload", g_drv.unload);
+}
+
+bool compile_generated(const native::ElementwiseChain& ch, Generated& out) {
+  if (g_nvcc.empty() || !g_drv.ok) return false;
+  const std::string name = native::kernel_name(ch);
+  const std::string dir = "/tmp/sabre_native_test_" + std::to_string(getpid());
+  std::system(("mkdir -p " + dir).c_str());
+  const std::string cu = dir + "/" + name + ".cu", cubin = dir + "/" + name + ".cubin";
+  std::ofstream(cu) << native::generate_elementwise_kernel(ch);
+  const std::string cmd = g_nvcc + " -std=c++17 -O3 -cubin -arch=sm_" + std::to_string(g_cc) + " -o " + cubin + " " + cu;
+  if (std::system(cmd.c_str()) != 0) {
+    std::printf("nvcc failed: %s\n", cmd.c_str());
+    return false;
+  }
+  if (g_drv.module_load(&out.mod, cubin.c_str()) != CUDA_SUCCESS) return false;
+  return g_drv.get_function(&out.fn, out.mod, name.c_str()) == CUDA_SUCCESS;
+}
+
+void test_chain(const std::string& label, const native::ElementwiseChain& ch, std::vector<int64_t> out_dims,
+                std::vector<std::vector<int64_t>> in_dims, bool misalign = false) {
+  const std::string base = "Elementwise_" + label + "_" + shp(out_dims) + (misalign ? "_misaligned" : "");
+  if (!selected(base)) return;
+  std::vector<Tensor> ins;
+  for (size_t k = 0; k < ch.inputs.size(); ++k) ins.push_back(rnd(ch.inputs[k], in_dims[k], 0.1, 2.0));
+  // Inputs away from 0 so log/sqrt/reciprocal/div stay finite; signs mixed where ops allow.
+  for (size_t k = 0; k < ins.size(); ++k)
+    if (ir::is_float(ins[k].dtype()) && k % 2 == 1)
+      for (int64_t i = 0; i < ins[k].numel(); i += 2) ins[k].set_f64(i, -ins[k].get_f64(i));
+  const std::vector<Tensor> want = ref_chain(ch, ins);
+  int64_t n = 1;
+  for (int64_t d : out_dims) n *= d;
+  // Misaligned: shift every pointer by one element so the vector path must refuse.
+  const size_t shift = misalign ? 1 : 0;
+  std::vector<std::unique_ptr<Dev>> din, dout;
+  std::vector<const void*> pin;
+  std::vector<void*> pout;
+  for (const Tensor& t : ins) {
+    auto d = std::make_unique<Dev>(t.nbytes() + 16);
+    CK(cudaMemcpy(static_cast<char*>(d->p) + shift * ir::size_of(t.dtype()), t.bytes(), t.nbytes(), cudaMemcpyHostToDevice));
+    pin.push_back(static_cast<char*>(d->p) + shift * ir::size_of(t.dtype()));
+    din.push_back(std::move(d));
+  }
+  for (int o : ch.outputs) {
+    const size_t es = ir::size_of(ch.nodes[o].dtype);
+    dout.push_back(std::make_unique<Dev>(n * es + 16));
+    pout.push_back(static_cast<char*>(dout.back()->p) + shift * es);
+  }
+  auto fetch = [&](size_t k) {
+    const DType d = ch.nodes[ch.outputs[k]].dtype;
+    CK(cudaDeviceSynchronize());
+    Tensor t(d, out_dims);
+    CK(cudaMemcpy(t.mutable_bytes(), pout[k], t.nbytes(), cudaMemcpyDeviceToHost));
+    return t;
+  };
+  auto repoison = [&] {
+    for (auto& d : dout) CK(cudaMemset(d->p, 0xFF, d->n));
+  };
+  // Interpreter.
+  CK(native::elementwise_run(ch, out_dims, in_dims, pin, pout, nullptr));
+  for (size_t k = 0; k < ch.outputs.size(); ++k) check(base + "_interp_out" + std::to_string(k), fetch(k), want[k]);
+  // Generated kernel.
+  Generated gen;
+  if (!compile_generated(ch, gen)) {
+    std::printf("SKIP %s_generated (no nvcc or load failed)\n", base.c_str());
+    ++g_skip;
+    return;
+  }
+  repoison();
+  SabreEwParams p = native::prepare_params(ch, out_dims, in_dims, pin, pout);
+  void* args[] = {&p};
+  if (g_drv.launch(gen.fn, native::ew_grid_size(p), 1, 1, 256, 1, 1, 0, nullptr, args, nullptr) != CUDA_SUCCESS)
+    throw std::runtime_error("cuLaunchKernel failed");
+  const std::string path = p.vec > 1 ? "_vec" : "_scalar";
+  for (size_t k = 0; k < ch.outputs.size(); ++k)
+    check(base + "_generated" + path + "_out" + std::to_string(k), fetch(k), want[k]);
+  g_drv.unload(gen.mod);
+}
+
+void elementwise_tests() {
+  using native::EwOp;
+  for (DType dt : {DType::f32, DType::f16, DType::bf16}) {
+    const std::string d = dts(dt);
+    {  // BERT FFN: gelu(x + bias)
+      native::ElementwiseChain ch;
+      ch.inputs = {dt, dt};
+      ch.outputs = {ch.unary(EwOp::gelu_erf, ch.binary(EwOp::add, ch.input(0), ch.input(1)))};
+      test_chain("bias_gelu_" + d, ch, {256, 768}, {{256, 768}, {768}});
+      test_chain("bias_gelu_" + d, ch, {256, 768}, {{256, 768}, {768}}, true);
+      test_chain("bias_gelu_" + d, ch, {7, 13}, {{7, 13}, {13}});
+    }
+    {  // Many unary ops in one chain, two outputs (one of them an intermediate).
+      native::ElementwiseChain ch;
+      ch.inputs = {dt, dt};
+      const int x = ch.input(0), y = ch.input(1);
+      int t = ch.binary(EwOp::mul, x, ch.unary(EwOp::sigmoid, y));
+      t = ch.binary(EwOp::add, t, ch.unary(EwOp::tanh, x));
+      t = ch.binary(EwOp::sub, t, ch.unary(EwOp::silu, y));
+      t = ch.binary(EwOp::add, t, ch.unary(EwOp::gelu_tanh, y));
+      t = ch.binary(EwOp::add, t, ch.unary(EwOp::leaky_relu, y, 0.1f));
+      t = ch.binary(EwOp::add, t, ch.unary(EwOp::hard_sigmoid, y, 0.2f, 0.5f));
+      t = ch.binary(EwOp::add, t, ch.unary(EwOp::hardswish, y));
+      t = ch.binary(EwOp::add, t, ch.unary(EwOp::clip, y, -0.5f, 0.7f));
+      t = ch.binary(EwOp::add, t, ch.unary(EwOp::erf, y));
+      t = ch.binary(EwOp::add, t, ch.unary(EwOp::relu, ch.unary(EwOp::neg, y)));
+      const int s = ch.unary(EwOp::sqrt, ch.unary(EwOp::abs, y));
+      t = ch.binary(EwOp::div, t, ch.binary(EwOp::add, s, ch.unary(EwOp::exp, ch.unary(EwOp::log, x))));
+      t = ch.binary(EwOp::max, t, ch.unary(EwOp::reciprocal, ch.unary(EwOp::neg, x)));
+      t = ch.binary(EwOp::min, t, ch.constant(3.f, dt));
+      const int pw = ch.binary(EwOp::pow, x, ch.constant(1.5f, dt));
+      ch.outputs = {t, ch.binary(EwOp::add, pw, t)};
+      test_chain("unary_mix_" + d, ch, {33, 64}, {{33, 64}, {33, 64}});
+      test_chain("unary_mix_" + d, ch, {3, 4, 5}, {{3, 1, 5}, {4, 1}});
+    }
+    {  // where(x > y, x, 0.5*y) + cast round trip through f16
+      native::ElementwiseChain ch;
+      ch.inputs = {dt, dt, DType::boolean};
+      const int x = ch.input(0), y = ch.input(1), m = ch.input(2);
+      const int w = ch.where(ch.binary(EwOp::greater, x, y), x, ch.binary(EwOp::mul, y, ch.constant(0.5f, dt)));
+      const int r = ch.cast(ch.cast(w, DType::f16), dt);
+      const int z = ch.where(ch.binary(EwOp::logical_and, m, ch.unary(EwOp::logical_not, ch.binary(EwOp::less, x, y))), r,
+                             ch.unary(EwOp::neg, r));
+      ch.outputs = {z, ch.binary(EwOp::equal, x, w)};
+      test_chain("where_cast_" + d, ch, {2, 3, 40}, {{2, 3, 40}, {40}, {2, 1, 40}});
+    }
+  }
+  {  // integers: (a + b) * 3 // 2 cast to f32, with min/max/abs
+    native::ElementwiseChain ch;
+    ch.inputs = {DType::i64, DType::i32};
+    const int a = ch.input(0), b = ch.cast(ch.input(1), DType::i64);
+    const int s = ch.binary(EwOp::div, ch.binary(EwOp::mul, ch.binary(EwOp::add, a, b), ch.constant(3, DType::i64)),
+                            ch.constant(2, DType::i64));
+    const int m = ch.binary(EwOp::max, ch.unary(EwOp::abs, s), ch.binary(EwOp::min, a, b));
+    ch.outputs = {m, ch.cast(m, DType::f32), ch.cast(ch.cast(a, DType::f32), DType::i32)};
+    test_chain("int_ops", ch, {5, 16}, {{5, 16}, {16}});
+  }
+}
+
+// ---- softmax -------------------------------------------------------------------------------
+void softmax_case(DType dt, int64_t b, int64_t h, int64_t q, int64_t k, int mask_kind, float scale, bool causal) {
+  // mask_kind: 0 none, 1 [B,1,1,K], 2 [B,1,Q,K], 3 [Q,K]
+  const std::string name = "Softmax_" + dts(dt) + "_" + shp({b, h, q, k}) + "_mask" + std::to_string(mask_kind) +
+                           (causal ? "_causal" : "") + (scale != 1.f ? "_scaled" : "");
+  if (!selected(name)) return;
+  const Tensor x = rnd(dt, {b, h, q, k}, -4, 4);
+  std::vector<int64_t> mdims = mask_kind == 1 ? std::vector<int64_t>{b, 1, 1, k}
+                               : mask_kind == 2 ? std::vector<int64_t>{b, 1, q, k}
+                                                : std::vector<int64_t>{q, k};
+  Tensor mask = rnd(dt, mdims, -3, 0);
+  // A padding-style mask: some positions get -10000 like BERT's extended attention mask.
+  for (int64_t i = 0; i < mask.numel(); i += 7) mask.set_f64(i, -10000.0);
+  // Reference graph: Softmax(x * scale + mask [+ causal -inf]).
+  Tensor logits = ref_op("Mul", {x, Tensor::scalar_f32(scale).cast(dt)})[0];
+  if (mask_kind) logits = ref_op("Add", {logits, mask})[0];
+  if (causal) {
+    Tensor c(dt, {q, k});
+    for (int64_t i = 0; i < q; ++i)
+      for (int64_t j = 0; j < k; ++j) c.set_f64(i * k + j, j > i + (k - q) ? -INFINITY : 0.0);
+    logits = ref_op("Add", {logits, c})[0];
+  }
+  const Tensor want = ref_op("Softmax", {logits}, {{"axis", int64_t{-1}}})[0];
+  Dev dx(x), dm(mask), dy(x.nbytes());
+  native::SoftmaxArgs a;
+  a.dtype = dt;
+  a.x = dx.p;
+  a.y = dy.p;
+  a.b = b;
+  a.h = h;
+  a.q = q;
+  a.cols = k;
+  a.scale = scale;
+  a.causal = causal;
+  if (mask_kind) {
+    a.mask = dm.p;
+    a.mask_dtype = dt;
+    if (mask_kind == 1) a.mask_stride[0] = k;
+    if (mask_kind == 2) a.mask_stride[0] = q * k, a.mask_stride[2] = k;
+    if (mask_kind == 3) a.mask_stride[2] = k;
+  }
+  CK(native::softmax(a, nullptr));
+  check(name, dy.get(dt, {b, h, q, k}), want);
+}
+
+void softmax_tests() {
+  for (DType dt : {DType::f32, DType::f16, DType::bf16}) {
+    softmax_case(dt, 2, 12, 128, 128, 1, 0.125f, false);  // BERT
+    softmax_case(dt, 2, 3, 37, 37, 0, 1.f, true);         // causal, odd
+    softmax_case(dt, 2, 2, 9, 50, 2, 0.3f, false);
+    softmax_case(dt, 1, 4, 16, 16, 3, 1.f, true);
+    softmax_case(dt, 1, 1, 3, 1000, 0, 1.f, false);   // scalar path, warp per row
+    softmax_case(dt, 1, 1, 4, 4096, 0, 1.f, false);   // block per row
+    softmax_case(dt, 1, 1, 2, 20000, 0, 1.f, false);  // looping kernel
+    softmax_case(dt, 1, 1, 5, 3, 0, 2.f, false);      // tiny rows
+  }
+}
+
+// ---- layernorm -----------------------------------------------------------------------------
+void layernorm_case(DType dt, int64_t rows, int64_t cols, bool residual, bool beta, bool misalign = false) {
+  const std::string name = "LayerNorm_" + dts(dt) + "_" + shp({rows, cols}) + (residual ? "_residual" : "") +
+                           (beta ? "" : "_nobeta") + (misalign ? "_misaligned" : "");
+  if (!selected(name)) return;
+  const Tensor x = rnd(dt, {rows, cols}, -3, 5), r = rnd(dt, {rows, cols}), g = rnd(dt, {cols}, 0.5, 1.5),
+               bt = rnd(dt, {cols});
+  const Tensor s = residual ? ref_op("Add", {x, r})[0] : x;
+  std::vector<Tensor> lin = {s, g};
+  if (beta) lin.push_back(bt);
+  const Tensor want = ref_op("LayerNormalization", lin, {{"axis", int64_t{-1}}, {"epsilon", 1e-5}})[0];
+  const size_t es = ir::size_of(dt), sh = misalign ? es : 0;
+  Dev dx(x.nbytes() + 16), dr(r), dg(g), db(bt), dy(x.nbytes() + 16), ds(x.nbytes());
+  CK(cudaMemcpy(static_cast<char*>(dx.p) + sh, x.bytes(), x.nbytes(), cudaMemcpyHostToDevice));
+  native::LayerNormArgs a;
+  a.dtype = dt;
+  a.x = static_cast<char*>(dx.p) + sh;
+  a.residual = residual ? dr.p : nullptr;
+  a.gamma = dg.p;
+  a.beta = beta ? db.p : nullptr;
+  a.y = static_cast<char*>(dy.p) + sh;
+  a.sum_out = residual ? ds.p : nullptr;
+  a.rows = rows;
+  a.cols = cols;
+  a.eps = 1e-5f;
+  CK(native::layernorm(a, nullptr));
+  CK(cudaDeviceSynchronize());
+  Tensor got(dt, {rows, cols});
+  CK(cudaMemcpy(got.mutable_bytes(), a.y, got.nbytes(), cudaMemcpyDeviceToHost));
+  check(name, got, want);
+  if (residual) check(name + "_sum_out", ds.get(dt, {rows, cols}), s);
+}
+
+void layernorm_tests() {
+  for (DType dt : {DType::f32, DType::f16, DType::bf16}) {
+    layernorm_case(dt, 256, 768, true, true);   // BERT (batch*seq, 768)
+    layernorm_case(dt, 7, 13, false, true);     // odd
+    layernorm_case(dt, 7, 768, true, false, true);
+    layernorm_case(dt, 64, 3072, false, true);  // block per row
+    layernorm_case(dt, 3, 20000, true, true);   // looping kernel
+  }
+  layernorm_case(DType::f16, 4096, 3072, true, true);  // large rows
+}
+
+// ---- reductions ----------------------------------------------------------------------------
+void reduce_case(native::ReduceOp op, const std::string& onnx, DType dt, std::vector<int64_t> dims,
+                 std::vector<int64_t> axes) {
+  const std::string name = "Reduce_" + onnx + "_" + dts(dt) + "_" + shp(dims) + "_axes" + shp(axes);
+  if (!selected(name)) return;
+  const Tensor x = op == native::ReduceOp::prod ? rnd(dt, dims, 0.8, 1.25) : rnd(dt, dims);
+  const Tensor want = ref_op(onnx, {x, i64s(axes)}, {{"keepdims", int64_t{0}}})[0];
+  Dev dx(x), dy(want.nbytes());
+  CK(native::reduce(op, dt, dx.p, dims, axes, dy.p, nullptr));
+  check(name, dy.get(dt, want.dims()), want);
+}
+
+void reduce_tests() {
+  using R = native::ReduceOp;
+  for (DType dt : {DType::f32, DType::f16, DType::bf16}) {
+    reduce_case(R::mean, "ReduceMean", dt, {8, 16, 33}, {2});
+    reduce_case(R::sum, "ReduceSum", dt, {8, 16, 33}, {0});
+    reduce_case(R::max, "ReduceMax", dt, {8, 16, 33}, {0, 2});
+    reduce_case(R::min, "ReduceMin", dt, {8, 16, 33}, {1});
+    reduce_case(R::sum_square, "ReduceSumSquare", dt, {5, 7, 9, 11}, {1, 3});
+    reduce_case(R::prod, "ReduceProd", dt, {6, 40}, {1});
+    reduce_case(R::mean, "ReduceMean", dt, {256, 768}, {-1});
+    reduce_case(R::sum, "ReduceSum", dt, {3, 5, 7}, {0, 1, 2});
+  }
+}
+
+// ---- data movement -------------------------------------------------------------------------
+void permute_case(DType dt, std::vector<int64_t> dims, std::vector<int64_t> perm) {
+  const std::string name = "Permute_" + dts(dt) + "_" + shp(dims) + "_perm" + shp(perm);
+  if (!selected(name)) return;
+  const Tensor x = rnd(dt, dims);
+  const Tensor want = ref_op("Transpose", {x}, {{"perm", perm}})[0];
+  Dev dx(x), dy(x.nbytes());
+  CK(native::permute(ir::size_of(dt), dx.p, dims, perm, dy.p, nullptr));
+  check(name, dy.get(dt, want.dims()), want);
+}
+
+void slice_case(DType dt, std::vector<int64_t> dims, std::vector<int64_t> st, std::vector<int64_t> en,
+                std::vector<int64_t> ax, std::vector<int64_t> sp) {
+  const std::string name = "Slice_" + dts(dt) + "_" + shp(dims) + "_s" + shp(st) + "_e" + shp(en) + "_st" + shp(sp);
+  if (!selected(name)) return;
+  const Tensor x = rnd(dt, dims);
+  const Tensor want = ref_op("Slice", {x, i64s(st), i64s(en), i64s(ax), i64s(sp)})[0];
+  const auto od = native::slice_shape(dims, st, en, ax, sp);
+  if (od != want.dims()) {
+    std::printf("FAIL %s slice_shape %s vs reference %s\n", name.c_str(), shp(od).c_str(), shp(want.dims()).c_str());
+    ++g_fail;
+    return;
+  }
+  Dev dx(x), dy(want.nbytes());
+  CK(native::slice(ir::size_of(dt), dx.p, dims, st, en, ax, sp, dy.p, nullptr));
+  check(name, dy.get(dt, want.dims()), want);
+}
+
+void concat_split_case(DType dt, std::vector<std::vector<int64_t>> parts, int64_t axis) {
+  std::vector<Tensor> xs;
+  std::string sh;
+  for (auto& d : parts) {
+    xs.push_back(rnd(dt, d));
+    sh += "_" + shp(d);
+  }
+  const std::string cname = "Concat_" + dts(dt) + sh + "_axis" + std::to_string(axis);
+  const Tensor want = ref_op("Concat", xs, {{"axis", axis}})[0];
+  if (selected(cname)) {
+    std::vector<std::unique_ptr<Dev>> d;
+    std::vector<const void*> ps;
+    for (auto& t : xs) {
+      d.push_back(std::make_unique<Dev>(t));
+      ps.push_back(d.back()->p);
+    }
+    Dev dy(want.nbytes());
+    CK(native::concat(ir::size_of(dt), ps, parts, axis, dy.p, nullptr));
+    check(cname, dy.get(dt, want.dims()), want);
+  }
+  const std::string sname = "Split_" + dts(dt) + "_" + shp(want.dims()) + "_axis" + std::to_string(axis);
+  if (selected(sname)) {
+    const int64_t ax = axis < 0 ? axis + static_cast<int64_t>(want.dims().size()) : axis;
+    std::vector<int64_t> sizes;
+    for (auto& d : parts) sizes.push_back(d[ax]);
+    const auto wants = ref_op("Split", {want, i64s(sizes)}, {{"axis", axis}}, parts.size());
+    Dev dx(want);
+    std::vector<std::unique_ptr<Dev>> d;
+    std::vector<void*> ps;
+    for (auto& t : wants) {
+      d.push_back(std::make_unique<Dev>(t.nbytes()));
+      ps.push_back(d.back()->p);
+    }
+    CK(native::split(ir::size_of(dt), dx.p, want.dims(), axis, sizes, ps, nullptr));
+    for (size_t i = 0; i < wants.size(); ++i) check(sname + "_part" + std::to_string(i), d[i]->get(dt, wants[i].dims()), wants[i]);
+  }
+}
+
+void gather_case(DType dt, std::vector<int64_t> dims, int64_t axis, DType it, std::vector<int64_t> idims) {
+  const std::string name = "Gather_" + dts(dt) + "_" + shp(dims) + "_axis" + std::to_string(axis) + "_" + dts(it) +
+                           "_idx" + shp(idims);
+  if (!selected(name)) return;
+  const Tensor x = rnd(dt, dims);
+  const int64_t ad = dims[axis < 0 ? axis + dims.size() : axis];
+  Tensor idx(it, idims);
+  std::uniform_int_distribution<int64_t> u(-ad, ad - 1);
+  for (int64_t i = 0; i < idx.numel(); ++i) idx.set_f64(i, static_cast<double>(u(g_rng)));
+  const Tensor want = ref_op("Gather", {x, idx}, {{"axis", axis}})[0];
+  Dev dx(x), di(idx), dy(want.nbytes());
+  CK(native::gather(ir::size_of(dt), dx.p, dims, axis, di.p, it, idx.numel(), dy.p, nullptr));
+  check(name, dy.get(dt, want.dims()), want);
+}
+
+void movement_tests() {
+  for (DType dt : {DType::f32, DType::f16}) {
+    permute_case(dt, {2, 128, 12, 64}, {0, 2, 1, 3});  // BERT heads split: innermost stays
+    permute_case(dt, {2, 128, 12, 64}, {0, 2, 3, 1});  // K^T: innermost moves (tiled)
+    permute_case(dt, {33, 65}, {1, 0});
+    permute_case(dt, {3, 5, 7, 9}, {3, 1, 0, 2});
+    permute_case(dt, {4, 6, 10}, {2, 0, 1});
+    slice_case(dt, {10, 37}, {1, -30}, {9, 100}, {0, 1}, {2, 3});
+    slice_case(dt, {10, 37}, {-1, 20}, {-100, 0}, {1, 0}, {-1, -2});
+    slice_case(dt, {4, 16, 768}, {0}, {384}, {2}, {1});
+    concat_split_case(dt, {{2, 3, 8}, {2, 5, 8}, {2, 1, 8}}, 1);
+    concat_split_case(dt, {{3, 7}, {3, 5}}, -1);
+    concat_split_case(dt, {{4, 768}, {8, 768}}, 0);
+    gather_case(dt, {1000, 768}, 0, DType::i64, {2, 128});  // embeddings
+    gather_case(dt, {4, 10, 6}, 1, DType::i32, {3});
+    gather_case(dt, {5, 9}, -1, DType::i64, {2, 2});
+  }
+  gather_case(DType::i64, {7, 3}, 0, DType::i64, {4});
+}
+
+// ---- where / cast --------------------------------------------------------------------------
+void where_cast_tests() {
+  for (DType dt : {DType::f32, DType::f16, DType::bf16}) {
+    const std::string name = "Where_" + dts(dt) + "_4x5x8";
+    if (selected(name)) {
+      const Tensor c = rnd(DType::boolean, {4, 1, 8}), a = rnd(dt, {4, 5, 8}), b = rnd(dt, {8});
+      const Tensor want = ref_op("Where", {c, a, b})[0];
+      Dev dc(c), da(a), db(b), dy(want.nbytes());
+      CK(native::where(dt, dc.p, {4, 1, 8}, da.p, {4, 5, 8}, db.p, {8}, dy.p, {4, 5, 8}, nullptr));
+      check(name, dy.get(dt, {4, 5, 8}), want);
+    }
+  }
+  const std::pair<DType, DType> casts[] = {{DType::f32, DType::f16}, {DType::f16, DType::f32}, {DType::f32, DType::bf16},
+                                           {DType::bf16, DType::f32}, {DType::f32, DType::i64}, {DType::i64, DType::f32},
+                                           {DType::f16, DType::bf16}, {DType::i64, DType::i32}, {DType::f32, DType::boolean}};
+  for (auto [from, to] : casts) {
+    const std::string name = "Cast_" + dts(from) + "_to_" + dts(to) + "_1001";
+    if (!selected(name)) continue;
+    const Tensor x = rnd(from, {1001}, -50, 50);
+    const Tensor want = ref_op("Cast", {x}, {{"to", dts(to)}})[0];
+    Dev dx(x), dy(want.nbytes());
+    CK(native::cast(from, to, dx.p, dy.p, 1001, nullptr));
+    check(name, dy.get(to, {1001}), want);
+  }
+}
+
+// ---- pooling -------------------------------------------------------------------------------
+Tensor to_nhwc(const Tensor& t) { return ref_op("Transpose", {t}, {{"perm", std::vector<int64_t>{0, 2, 3, 1}}})[0]; }
+
+void pool_case(DType dt, bool max, int k, int s, int pad, int dil, bool include_pad, native::Layout layout) {
+  const bool nhwc = layout == native::Layout::nhwc;
+  const std::string name = std::string(max ? "Pool_max_" : "Pool_avg_") + dts(dt) + "_k" + std::to_string(k) + "s" +
+                           std::to_string(s) + "p" + std::to_string(pad) + "d" + std::to_string(dil) +
+                           (include_pad ? "_incpad" : "") + (nhwc ? "_nhwc" : "_nchw");
+  if (!selected(name)) return;
+  const int64_t N = 2, C = 3, H = 17, W = 19;
+  const Tensor x = rnd(dt, {N, C, H, W});
+  std::map<std::string, ir::AttrValue> at = {{"kernel_shape", std::vector<int64_t>{k, k}},
+                                             {"strides", std::vector<int64_t>{s, s}},
+                                             {"pads", std::vector<int64_t>{pad, pad, pad, pad}}};
+  if (max) at["dilations"] = std::vector<int64_t>{dil, dil};
+  else at["count_include_pad"] = int64_t{include_pad};
+  Tensor want = ref_op(max ? "MaxPool" : "AveragePool", {x}, at)[0];
+  native::PoolArgs a;
+  a.kind = max ? native::PoolKind::max : native::PoolKind::average;
+  a.layout = layout;
+  a.dtype = dt;
+  a.n = N, a.c = C, a.h = H, a.w = W;
+  a.kernel[0] = a.kernel[1] = k;
+  a.stride[0] = a.stride[1] = s;
+  a.dilation[0] = a.dilation[1] = max ? dil : 1;
+  a.pad_begin[0] = a.pad_begin[1] = a.pad_end[0] = a.pad_end[1] = pad;
+  a.count_include_pad = include_pad;
+  native::pool_output_dims(a, false);
+  const Tensor xin = nhwc ? to_nhwc(x) : x;
+  if (nhwc) want = to_nhwc(want);
+  Dev dx(xin), dy(want.nbytes());
+  a.x = dx.p;
+  a.y = dy.p;
+  CK(native::pool2d(a, nullptr));
+  check(name, dy.get(dt, want.dims()), want);
+}
+
+void pool_tests() {
+  for (DType dt : {DType::f32, DType::f16}) {
+    for (auto lay : {native::Layout::nchw, native::Layout::nhwc}) {
+      pool_case(dt, true, 3, 2, 1, 1, false, lay);
+      pool_case(dt, true, 2, 1, 0, 2, false, lay);
+      pool_case(dt, false, 3, 2, 1, 1, false, lay);
+      pool_case(dt, false, 3, 2, 1, 1, true, lay);
+      const std::string name = "GlobalAveragePool_" + dts(dt) + (lay == native::Layout::nhwc ? "_nhwc" : "_nchw");
+      if (!selected(name)) continue;
+      const Tensor x = rnd(dt, {2, 5, 7, 9});
+      const Tensor want = ref_op("GlobalAveragePool", {x})[0];
+      const Tensor xin = lay == native::Layout::nhwc ? to_nhwc(x) : x;
+      Dev dx(xin), dy(want.nbytes());
+      CK(native::global_average_pool(dt, lay, dx.p, 2, 5, 7, 9, dy.p, nullptr));
+      check(name, dy.get(dt, want.dims()), want);
+    }
+  }
+}
+
+// ---- argument errors: clear messages, no launch --------------------------------------------
+void error_tests() {
+  if (!selected("Errors")) return;
+  native::LayerNormArgs a;
+  const cudaError_t e = native::layernorm(a, nullptr);
+  const bool ok1 = e == cudaErrorInvalidValue && native::last_error_message().find("layernorm") != std::string::npos;
+  native::SoftmaxArgs s;
+  s.dtype = DType::f64;
+  s.x = s.y = reinterpret_cast<void*>(16);
+  s.cols = 4;
+  const bool ok2 = native::softmax(s, nullptr) == cudaErrorNotSupported;
+  const bool ok3 = native::permute(4, nullptr, {2, 3}, {0, 0}, nullptr, nullptr) == cudaErrorInvalidValue;
+  std::printf("%s Errors_bad_arguments\n", ok1 && ok2 && ok3 ? "PASS" : "FAIL");
+  (ok1 && ok2 && ok3 ? g_pass : g_fail)++;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
+    std::printf("no CUDA device: skipping the native kernel tests\n");
+    return 77;
+  }
+  if (argc > 1) g_filter = argv[1];
+  cudaDeviceProp prop{};
+  cudaGetDeviceProperties(&prop, 0);
+  g_cc = prop.major * 10 + prop.minor;
+  std::printf("device: %s (sm_%d)\n", prop.name, g_cc);
+  cudaFree(nullptr);  // make the runtime's primary context current for the driver API too
+  load_driver();
+  if (const char* e = std::getenv("NVCC")) g_nvcc = e;
+  else if (std::system("nvcc --version > /dev/null 2>&1") == 0) g_nvcc = "nvcc";
+  else if (std::system("/usr/local/cuda/bin/nvcc --version > /dev/null 2>&1") == 0) g_nvcc = "/usr/local/cuda/bin/nvcc";
+  try {
+    error_tests();
+    elementwise_tests();
+    softmax_tests();
+    layernorm_tests();
+    reduce_tests();
+    movement_tests();
+    where_cast_tests();
+    pool_tests();
+  } catch (const std::exception& e) {
+    std::printf("FAIL aborted: %s\n", e.what());
+    ++g_fail;
+  }
+  std::printf("\n%d passed, %d failed, %d skipped\n", g_pass, g_fail, g_skip);
+  return g_fail ? 1 : 0;
+}
