@@ -180,11 +180,11 @@ std::string format_report(const PartitionReport& rep, const std::string& backend
   for (const auto& l : rep.region_lines) s += "  " + l + "\n";
   std::string at;
   for (const auto& [k, v] : rep.flops.bindings) at += (at.empty() ? "" : ", ") + k + "=" + std::to_string(v);
-  std::snprintf(buf, sizeof buf, "GEMM+conv FLOPs offloaded to %s: %.2f%% (%s of %s)", backend.c_str(),
+  std::snprintf(buf, sizeof buf, "GEMM+conv FLOPs offloaded to %s: %.3f%% (%s of %s)", backend.c_str(),
                 100.0 * rep.flops.share(), rep.flops.offloaded.str().c_str(), rep.flops.total.str().c_str());
   s += buf;
   if (rep.flops.exact)
-    s += at.empty() ? "\n" : "; the share does not depend on " + at.substr(0, 0) + "the symbolic dims\n";
+    s += at.empty() ? "\n" : "; exact: the share does not depend on the symbolic dims\n";
   else
     s += "; symbolic dims evaluated at " + at + "\n";
   if (rep.left_out.empty()) {
