@@ -122,8 +122,8 @@ def main():
             problems.append(f"killed by a signal (exit {r.returncode})")
         if CRASH.search(err + r.stdout):
             problems.append("crash text in output")
-        if not first or "error" not in first.lower() and "usage" not in first.lower():
-            problems.append("first stderr line is not an error line")
+        if not re.match(r"sabre\b.*\b(error|usage|unknown)\b", first, re.I):
+            problems.append("first stderr line is not a 'sabre ...: error: ...' line")
         elif len(first) > 400:
             problems.append(f"first stderr line is {len(first)} characters long")
         for p in patterns:

@@ -2,7 +2,9 @@
 """Runs a model with `sabre run --reference` and with onnxruntime (CPU) for every combination of the
 given values of its dynamic dims, and compares every output within f32 tolerance.
 
-usage: compare_ort.py SABRE MODEL DIM=V1,V2,... [DIM=...]
+usage: compare_ort.py [--perturb] SABRE MODEL DIM=V1,V2,... [DIM=...]
+--perturb is the negative control: it moves one element of each sabre output by 1e-3 relative,
+which every comparison must then catch: the script succeeds only if sabre ran and each output failed.
 Tolerance: |sabre - ort| <= atol * max(1, max|ort|) + rtol * |ort| elementwise, per output.
 Prints the max abs and max relative error of every run; exits 1 if any run fails or mismatches.
 """
@@ -23,7 +25,11 @@ RTOL, ATOL = 1e-4, 1e-5
 
 
 def main():
-    sabre, model_path, dim_args = sys.argv[1], sys.argv[2], sys.argv[3:]
+    args = sys.argv[1:]
+    perturb = bool(args) and args[0] == "--perturb"
+    if perturb:
+        args = args[1:]
+    sabre, model_path, dim_args = args[0], args[1], args[2:]
     dims = {}
     for a in dim_args:
         k, v = a.split("=")
@@ -34,7 +40,7 @@ def main():
         sys.exit(f"compare_ort: model has dynamic dims {sorted(declared)} but values were given for {sorted(dims)}")
     sess = ort.InferenceSession(model_path, providers=["CPUExecutionProvider"])
     out_names = [o.name for o in sess.get_outputs()]
-    failures = 0
+    failures, mismatches, compared = 0, 0, 0
     with tempfile.TemporaryDirectory() as tmp:
         for combo in itertools.product(*dims.values()):
             values = dict(zip(dims, combo))
@@ -63,6 +69,9 @@ def main():
                     failures += 1
                     continue
                 got, want = np.load(path), expect[name]
+                if perturb and got.size:
+                    i = int(np.argmax(np.abs(got)))
+                    got.flat[i] += np.float32(1e-3) * max(abs(float(got.flat[i])), 1.0)
                 if got.shape != want.shape or got.dtype != want.dtype:
                     print(f"FAIL {label} {name}: sabre gave {got.dtype}{list(got.shape)}, "
                           f"onnxruntime {want.dtype}{list(want.shape)}")
@@ -75,8 +84,15 @@ def main():
                 print(f"{'ok  ' if ok else 'FAIL'} {label} {name}{list(want.shape)}: max abs err "
                       f"{float(err.max(initial=0)):.3g}, max rel err {rel:.3g}, max |ref| "
                       f"{float(np.abs(want).max(initial=0)):.3g}")
-                failures += 0 if ok else 1
-    print(f"{os.path.basename(model_path)}: {'FAILED ' + str(failures) if failures else 'all runs match onnxruntime'}")
+                compared += 1
+                mismatches += 0 if ok else 1
+    base = os.path.basename(model_path)
+    if perturb:
+        caught = failures == 0 and compared > 0 and mismatches == compared
+        print(f"{base}: negative control: {mismatches}/{compared} perturbed outputs caught, {failures} other failures")
+        return 0 if caught else 1
+    failures += mismatches
+    print(f"{base}: {'FAILED ' + str(failures) if failures else 'all ' + str(compared) + ' outputs match onnxruntime'}")
     return 1 if failures else 0
 
 
