@@ -38,7 +38,10 @@ ir::Graph fuse_gelu(ir::Graph g) {
   static const char* approximate[2] = {"none", "tanh"};
   for (bool changed = true; changed;) {
     changed = false;
-    for (ir::Node* n : g.topo_order()) {
+    // Consumers first: a match rooted at the last node of an idiom takes its optional tail too.
+    auto order = g.topo_order();
+    for (auto it = order.rbegin(); it != order.rend(); ++it) {
+      ir::Node* n = *it;
       for (int f = 0; f < 2 && !changed; ++f) {
         auto m = match_at(forms[f], n);
         if (!m || m->root != n || !ir::is_float(m->value("x")->dtype())) continue;
@@ -55,6 +58,7 @@ ir::Graph fuse_gelu(ir::Graph g) {
       if (changed) break;
     }
   }
+  g.remove_dead();  // the idiom's constants
   return g;
 }
 

@@ -36,7 +36,10 @@ ir::Graph fuse_layernorm(ir::Graph g) {
   static const Pat form = layernorm_form();
   for (bool changed = true; changed;) {
     changed = false;
-    for (ir::Node* n : g.topo_order()) {
+    // Consumers first: a match rooted at the last node of an idiom takes its optional tail too.
+    auto order = g.topo_order();
+    for (auto it = order.rbegin(); it != order.rend(); ++it) {
+      ir::Node* n = *it;
       auto m = match_at(form, n);
       if (!m || m->root != n) continue;
       ir::Value* x = m->value("x");
@@ -62,6 +65,7 @@ ir::Graph fuse_layernorm(ir::Graph g) {
       break;
     }
   }
+  g.remove_dead();  // the idiom's constants
   return g;
 }
 
