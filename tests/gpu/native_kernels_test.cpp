@@ -121,6 +121,10 @@ void check(const std::string& name, const Tensor& got, const Tensor& want) {
   }
 }
 
+ir::TensorType type_of(const Tensor& t) {
+  return ir::TensorType{t.dtype(), ir::Shape(t.dims().begin(), t.dims().end()), true};
+}
+
 // One ONNX node on the reference executor.
 std::vector<Tensor> ref_op(const std::string& op, const std::vector<Tensor>& ins,
                            std::map<std::string, ir::AttrValue> attrs = {}, size_t nout = 1) {
@@ -128,7 +132,7 @@ std::vector<Tensor> ref_op(const std::string& op, const std::vector<Tensor>& ins
   std::vector<ir::Value*> vals;
   std::vector<const Tensor*> ptrs;
   for (size_t i = 0; i < ins.size(); ++i) {
-    vals.push_back(g.add_input("in" + std::to_string(i), ir::TensorType{}));
+    vals.push_back(g.add_input("in" + std::to_string(i), type_of(ins[i])));
     ptrs.push_back(&ins[i]);
   }
   ir::Node* n = g.add_node(op, vals, nout, std::move(attrs));
@@ -156,7 +160,7 @@ std::vector<Tensor> ref_chain(const native::ElementwiseChain& ch, const std::vec
   auto is_f = [](DType d) { return d == DType::f32 || d == DType::f16 || d == DType::bf16; };
   auto cast = [&](ir::Value* x, DType to) { return g.add_node("Cast", {x}, 1, {{"to", dts(to)}})->output(0); };
   for (size_t k = 0; k < ch.inputs.size(); ++k) {
-    ir::Value* x = g.add_input("x" + std::to_string(k), ir::TensorType{});
+    ir::Value* x = g.add_input("x" + std::to_string(k), type_of(ins[k]));
     feed["x" + std::to_string(k)] = ins[k];
     in_vals.push_back(is_f(ch.inputs[k]) ? cast(x, DType::f32) : x);
   }
@@ -724,18 +728,17 @@ int main(int argc, char** argv) {
   if (const char* e = std::getenv("NVCC")) g_nvcc = e;
   else if (std::system("nvcc --version > /dev/null 2>&1") == 0) g_nvcc = "nvcc";
   else if (std::system("/usr/local/cuda/bin/nvcc --version > /dev/null 2>&1") == 0) g_nvcc = "/usr/local/cuda/bin/nvcc";
-  try {
-    error_tests();
-    elementwise_tests();
-    softmax_tests();
-    layernorm_tests();
-    reduce_tests();
-    movement_tests();
-    where_cast_tests();
-    pool_tests();
-  } catch (const std::exception& e) {
-    std::printf("FAIL aborted: %s\n", e.what());
-    ++g_fail;
+  const std::pair<const char*, void (*)()> groups[] = {
+      {"errors", error_tests},     {"elementwise", elementwise_tests}, {"softmax", softmax_tests},
+      {"layernorm", layernorm_tests}, {"reduce", reduce_tests},        {"movement", movement_tests},
+      {"where_cast", where_cast_tests}, {"pool", pool_tests}};
+  for (auto [name, fn] : groups) {
+    try {
+      fn();
+    } catch (const std::exception& e) {
+      std::printf("FAIL group %s aborted: %s\n", name, e.what());
+      ++g_fail;
+    }
   }
   std::printf("\n%d passed, %d failed, %d skipped\n", g_pass, g_fail, g_skip);
   return g_fail ? 1 : 0;
