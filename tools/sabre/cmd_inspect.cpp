@@ -84,7 +84,7 @@ int run(const std::vector<std::string>& argv) {
         defaulted.push_back(s);
       }
 
-    std::printf("model    %s\ngraph    %s\n", path.c_str(), g.name.c_str());
+    std::printf("model    %s (graph '%s')\n", path.c_str(), g.name.c_str());
     size_t w = 0;
     for (const auto* list : {&st.inputs, &st.outputs})
       for (const ir::Value* v : *list) w = std::max(w, v->name().size());
