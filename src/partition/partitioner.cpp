@@ -107,7 +107,11 @@ ir::Node* make_composite(ir::Graph& g, const std::vector<ir::Node*>& region, con
     auto it = m.values.find(r);
     if (it == m.values.end()) continue;
     if (std::find(external.begin(), external.end(), it->second) == external.end()) continue;
-    if (std::find(inputs.begin(), inputs.end(), it->second) != inputs.end()) continue;
+    auto at = std::find(inputs.begin(), inputs.end(), it->second);
+    if (at != inputs.end()) {  // one value in two roles (a conv's input is its own residual)
+      roles[at - inputs.begin()] += "," + r;
+      continue;
+    }
     inputs.push_back(it->second);
     roles.push_back(r);
   }

@@ -78,8 +78,9 @@ void register_composite_op();
 std::optional<std::string> region_problem(const ir::Graph& g, const std::vector<ir::Node*>& region);
 
 // Replaces `region` by a Composite node (op "Composite", domain "sabre") with attributes
-// pattern, backend, body and `extra`; inputs ordered by `roles` first (captured values), then the
-// remaining external inputs in the order the region reads them. Returns the new node.
+// pattern, backend, body, roles and `extra`; inputs ordered by `roles` first (captured values), then the
+// remaining external inputs in the order the region reads them. roles[i] names input i's roles
+// ("X,residual" when one value plays two; "" for none). Returns the new node.
 ir::Node* make_composite(ir::Graph& g, const std::vector<ir::Node*>& region, const Match& m,
                          const PatternEntry& entry, const std::string& backend,
                          const std::map<std::string, ir::AttrValue>& extra);
