@@ -258,6 +258,9 @@ void compare(Node& n) {
   std::string op = n.op();
   elementwise_known(n, ins, [&](const std::vector<Dim>& a) -> std::optional<Dim> {
     if (op == "Equal" && a[0] == a[1]) return Dim(1);
+    // A dim symbol is never negative: PyTorch's Equal(shape, -1) is decidable.
+    auto negative = [](const Dim& d) { return d.is_static() && d.value() < 0; };
+    if (op == "Equal" && ((a[0].is_symbol() && negative(a[1])) || (a[1].is_symbol() && negative(a[0])))) return Dim(0);
     if (!a[0].is_static() || !a[1].is_static()) return std::nullopt;
     int64_t x = a[0].value(), y = a[1].value();
     bool r = op == "Equal" ? x == y : op == "Less" ? x < y : x > y;
@@ -637,7 +640,14 @@ void expand(Node& n) {
   Value* x = in(n, 0);
   Value* s = in(n, 1);
   if (is_float(s->dtype())) fail(n, "shape must be an integer tensor");
+  bool known_target = known(s).has_value();
   Shape target = shape_operand(n, s, 0);
+  if (!known_target) {  // a run-time target: only the rank is known
+    Shape out;
+    for (size_t i = 0; i < std::max(target.size(), x->shape().size()); ++i) out.push_back(unknown_dim(n, 0, i));
+    set_out(n, 0, x->dtype(), out);
+    return;
+  }
   set_out(n, 0, x->dtype(), broadcast(n, {&x->shape(), &target}));
   pass_known(n);
 }
