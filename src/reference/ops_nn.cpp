@@ -595,6 +595,7 @@ std::vector<Tensor> resize_kernel(const ir::Node& n, const Inputs& xs) {
     if (ctm == "pytorch_half_pixel") return len_out != 1 ? (xo + 0.5) / s - 0.5 : -0.5;
     if (ctm == "align_corners") return len_out == 1 ? 0.0 : xo * (len_in - 1) / (len_out - 1);
     if (ctm == "asymmetric") return xo / s;
+    if (ctm == "tf_half_pixel_for_nn") return (xo + 0.5) / s;  // opset 11-12 only; older models keep it
     if (ctm == "tf_crop_and_resize")
       return len_out != 1 ? roi_start[d] * (len_in - 1) + xo * (roi_end[d] - roi_start[d]) * (len_in - 1) / (len_out - 1)
                          : 0.5 * (roi_start[d] + roi_end[d]) * (len_in - 1);
