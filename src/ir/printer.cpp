@@ -2,6 +2,7 @@
 
 #include <cctype>
 #include <charconv>
+#include <climits>
 #include <cmath>
 #include <mutex>
 #include <sstream>
@@ -475,6 +476,11 @@ class Parser {
             v = dt == DType::f64 ? to_double(tok, at) : static_cast<double>(to_float(tok, at));
           } else {
             int64_t iv = to_int(tok, at);
+            const int64_t lo = dt == DType::i32 ? INT32_MIN : dt == DType::i8 ? -128 : dt == DType::u8 ? 0 : INT64_MIN;
+            const int64_t hi = dt == DType::i32 ? INT32_MAX : dt == DType::i8 ? 127 : dt == DType::u8 ? 255
+                             : dt == DType::boolean ? 1 : INT64_MAX;
+            if (iv < (dt == DType::boolean ? 0 : lo) || iv > hi)
+              fail_at(at, "value " + tok + " does not fit " + std::string(ir::name(dt)));
             // i64 is written directly: a double would round values beyond 2^53.
             if (dt == DType::i64 && n < t.numel()) t.mutable_data<int64_t>()[n] = iv;
             v = static_cast<double>(iv);

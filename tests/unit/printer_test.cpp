@@ -243,4 +243,5 @@ INSTANTIATE_TEST_SUITE_P(
         BadText{"graph g(%x: f32[2]) -> (%y) {\n  %y = Relu(%x) {a=1, a=2}\n}",
                 "line 2:23: attribute 'a' is given twice"},
         BadText{"graph g(%x: f32[2]) -> (%y) {\n  %y = Relu(%x) {s=\"abc}\n}", "line 2:20: string is not closed"},
+        BadText{"graph g() -> (%w) {\n  %w = const i8[2] [1, 300]\n}", "line 2:24: value 300 does not fit i8"},
         BadText{"graph g() -> () {} extra", "line 1:20: unexpected text after the graph's closing '}'"}));
