@@ -1,0 +1,640 @@
+// GPU numerical test of generated GEMM kernels and the cuBLASLt backend against a CPU reference.
+// Compiles the kernels (parallel nvcc), runs each in a child process with a watchdog so a hang or
+// crash is recorded rather than fatal, on random inputs with outputs poisoned (NaN) first, and
+// prints a table (kernel, shape, status, relative L2 error) plus a summary; exits 77 without a GPU.
+//
+//   sabre_gemm_gpu_test [--out FILE] [-j N] [--timeout S] [--work DIR] [--quick] [NAME...]
+// Default names: every catalog config with the bias epilogue in f16 and bf16 (tn), every epilogue
+// kind on one config per family in f16 and bf16, the tt layout and TF32 on a few, and cuBLASLt.
+#include <dlfcn.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cuda_runtime.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <random>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "backends/cublaslt/cublaslt_gemm.h"
+#include "backends/cutlass/catalog.h"
+#include "backends/cutlass/nvcc.h"
+#include "ir/dtype.h"
+#include "sabre/kernel_abi.h"
+
+namespace cb = sabre::cutlass_backend;
+namespace lt = sabre::cublaslt_backend;
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr int kSkip = 77;
+
+struct Shape {
+  const char* label;
+  int64_t m, n, k, batch;
+};
+// M=1; M not a multiple of any tile; N=91, K=3 (only alignment-1 kernels may take it, the others
+// must refuse); large M; strided batched.
+const Shape kShapes[] = {
+    {"m1", 1, 256, 128, 1},           {"m_ragged", 333, 200, 264, 1},    {"n91_k3", 77, 91, 3, 1},
+    {"large", 4096, 768, 3072, 1},    {"batched", 128, 128, 64, 12},
+};
+const Shape kQuickShapes[] = {{"m1", 1, 256, 128, 1}, {"m_ragged", 333, 200, 264, 1}, {"n91_k3", 77, 91, 3, 1},
+                              {"batched", 128, 128, 64, 3}};
+
+// Relative L2 error tolerance per output dtype (f32 operands run as TF32).
+double tolerance(cb::Elem e) {
+  switch (e) {
+    case cb::Elem::f16: return 5e-3;
+    case cb::Elem::bf16: return 2e-2;
+    default: return 1e-2;
+  }
+}
+
+// Rows the reference checks in the large shape (all of them elsewhere); every row is checked for poison.
+constexpr int64_t kLargeSampledRows = 96;
+
+struct Candidate {
+  std::string name;
+  cb::Elem ab = cb::Elem::f16;
+  cb::Layout layout = cb::Layout::tn;
+  cb::EpilogueSpec epi;
+  int alignment = 1;
+  bool cublaslt = false;
+  cb::KernelSpec spec;  // CUTLASS only
+};
+
+float round_to(cb::Elem e, float v) {
+  if (e == cb::Elem::f16) return sabre::ir::half_to_float(sabre::ir::float_to_half(v));
+  if (e == cb::Elem::bf16) return sabre::ir::bf16_to_float(sabre::ir::float_to_bf16(v));
+  return v;
+}
+
+// Host data of one problem: float values already rounded to the dtype, and their device bytes.
+struct HostTensor {
+  std::vector<float> v;
+  std::vector<uint8_t> bytes;
+};
+
+HostTensor make_tensor(cb::Elem e, size_t count, std::mt19937& rng, float lo, float hi) {
+  std::uniform_real_distribution<float> dist(lo, hi);
+  HostTensor t;
+  t.v.resize(count);
+  const size_t eb = size_t(cb::elem_bytes(e));
+  t.bytes.resize(count * eb);
+  for (size_t i = 0; i < count; ++i) {
+    float x = round_to(e, dist(rng));
+    t.v[i] = x;
+    if (e == cb::Elem::f32) {
+      std::memcpy(&t.bytes[i * 4], &x, 4);
+    } else {
+      uint16_t h = e == cb::Elem::f16 ? sabre::ir::float_to_half(x) : sabre::ir::float_to_bf16(x);
+      std::memcpy(&t.bytes[i * 2], &h, 2);
+    }
+  }
+  return t;
+}
+
+float to_float(cb::Elem e, const uint8_t* p) {
+  if (e == cb::Elem::f32) {
+    float f;
+    std::memcpy(&f, p, 4);
+    return f;
+  }
+  uint16_t h;
+  std::memcpy(&h, p, 2);
+  return e == cb::Elem::f16 ? sabre::ir::half_to_float(h) : sabre::ir::bf16_to_float(h);
+}
+
+double act_ref(cb::Act a, double x) {
+  switch (a) {
+    case cb::Act::none: return x;
+    case cb::Act::relu: return x > 0 ? x : 0;
+    case cb::Act::gelu_erf: return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0)));
+    case cb::Act::gelu_tanh: return 0.5 * x * (1 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
+    case cb::Act::silu: return x / (1 + std::exp(-x));
+    case cb::Act::sigmoid: return 1 / (1 + std::exp(-x));
+    case cb::Act::hardswish: return x * std::min(std::max(x + 3, 0.0), 6.0) / 6;
+    case cb::Act::kCount: break;
+  }
+  return NAN;
+}
+
+// One problem's inputs and the reference accumulator A·B (double) on the checked rows.
+struct Problem {
+  Shape shape;
+  cb::Elem e;
+  cb::Layout layout;
+  HostTensor a, b, bias, res;
+  std::vector<int64_t> rows;   // checked rows, per batch
+  std::vector<double> acc;     // [batch][rows.size()][n]
+};
+
+Problem make_problem(const Shape& s, cb::Elem e, cb::Layout layout) {
+  Problem p{s, e, layout, {}, {}, {}, {}, {}, {}};
+  std::mt19937 rng(uint32_t(s.m * 7919 + s.n * 104729 + s.k * 13 + s.batch + int(e) * 31 + int(layout) * 101));
+  p.a = make_tensor(e, size_t(s.batch * s.m * s.k), rng, -1, 1);
+  p.b = make_tensor(e, size_t(s.batch * s.k * s.n), rng, -1, 1);
+  p.bias = make_tensor(e, size_t(s.n), rng, -1, 1);
+  p.res = make_tensor(e, size_t(s.batch * s.m * s.n), rng, -1, 1);
+  if (s.m > 1024) {
+    std::uniform_int_distribution<int64_t> r(0, s.m - 1);
+    std::set<int64_t> rows = {0, s.m - 1};
+    while (int64_t(rows.size()) < kLargeSampledRows) rows.insert(r(rng));
+    p.rows.assign(rows.begin(), rows.end());
+  } else {
+    for (int64_t i = 0; i < s.m; ++i) p.rows.push_back(i);
+  }
+  const size_t R = p.rows.size();
+  p.acc.assign(size_t(s.batch) * R * size_t(s.n), 0.0);
+  for (int64_t l = 0; l < s.batch; ++l)
+    for (size_t ri = 0; ri < R; ++ri) {
+      const float* arow = &p.a.v[size_t(l * s.m * s.k + p.rows[ri] * s.k)];
+      for (int64_t n = 0; n < s.n; ++n) {
+        double sum = 0;
+        for (int64_t k = 0; k < s.k; ++k) {
+          float bv = layout == cb::Layout::tn ? p.b.v[size_t(l * s.n * s.k + n * s.k + k)]
+                                              : p.b.v[size_t(l * s.k * s.n + k * s.n + n)];
+          sum += double(arow[k]) * bv;
+        }
+        p.acc[(size_t(l) * R + ri) * size_t(s.n) + size_t(n)] = sum;
+      }
+    }
+  return p;
+}
+
+constexpr float kAlpha = 0.75f, kBeta = 0.5f;
+
+double expected(const Problem& p, const cb::EpilogueSpec& epi, int64_t l, size_t ri, int64_t n) {
+  const Shape& s = p.shape;
+  double x = kAlpha * p.acc[(size_t(l) * p.rows.size() + ri) * size_t(s.n) + size_t(n)];
+  if (epi.bias) x += p.bias.v[size_t(n)];
+  double r = kBeta * double(p.res.v[size_t(l * s.m * s.n + p.rows[ri] * s.n + n)]);
+  if (epi.residual == cb::Residual::before_act) x += r;
+  x = act_ref(epi.act, x);
+  if (epi.residual == cb::Residual::after_act) x += r;
+  return x;
+}
+
+// ---- child side: runs one candidate on every shape, writes "label status err message" lines ----
+
+struct Runner {
+  sabre_can_implement_fn can_implement = nullptr;
+  sabre_workspace_size_fn workspace_size = nullptr;
+  sabre_run_fn run = nullptr;
+  sabre_last_error_fn last_error = nullptr;
+  std::unique_ptr<lt::LtGemm> ltg;
+};
+
+std::string cuda_err(const char* what, cudaError_t e) { return std::string(what) + ": " + cudaGetErrorString(e); }
+
+void child_run(const Candidate& c, const std::string& lib, const std::vector<const Problem*>& problems, int out_fd) {
+  auto emit = [&](const std::string& line) {
+    std::string l = line + "\n";
+    if (write(out_fd, l.data(), l.size()) < 0) _exit(3);
+  };
+  Runner r;
+  if (c.cublaslt) {
+    r.ltg = std::make_unique<lt::LtGemm>(lt::LtSpec{{c.ab, c.ab, c.layout}, c.epi});
+  } else {
+    void* h = dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+      emit(std::string("* ERROR 0 dlopen: ") + dlerror());
+      return;
+    }
+    auto reg = reinterpret_cast<sabre_kernel_registry_fn>(dlsym(h, SABRE_KERNEL_REGISTRY_SYMBOL));
+    int count = 0, abi = 0;
+    const sabre_kernel_entry* ents = reg ? reg(&count, &abi) : nullptr;
+    if (!ents || count != 1 || abi != SABRE_KERNEL_ABI_VERSION || c.name != ents[0].name) {
+      emit("* ERROR 0 the library's registry does not list exactly this kernel with this ABI version");
+      return;
+    }
+    r.can_implement = ents[0].can_implement;
+    r.workspace_size = ents[0].workspace_size;
+    r.run = ents[0].run;
+    r.last_error = ents[0].last_error;
+  }
+  const size_t eb = size_t(cb::elem_bytes(c.ab));
+  for (const Problem* pp : problems) {
+    const Problem& p = *pp;
+    const Shape& s = p.shape;
+    std::string label = s.label;
+    auto fail = [&](const std::string& status, const std::string& msg) { emit(label + " " + status + " 0 " + msg); };
+    // Which kernels must take the shape: the alignment divides every contiguous extent.
+    const bool fits = s.k % c.alignment == 0 && s.n % c.alignment == 0;
+    sabre_gemm_args a{};
+    a.m = s.m, a.n = s.n, a.k = s.k, a.batch = s.batch;
+    a.lda = s.k;
+    a.ldb = c.layout == cb::Layout::tn ? s.k : s.n;
+    a.ldd = a.ldr = s.n;
+    a.stride_a = s.m * s.k, a.stride_b = s.k * s.n, a.stride_d = a.stride_r = s.m * s.n;
+    a.alpha = kAlpha, a.beta = kBeta;
+    void *da = nullptr, *db = nullptr, *dbias = nullptr, *dres = nullptr, *dd = nullptr, *ws = nullptr;
+    cudaError_t ce;
+    size_t dsize = size_t(s.batch * s.m * s.n) * eb;
+    if ((ce = cudaMalloc(&da, p.a.bytes.size())) || (ce = cudaMalloc(&db, p.b.bytes.size())) ||
+        (ce = cudaMalloc(&dbias, p.bias.bytes.size())) || (ce = cudaMalloc(&dres, p.res.bytes.size())) ||
+        (ce = cudaMalloc(&dd, dsize))) {
+      fail("ERROR", cuda_err("cudaMalloc", ce));
+      continue;
+    }
+    if ((ce = cudaMemcpy(da, p.a.bytes.data(), p.a.bytes.size(), cudaMemcpyHostToDevice)) ||
+        (ce = cudaMemcpy(db, p.b.bytes.data(), p.b.bytes.size(), cudaMemcpyHostToDevice)) ||
+        (ce = cudaMemcpy(dbias, p.bias.bytes.data(), p.bias.bytes.size(), cudaMemcpyHostToDevice)) ||
+        (ce = cudaMemcpy(dres, p.res.bytes.data(), p.res.bytes.size(), cudaMemcpyHostToDevice)) ||
+        (ce = cudaMemset(dd, 0xFF, dsize))) {  // poison: all-ones bytes are NaN in f16, bf16 and f32
+      fail("ERROR", cuda_err("cudaMemcpy/cudaMemset", ce));
+      continue;
+    }
+    a.a = da, a.b = db, a.d = dd;
+    a.bias = c.epi.bias ? dbias : nullptr;
+    a.residual = c.epi.residual != cb::Residual::none ? dres : nullptr;
+    int st = SABRE_OK;
+    std::string err;
+    if (c.cublaslt) {
+      size_t wsz = 32 << 20;
+      if ((ce = cudaMalloc(&ws, wsz))) {
+        fail("ERROR", cuda_err("cudaMalloc workspace", ce));
+        continue;
+      }
+      a.workspace = ws, a.workspace_size = wsz;
+      int n = r.ltg->heuristics(a, 8);
+      st = n > 0 ? r.ltg->run(a, nullptr, 0) : SABRE_NOT_SUPPORTED;
+      err = r.ltg->last_error();
+    } else {
+      int ci = r.can_implement(&a);
+      if (!fits) {
+        // Must refuse, in can_implement and in run, and leave D alone.
+        int rs = r.run(&a, nullptr);
+        if (ci == SABRE_NOT_SUPPORTED && rs == SABRE_NOT_SUPPORTED) emit(label + " REFUSED_OK 0 " + r.last_error());
+        else fail("FAIL", "alignment " + std::to_string(c.alignment) + " kernel accepted an unaligned shape");
+        cudaFree(da), cudaFree(db), cudaFree(dbias), cudaFree(dres), cudaFree(dd);
+        continue;
+      }
+      if (ci != SABRE_OK) {
+        fail("REFUSED", std::string("can_implement: ") + r.last_error());
+        cudaFree(da), cudaFree(db), cudaFree(dbias), cudaFree(dres), cudaFree(dd);
+        continue;
+      }
+      size_t wsz = r.workspace_size(&a);
+      if (wsz && (ce = cudaMalloc(&ws, wsz))) {
+        fail("ERROR", cuda_err("cudaMalloc workspace", ce));
+        continue;
+      }
+      a.workspace = ws, a.workspace_size = wsz;
+      st = r.run(&a, nullptr);
+      err = r.last_error();
+    }
+    if (st != SABRE_OK) {
+      fail("ERROR", "run status " + std::to_string(st) + ": " + err);
+      continue;
+    }
+    if ((ce = cudaDeviceSynchronize())) {
+      fail("ERROR", cuda_err("cudaDeviceSynchronize after run", ce));
+      emit("* ERROR 0 the CUDA context is unusable after a failed kernel; later shapes not run");
+      return;
+    }
+    std::vector<uint8_t> out(dsize);
+    if ((ce = cudaMemcpy(out.data(), dd, dsize, cudaMemcpyDeviceToHost))) {
+      fail("ERROR", cuda_err("cudaMemcpy D", ce));
+      continue;
+    }
+    // Poison check over all of D, reference comparison over the checked rows.
+    int64_t nan_count = 0;
+    for (size_t i = 0; i < size_t(s.batch * s.m * s.n); ++i)
+      if (!std::isfinite(to_float(c.ab, &out[i * eb]))) ++nan_count;
+    double num = 0, den = 0;
+    for (int64_t l = 0; l < s.batch; ++l)
+      for (size_t ri = 0; ri < p.rows.size(); ++ri)
+        for (int64_t n = 0; n < s.n; ++n) {
+          double want = expected(p, c.epi, l, ri, n);
+          double got = to_float(c.ab, &out[size_t(l * s.m * s.n + p.rows[ri] * s.n + n) * eb]);
+          num += (got - want) * (got - want);
+          den += want * want;
+        }
+    double rel = std::sqrt(num / std::max(den, 1e-30));
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.3e", rel);
+    if (nan_count) emit(label + " FAIL " + buf + " " + std::to_string(nan_count) + " outputs unwritten or non-finite");
+    else if (!(rel <= tolerance(c.ab))) emit(label + " FAIL " + buf + " relative L2 error above tolerance");
+    else emit(label + " ok " + buf + " -");
+    cudaFree(da), cudaFree(db), cudaFree(dbias), cudaFree(dres), cudaFree(dd);
+    if (ws) cudaFree(ws), ws = nullptr;
+  }
+}
+
+// ---- parent side ----
+
+struct Row {
+  std::string kernel, shape, status, err, message;
+};
+
+// Runs `c` in a child with a watchdog; returns one row per shape (HANG/CRASH rows for what never reported).
+std::vector<Row> run_candidate(const Candidate& c, const std::string& lib, const std::vector<const Problem*>& problems,
+                               int timeout_s) {
+  int fds[2];
+  std::vector<Row> rows;
+  if (pipe(fds) != 0) return {{c.name, "*", "ERROR", "0", "pipe failed"}};
+  pid_t pid = fork();
+  if (pid == 0) {
+    close(fds[0]);
+    child_run(c, lib, problems, fds[1]);
+    close(fds[1]);
+    _exit(0);
+  }
+  close(fds[1]);
+  std::string data;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
+  bool hung = false;
+  while (true) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
+    if (left <= 0) {
+      hung = true;
+      kill(pid, SIGKILL);
+      break;
+    }
+    pollfd pf{fds[0], POLLIN, 0};
+    int pr = poll(&pf, 1, int(std::min<long long>(left, 1000)));
+    if (pr > 0) {
+      char buf[4096];
+      ssize_t n = read(fds[0], buf, sizeof buf);
+      if (n <= 0) break;  // child closed the pipe: done or dead
+      data.append(buf, size_t(n));
+    }
+  }
+  close(fds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  std::set<std::string> reported;
+  std::istringstream in(data);
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream ls(line);
+    Row r;
+    r.kernel = c.name;
+    ls >> r.shape >> r.status >> r.err;
+    std::getline(ls, r.message);
+    if (!r.message.empty() && r.message[0] == ' ') r.message.erase(0, 1);
+    reported.insert(r.shape);
+    rows.push_back(r);
+  }
+  const bool crashed = !hung && !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  bool first = true;  // the first shape without a result is the one that hung or crashed
+  for (const Problem* p : problems) {
+    if (reported.count(p->shape.label) || reported.count("*")) continue;
+    if (first && hung) rows.push_back({c.name, p->shape.label, "HANG", "0", "no result within " + std::to_string(timeout_s) + " s; killed"});
+    else if (first && crashed) rows.push_back({c.name, p->shape.label, "CRASH", "0", "child died, wait status " + std::to_string(status)});
+    else rows.push_back({c.name, p->shape.label, "NOT_RUN", "0", "an earlier shape hung or crashed"});
+    first = false;
+  }
+  return rows;
+}
+
+// Asks a child whether a GPU is present (CUDA must not be initialized in the parent before fork).
+int probe_gpu(std::string& desc) {
+  int fds[2];
+  if (pipe(fds) != 0) return -1;
+  pid_t pid = fork();
+  if (pid == 0) {
+    close(fds[0]);
+    int n = 0;
+    std::string msg;
+    if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
+      msg = "none";
+    } else {
+      cudaDeviceProp prop{};
+      cudaGetDeviceProperties(&prop, 0);
+      msg = std::to_string(prop.major * 10 + prop.minor) + " " + prop.name;
+    }
+    if (write(fds[1], msg.data(), msg.size()) < 0) _exit(1);
+    _exit(0);
+  }
+  close(fds[1]);
+  char buf[512];
+  ssize_t n = read(fds[0], buf, sizeof buf - 1);
+  close(fds[0]);
+  waitpid(pid, nullptr, 0);
+  if (n <= 0) return -1;
+  buf[n] = 0;
+  desc = buf;
+  if (desc == "none") return 0;
+  return std::atoi(buf);
+}
+
+std::vector<Candidate> default_candidates(int sm, bool quick) {
+  std::vector<Candidate> out;
+  std::set<std::string> seen;
+  auto add = [&](const cb::KernelSpec& s) {
+    Candidate c;
+    c.spec = s;
+    c.name = cb::kernel_name(s);
+    c.ab = s.ops.ab, c.layout = s.ops.layout, c.epi = s.epi, c.alignment = s.config.alignment;
+    if (seen.insert(c.name).second) out.push_back(c);
+  };
+  const cb::EpilogueSpec bias{cb::Act::none, true, cb::Residual::none};
+  std::vector<cb::Family> fams = {cb::Family::sm80};
+  if (sm == 90) fams.insert(fams.begin(), cb::Family::sm90);
+  for (cb::Elem e : {cb::Elem::f16, cb::Elem::bf16}) {
+    cb::GemmOperands ops{e, e, cb::Layout::tn};
+    for (cb::Family f : fams) {
+      auto cat = cb::catalog(f, ops, sm);
+      if (!quick)
+        for (const auto& c : cat) add({c, ops, bias});
+      // Every epilogue kind on one config per family (and on the alignment-1 fallback for sm80).
+      for (const auto& epi : cb::all_epilogues()) {
+        add({cat.front(), ops, epi});
+        if (f == cb::Family::sm80 && !quick) add({cat.back(), ops, epi});
+      }
+      // The tt layout (activation × activation) and TF32.
+      add({cb::catalog(f, {e, e, cb::Layout::tt}, sm).front(), {e, e, cb::Layout::tt}, {cb::Act::gelu_erf, true, cb::Residual::none}});
+    }
+  }
+  for (cb::Family f : fams) {
+    cb::GemmOperands ops{cb::Elem::f32, cb::Elem::f32, cb::Layout::tn};
+    auto cat = cb::catalog(f, ops, sm);
+    add({cat.front(), ops, {cb::Act::relu, true, cb::Residual::none}});
+    if (f == cb::Family::sm80) add({cat.back(), ops, {cb::Act::none, true, cb::Residual::none}});
+  }
+  for (cb::Elem e : {cb::Elem::f16, cb::Elem::bf16, cb::Elem::f32})
+    for (cb::Layout l : {cb::Layout::tn, cb::Layout::tt})
+      for (const cb::EpilogueSpec& epi :
+           {cb::EpilogueSpec{}, cb::EpilogueSpec{cb::Act::none, true, cb::Residual::none},
+            cb::EpilogueSpec{cb::Act::relu, true, cb::Residual::none}, cb::EpilogueSpec{cb::Act::gelu_tanh, true, cb::Residual::none},
+            cb::EpilogueSpec{cb::Act::gelu_tanh, false, cb::Residual::none},
+            cb::EpilogueSpec{cb::Act::none, true, cb::Residual::before_act}}) {
+        if (quick && (e == cb::Elem::f32 || l == cb::Layout::tt)) continue;
+        Candidate c;
+        c.cublaslt = true;
+        c.ab = e, c.layout = l, c.epi = epi, c.alignment = 1;
+        c.name = lt::lt_name({{e, e, l}, epi});
+        out.push_back(c);
+      }
+  return out;
+}
+
+void usage() {
+  std::fprintf(stderr,
+               "usage: sabre_gemm_gpu_test [--out FILE] [-j N] [--timeout S] [--work DIR] [--quick] [--keep-going] [NAME...]\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string out_path, work = (fs::temp_directory_path() / "sabre_gemm_gpu_test").string();
+  int jobs = 16, timeout_s = 120;
+  bool quick = false;
+  std::vector<std::string> names;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto next = [&]() -> std::string {
+      if (i + 1 >= argc) {
+        usage();
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (a == "--out") out_path = next();
+    else if (a == "-j") jobs = std::atoi(next().c_str());
+    else if (a.rfind("-j", 0) == 0 && a.size() > 2) jobs = std::atoi(a.c_str() + 2);
+    else if (a == "--timeout") timeout_s = std::atoi(next().c_str());
+    else if (a == "--work") work = next();
+    else if (a == "--quick") quick = true;
+    else if (a == "-h" || a == "--help") return usage(), 0;
+    else if (a[0] == '-') return usage(), 2;
+    else names.push_back(a);
+  }
+  std::string gpu;
+  int sm = probe_gpu(gpu);
+  if (sm <= 0) {
+    std::printf("no CUDA GPU found: skipped\n");
+    return kSkip;
+  }
+  const int target_sm = sm >= 90 ? 90 : 80;
+  if (sm < 80) {
+    std::printf("GPU %s is older than sm_80: skipped\n", gpu.c_str());
+    return kSkip;
+  }
+  std::vector<Candidate> cands;
+  if (names.empty()) {
+    cands = default_candidates(target_sm, quick);
+  } else {
+    for (const auto& n : names) {
+      Candidate c;
+      c.name = n;
+      if (auto s = cb::parse_kernel_name(n)) {
+        c.spec = *s, c.ab = s->ops.ab, c.layout = s->ops.layout, c.epi = s->epi, c.alignment = s->config.alignment;
+      } else if (auto l = lt::parse_lt_name(n)) {
+        c.cublaslt = true, c.ab = l->ops.ab, c.layout = l->ops.layout, c.epi = l->epi;
+      } else {
+        std::fprintf(stderr, "not a kernel name: %s (see sabre kernels list --names)\n", n.c_str());
+        return 2;
+      }
+      cands.push_back(c);
+    }
+  }
+  // Compile every CUTLASS candidate (cached by name in the work dir: a .so that exists is reused).
+  std::vector<cb::KernelSpec> to_build;
+  for (const auto& c : cands)
+    if (!c.cublaslt && !fs::exists(fs::path(work) / (c.name + ".so"))) to_build.push_back(c.spec);
+  std::map<std::string, std::string> compile_fail;
+  std::printf("GPU: %s (sm_%d); %zu candidates, %zu to compile with -j%d into %s\n", gpu.c_str(), sm, cands.size(),
+              to_build.size(), jobs, work.c_str());
+  std::fflush(stdout);
+  cb::NvccOptions opts;
+  opts.target_sm = target_sm;
+  auto t0 = std::chrono::steady_clock::now();
+  for (const auto& r : cb::compile_kernels(to_build, work, opts, jobs))
+    if (!r.ok) {
+      compile_fail[r.name] = r.log.substr(0, 400);
+      std::error_code ec;
+      fs::remove(r.library, ec);
+    }
+  std::printf("compiled in %.0f s, %zu failed\n",
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), compile_fail.size());
+  std::fflush(stdout);
+
+  std::map<std::tuple<int, int, std::string>, std::unique_ptr<Problem>> problems;
+  std::vector<Row> rows;
+  for (const auto& c : cands) {
+    if (compile_fail.count(c.name)) {
+      std::string msg = compile_fail[c.name];
+      for (auto& ch : msg) if (ch == '\n') ch = ' ';
+      rows.push_back({c.name, "*", "COMPILE_FAIL", "0", msg});
+      continue;
+    }
+    if (c.cublaslt) {
+      if (auto why = lt::unsupported_reason({{c.ab, c.ab, c.layout}, c.epi})) {
+        rows.push_back({c.name, "*", "UNSUPPORTED", "0", *why});
+        continue;
+      }
+    }
+    std::vector<const Problem*> ps;
+    if (quick) {
+      for (const auto& s : kQuickShapes) {
+        auto& slot = problems[{int(c.ab), int(c.layout), s.label}];
+        if (!slot) slot = std::make_unique<Problem>(make_problem(s, c.ab, c.layout));
+        ps.push_back(slot.get());
+      }
+    } else {
+      for (const auto& s : kShapes) {
+        auto& slot = problems[{int(c.ab), int(c.layout), s.label}];
+        if (!slot) slot = std::make_unique<Problem>(make_problem(s, c.ab, c.layout));
+        ps.push_back(slot.get());
+      }
+    }
+    auto rs = run_candidate(c, (fs::path(work) / (c.name + ".so")).string(), ps, timeout_s);
+    for (const auto& r : rs) {
+      std::printf("%-78s %-9s %-12s %-10s %s\n", r.kernel.c_str(), r.shape.c_str(), r.status.c_str(), r.err.c_str(),
+                  r.message == "-" ? "" : r.message.c_str());
+      std::fflush(stdout);
+    }
+    rows.insert(rows.end(), rs.begin(), rs.end());
+  }
+
+  // Table and summary.
+  std::ostringstream t;
+  char date[64];
+  std::time_t now = std::time(nullptr);
+  std::strftime(date, sizeof date, "%Y-%m-%d %H:%M:%S %Z", std::localtime(&now));
+  t << "# sabre GEMM kernel numerical test\n\nGPU: " << gpu << " (sm_" << sm << ")  \nDate: " << date
+    << "  \nShapes (m x n x k, batch): ";
+  for (const auto& s : quick ? std::vector<Shape>(std::begin(kQuickShapes), std::end(kQuickShapes))
+                             : std::vector<Shape>(std::begin(kShapes), std::end(kShapes)))
+    t << s.label << "=" << s.m << "x" << s.n << "x" << s.k << "x" << s.batch << " ";
+  t << " \nalpha=" << kAlpha << " beta=" << kBeta << "; tolerance (relative L2): f16 " << tolerance(cb::Elem::f16)
+    << ", bf16 " << tolerance(cb::Elem::bf16) << ", f32/TF32 " << tolerance(cb::Elem::f32) << "\n\n";
+  t << "| kernel | shape | status | rel L2 error | note |\n|---|---|---|---|---|\n";
+  std::map<std::string, int> counts;
+  std::map<std::string, std::string> failed;
+  for (const auto& r : rows) {
+    t << "| " << r.kernel << " | " << r.shape << " | " << r.status << " | " << r.err << " | "
+      << (r.message == "-" ? "" : r.message) << " |\n";
+    counts[r.status]++;
+    if (r.status != "ok" && r.status != "REFUSED_OK" && r.status != "UNSUPPORTED" && !failed.count(r.kernel))
+      failed[r.kernel] = r.status + " at " + r.shape + ": " + r.message;
+  }
+  t << "\n## Summary\n\n";
+  for (const auto& [k, v] : counts) t << "- " << k << ": " << v << "\n";
+  t << "\n## Kernels that failed, hung or crashed (" << failed.size() << ")\n\n";
+  for (const auto& [k, v] : failed) t << "- " << k << ": " << v << "\n";
+  std::printf("\n%s", t.str().substr(t.str().find("## Summary")).c_str());
+  if (!out_path.empty()) {
+    std::ofstream f(out_path);
+    f << t.str();
+    std::printf("table written to %s\n", out_path.c_str());
+  }
+  return failed.empty() ? 0 : 1;
+}
