@@ -309,7 +309,11 @@ std::vector<Tensor> run(const ir::Graph& g, const std::map<std::string, Tensor>&
       if (!xs[i]) throw ReferenceError("node '" + n->name() + "' reads '" + v->name() + "' before it is computed");
     }
     std::vector<Tensor> outs = eval_node(*n, xs);
-    for (size_t i = 0; i < n->num_outputs(); ++i) env[n->output(i)] = std::move(outs[i]);
+    for (size_t i = 0; i < n->num_outputs(); ++i) {
+      const ir::Value* o = n->output(i);
+      if (uses[o] == 0 && !g.is_graph_output(o)) continue;  // an optional output nobody reads
+      env[o] = std::move(outs[i]);
+    }
     for (const ir::Value* v : n->inputs()) {
       if (!v || --uses[v] > 0 || g.is_graph_output(v)) continue;
       env.erase(v);
