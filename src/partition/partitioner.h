@@ -5,7 +5,7 @@
 // looks like (pattern.h); the check says whether this backend can run it (dtype, alignment,
 // dims, layouts) and adds the attributes its emitter needs. Regions never overlap (a node joins
 // one region at most) and never create a cycle: a region is refused when a path leaves it and
-// re-enters it. Tests: tests/unit/partition_test.cpp, tests/golden/partition/
+// re-enters it. Tests: tests/unit/pattern_test.cpp, tests/golden/partition/
 #pragma once
 
 #include <functional>
@@ -64,7 +64,7 @@ struct PartitionResult {
   std::vector<Refusal> refusals;
 };
 
-/** Applies `table` to `g`: every accepted match becomes a sabre.Composite. Tests: tests/unit/partition_test.cpp */
+/** Applies `table` to `g`: every accepted match becomes a sabre.Composite. Tests: tests/unit/pattern_test.cpp */
 PartitionResult partition(ir::Graph g, const PatternTable& table);
 
 // Registers shape inference and the reference kernel (evaluate the body) for sabre.Composite.

@@ -1,7 +1,7 @@
 // The partition report: each region (name, pattern, nodes, operand shapes with symbolic dims),
 // the share of the model's GEMM and conv FLOPs that regions took, and every GEMM or conv left
 // out with the reason. Backend-neutral: it reads the PartitionResult only.
-// Tests: tests/unit/partition_report_test.cpp
+// Tests: tests/unit/partition_models_test.cpp
 #pragma once
 
 #include <cstdint>

@@ -1,5 +1,5 @@
 // sabre partition: canonicalize a model, cut it into backend regions and report what went where.
-// Tests: tests/golden/partition/, tests/unit/partition_report_test.cpp
+// Tests: tests/golden/partition/, tests/unit/partition_models_test.cpp
 #include <cstdio>
 #include <string>
 #include <vector>
