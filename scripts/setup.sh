@@ -11,7 +11,10 @@ apt_packages=(
   cmake ninja-build g++ pkg-config
   libonnx-dev libprotobuf-dev protobuf-compiler libsqlite3-dev
   googletest libgtest-dev
-  clang libclang-rt-14-dev          # libFuzzer and the sanitizers for tests/fuzz
+  # libFuzzer and the sanitizers for tests/fuzz. clang 16, not bookworm's default 14: 14 rejects
+  # C++20 that g++ 12 takes (lambdas capturing structured bindings), and the fuzz build compiles
+  # every library the importer uses.
+  clang-16 libclang-rt-16-dev
   python3 python3-venv python3-dev
   libonnx-testdata                  # ONNX node conformance data for tests/onnx
 )

@@ -5,8 +5,9 @@
 # (crash, sanitizer report, leak, timeout, OOM) fails the test; its reproducer stays in WORK_DIR.
 set -euo pipefail
 src="$1" build="$2" seconds="$3" work="$4"
-cxx="$(command -v clang++ || command -v clang++-14)"
-cc="$(command -v clang || command -v clang-14)"
+# clang 16 or later: clang 14 rejects C++20 that g++ 12 accepts (see scripts/setup.sh).
+cxx="$(command -v clang++-16 || command -v clang++)"
+cc="$(command -v clang-16 || command -v clang)"
 san="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
 
 if [[ ! -f "$build/build.ninja" ]]; then
@@ -39,11 +40,12 @@ set +e
   >"$work/fuzz.log" 2>&1
 rc=$?
 set -e
-tail -n 40 "$work/fuzz.log"
 if ((rc != 0)) || compgen -G "$work/artifacts/*" >/dev/null; then
+  grep -v '^#[0-9]' "$work/fuzz.log" | tail -n 80
   echo "run_fuzz: FINDING (exit $rc); reproducers in $work/artifacts:"
   ls -la "$work/artifacts"
   echo "reproduce: $build/tests/fuzz/sabre_importer_fuzz $work/artifacts/<file>"
   exit 1
 fi
+grep -E '^(Done|stat::)' "$work/fuzz.log"
 echo "run_fuzz: no findings in $seconds s"
