@@ -127,6 +127,23 @@ bool is_int(DType d) { return !is_float(d) && d != DType::boolean; }
 // Static dims of a known list, guarded so that arithmetic on them cannot overflow.
 bool small_static(const Dim& d) { return d.is_static() && d.value() >= -kMaxDim && d.value() <= kMaxDim; }
 
+// a*b, failing instead of overflowing when both are static.
+Dim mul(const Node& n, const Dim& a, const Dim& b) {
+  if (a.is_static() && b.is_static()) {
+    int64_t r;
+    if (__builtin_mul_overflow(a.value(), b.value(), &r) || r > (int64_t{1} << 62)) fail(n, "element count overflows");
+    return Dim(r);
+  }
+  return a * b;
+}
+
+// The element count of a shape, without overflow.
+Dim numel(const Node& n, const Shape& s) {
+  Dim r(1);
+  for (const Dim& d : s) r = mul(n, r, d);
+  return r;
+}
+
 // The element count of a rank<=1 static shape, or -1.
 int64_t list_len(const Shape& s) {
   if (s.empty()) return 1;
@@ -347,9 +364,9 @@ void reshape(Node& n) {
       continue;
     }
     out.push_back(d);
-    rest = rest * d;
+    rest = mul(n, rest, d);
   }
-  Dim total = num_elements(x->shape());
+  Dim total = numel(n, x->shape());
   if (neg >= 0) {
     auto q = total.divide(rest);
     if (q) {
@@ -393,7 +410,7 @@ void flatten(Node& n) {
   if (axis < -r || axis > r) fail(n, "axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(r));
   if (axis < 0) axis += r;
   Dim a(1), b(1);
-  for (int64_t i = 0; i < r; ++i) (i < axis ? a : b) = (i < axis ? a : b) * x->shape()[i];
+  for (int64_t i = 0; i < r; ++i) (i < axis ? a : b) = mul(n, i < axis ? a : b, x->shape()[i]);
   set_out(n, 0, x->dtype(), {a, b});
 }
 
@@ -561,7 +578,9 @@ void slice(Node& n) {
       int64_t D = dim.value(), S = s.value(), E = e.value();
       if (S < 0) S += D;
       if (E < 0) E += D;
-      if (st > 0) {
+      if (D == 0) {
+        S = E = 0;
+      } else if (st > 0) {
         S = std::clamp<int64_t>(S, 0, D);
         E = std::clamp<int64_t>(E, 0, D);
       } else {
@@ -811,6 +830,7 @@ void infer_node(Node& n) {
     for (const Dim& d : v->shape())
       if (d.is_static() && (d.value() < 0 || d.value() > kMaxDim))
         fail(n, "output '" + v->name() + "' gets invalid dim " + d.str() + " in " + str(v->shape()));
+  for (Value* v : n.outputs()) numel(n, v->shape());  // later products of these dims must not overflow
 }
 
 void infer_types(Graph& g) {

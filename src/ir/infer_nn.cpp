@@ -54,7 +54,9 @@ Dim window_out(const Node& n, size_t axis, const Dim& in_dim, int64_t k, int64_t
                bool ceil_mode, const std::string& auto_pad) {
   if (k < 1 || s < 1 || d < 1 || pb < 0 || pe < 0 || k > kMaxDim || s > kMaxDim || d > kMaxDim || pb > kMaxDim || pe > kMaxDim)
     fail(n, "kernel, stride, dilation and pads must be positive (pads non-negative)");
-  int64_t ek = d * (k - 1) + 1;
+  int64_t ek;
+  if (__builtin_mul_overflow(d, k - 1, &ek) || ek >= kMaxDim) fail(n, "dilated kernel is too large");
+  ek += 1;
   if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
     if (in_dim.is_static()) return Dim((in_dim.value() + s - 1) / s);
     if (s == 1) return in_dim;
@@ -97,6 +99,7 @@ void conv(Node& n) {
   if (xs.size() < 3 || ws.size() != xs.size()) fail(n, "X " + str(xs) + " and W " + str(ws) + " must have the same rank >= 3");
   int64_t group = n.attr_int("group", 1);
   if (group < 1 || group > kMaxDim) fail(n, "group must be >= 1");
+  if (ws[1].is_static() && ws[1].value() * group > kMaxDim) fail(n, "group is too large");
   unify(n, xs[1], ws[1] * Dim(group), "input channels and W channels*group");
   std::vector<int64_t> kernel;
   for (size_t i = 2; i < ws.size(); ++i) {

@@ -81,9 +81,10 @@ int64_t checked_numel(const google::protobuf::RepeatedField<int64_t>& dims, DTyp
   return n;
 }
 
-// Reads `length` bytes at `offset` of an external-data file into dst.
-void read_external(const onnx::TensorProto& tp, const std::string& base_dir, const std::string& what, uint8_t* dst,
-                   size_t nbytes) {
+// Reads `nbytes` at the recorded offset of an external-data file into a tensor of dims; the file is
+// checked to be long enough before the tensor is allocated (a corrupt length must not allocate).
+ir::Tensor read_external(const onnx::TensorProto& tp, const std::string& base_dir, const std::string& what, DType dt,
+                         const std::vector<int64_t>& dims, size_t nbytes) {
   std::string location;
   int64_t offset = 0, length = -1;
   for (const auto& kv : tp.external_data()) {
@@ -111,9 +112,12 @@ void read_external(const onnx::TensorProto& tp, const std::string& base_dir, con
   if (size < 0 || offset > size || static_cast<uint64_t>(size - offset) < nbytes)
     fail(Kind::invalid, what + ": external data file '" + file.string() + "' is too short (" + std::to_string(size) +
                             " bytes, need " + std::to_string(nbytes) + " at offset " + std::to_string(offset) + ")");
+  ir::Tensor t(dt, dims);
+  if (nbytes == 0) return t;
   f.seekg(offset);
-  f.read(reinterpret_cast<char*>(dst), static_cast<std::streamsize>(nbytes));
+  f.read(reinterpret_cast<char*>(t.mutable_bytes()), static_cast<std::streamsize>(nbytes));
   if (!f) fail(Kind::io, what + ": reading external data file '" + file.string() + "' failed");
+  return t;
 }
 
 ir::Tensor to_tensor(const onnx::TensorProto& tp, const std::string& what, const std::string& base_dir) {
@@ -126,11 +130,7 @@ ir::Tensor to_tensor(const onnx::TensorProto& tp, const std::string& what, const
     fail(Kind::invalid, what + " has " + std::to_string(have) + " stored elements but its dims " +
                             ir::str(ir::to_shape(dims)) + " need " + std::to_string(n));
   };
-  if (tp.data_location() == onnx::TensorProto::EXTERNAL) {
-    ir::Tensor t(dt, dims);
-    if (nbytes) read_external(tp, base_dir, what, t.mutable_bytes(), nbytes);
-    return t;
-  }
+  if (tp.data_location() == onnx::TensorProto::EXTERNAL) return read_external(tp, base_dir, what, dt, dims, nbytes);
   if (tp.has_raw_data()) {
     if (tp.raw_data().size() != nbytes)
       fail(Kind::invalid, what + " has " + std::to_string(tp.raw_data().size()) + " bytes of raw data but its dims " +
@@ -139,6 +139,10 @@ ir::Tensor to_tensor(const onnx::TensorProto& tp, const std::string& what, const
     if (nbytes) std::memcpy(t.mutable_bytes(), tp.raw_data().data(), nbytes);
     return t;
   }
+  // Typed fields: count them before allocating.
+  int stored = dt == DType::f32 ? tp.float_data_size() : dt == DType::f64 ? tp.double_data_size()
+             : dt == DType::i64 ? tp.int64_data_size() : tp.int32_data_size();
+  if (stored != n) count_error(static_cast<size_t>(stored));
   ir::Tensor t(dt, dims);
   switch (dt) {
     case DType::f32: {
@@ -286,6 +290,10 @@ void Importer::add_inputs() {
         shape.push_back(Dim::symbol(sanitize_symbol("unk_" + name + "_" + std::to_string(i))));
       }
     }
+    int64_t count = 1;
+    for (const Dim& d : shape)
+      if (d.is_static() && (__builtin_mul_overflow(count, d.value(), &count) || count > (int64_t{1} << 50)))
+        fail(Kind::unsupported, "graph input '" + name + "' is too large: " + ir::str(shape));
     g_.add_input(name, {dt, shape, true});
   }
 }
