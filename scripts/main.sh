@@ -8,5 +8,5 @@ build="${SABRE_BUILD_DIR:-$root/build}"
 SABRE_BUILD_DIR="$build" "$root/scripts/build.sh" sabre
 model="$root/models/bert_tiny.onnx"
 set -x
-"$build/sabre" inspect "$model"
+"$build/sabre" inspect "$model" --dim batch=2 --dim seq=16
 "$build/sabre" run --reference "$model" --dim batch=2 --dim seq=16 -o "$root/out/main"
