@@ -23,9 +23,11 @@ template <class T, int VEC, int NCH, int TPR>
 __global__ void __launch_bounds__(256) layernorm_rows(const LnParams p) {
   __shared__ float red[32];
   const int rpb = blockDim.x / TPR;
-  const long long row = static_cast<long long>(blockIdx.x) * rpb + threadIdx.x / TPR;
+  long long row = static_cast<long long>(blockIdx.x) * rpb + threadIdx.x / TPR;
   const int t = threadIdx.x % TPR;
-  if (row >= p.rows) return;
+  // Lanes past the last row still join the shuffles (full-warp masks) but store nothing.
+  const bool live = row < p.rows;
+  if (!live) row = p.rows - 1;
   const T* x = static_cast<const T*>(p.x) + row * p.cols;
   const T* r = p.r ? static_cast<const T*>(p.r) + row * p.cols : nullptr;
   float v[NCH][VEC];
@@ -41,7 +43,7 @@ __global__ void __launch_bounds__(256) layernorm_rows(const LnParams p) {
         // Round the sum to T: the unfused Add would have stored it, and sum_out holds it.
 #pragma unroll
         for (int e = 0; e < VEC; ++e) v[j][e] = to_float(from_float<T>(v[j][e] + rv[e]));
-        if (p.sum_out) store_chunk<T, VEC>(static_cast<T*>(p.sum_out) + row * p.cols + k0, v[j]);
+        if (p.sum_out && live) store_chunk<T, VEC>(static_cast<T*>(p.sum_out) + row * p.cols + k0, v[j]);
       }
 #pragma unroll
       for (int e = 0; e < VEC; ++e) sum += v[j][e];
@@ -64,7 +66,7 @@ __global__ void __launch_bounds__(256) layernorm_rows(const LnParams p) {
 #pragma unroll
   for (int j = 0; j < NCH; ++j) {
     const long long k0 = static_cast<long long>(t + j * TPR) * VEC;
-    if (k0 < p.cols) {
+    if (k0 < p.cols && live) {
       float g[VEC], b[VEC];
       load_chunk<T, VEC>(static_cast<const T*>(p.gamma) + k0, g);
       if (p.beta) load_chunk<T, VEC>(static_cast<const T*>(p.beta) + k0, b);
@@ -112,11 +114,11 @@ cudaError_t launch_vec(const LnParams& p, cudaStream_t s) {
     SABRE_LAUNCH_CHECK();
     return cudaSuccess;
   }
-  const int threads = plan.tpr == 32 ? 128 : 256;
+  const int threads = plan.tpr <= 32 ? 128 : 256;
   const unsigned blocks = static_cast<unsigned>((p.rows + threads / plan.tpr - 1) / (threads / plan.tpr));
 #define SABRE_LN_CASE(TPR, NCH) \
   if (plan.tpr == TPR && plan.nch == NCH) layernorm_rows<T, VEC, NCH, TPR><<<blocks, threads, 0, s>>>(p);
-  SABRE_LN_CASE(32, 1) SABRE_LN_CASE(32, 2) SABRE_LN_CASE(32, 4) SABRE_LN_CASE(32, 8)
+  SABRE_LN_CASE(8, 1) SABRE_LN_CASE(16, 1) SABRE_LN_CASE(32, 1) SABRE_LN_CASE(32, 2) SABRE_LN_CASE(32, 4) SABRE_LN_CASE(32, 8)
   SABRE_LN_CASE(256, 1) SABRE_LN_CASE(256, 2) SABRE_LN_CASE(256, 4) SABRE_LN_CASE(256, 8)
 #undef SABRE_LN_CASE
   SABRE_LAUNCH_CHECK();

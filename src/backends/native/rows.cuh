@@ -8,15 +8,26 @@
 
 namespace sabre::native::detail {
 
+// TPR <= 32: xor shuffles below TPR stay inside each row's lane group.
 template <int TPR>
 __device__ __forceinline__ float row_sum(float v, float* red) {
-  if constexpr (TPR == 32) return warp_sum(v);
-  else return block_sum(v, red);
+  if constexpr (TPR <= 32) {
+#pragma unroll
+    for (int o = TPR / 2; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+  } else {
+    return block_sum(v, red);
+  }
 }
 template <int TPR>
 __device__ __forceinline__ float row_max(float v, float* red) {
-  if constexpr (TPR == 32) return warp_max(v);
-  else return block_max(v, red);
+  if constexpr (TPR <= 32) {
+#pragma unroll
+    for (int o = TPR / 2; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+  } else {
+    return block_max(v, red);
+  }
 }
 
 template <class T, int VEC>
@@ -42,13 +53,22 @@ __device__ __forceinline__ void store_chunk(T* p, const float* in) {
 }
 
 // The launch shape for a row kernel: picks TPR and NCH for `cols`; false when the row is too
-// long to stay in registers (callers use their looping kernel then).
+// long to stay in registers (callers use their looping kernel then). Short rows (BERT's 128-wide
+// attention rows are 16 chunks) get a lane group of 8 or 16 so no lane idles.
 struct RowPlan {
   int tpr = 32;
   int nch = 1;
 };
 inline bool plan_rows(int64_t cols, int vec, RowPlan& plan) {
   const int64_t chunks = (cols + vec - 1) / vec;
+  if (chunks <= 8) {
+    plan = {8, 1};
+    return true;
+  }
+  if (chunks <= 16) {
+    plan = {16, 1};
+    return true;
+  }
   for (int tpr : {32, 256})
     for (int nch : {1, 2, 4, 8})
       if (chunks <= static_cast<int64_t>(tpr) * nch) {

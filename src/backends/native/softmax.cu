@@ -38,9 +38,11 @@ template <class T, class M, int VEC, int NCH, int TPR>
 __global__ void __launch_bounds__(256) softmax_rows(const SmParams p) {
   __shared__ float red[32];
   const int rpb = blockDim.x / TPR;
-  const long long row = static_cast<long long>(blockIdx.x) * rpb + threadIdx.x / TPR;
+  long long row = static_cast<long long>(blockIdx.x) * rpb + threadIdx.x / TPR;
   const int t = threadIdx.x % TPR;
-  if (row >= p.rows) return;  // whole rows leave together: TPR == blockDim.x or a warp
+  // Lanes past the last row still join the shuffles (full-warp masks) but store nothing.
+  const bool live = row < p.rows;
+  if (!live) row = p.rows - 1;
   long long qi;
   const M* mrow = mask_row<M>(p, row, qi);
   const T* x = static_cast<const T*>(p.x) + row * p.cols;
@@ -77,7 +79,7 @@ __global__ void __launch_bounds__(256) softmax_rows(const SmParams p) {
 #pragma unroll
   for (int j = 0; j < NCH; ++j) {
     const long long k0 = static_cast<long long>(t + j * TPR) * VEC;
-    if (k0 < p.cols) {
+    if (k0 < p.cols && live) {
 #pragma unroll
       for (int e = 0; e < VEC; ++e) v[j][e] *= inv;
       store_chunk<T, VEC>(y + k0, v[j]);
@@ -115,11 +117,11 @@ cudaError_t launch_vec(const SmParams& p, cudaStream_t s) {
     SABRE_LAUNCH_CHECK();
     return cudaSuccess;
   }
-  const int threads = plan.tpr == 32 ? 128 : 256;
+  const int threads = plan.tpr <= 32 ? 128 : 256;
   const unsigned blocks = static_cast<unsigned>((p.rows + threads / plan.tpr - 1) / (threads / plan.tpr));
 #define SABRE_SM_CASE(TPR, NCH) \
   if (plan.tpr == TPR && plan.nch == NCH) softmax_rows<T, M, VEC, NCH, TPR><<<blocks, threads, 0, s>>>(p);
-  SABRE_SM_CASE(32, 1) SABRE_SM_CASE(32, 2) SABRE_SM_CASE(32, 4) SABRE_SM_CASE(32, 8)
+  SABRE_SM_CASE(8, 1) SABRE_SM_CASE(16, 1) SABRE_SM_CASE(32, 1) SABRE_SM_CASE(32, 2) SABRE_SM_CASE(32, 4) SABRE_SM_CASE(32, 8)
   SABRE_SM_CASE(256, 1) SABRE_SM_CASE(256, 2) SABRE_SM_CASE(256, 4) SABRE_SM_CASE(256, 8)
 #undef SABRE_SM_CASE
   SABRE_LAUNCH_CHECK();
