@@ -318,7 +318,7 @@ def save(name, model, out):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "models"))
+    ap.add_argument("--out", default=os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "models")))
     ap.add_argument("--check", action="store_true", help="run each model on onnxruntime as a smoke test")
     ap.add_argument("names", nargs="*", help=f"models to write (default all): {', '.join(MODELS)}")
     args = ap.parse_args()
