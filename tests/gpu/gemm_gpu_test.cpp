@@ -487,7 +487,7 @@ std::vector<Candidate> default_candidates(int sm, bool quick) {
 
 void usage() {
   std::fprintf(stderr,
-               "usage: sabre_gemm_gpu_test [--out FILE] [-j N] [--timeout S] [--work DIR] [--quick] [--keep-going] [NAME...]\n");
+               "usage: sabre_gemm_gpu_test [--out FILE] [-j N] [--timeout S] [--work DIR] [--quick] [--compile-only] [--list] [NAME...]\n");
 }
 
 }  // namespace
@@ -495,7 +495,7 @@ void usage() {
 int main(int argc, char** argv) {
   std::string out_path, work = (fs::temp_directory_path() / "sabre_gemm_gpu_test").string();
   int jobs = 16, timeout_s = 120;
-  bool quick = false;
+  bool quick = false, compile_only = false, list_only = false;
   std::vector<std::string> names;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -512,9 +512,15 @@ int main(int argc, char** argv) {
     else if (a == "--timeout") timeout_s = std::atoi(next().c_str());
     else if (a == "--work") work = next();
     else if (a == "--quick") quick = true;
+    else if (a == "--compile-only") compile_only = true;
+    else if (a == "--list") list_only = true;
     else if (a == "-h" || a == "--help") return usage(), 0;
     else if (a[0] == '-') return usage(), 2;
     else names.push_back(a);
+  }
+  if (list_only) {  // no GPU needed: what a default run would test on an sm_90 GPU
+    for (const auto& c : default_candidates(90, quick)) std::printf("%s\n", c.name.c_str());
+    return 0;
   }
   std::string gpu;
   int sm = probe_gpu(gpu);
@@ -565,6 +571,8 @@ int main(int argc, char** argv) {
   std::printf("compiled in %.0f s, %zu failed\n",
               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), compile_fail.size());
   std::fflush(stdout);
+
+  if (compile_only) return compile_fail.empty() ? 0 : 1;
 
   std::map<std::tuple<int, int, std::string>, std::unique_ptr<Problem>> problems;
   std::vector<Row> rows;
