@@ -1,0 +1,61 @@
+// Kernel selection for one GEMM region: the tuning database's winner when there is one, else the
+// analytic model's pick (rank.h); symbolic M gets a dispatch table over power-of-two buckets.
+// This is what the model compiler (src/codegen) calls. Tests: tests/unit/rank_test.cpp
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tune/db.h"
+
+namespace sabre::ir {
+class Graph;
+}
+
+namespace sabre::tune {
+
+struct GemmProblem {          // one GEMM region of a model
+  std::string dtype;          // "f16" | "bf16" | "f32"
+  std::string layout;         // "tn" | "tt"
+  std::string epilogue;       // kernel_spec.h spelling: "linear", "bias", "bias_gelu", "bias_res", ...
+  int64_t n = 0, k = 0, batch = 1;  // static
+  int64_t m_min = 1, m_max = 1;     // M's range (equal when M is static)
+  int alignment = 8;          // elements per 16-byte access the operands allow (from the Composite)
+  bool operator==(const GemmProblem&) const = default;
+};
+
+struct DispatchEntry {  // ascending max_m; the last covers m_max
+  int64_t max_m = 0;
+  std::string kernel;
+  bool operator==(const DispatchEntry&) const = default;
+};
+
+struct PickOptions {
+  bool tune = false;          // false: the analytic model picks (no GPU needed)
+  TuningDb* db = nullptr;     // winners are read from (and, when tuning, written to) here
+  Environment env;            // the GPU the artifact is for
+  int top_k = 4;
+  int target_sm = 90;
+};
+
+// The kernel for each M bucket of `p`. Bucket representatives are the powers of two from m_min up
+// to m_max (m_max itself closes the last bucket); neighbouring buckets with the same pick merge.
+// With opts.tune, buckets the DB has no winner for are profiled (needs a GPU: see profiler.h).
+// Throws std::invalid_argument for a problem no catalog kernel can run (bad dtype, epilogue, ...).
+std::vector<DispatchEntry> pick_kernels(const GemmProblem& p, const PickOptions& opts);
+
+// Bucket representatives of an M range: 1,2,4,... from m_min (rounded up to a power of two) below
+// m_max, then m_max. A static M (m_min == m_max) is one bucket.
+std::vector<int64_t> m_buckets(int64_t m_min, int64_t m_max);
+
+// The workload text the DB keys measurements by, for one concrete M:
+// "gemm f16 tn bias_gelu m=128 n=768 k=768 b=1 a=8".
+std::string workload_key(const GemmProblem& p, int64_t m);
+
+// The GEMM workloads of a partitioned graph (its sabre.Composite regions of kind gemm /
+// batched_gemm), deduplicated, in first-seen order. Symbolic M ranges over [1, default_max];
+// symbolic N/K/batch cannot be tuned statically and such regions are skipped.
+std::vector<GemmProblem> gemm_problems(const ir::Graph& partitioned, int64_t default_max);
+
+}  // namespace sabre::tune
