@@ -11,6 +11,15 @@ namespace sabre::cli {
 
 namespace {
 
+
+std::string one_line(std::string s) {
+  // Messages end without a trailing newline so the error stays one printf line.
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+}  // namespace
+
 size_t edit_distance(const std::string& a, const std::string& b) {
   std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
   for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
@@ -22,14 +31,6 @@ size_t edit_distance(const std::string& a, const std::string& b) {
   }
   return prev[b.size()];
 }
-
-std::string one_line(std::string s) {
-  // Messages end without a trailing newline so the error stays one printf line.
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-  return s;
-}
-
-}  // namespace
 
 std::optional<std::string> ParsedArgs::value(const std::string& flag) const {
   auto it = values.find(flag);

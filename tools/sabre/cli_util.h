@@ -59,4 +59,7 @@ int guarded(const char* command, const std::function<int()>& body);
 // The default value chosen for a dim symbol nobody bound: 1 for batch-like names, else 8.
 int64_t default_dim(const std::string& symbol);
 
+// Levenshtein distance, for "did you mean" suggestions.
+size_t edit_distance(const std::string& a, const std::string& b);
+
 }  // namespace sabre::cli

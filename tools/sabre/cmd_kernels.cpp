@@ -9,6 +9,7 @@
 #include "backends/cutlass/emitter.h"
 #include "backends/cutlass/kernel_spec.h"
 #include "backends/cutlass/nvcc.h"
+#include "cli_util.h"
 #include "command.h"
 
 namespace sabre::cli {
@@ -22,18 +23,6 @@ const char* kUsage =
     "       sabre kernels build NAME... -o DIR [-j N] [--target-sm 90|80]\n"
     "EPI is an epilogue name such as linear, bias, bias_gelu, bias_res_relu (residual before act),\n"
     "gelu_res (after); default bias. Activations: relu gelu gelutanh silu sigmoid hardswish.\n";
-
-size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    cur[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j)
-      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
-    std::swap(prev, cur);
-  }
-  return prev[b.size()];
-}
 
 // Every catalog kernel for target_sm with epilogue `epi`, filtered.
 std::vector<cb::KernelSpec> list_specs(int target_sm, std::optional<cb::Family> fam, std::optional<cb::Elem> dtype,
