@@ -11,7 +11,6 @@ namespace sabre::cli {
 
 namespace {
 
-
 std::string one_line(std::string s) {
   // Messages end without a trailing newline so the error stays one printf line.
   while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
