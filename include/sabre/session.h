@@ -1,0 +1,78 @@
+// sabre's C++ runtime API: a Session loads a compiled artifact once (validated, kernels loaded,
+// weights on the device); an ExecutionContext per thread or stream runs it with its own
+// activation arena and CUDA-graph cache (one graph per input-shape signature). Tensors are the C
+// API's DLPack-style descriptors: the caller's device pointers are used in place.
+// Errors throw sabre::Error (one line: what is wrong, what to do); after one, the session and
+// context stay usable. docs/RUNTIME.md section 5.
+// Tests: tests/unit/runtime_capi_test.cpp, tests/gpu/runtime_session_test.cpp
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "sabre/sabre.h"
+
+namespace sabre {
+
+struct Error : std::runtime_error {
+  Error(sabre_rt_status c, const std::string& what) : std::runtime_error(what), code(c) {}
+  sabre_rt_status code;
+};
+
+struct TensorSpec {
+  std::string name;
+  sabre_dtype dtype;
+  std::vector<std::string> shape;  // dim strings ("batch", "768")
+};
+
+// Timing-free facts about one run, for bench and tests.
+struct RunStats {
+  uint64_t peak_activation_bytes = 0;
+  uint64_t activation_bytes_without_reuse = 0;
+  bool graph_replayed = false;  // the shape signature had a captured graph already
+};
+
+class ExecutionContext;
+
+class Session {
+ public:
+  // Loads and validates `artifact_dir` for CUDA device `device_id`: throws Error with
+  // SABRE_ERR_ARTIFACT, SABRE_ERR_NO_DEVICE, SABRE_ERR_WRONG_ARCH or SABRE_ERR_CUDA.
+  explicit Session(const std::string& artifact_dir, int device_id = 0);
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  const std::vector<TensorSpec>& inputs() const;
+  const std::vector<TensorSpec>& outputs() const;
+  // The manifest's source_model ("" if none), for --compare-reference.
+  const std::string& source_model() const;
+  // Output shapes for these input shapes (model input order); throws Error for bad shapes.
+  std::vector<std::vector<int64_t>> output_shapes(const std::vector<std::vector<int64_t>>& input_shapes) const;
+
+  struct Impl;
+  std::shared_ptr<Impl> impl_;
+};
+
+class ExecutionContext {
+ public:
+  // stream: a cudaStream_t or nullptr to create one. use_graphs: capture a CUDA graph per shape
+  // signature (off: launch step by step every time).
+  explicit ExecutionContext(Session& session, void* stream = nullptr, bool use_graphs = true);
+  ~ExecutionContext();
+  ExecutionContext(const ExecutionContext&) = delete;
+  ExecutionContext& operator=(const ExecutionContext&) = delete;
+
+  // See sabre_run. Enqueues on stream(); synchronizes when `sync`.
+  void run(const std::vector<sabre_tensor>& inputs, std::vector<sabre_tensor>& outputs, bool sync = true);
+  void* stream() const;
+  const RunStats& last_stats() const;
+
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace sabre

@@ -1,0 +1,96 @@
+#include "runtime/planner.h"
+
+#include <algorithm>
+#include <numeric>
+
+namespace sabre::runtime {
+
+std::vector<uint64_t> tensor_bytes(const Plan& plan, const std::map<std::string, int64_t>& dims) {
+  std::vector<uint64_t> out;
+  out.reserve(plan.tensors.size());
+  for (const auto& t : plan.tensors) {
+    uint64_t n = 1;
+    for (const auto& d : t.shape) {
+      int64_t v = d.eval(dims);
+      if (v < 0) throw PlanError("tensor '" + t.name + "' has dim " + d.str() + " = " + std::to_string(v) + " < 0");
+      n *= static_cast<uint64_t>(v);
+    }
+    out.push_back(n * ir::size_of(t.dtype));
+  }
+  return out;
+}
+
+MemoryPlan plan_memory(const Plan& plan, const std::vector<uint64_t>& bytes) {
+  const size_t n = plan.tensors.size();
+  MemoryPlan mp;
+  mp.offset.assign(n, -1);
+  mp.alias_of.resize(n);
+  std::iota(mp.alias_of.begin(), mp.alias_of.end(), 0);
+  auto root = [&](int t) {
+    while (mp.alias_of[static_cast<size_t>(t)] != t) t = mp.alias_of[static_cast<size_t>(t)];
+    return t;
+  };
+  auto is_act = [&](int t) { return plan.tensors[static_cast<size_t>(t)].kind == TensorKind::activation; };
+  // A reshape into an activation is a view of its source (whatever the source's kind).
+  for (const auto& s : plan.steps)
+    if (s.op == "reshape" && s.inputs.size() == 1 && s.outputs.size() == 1 && s.inputs[0] >= 0 && is_act(s.outputs[0]))
+      mp.alias_of[static_cast<size_t>(s.outputs[0])] = root(s.inputs[0]);
+
+  const int kNone = -1;
+  std::vector<int> first(n, kNone), last(n, kNone);
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    const Step& s = plan.steps[i];
+    for (int t : s.outputs) {
+      int r = root(t);
+      if (first[static_cast<size_t>(r)] == kNone) first[static_cast<size_t>(r)] = static_cast<int>(i);
+      last[static_cast<size_t>(r)] = std::max(last[static_cast<size_t>(r)], static_cast<int>(i));
+    }
+    for (int t : s.inputs) {
+      if (t < 0) continue;
+      int r = root(t);
+      if (is_act(r) && first[static_cast<size_t>(r)] == kNone)
+        throw PlanError("plan: step '" + s.name + "' (" + s.op + ") reads '" + plan.tensors[static_cast<size_t>(t)].name +
+                        "' before any step writes it (steps must be in execution order)");
+      last[static_cast<size_t>(r)] = std::max(last[static_cast<size_t>(r)], static_cast<int>(i));
+    }
+  }
+  // Arena buffers: activation roots that some step writes.
+  std::vector<int> bufs;
+  for (size_t t = 0; t < n; ++t)
+    if (root(static_cast<int>(t)) == static_cast<int>(t) && is_act(static_cast<int>(t)) && first[t] != kNone) {
+      bufs.push_back(static_cast<int>(t));
+      mp.sum_bytes += bytes[t];
+    }
+  // Greedy by size, largest first; each at the lowest aligned offset free during its interval.
+  std::stable_sort(bufs.begin(), bufs.end(), [&](int a, int b) { return bytes[static_cast<size_t>(a)] > bytes[static_cast<size_t>(b)]; });
+  auto align = [](uint64_t v) { return (v + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment; };
+  std::vector<int> placed;
+  for (int b : bufs) {
+    auto bi = static_cast<size_t>(b);
+    std::vector<std::pair<uint64_t, uint64_t>> busy;  // [begin, end) of overlapping-in-time buffers
+    for (int p : placed) {
+      auto pi = static_cast<size_t>(p);
+      if (first[pi] <= last[bi] && first[bi] <= last[pi])
+        busy.push_back({static_cast<uint64_t>(mp.offset[pi]), static_cast<uint64_t>(mp.offset[pi]) + align(bytes[pi])});
+    }
+    std::sort(busy.begin(), busy.end());
+    uint64_t at = 0, need = align(bytes[bi]);
+    for (const auto& [lo, hi] : busy) {
+      if (at + need <= lo) break;
+      at = std::max(at, hi);
+    }
+    mp.offset[bi] = static_cast<int64_t>(at);
+    mp.peak_bytes = std::max(mp.peak_bytes, at + need);
+    placed.push_back(b);
+  }
+  for (size_t t = 0; t < n; ++t) {
+    int r = root(static_cast<int>(t));
+    if (r != static_cast<int>(t)) {
+      mp.alias_of[t] = r;
+      mp.offset[t] = mp.offset[static_cast<size_t>(r)];
+    }
+  }
+  return mp;
+}
+
+}  // namespace sabre::runtime

@@ -1,0 +1,36 @@
+// The activation memory planner (docs/RUNTIME.md section 4): one arena per shape signature,
+// buffers reused by liveness over the plan's steps, reshape views aliased to their source.
+// Tests: tests/unit/runtime_planner_test.cpp
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "runtime/plan.h"
+
+namespace sabre::runtime {
+
+inline constexpr uint64_t kArenaAlignment = 256;
+
+struct MemoryPlan {
+  // Per tensor id: byte offset in the arena for activations (and aliased views), -1 otherwise
+  // (inputs, outputs and weights live outside the arena).
+  std::vector<int64_t> offset;
+  // Per tensor id: the tensor whose storage it uses (itself unless it is a reshape view).
+  std::vector<int> alias_of;
+  uint64_t peak_bytes = 0;  // arena size
+  uint64_t sum_bytes = 0;   // what the activations would take without reuse
+};
+
+// Byte size of every tensor of `plan` at the bound `dims`.
+std::vector<uint64_t> tensor_bytes(const Plan& plan, const std::map<std::string, int64_t>& dims);
+
+// Plans the arena. A reshape step's output aliases its input when both are activations (or the
+// output is an activation and the input any tensor: then the view points there too); the
+// source's live range extends to the view's last use. Throws PlanError on a read before any
+// write (broken invariant of a plan: steps are in execution order).
+MemoryPlan plan_memory(const Plan& plan, const std::vector<uint64_t>& bytes);
+
+}  // namespace sabre::runtime

@@ -1,0 +1,174 @@
+#include "runtime/resolve.h"
+
+#include <stdexcept>
+
+namespace sabre::runtime {
+
+namespace {
+
+std::string where(const Step& s) { return "step '" + s.name + "' (" + s.op + ")"; }
+
+int64_t eval_dim_value(const Step& s, const char* key, const json::Value& v, const Dims& dims) {
+  if (v.is_number()) return static_cast<int64_t>(v.num());
+  if (v.is_string()) return DimExpr::parse(v.str()).eval(dims);
+  throw PlanError("plan: " + where(s) + " param '" + key + "' is neither a dim string nor a number");
+}
+
+}  // namespace
+
+int64_t param_dim(const Step& s, const char* key, const Dims& dims, std::optional<int64_t> def) {
+  const json::Value* v = s.params.get(key);
+  if (!v || v->is_null()) {
+    if (def) return *def;
+    throw PlanError("plan: " + where(s) + " has no param '" + key + "'");
+  }
+  return eval_dim_value(s, key, *v, dims);
+}
+
+std::vector<int64_t> param_dims(const Step& s, const char* key, const Dims& dims) {
+  std::vector<int64_t> out;
+  const json::Value* v = s.params.get(key);
+  if (!v || v->is_null()) return out;
+  if (!v->is_array()) throw PlanError("plan: " + where(s) + " param '" + key + "' must be a list");
+  for (const auto& x : v->arr()) out.push_back(eval_dim_value(s, key, x, dims));
+  return out;
+}
+
+double param_num(const Step& s, const char* key, double def) {
+  const json::Value* v = s.params.get(key);
+  if (!v || v->is_null()) return def;
+  if (!v->is_number()) throw PlanError("plan: " + where(s) + " param '" + key + "' must be a number");
+  return v->num();
+}
+
+bool param_bool(const Step& s, const char* key, bool def) {
+  const json::Value* v = s.params.get(key);
+  if (!v || v->is_null()) return def;
+  if (v->is_number()) return v->num() != 0;
+  return v->boolean();
+}
+
+std::string param_str(const Step& s, const char* key, const std::string& def) {
+  const json::Value* v = s.params.get(key);
+  if (!v || v->is_null()) return def;
+  if (!v->is_string()) throw PlanError("plan: " + where(s) + " param '" + key + "' must be a string");
+  return v->str();
+}
+
+std::string select_gemm_kernel(const Step& s, int64_t m) {
+  const json::Value* d = s.params.get("dispatch");
+  if (!d || !d->is_array() || d->arr().empty())
+    throw PlanError("plan: " + where(s) + " has no 'dispatch' table of kernels");
+  for (const auto& e : d->arr()) {
+    const json::Value* mm = e.get("max_m");
+    const json::Value* k = e.get("kernel");
+    if (!mm || !k) throw PlanError("plan: " + where(s) + " has a dispatch entry without max_m or kernel");
+    int64_t max_m = static_cast<int64_t>(mm->num());
+    if (max_m < 0 || m <= max_m) return k->str();
+  }
+  throw PlanError(where(s) + ": no kernel in its dispatch table covers m=" + std::to_string(m) +
+                  "; recompile with a --dynamic range that includes this shape");
+}
+
+native::ElementwiseChain parse_chain(const Step& s) {
+  const json::Value* c = s.params.get("chain");
+  if (!c) throw PlanError("plan: " + where(s) + " has no 'chain'");
+  native::ElementwiseChain ch;
+  try {
+    for (const auto& d : c->get("inputs")->arr()) {
+      auto dt = ir::parse_dtype(d.str());
+      if (!dt) throw PlanError("unknown dtype '" + d.str() + "'");
+      ch.inputs.push_back(*dt);
+    }
+    for (const auto& n : c->get("nodes")->arr()) {
+      native::EwNode node;
+      const std::string& op = n.get("op")->str();
+      size_t i = 0;
+      while (i < native::kEwOpCount && native::kEwOpInfo[i].name != op) ++i;
+      if (i == native::kEwOpCount) throw PlanError("unknown elementwise op '" + op + "'");
+      node.op = static_cast<native::EwOp>(i);
+      auto dt = ir::parse_dtype(n.get("dtype")->str());
+      if (!dt) throw PlanError("unknown dtype '" + n.get("dtype")->str() + "'");
+      node.dtype = *dt;
+      auto geti = [&](const char* k) { const json::Value* v = n.get(k); return v ? static_cast<int>(v->num()) : -1; };
+      auto getf = [&](const char* k) { const json::Value* v = n.get(k); return v ? static_cast<float>(v->num()) : 0.f; };
+      node.a = geti("a");
+      node.b = geti("b");
+      node.c = geti("c");
+      node.alpha = getf("alpha");
+      node.beta = getf("beta");
+      ch.nodes.push_back(node);
+    }
+    for (const auto& o : c->get("outputs")->arr()) ch.outputs.push_back(static_cast<int>(o.num()));
+    native::validate(ch);
+  } catch (const PlanError& e) {
+    throw PlanError("plan: " + where(s) + " chain: " + e.what());
+  } catch (const std::exception& e) {
+    throw PlanError("plan: " + where(s) + " has a malformed chain: " + e.what());
+  }
+  return ch;
+}
+
+json::Value chain_to_json(const native::ElementwiseChain& c) {
+  json::Array ins, nodes, outs;
+  for (DType d : c.inputs) ins.push_back(json::Value(std::string(ir::name(d))));
+  for (const auto& n : c.nodes)
+    nodes.push_back(json::Value(json::Object{{"op", json::Value(std::string(native::info(n.op).name))},
+                                             {"dtype", json::Value(std::string(ir::name(n.dtype)))},
+                                             {"a", json::Value(static_cast<double>(n.a))},
+                                             {"b", json::Value(static_cast<double>(n.b))},
+                                             {"c", json::Value(static_cast<double>(n.c))},
+                                             {"alpha", json::Value(static_cast<double>(n.alpha))},
+                                             {"beta", json::Value(static_cast<double>(n.beta))}}));
+  for (int o : c.outputs) outs.push_back(json::Value(static_cast<double>(o)));
+  return json::Value(json::Object{{"inputs", json::Value(std::move(ins))},
+                                  {"nodes", json::Value(std::move(nodes))},
+                                  {"outputs", json::Value(std::move(outs))}});
+}
+
+sabre_dtype to_dlpack(DType t) {
+  switch (t) {
+    case DType::f32: return {SABRE_DTYPE_FLOAT, 32, 1};
+    case DType::f16: return {SABRE_DTYPE_FLOAT, 16, 1};
+    case DType::bf16: return {SABRE_DTYPE_BFLOAT, 16, 1};
+    case DType::f64: return {SABRE_DTYPE_FLOAT, 64, 1};
+    case DType::i64: return {SABRE_DTYPE_INT, 64, 1};
+    case DType::i32: return {SABRE_DTYPE_INT, 32, 1};
+    case DType::i8: return {SABRE_DTYPE_INT, 8, 1};
+    case DType::u8: return {SABRE_DTYPE_UINT, 8, 1};
+    case DType::boolean: return {SABRE_DTYPE_BOOL, 8, 1};
+    case DType::kCount: break;
+  }
+  return {255, 0, 0};
+}
+
+std::optional<DType> from_dlpack(sabre_dtype d) {
+  for (size_t i = 0; i < ir::kDTypeCount; ++i) {
+    sabre_dtype x = to_dlpack(static_cast<DType>(i));
+    if (x.code == d.code && x.bits == d.bits && d.lanes == 1) return static_cast<DType>(i);
+  }
+  return std::nullopt;
+}
+
+std::string dlpack_name(sabre_dtype d) {
+  std::string base;
+  switch (d.code) {
+    case SABRE_DTYPE_INT: base = "int"; break;
+    case SABRE_DTYPE_UINT: base = "uint"; break;
+    case SABRE_DTYPE_FLOAT: base = "float"; break;
+    case SABRE_DTYPE_BFLOAT: base = "bfloat"; break;
+    case SABRE_DTYPE_BOOL: return "bool";
+    default: base = "code" + std::to_string(d.code) + "_"; break;
+  }
+  std::string out = base + std::to_string(d.bits);
+  if (d.lanes != 1) out += "x" + std::to_string(d.lanes);
+  return out;
+}
+
+std::string shape_str(const std::vector<int64_t>& s) {
+  std::string o = "[";
+  for (size_t i = 0; i < s.size(); ++i) o += (i ? "," : "") + std::to_string(s[i]);
+  return o + "]";
+}
+
+}  // namespace sabre::runtime

@@ -1,0 +1,46 @@
+// Host-side pieces of running a plan that need no GPU: reading dims out of step params,
+// choosing a GEMM kernel from a dispatch table by M, elementwise chains from JSON, and the
+// DLPack dtype mapping. Tests: tests/unit/runtime_resolve_test.cpp
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "backends/native/elementwise.h"
+#include "runtime/plan.h"
+#include "sabre/sabre.h"
+
+namespace sabre::runtime {
+
+using Dims = std::map<std::string, int64_t>;
+
+// params[key] as a dim (a dim string or a JSON number) evaluated at `dims`; `def` when absent
+// (nullopt: required, throws PlanError naming the step).
+int64_t param_dim(const Step& s, const char* key, const Dims& dims, std::optional<int64_t> def = std::nullopt);
+// params[key] as a list of dims (absent: empty).
+std::vector<int64_t> param_dims(const Step& s, const char* key, const Dims& dims);
+double param_num(const Step& s, const char* key, double def);
+bool param_bool(const Step& s, const char* key, bool def);
+std::string param_str(const Step& s, const char* key, const std::string& def);
+
+// The kernel of a gemm step's "dispatch" table for this M: the first entry with m <= max_m
+// (max_m -1: unbounded). Throws PlanError when the table is missing or no entry covers m.
+std::string select_gemm_kernel(const Step& s, int64_t m);
+
+// An elementwise step's "chain" param as a native chain; throws PlanError on unknown op names,
+// bad operands or dtypes (what native::validate rejects).
+native::ElementwiseChain parse_chain(const Step& s);
+// Inverse, for writers and tests.
+json::Value chain_to_json(const native::ElementwiseChain& c);
+
+sabre_dtype to_dlpack(DType t);
+std::optional<DType> from_dlpack(sabre_dtype d);
+std::string dlpack_name(sabre_dtype d);  // "float16", "int64", ...
+
+// "[2,128,768]"
+std::string shape_str(const std::vector<int64_t>& s);
+
+}  // namespace sabre::runtime

@@ -1,0 +1,727 @@
+// The executor behind include/sabre/session.h: loads an artifact onto a GPU and runs its plan's
+// steps through the native kernels and the artifact's kernel libraries, one CUDA graph per
+// input-shape signature. Tests: tests/gpu/runtime_session_test.cpp (GPU), tests/unit/runtime_capi_test.cpp
+#include "sabre/session.h"
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <mutex>
+
+#include "runtime/artifact.h"
+#include "runtime/planner.h"
+#include "runtime/resolve.h"
+
+#if SABRE_RUNTIME_HAVE_CUDA
+#include <cuda_runtime_api.h>
+#include <dlfcn.h>
+
+#include "backends/native/native.h"
+#include "sabre/kernel_abi.h"
+#endif
+
+namespace sabre {
+
+using namespace runtime;
+
+namespace {
+
+std::vector<TensorSpec> specs_of(const Plan& p, const std::vector<int>& ids) {
+  std::vector<TensorSpec> out;
+  for (int id : ids) {
+    const TensorInfo& t = p.tensors[static_cast<size_t>(id)];
+    TensorSpec s{t.name, to_dlpack(t.dtype), {}};
+    for (const auto& d : t.shape) s.shape.push_back(d.str());
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+const std::vector<std::string> kKnownOps = {"gemm",    "softmax", "layernorm",    "elementwise", "where",
+                                            "cast",    "reduce",  "permute",      "slice",       "strided_copy",
+                                            "concat",  "split",   "gather",       "pool2d",      "global_average_pool",
+                                            "copy",    "reshape"};
+
+}  // namespace
+
+#if SABRE_RUNTIME_HAVE_CUDA
+
+namespace {
+
+using EwLaunchFn = int (*)(const SabreEwParams*, unsigned, cudaStream_t);
+
+void cuda_check(cudaError_t e, const std::string& what) {
+  if (e == cudaSuccess) return;
+  cudaGetLastError();  // clear a non-sticky error so the next call starts clean
+  throw Error(SABRE_ERR_CUDA, what + " failed: " + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")");
+}
+
+int64_t numel(const std::vector<int64_t>& s) {
+  int64_t n = 1;
+  for (int64_t d : s) n *= d;
+  return n;
+}
+
+}  // namespace
+
+struct Session::Impl {
+  LoadedArtifact art;
+  int device = 0;
+  std::vector<TensorSpec> in_specs, out_specs;
+  void* weights_dev = nullptr;
+  std::vector<void*> libs;
+  std::map<std::string, sabre_kernel_entry> gemm;
+  // Per step index: the parsed chain and program (elementwise), the generated launcher or null.
+  std::map<size_t, native::ElementwiseChain> chains;
+  std::map<size_t, SabreEwProgram> programs;
+  std::map<size_t, EwLaunchFn> launchers;
+
+  ~Impl() {
+    if (weights_dev) {
+      cudaSetDevice(device);
+      cudaFree(weights_dev);
+    }
+    for (void* h : libs) dlclose(h);
+  }
+
+  void* find_symbol(const std::string& sym, const std::string& library) const {
+    for (size_t i = 0; i < libs.size(); ++i) {
+      if (!library.empty() && art.dir + "/" + library != art.kernel_libraries[i]) continue;
+      if (void* p = dlsym(libs[i], sym.c_str())) return p;
+    }
+    return nullptr;
+  }
+};
+
+Session::Session(const std::string& dir, int device_id) : impl_(std::make_shared<Impl>()) {
+  Impl& s = *impl_;
+  try {
+    s.art = load_artifact(dir);
+  } catch (const PlanError& e) {
+    throw Error(SABRE_ERR_ARTIFACT, e.what());
+  }
+  int count = 0;
+  cudaError_t e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess || count == 0) {
+    cudaGetLastError();
+    throw Error(SABRE_ERR_NO_DEVICE, std::string("no CUDA device: ") +
+                                         (e != cudaSuccess ? cudaGetErrorString(e) : "the driver reports 0 GPUs") +
+                                         "; sabre runs artifacts on an NVIDIA GPU with its driver installed");
+  }
+  if (device_id < 0 || device_id >= count)
+    throw Error(SABRE_ERR_NO_DEVICE, "no CUDA device " + std::to_string(device_id) + ": this machine has " +
+                                         std::to_string(count) + " (ids 0.." + std::to_string(count - 1) + ")");
+  s.device = device_id;
+  cuda_check(cudaSetDevice(device_id), "cudaSetDevice(" + std::to_string(device_id) + ")");
+  cudaDeviceProp prop{};
+  cuda_check(cudaGetDeviceProperties(&prop, device_id), "cudaGetDeviceProperties");
+  try {
+    check_device(s.art.manifest, prop.major * 10 + prop.minor, prop.name);
+  } catch (const PlanError& err) {
+    throw Error(SABRE_ERR_WRONG_ARCH, err.what());
+  }
+  // Kernel libraries: GEMM registries by name; elementwise launchers resolved per step below.
+  for (const auto& path : s.art.kernel_libraries) {
+    void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!h) throw Error(SABRE_ERR_ARTIFACT, "cannot load kernel library " + path + ": " + dlerror());
+    s.libs.push_back(h);
+    if (auto reg = reinterpret_cast<sabre_kernel_registry_fn>(dlsym(h, SABRE_KERNEL_REGISTRY_SYMBOL))) {
+      int n = 0, abi = 0;
+      const sabre_kernel_entry* entries = reg(&n, &abi);
+      if (abi != SABRE_KERNEL_ABI_VERSION)
+        throw Error(SABRE_ERR_ARTIFACT, path + " has kernel ABI " + std::to_string(abi) + ", this runtime uses " +
+                                            std::to_string(SABRE_KERNEL_ABI_VERSION) + "; recompile the model");
+      for (int i = 0; i < n; ++i)
+        if (!s.gemm.emplace(entries[i].name, entries[i]).second)
+          throw Error(SABRE_ERR_ARTIFACT, std::string("two kernel libraries define kernel ") + entries[i].name);
+    }
+  }
+  const Plan& plan = s.art.plan;
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    const Step& st = plan.steps[i];
+    std::string where = "step '" + st.name + "' (" + st.op + ")";
+    if (std::find(kKnownOps.begin(), kKnownOps.end(), st.op) == kKnownOps.end())
+      throw Error(SABRE_ERR_ARTIFACT, "plan: " + where + " is an op this runtime does not know; use the sabre that compiled it");
+    try {
+      if (st.op == "gemm") {
+        const json::Value* d = st.params.get("dispatch");
+        if (!d || !d->is_array() || d->arr().empty()) throw PlanError("plan: " + where + " has no dispatch table");
+        for (const auto& ent : d->arr()) {
+          const json::Value* k = ent.get("kernel");
+          if (!k || !s.gemm.count(k->str()))
+            throw PlanError("plan: " + where + " dispatches to kernel '" + (k ? k->str() : "?") +
+                            "', which no library in kernels/ defines");
+        }
+      } else if (st.op == "elementwise") {
+        s.chains[i] = parse_chain(st);
+        s.programs[i] = native::compile_program(s.chains[i]);
+        std::string k = param_str(st, "kernel", "");
+        if (!k.empty()) {
+          void* fn = s.find_symbol(k + "_launch", param_str(st, "library", ""));
+          if (!fn) throw PlanError("plan: " + where + " names kernel '" + k + "' but no kernels/*.so exports " + k + "_launch");
+          s.launchers[i] = reinterpret_cast<EwLaunchFn>(fn);
+        }
+      }
+    } catch (const PlanError& err) {
+      throw Error(SABRE_ERR_ARTIFACT, err.what());
+    } catch (const std::exception& err) {
+      throw Error(SABRE_ERR_ARTIFACT, "plan: " + where + ": " + err.what());
+    }
+  }
+  s.in_specs = specs_of(plan, plan.inputs);
+  s.out_specs = specs_of(plan, plan.outputs);
+  if (s.art.weights->size() > 0) {
+    cuda_check(cudaMalloc(&s.weights_dev, s.art.weights->size()),
+               "allocating " + std::to_string(s.art.weights->size()) + " bytes of weights on the GPU");
+    cuda_check(cudaMemcpy(s.weights_dev, s.art.weights->data(), s.art.weights->size(), cudaMemcpyHostToDevice),
+               "copying the weights to the GPU");
+  }
+}
+
+#else  // no CUDA in this build
+
+struct Session::Impl {
+  LoadedArtifact art;
+  std::vector<TensorSpec> in_specs, out_specs;
+};
+
+Session::Session(const std::string& dir, int) : impl_(std::make_shared<Impl>()) {
+  try {
+    impl_->art = load_artifact(dir);
+  } catch (const PlanError& e) {
+    throw Error(SABRE_ERR_ARTIFACT, e.what());
+  }
+  throw Error(SABRE_ERR_NO_DEVICE, "no CUDA device: this sabre was built without the CUDA toolkit; rebuild it with CUDA to run artifacts");
+}
+
+#endif
+
+Session::~Session() = default;
+const std::vector<TensorSpec>& Session::inputs() const { return impl_->in_specs; }
+const std::vector<TensorSpec>& Session::outputs() const { return impl_->out_specs; }
+const std::string& Session::source_model() const { return impl_->art.manifest.source_model; }
+
+std::vector<std::vector<int64_t>> Session::output_shapes(const std::vector<std::vector<int64_t>>& input_shapes) const {
+  const Plan& p = impl_->art.plan;
+  try {
+    auto dims = p.bind_dims(input_shapes);
+    std::vector<std::vector<int64_t>> out;
+    for (int id : p.outputs) {
+      std::vector<int64_t> s;
+      for (const auto& d : p.tensors[static_cast<size_t>(id)].shape) s.push_back(d.eval(dims));
+      out.push_back(std::move(s));
+    }
+    return out;
+  } catch (const PlanError& e) {
+    throw Error(SABRE_ERR_INVALID_ARGUMENT, e.what());
+  }
+}
+
+#if SABRE_RUNTIME_HAVE_CUDA
+
+struct ExecutionContext::Impl {
+  std::shared_ptr<Session::Impl> s;
+  cudaStream_t stream = nullptr;
+  bool own_stream = false;
+  bool use_graphs = true;
+  void* arena = nullptr;
+  uint64_t arena_size = 0;
+  uint64_t arena_epoch = 0;
+  void* workspace = nullptr;
+  size_t workspace_size = 0;
+  std::vector<void*> out_buf;
+  std::vector<uint64_t> out_cap;
+  std::vector<std::vector<int64_t>> out_shapes;  // what returned descriptors point at
+  RunStats stats;
+
+  struct Signature {
+    Dims dims;
+    std::vector<std::vector<int64_t>> shapes;  // every tensor
+    std::vector<uint64_t> bytes;
+    MemoryPlan mp;
+    cudaGraphExec_t exec = nullptr;
+    std::vector<void*> io;  // the input/output pointers the graph was captured with
+    uint64_t epoch = 0;     // arena_epoch at capture
+  };
+  std::map<std::string, Signature> cache;
+
+  ~Impl() {
+    cudaSetDevice(s->device);
+    if (stream) cudaStreamSynchronize(stream);
+    for (auto& [k, sig] : cache)
+      if (sig.exec) cudaGraphExecDestroy(sig.exec);
+    cudaFree(arena);
+    cudaFree(workspace);
+    for (void* p : out_buf) cudaFree(p);
+    if (own_stream && stream) cudaStreamDestroy(stream);
+  }
+
+  const Plan& plan() const { return s->art.plan; }
+
+  void run(const std::vector<sabre_tensor>& inputs, std::vector<sabre_tensor>& outputs, bool sync);
+  Signature& signature(const std::vector<std::vector<int64_t>>& in_shapes);
+  sabre_gemm_args gemm_args(const Step& st, const Signature& sig, const std::vector<void*>& ptr) const;
+  void enqueue(size_t i, const Signature& sig, const std::vector<void*>& ptr);
+};
+
+ExecutionContext::ExecutionContext(Session& session, void* stream, bool use_graphs) : impl_(std::make_unique<Impl>()) {
+  Impl& c = *impl_;
+  c.s = session.impl_;
+  c.use_graphs = use_graphs;
+  cuda_check(cudaSetDevice(c.s->device), "cudaSetDevice");
+  if (stream) {
+    c.stream = static_cast<cudaStream_t>(stream);
+  } else {
+    cuda_check(cudaStreamCreateWithFlags(&c.stream, cudaStreamNonBlocking), "creating the context's stream");
+    c.own_stream = true;
+  }
+  c.out_buf.assign(c.plan().outputs.size(), nullptr);
+  c.out_cap.assign(c.plan().outputs.size(), 0);
+  c.out_shapes.resize(c.plan().outputs.size());
+}
+
+ExecutionContext::~ExecutionContext() = default;
+void* ExecutionContext::stream() const { return impl_->stream; }
+const RunStats& ExecutionContext::last_stats() const { return impl_->stats; }
+
+void ExecutionContext::run(const std::vector<sabre_tensor>& inputs, std::vector<sabre_tensor>& outputs, bool sync) {
+  impl_->run(inputs, outputs, sync);
+}
+
+ExecutionContext::Impl::Signature& ExecutionContext::Impl::signature(const std::vector<std::vector<int64_t>>& in_shapes) {
+  std::string key;
+  for (const auto& sh : in_shapes) key += shape_str(sh);
+  auto it = cache.find(key);
+  if (it != cache.end()) return it->second;
+  Signature sig;
+  try {
+    sig.dims = plan().bind_dims(in_shapes);
+  } catch (const PlanError& e) {
+    throw Error(SABRE_ERR_INVALID_ARGUMENT, e.what());
+  }
+  try {
+    for (const auto& t : plan().tensors) {
+      std::vector<int64_t> sh;
+      for (const auto& d : t.shape) sh.push_back(d.eval(sig.dims));
+      sig.shapes.push_back(std::move(sh));
+    }
+    sig.bytes = tensor_bytes(plan(), sig.dims);
+    sig.mp = plan_memory(plan(), sig.bytes);
+  } catch (const PlanError& e) {
+    throw Error(SABRE_ERR_INTERNAL, std::string("the plan does not evaluate at these shapes: ") + e.what());
+  }
+  return cache.emplace(key, std::move(sig)).first->second;
+}
+
+void ExecutionContext::Impl::run(const std::vector<sabre_tensor>& inputs, std::vector<sabre_tensor>& outputs, bool sync) {
+  const Plan& p = plan();
+  cuda_check(cudaSetDevice(s->device), "cudaSetDevice");
+  // 1. Match inputs by name and check each descriptor.
+  std::vector<const sabre_tensor*> by_pos(p.inputs.size(), nullptr);
+  auto names = [&](const std::vector<TensorSpec>& specs) {
+    std::string o;
+    for (const auto& sp : specs) o += (o.empty() ? "" : ", ") + sp.name;
+    return o;
+  };
+  for (const auto& t : inputs) {
+    std::string name = t.name ? t.name : "";
+    size_t k = 0;
+    while (k < s->in_specs.size() && s->in_specs[k].name != name) ++k;
+    if (k == s->in_specs.size())
+      throw Error(SABRE_ERR_INVALID_ARGUMENT, "unknown input '" + name + "'; the model's inputs are: " + names(s->in_specs));
+    if (by_pos[k]) throw Error(SABRE_ERR_INVALID_ARGUMENT, "input '" + name + "' is given twice");
+    by_pos[k] = &t;
+  }
+  std::vector<std::vector<int64_t>> in_shapes;
+  for (size_t k = 0; k < by_pos.size(); ++k) {
+    const TensorSpec& spec = s->in_specs[k];
+    const sabre_tensor* t = by_pos[k];
+    if (!t) throw Error(SABRE_ERR_INVALID_ARGUMENT, "missing input '" + spec.name + "'; the model's inputs are: " + names(s->in_specs));
+    if (t->device_type != SABRE_DEVICE_CUDA)
+      throw Error(SABRE_ERR_INVALID_ARGUMENT, "input '" + spec.name + "' is not in CUDA device memory (device_type " +
+                                                  std::to_string(t->device_type) + "); copy it to the GPU first");
+    if (t->device_id != s->device)
+      throw Error(SABRE_ERR_INVALID_ARGUMENT, "input '" + spec.name + "' is on device " + std::to_string(t->device_id) +
+                                                  " but the session runs on device " + std::to_string(s->device));
+    if (t->dtype.code != spec.dtype.code || t->dtype.bits != spec.dtype.bits || t->dtype.lanes != 1)
+      throw Error(SABRE_ERR_INVALID_ARGUMENT, "input '" + spec.name + "' is " + dlpack_name(t->dtype) +
+                                                  " but the model expects " + dlpack_name(spec.dtype));
+    if (t->ndim < 0 || (t->ndim > 0 && !t->shape))
+      throw Error(SABRE_ERR_INVALID_ARGUMENT, "input '" + spec.name + "' has no shape");
+    std::vector<int64_t> sh(t->shape, t->shape + t->ndim);
+    for (int64_t d : sh)
+      if (d < 0) throw Error(SABRE_ERR_INVALID_ARGUMENT, "input '" + spec.name + "' has a negative dim: " + shape_str(sh));
+    if (t->strides) {
+      int64_t want = 1;
+      for (int d = t->ndim - 1; d >= 0; --d) {
+        if (sh[static_cast<size_t>(d)] != 1 && t->strides[d] != want)
+          throw Error(SABRE_ERR_INVALID_ARGUMENT, "input '" + spec.name + "' is strided; pass a dense row-major tensor");
+        want *= sh[static_cast<size_t>(d)];
+      }
+    }
+    if (!t->data && numel(sh) > 0) throw Error(SABRE_ERR_INVALID_ARGUMENT, "input '" + spec.name + "' has a null data pointer");
+    in_shapes.push_back(std::move(sh));
+  }
+  Signature& sig = signature(in_shapes);
+
+  // 2. Outputs: the caller's buffers where given (checked), else the context's.
+  std::vector<sabre_tensor*> out_by_pos(p.outputs.size(), nullptr);
+  for (auto& t : outputs) {
+    std::string name = t.name ? t.name : "";
+    size_t k = 0;
+    while (k < s->out_specs.size() && s->out_specs[k].name != name) ++k;
+    if (k == s->out_specs.size())
+      throw Error(SABRE_ERR_INVALID_ARGUMENT, "unknown output '" + name + "'; the model's outputs are: " + names(s->out_specs));
+    if (out_by_pos[k]) throw Error(SABRE_ERR_INVALID_ARGUMENT, "output '" + name + "' is given twice");
+    out_by_pos[k] = &t;
+  }
+  std::vector<void*> ptr(p.tensors.size(), nullptr);
+  for (size_t k = 0; k < p.inputs.size(); ++k) ptr[static_cast<size_t>(p.inputs[k])] = by_pos[k]->data;
+  for (size_t k = 0; k < p.outputs.size(); ++k) {
+    auto id = static_cast<size_t>(p.outputs[k]);
+    const auto& want = sig.shapes[id];
+    sabre_tensor* t = out_by_pos[k];
+    if (t && t->data) {
+      const TensorSpec& spec = s->out_specs[k];
+      if (t->device_type != SABRE_DEVICE_CUDA || t->device_id != s->device)
+        throw Error(SABRE_ERR_INVALID_ARGUMENT, "output '" + spec.name + "' must be device memory on device " + std::to_string(s->device));
+      if (t->dtype.code != spec.dtype.code || t->dtype.bits != spec.dtype.bits)
+        throw Error(SABRE_ERR_INVALID_ARGUMENT, "output '" + spec.name + "' is " + dlpack_name(t->dtype) + " but the model writes " +
+                                                    dlpack_name(spec.dtype));
+      std::vector<int64_t> got(t->shape, t->shape + std::max(t->ndim, 0));
+      if (got != want)
+        throw Error(SABRE_ERR_INVALID_ARGUMENT, "output '" + spec.name + "' has shape " + shape_str(got) + " but these inputs give " +
+                                                    shape_str(want));
+      ptr[id] = t->data;
+    } else {
+      if (out_cap[k] < sig.bytes[id]) {
+        cuda_check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+        cudaFree(out_buf[k]);
+        out_buf[k] = nullptr;
+        out_cap[k] = 0;
+        cuda_check(cudaMalloc(&out_buf[k], sig.bytes[id]), "allocating output '" + s->out_specs[k].name + "'");
+        out_cap[k] = sig.bytes[id];
+      }
+      ptr[id] = out_buf[k];
+    }
+  }
+  // 3. Arena (grows; growing invalidates every captured graph).
+  if (sig.mp.peak_bytes > arena_size) {
+    cuda_check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+    cudaFree(arena);
+    arena = nullptr;
+    arena_size = 0;
+    cuda_check(cudaMalloc(&arena, sig.mp.peak_bytes), "allocating " + std::to_string(sig.mp.peak_bytes) + " bytes of activations");
+    arena_size = sig.mp.peak_bytes;
+    ++arena_epoch;
+  }
+  for (size_t t = 0; t < p.tensors.size(); ++t) {
+    const TensorInfo& ti = p.tensors[t];
+    if (ti.kind == TensorKind::weight) ptr[t] = static_cast<char*>(s->weights_dev) + ti.weight_offset;
+    else if (ti.kind == TensorKind::activation && sig.mp.offset[t] >= 0) ptr[t] = static_cast<char*>(arena) + sig.mp.offset[t];
+  }
+  for (size_t t = 0; t < p.tensors.size(); ++t)
+    if (sig.mp.alias_of[t] != static_cast<int>(t)) ptr[t] = ptr[static_cast<size_t>(sig.mp.alias_of[t])];
+  // 4. GEMM workspace: the largest any dispatched kernel asks for at these shapes.
+  size_t ws = 0;
+  for (const auto& st : p.steps)
+    if (st.op == "gemm") {
+      sabre_gemm_args a = gemm_args(st, sig, ptr);
+      const auto& k = s->gemm.at(select_gemm_kernel(st, a.m));
+      ws = std::max(ws, k.workspace_size(&a));
+    }
+  if (ws > workspace_size) {
+    cuda_check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+    cudaFree(workspace);
+    workspace = nullptr;
+    workspace_size = 0;
+    cuda_check(cudaMalloc(&workspace, ws), "allocating the GEMM workspace");
+    workspace_size = ws;
+    ++arena_epoch;
+  }
+  // 5. Launch: replay the signature's graph, or capture it (or run step by step without graphs).
+  std::vector<void*> io;
+  for (int id : p.inputs) io.push_back(ptr[static_cast<size_t>(id)]);
+  for (int id : p.outputs) io.push_back(ptr[static_cast<size_t>(id)]);
+  stats.graph_replayed = false;
+  if (!use_graphs) {
+    for (size_t i = 0; i < p.steps.size(); ++i) enqueue(i, sig, ptr);
+  } else if (sig.exec && sig.io == io && sig.epoch == arena_epoch) {
+    stats.graph_replayed = true;
+    cuda_check(cudaGraphLaunch(sig.exec, stream), "cudaGraphLaunch");
+  } else {
+    cuda_check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
+    cudaGraph_t graph = nullptr;
+    try {
+      for (size_t i = 0; i < p.steps.size(); ++i) enqueue(i, sig, ptr);
+    } catch (...) {
+      cudaStreamEndCapture(stream, &graph);  // abandons the capture; the stream is usable again
+      if (graph) cudaGraphDestroy(graph);
+      cudaGetLastError();
+      throw;
+    }
+    cuda_check(cudaStreamEndCapture(stream, &graph), "cudaStreamEndCapture");
+    cudaGraphExec_t exec = nullptr;
+    cudaError_t e = cudaGraphInstantiate(&exec, graph, 0);
+    cudaGraphDestroy(graph);
+    cuda_check(e, "cudaGraphInstantiate");
+    if (sig.exec) cudaGraphExecDestroy(sig.exec);
+    sig.exec = exec;
+    sig.io = io;
+    sig.epoch = arena_epoch;
+    cuda_check(cudaGraphLaunch(sig.exec, stream), "cudaGraphLaunch");
+  }
+  if (sync) cuda_check(cudaStreamSynchronize(stream), "running the model (cudaStreamSynchronize)");
+  // 6. Fill the returned descriptors.
+  for (size_t k = 0; k < p.outputs.size(); ++k) {
+    sabre_tensor* t = out_by_pos[k];
+    if (!t || t->data) continue;
+    auto id = static_cast<size_t>(p.outputs[k]);
+    out_shapes[k] = sig.shapes[id];
+    t->data = ptr[id];
+    t->device_type = SABRE_DEVICE_CUDA;
+    t->device_id = s->device;
+    t->dtype = s->out_specs[k].dtype;
+    t->ndim = static_cast<int32_t>(out_shapes[k].size());
+    t->shape = out_shapes[k].data();
+    t->strides = nullptr;
+  }
+  stats.peak_activation_bytes = sig.mp.peak_bytes;
+  stats.activation_bytes_without_reuse = sig.mp.sum_bytes;
+}
+
+sabre_gemm_args ExecutionContext::Impl::gemm_args(const Step& st, const Signature& sig, const std::vector<void*>& ptr) const {
+  const Dims& d = sig.dims;
+  sabre_gemm_args a{};
+  try {
+    a.m = param_dim(st, "m", d);
+    a.n = param_dim(st, "n", d);
+    a.k = param_dim(st, "k", d);
+    a.batch = param_dim(st, "batch", d, 1);
+    a.lda = param_dim(st, "lda", d, a.k);
+    const std::string layout = param_str(st, "layout", "tn");
+    a.ldb = param_dim(st, "ldb", d, layout == "tt" ? a.n : a.k);
+    a.ldd = param_dim(st, "ldd", d, a.n);
+    a.ldr = param_dim(st, "ldr", d, a.n);
+    a.stride_a = param_dim(st, "stride_a", d, a.m * a.lda);
+    a.stride_b = param_dim(st, "stride_b", d, 0);
+    a.stride_d = param_dim(st, "stride_d", d, a.m * a.ldd);
+    a.stride_r = param_dim(st, "stride_r", d, a.m * a.ldr);
+    a.alpha = static_cast<float>(param_num(st, "alpha", 1.0));
+    a.beta = static_cast<float>(param_num(st, "beta", 0.0));
+    auto at = [&](size_t slot, const char* off_key) -> void* {
+      if (slot >= st.inputs.size() || st.inputs[slot] < 0) return nullptr;
+      auto id = static_cast<size_t>(st.inputs[slot]);
+      size_t es = ir::size_of(plan().tensors[id].dtype);
+      return static_cast<char*>(ptr[id]) + param_dim(st, off_key, d, 0) * static_cast<int64_t>(es);
+    };
+    a.a = at(0, "a_offset");
+    a.b = at(1, "b_offset");
+    a.bias = at(2, "bias_offset");
+    a.residual = at(3, "r_offset");
+    auto out = static_cast<size_t>(st.outputs.at(0));
+    a.d = static_cast<char*>(ptr[out]) + param_dim(st, "d_offset", d, 0) * static_cast<int64_t>(ir::size_of(plan().tensors[out].dtype));
+  } catch (const PlanError& e) {
+    throw Error(SABRE_ERR_INTERNAL, e.what());
+  }
+  return a;
+}
+
+void ExecutionContext::Impl::enqueue(size_t i, const Signature& sig, const std::vector<void*>& ptr) {
+  const Step& st = plan().steps[i];
+  const std::string where = "step '" + st.name + "' (" + st.op + ")";
+  auto in = [&](size_t k) -> const void* {
+    if (k >= st.inputs.size() || st.inputs[k] < 0) return nullptr;
+    return ptr[static_cast<size_t>(st.inputs[k])];
+  };
+  auto out = [&](size_t k) -> void* {
+    if (k >= st.outputs.size()) return nullptr;
+    return ptr[static_cast<size_t>(st.outputs[k])];
+  };
+  auto tin = [&](size_t k) -> const TensorInfo& { return plan().tensors[static_cast<size_t>(st.inputs.at(k))]; };
+  auto shin = [&](size_t k) -> const std::vector<int64_t>& { return sig.shapes[static_cast<size_t>(st.inputs.at(k))]; };
+  auto shout = [&](size_t k) -> const std::vector<int64_t>& { return sig.shapes[static_cast<size_t>(st.outputs.at(k))]; };
+  auto bytes_out = [&](size_t k) { return sig.bytes[static_cast<size_t>(st.outputs.at(k))]; };
+  bool any = false;
+  for (size_t k = 0; k < st.outputs.size(); ++k) any |= bytes_out(k) > 0;
+  if (!any) return;  // nothing to compute at these shapes
+  auto native_check = [&](cudaError_t e) {
+    if (e == cudaSuccess) return;
+    std::string msg = native::last_error_message();
+    cudaGetLastError();
+    throw Error(e == cudaErrorInvalidValue || e == cudaErrorNotSupported ? SABRE_ERR_INTERNAL : SABRE_ERR_CUDA,
+                where + " failed: " + cudaGetErrorName(e) + (msg.empty() ? "" : ": " + msg));
+  };
+  auto axis_of = [&](int64_t axis, size_t rank) { return axis < 0 ? axis + static_cast<int64_t>(rank) : axis; };
+  const Dims& d = sig.dims;
+  try {
+    const std::string& op = st.op;
+    if (op == "gemm") {
+      sabre_gemm_args a = gemm_args(st, sig, ptr);
+      a.workspace = workspace;
+      a.workspace_size = workspace_size;
+      std::string kname = select_gemm_kernel(st, a.m);
+      const sabre_kernel_entry& k = s->gemm.at(kname);
+      int rc = k.run(&a, reinterpret_cast<sabre_stream_t>(stream));
+      if (rc != SABRE_OK)
+        throw Error(rc == SABRE_CUDA_ERROR ? SABRE_ERR_CUDA : SABRE_ERR_INTERNAL,
+                    where + ": kernel " + kname + " failed (status " + std::to_string(rc) + ") at m=" + std::to_string(a.m) +
+                        " n=" + std::to_string(a.n) + " k=" + std::to_string(a.k) + ": " + (k.last_error ? k.last_error() : ""));
+    } else if (op == "softmax") {
+      native::SoftmaxArgs a;
+      a.dtype = tin(0).dtype;
+      a.x = in(0);
+      a.y = out(0);
+      const auto& xs = shin(0);
+      int64_t cols_def = xs.empty() ? 1 : xs.back();
+      a.cols = param_dim(st, "cols", d, cols_def);
+      a.b = param_dim(st, "b", d, 1);
+      a.h = param_dim(st, "h", d, 1);
+      a.q = param_dim(st, "q", d, a.cols ? numel(xs) / a.cols / (a.b * a.h) : 0);
+      a.scale = static_cast<float>(param_num(st, "scale", 1.0));
+      a.causal = param_bool(st, "causal", false);
+      a.mask = in(1);
+      if (a.mask) {
+        a.mask_dtype = tin(1).dtype;
+        auto ms = param_dims(st, "mask_stride", d);
+        if (ms.size() != 3) throw PlanError("plan: " + where + " has a mask but no 3-element mask_stride");
+        std::copy(ms.begin(), ms.end(), a.mask_stride);
+      }
+      native_check(native::softmax(a, stream));
+    } else if (op == "layernorm") {
+      native::LayerNormArgs a;
+      a.dtype = tin(0).dtype;
+      const auto& xs = shin(0);
+      a.cols = param_dim(st, "cols", d, xs.empty() ? 1 : xs.back());
+      a.rows = param_dim(st, "rows", d, a.cols ? numel(xs) / a.cols : 0);
+      a.eps = static_cast<float>(param_num(st, "eps", 1e-5));
+      a.x = in(0);
+      a.gamma = in(1);
+      a.beta = in(2);
+      a.residual = in(3);
+      a.y = out(0);
+      a.sum_out = out(1);
+      native_check(native::layernorm(a, stream));
+    } else if (op == "elementwise") {
+      std::vector<std::vector<int64_t>> in_dims;
+      std::vector<const void*> ins;
+      std::vector<void*> outs;
+      for (size_t k = 0; k < st.inputs.size(); ++k) {
+        in_dims.push_back(shin(k));
+        ins.push_back(in(k));
+      }
+      for (size_t k = 0; k < st.outputs.size(); ++k) outs.push_back(out(k));
+      const auto& chain = s->chains.at(i);
+      SabreEwParams prm = native::prepare_params(chain, shout(0), in_dims, ins, outs);
+      auto l = s->launchers.find(i);
+      if (l != s->launchers.end()) {
+        int rc = l->second(&prm, native::ew_grid_size(prm), stream);
+        native_check(static_cast<cudaError_t>(rc));
+      } else {
+        native_check(native::elementwise_run(s->programs.at(i), prm, stream));
+      }
+    } else if (op == "where") {
+      native_check(native::where(tin(1).dtype, in(0), shin(0), in(1), shin(1), in(2), shin(2), out(0), shout(0), stream));
+    } else if (op == "cast") {
+      native_check(native::cast(tin(0).dtype, plan().tensors[static_cast<size_t>(st.outputs[0])].dtype, in(0), out(0),
+                                numel(shin(0)), stream));
+    } else if (op == "reduce") {
+      static const std::map<std::string, native::ReduceOp> kinds = {
+          {"sum", native::ReduceOp::sum}, {"mean", native::ReduceOp::mean}, {"max", native::ReduceOp::max},
+          {"min", native::ReduceOp::min}, {"prod", native::ReduceOp::prod}, {"sum_square", native::ReduceOp::sum_square}};
+      auto kind = kinds.find(param_str(st, "kind", "sum"));
+      if (kind == kinds.end()) throw PlanError("plan: " + where + " has unknown reduce kind");
+      native_check(native::reduce(kind->second, tin(0).dtype, in(0), shin(0), param_dims(st, "axes", d), out(0), stream));
+    } else if (op == "permute") {
+      native_check(native::permute(ir::size_of(tin(0).dtype), in(0), shin(0), param_dims(st, "perm", d), out(0), stream));
+    } else if (op == "slice") {
+      auto starts = param_dims(st, "starts", d), ends = param_dims(st, "ends", d), axes = param_dims(st, "axes", d),
+           steps = param_dims(st, "steps", d);
+      native_check(native::slice(ir::size_of(tin(0).dtype), in(0), shin(0), starts, ends, axes, steps, out(0), stream));
+    } else if (op == "strided_copy") {
+      native_check(native::strided_copy(ir::size_of(tin(0).dtype), in(0), param_dim(st, "offset", d, 0), shout(0),
+                                        param_dims(st, "strides", d), out(0), stream));
+    } else if (op == "concat") {
+      std::vector<const void*> xs;
+      std::vector<std::vector<int64_t>> dims;
+      for (size_t k = 0; k < st.inputs.size(); ++k) {
+        xs.push_back(in(k));
+        dims.push_back(shin(k));
+      }
+      native_check(native::concat(ir::size_of(tin(0).dtype), xs, dims, axis_of(param_dim(st, "axis", d), shout(0).size()),
+                                  out(0), stream));
+    } else if (op == "split") {
+      int64_t axis = axis_of(param_dim(st, "axis", d), shin(0).size());
+      std::vector<int64_t> sizes;
+      std::vector<void*> ys;
+      for (size_t k = 0; k < st.outputs.size(); ++k) {
+        sizes.push_back(shout(k).at(static_cast<size_t>(axis)));
+        ys.push_back(out(k));
+      }
+      native_check(native::split(ir::size_of(tin(0).dtype), in(0), shin(0), axis, sizes, ys, stream));
+    } else if (op == "gather") {
+      native_check(native::gather(ir::size_of(tin(0).dtype), in(0), shin(0), axis_of(param_dim(st, "axis", d, 0), shin(0).size()),
+                                  in(1), tin(1).dtype, numel(shin(1)), out(0), stream));
+    } else if (op == "pool2d" || op == "global_average_pool") {
+      bool nhwc = param_str(st, "layout", "nchw") == "nhwc";
+      const auto& xs = shin(0);
+      if (xs.size() != 4) throw PlanError("plan: " + where + " needs a 4-D input");
+      int64_t n = xs[0], c = nhwc ? xs[3] : xs[1], h = nhwc ? xs[1] : xs[2], w = nhwc ? xs[2] : xs[3];
+      native::Layout layout = nhwc ? native::Layout::nhwc : native::Layout::nchw;
+      if (op == "global_average_pool") {
+        native_check(native::global_average_pool(tin(0).dtype, layout, in(0), n, c, h, w, out(0), stream));
+      } else {
+        native::PoolArgs a;
+        a.kind = param_str(st, "kind", "max") == "average" ? native::PoolKind::average : native::PoolKind::max;
+        a.layout = layout;
+        a.dtype = tin(0).dtype;
+        a.x = in(0);
+        a.y = out(0);
+        a.n = n, a.c = c, a.h = h, a.w = w;
+        auto two = [&](const char* key, int64_t def, int64_t* dst) {
+          auto v = param_dims(st, key, d);
+          dst[0] = v.size() > 0 ? v[0] : def;
+          dst[1] = v.size() > 1 ? v[1] : def;
+        };
+        two("kernel", 1, a.kernel);
+        two("stride", 1, a.stride);
+        two("dilation", 1, a.dilation);
+        auto pads = param_dims(st, "pads", d);
+        pads.resize(4, 0);
+        a.pad_begin[0] = pads[0], a.pad_begin[1] = pads[1], a.pad_end[0] = pads[2], a.pad_end[1] = pads[3];
+        a.count_include_pad = param_bool(st, "count_include_pad", false);
+        native::pool_output_dims(a, param_bool(st, "ceil_mode", false));
+        native_check(native::pool2d(a, stream));
+      }
+    } else if (op == "copy" || op == "reshape") {
+      void* y = out(0);
+      if (y != in(0))  // an aliased reshape view needs no work
+        cuda_check(cudaMemcpyAsync(y, in(0), bytes_out(0), cudaMemcpyDeviceToDevice, stream), where + ": cudaMemcpyAsync");
+    } else {
+      throw PlanError("plan: " + where + " is an unknown op");
+    }
+  } catch (const PlanError& e) {
+    throw Error(SABRE_ERR_INTERNAL, e.what());
+  } catch (const std::invalid_argument& e) {
+    throw Error(SABRE_ERR_INTERNAL, where + ": " + e.what());
+  }
+}
+
+#else  // no CUDA
+
+struct ExecutionContext::Impl {
+  RunStats stats;
+};
+ExecutionContext::ExecutionContext(Session&, void*, bool) : impl_(std::make_unique<Impl>()) {
+  throw Error(SABRE_ERR_NO_DEVICE, "no CUDA device: this sabre was built without the CUDA toolkit");
+}
+ExecutionContext::~ExecutionContext() = default;
+void* ExecutionContext::stream() const { return nullptr; }
+const RunStats& ExecutionContext::last_stats() const { return impl_->stats; }
+void ExecutionContext::run(const std::vector<sabre_tensor>&, std::vector<sabre_tensor>&, bool) {
+  throw Error(SABRE_ERR_NO_DEVICE, "no CUDA device: this sabre was built without the CUDA toolkit");
+}
+
+#endif
+
+}  // namespace sabre
