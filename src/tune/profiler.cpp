@@ -1,0 +1,190 @@
+#include "tune/profiler.h"
+
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "backends/cutlass/emitter.h"
+#include "backends/cutlass/nvcc.h"
+#include "tune/rank.h"
+
+namespace sabre::tune {
+
+using namespace cutlass_backend;
+
+std::string template_version() { return "1"; }
+
+std::string cutlass_version() {
+  std::ifstream in(std::string(SABRE_CUTLASS_DIR) + "/include/cutlass/version.h");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string text = ss.str();
+  std::string v;
+  for (const char* part : {"MAJOR", "MINOR", "PATCH"}) {
+    std::smatch m;
+    if (!std::regex_search(text, m, std::regex(std::string("#define CUTLASS_") + part + " ([0-9]+)"))) return "unknown";
+    v += (v.empty() ? "" : ".") + m[1].str();
+  }
+  return v;
+}
+
+std::vector<std::string> lt_candidates(const GemmProblem& p, int count) {
+  const GemmOperands ops = problem_operands(p);
+  const EpilogueSpec epi = problem_epilogue(p);
+  // cuBLASLt's epilogues (see cublaslt_gemm.h's unsupported_reason): relu and tanh-GELU, residual
+  // only before the activation.
+  if (epi.act != Act::none && epi.act != Act::relu && epi.act != Act::gelu_tanh) return {};
+  if (epi.residual == Residual::after_act) return {};
+  // The spelling of cublaslt_backend::lt_name, which this CPU-only layer cannot link.
+  const std::string base = "cublaslt_" + std::string(layout_name(ops.layout)) + "_" + std::string(elem_name(ops.ab)) +
+                           "_" + std::string(elem_name(ops.d)) + "_f32_" + epilogue_name(epi);
+  std::vector<std::string> out;
+  for (int i = 0; i < count; ++i) out.push_back(base + "#algo" + std::to_string(i));
+  return out;
+}
+
+std::optional<std::pair<std::string, int>> parse_lt_candidate(const std::string& kernel) {
+  if (kernel.rfind("cublaslt_", 0) != 0) return std::nullopt;
+  auto h = kernel.rfind("#algo");
+  if (h == std::string::npos) return std::nullopt;
+  try {
+    size_t used = 0;
+    int algo = std::stoi(kernel.substr(h + 5), &used);
+    if (used != kernel.size() - h - 5 || algo < 0) return std::nullopt;
+    return std::make_pair(kernel.substr(0, h), algo);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+namespace {
+
+bool better(const Measurement& a, const std::optional<Measurement>& b) {
+  return a.status == Status::ok && (!b || a.time_us < b->time_us);
+}
+
+WorkloadReport summarize(const TuneTask& t, const std::string& workload, const std::string& analytic,
+                         const TuningDb& db, const Environment& env, const ProfileOptions& opts) {
+  WorkloadReport r;
+  r.task = t;
+  r.workload = workload;
+  r.analytic_pick = analytic;
+  const auto lts = lt_candidates(t.problem, opts.lt_algos);
+  for (const Measurement& m : db.measurements(env, workload)) {
+    if (better(m, r.winner)) r.winner = m;
+    bool is_lt = parse_lt_candidate(m.kernel).has_value();
+    if (!is_lt && better(m, r.cutlass_best)) r.cutlass_best = m;
+    if (is_lt && better(m, r.lt_best)) r.lt_best = m;
+    if (!lts.empty() && m.kernel == lts[0]) r.lt_top1 = m;
+    if (m.kernel == analytic) r.analytic = m;
+  }
+  return r;
+}
+
+}  // namespace
+
+WorkloadReport report_from_db(const TuneTask& t, const TuningDb& db, const Environment& env,
+                              const ProfileOptions& opts) {
+  auto ranked = rank_candidates(t.problem, t.m, opts.target_sm, 1);
+  return summarize(t, workload_key(t.problem, t.m), ranked.empty() ? "" : ranked[0].name, db, env, opts);
+}
+
+std::vector<WorkloadReport> tune_tasks(const std::vector<TuneTask>& tasks, TuningDb& db, const Environment& env,
+                                       const ProfileOptions& opts, const MeasureFn& measure,
+                                       const CompileFn& compile) {
+  struct Plan {
+    std::string workload;
+    std::vector<Candidate> cutlass;
+    std::vector<std::string> todo;  // kernels this run must time, in ranking order
+  };
+  std::vector<Plan> plans;
+  std::vector<KernelSpec> to_compile;
+  std::set<std::string> queued;
+  for (const TuneTask& t : tasks) {
+    Plan p;
+    p.workload = workload_key(t.problem, t.m);
+    p.cutlass = rank_candidates(t.problem, t.m, opts.target_sm, size_t(std::max(opts.top_k, 1)));
+    std::vector<std::string> names;
+    for (const Candidate& c : p.cutlass) names.push_back(c.name);
+    for (const std::string& n : lt_candidates(t.problem, opts.lt_algos)) names.push_back(n);
+    for (const std::string& n : names) {
+      if (db.find(env, p.workload, n)) continue;  // measured before (maybe by a run that was killed)
+      p.todo.push_back(n);
+    }
+    for (const Candidate& c : p.cutlass)
+      if (std::find(p.todo.begin(), p.todo.end(), c.name) != p.todo.end() && queued.insert(c.name).second)
+        to_compile.push_back(c.spec);
+    plans.push_back(std::move(p));
+  }
+
+  // One parallel batch for everything; kernels do not depend on the shape.
+  std::map<std::string, CompileResult> built;
+  if (!to_compile.empty()) {
+    std::vector<CompileResult> res = compile(to_compile);
+    if (res.size() != to_compile.size())
+      throw std::logic_error("compile function broke its contract: one result per spec, in order");
+    for (size_t i = 0; i < res.size(); ++i) built[kernel_name(to_compile[i])] = res[i];
+  }
+
+  std::vector<WorkloadReport> out;
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    Plan& p = plans[i];
+    int measured = 0;
+    for (const std::string& kernel : p.todo) {
+      Measurement m;
+      auto b = built.find(kernel);
+      if (b != built.end() && !b->second.ok) {
+        m.workload = p.workload;
+        m.kernel = kernel;
+        m.status = Status::compile_failed;
+        m.detail = "compile failed; log: " + b->second.log;
+      } else {
+        m = measure(tasks[i].problem, tasks[i].m, kernel, b != built.end() ? b->second.library : "");
+        m.workload = p.workload;
+        m.kernel = kernel;
+        if (m.status != Status::ok) m.time_us = std::numeric_limits<double>::infinity();
+      }
+      db.record(env, m);  // at once: a kill after this line loses nothing
+      ++measured;
+    }
+    WorkloadReport r = summarize(tasks[i], p.workload, p.cutlass.empty() ? "" : p.cutlass[0].name, db, env, opts);
+    r.measured = measured;
+    r.reused = int(p.cutlass.size() + lt_candidates(tasks[i].problem, opts.lt_algos).size()) - measured;
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+CompileFn default_compile_fn(const ProfileOptions& opts) {
+  return [opts](const std::vector<KernelSpec>& specs) {
+    NvccOptions nv;
+    nv.target_sm = opts.target_sm;
+    const std::string nvcc = find_nvcc();
+    CompileCache cache(opts.cache_dir.empty() ? CompileCache::default_dir() : opts.cache_dir, nvcc);
+    std::vector<CompileJob> jobs;
+    for (const KernelSpec& s : specs) {
+      CompileJob j;
+      j.name = kernel_name(s);
+      j.source = emit_kernel(s, opts.target_sm);
+      // nvcc.h's command line without the compiler, the output and the source (the cache adds those).
+      std::vector<std::string> cmd = nvcc_command(s, "@SRC@", "@LIB@", nv);
+      for (size_t i = 1; i < cmd.size(); ++i) {
+        if (cmd[i] == "-o" || cmd[i] == "@LIB@" || cmd[i] == "@SRC@" || cmd[i] == "-shared") continue;
+        if (cmd[i] == "-Xcompiler" && i + 1 < cmd.size() && cmd[i + 1] == "-fPIC") {
+          ++i;  // the cache adds -shared -Xcompiler -fPIC itself
+          continue;
+        }
+        j.flags.push_back(cmd[i]);
+      }
+      jobs.push_back(std::move(j));
+    }
+    int jobs_n = opts.jobs > 0 ? opts.jobs : int(std::max(1u, std::thread::hardware_concurrency()));
+    return cache.compile_all(jobs, jobs_n, opts.quiet);
+  };
+}
+
+}  // namespace sabre::tune

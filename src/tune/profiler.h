@@ -1,0 +1,93 @@
+// The profiler: for each (workload, M) it takes the analytic model's top-k CUTLASS kernels and
+// cuBLASLt's heuristic algorithms, compiles what needs compiling (CompileCache, in parallel),
+// times each candidate in a child process under a watchdog and records every measurement in the
+// TuningDb the moment it is made. A rerun (after kill -9 or with a warm DB) measures only the
+// (workload, kernel) pairs the DB does not have. Compiling and timing are injected functions, so
+// the resume logic is tested without a GPU. Tests: tests/unit/tune_profiler_test.cpp
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "backends/cutlass/kernel_spec.h"
+#include "tune/compile_cache.h"
+#include "tune/db.h"
+#include "tune/select.h"
+#include "tune/watchdog.h"
+
+namespace sabre::tune {
+
+struct ProfileOptions {
+  int top_k = 4;          // CUTLASS candidates per workload, from the analytic ranking
+  int lt_algos = 16;      // cuBLASLt heuristic algorithms per workload (0: none)
+  int target_sm = 90;
+  int jobs = 0;           // parallel compiles; 0: all cores
+  bool quiet = false;     // no progress output
+  std::chrono::milliseconds timeout{60000};  // per candidate (compile excluded)
+  std::string cache_dir;  // kernel cache; empty: CompileCache::default_dir()
+};
+
+// One unit of tuning work: a problem at one M.
+struct TuneTask {
+  GemmProblem problem;
+  int64_t m = 0;
+};
+
+// Times one candidate: `library` is its .so (CUTLASS) or empty (cuBLASLt, "cublaslt_...#algoN").
+// Returns the measurement (status and time); must not throw for a kernel's failure.
+using MeasureFn = std::function<Measurement(const GemmProblem& p, int64_t m, const std::string& kernel,
+                                            const std::string& library)>;
+// Compiles CUTLASS candidates; results in the order of `specs` (name, ok, library, log).
+using CompileFn = std::function<std::vector<CompileResult>(const std::vector<cutlass_backend::KernelSpec>& specs)>;
+
+struct WorkloadReport {
+  TuneTask task;
+  std::string workload;
+  std::string analytic_pick;               // the model's first choice
+  std::optional<Measurement> winner;       // fastest correct candidate
+  std::optional<Measurement> cutlass_best; // fastest correct CUTLASS candidate
+  std::optional<Measurement> lt_top1;      // cuBLASLt heuristic's first algorithm
+  std::optional<Measurement> lt_best;      // fastest of cuBLASLt's algorithms
+  std::optional<Measurement> analytic;     // the analytic pick's measurement, when it was timed
+  int measured = 0;  // candidates timed in this run
+  int reused = 0;    // candidates the DB already had
+};
+
+// The cuBLASLt candidates of a problem: "cublaslt_tn_f16_f16_f32_bias#algo0" ...; none when
+// cuBLASLt cannot compute the epilogue (gelu_erf, silu, ...).
+std::vector<std::string> lt_candidates(const GemmProblem& p, int count);
+// "cublaslt_...#algo3" -> {"cublaslt_...", 3}; nullopt for a CUTLASS name.
+std::optional<std::pair<std::string, int>> parse_lt_candidate(const std::string& kernel);
+
+// Tunes every task: compiles all missing CUTLASS candidates in one parallel batch, then times the
+// unmeasured ones task by task. Failures are recorded (compile_failed with the log's path, crashed,
+// hung, wrong_result) with time +inf. A candidate is never measured twice for one environment.
+std::vector<WorkloadReport> tune_tasks(const std::vector<TuneTask>& tasks, TuningDb& db, const Environment& env,
+                                       const ProfileOptions& opts, const MeasureFn& measure,
+                                       const CompileFn& compile);
+
+// The report of a task from the DB alone (no measuring): what `sabre tune` prints on a warm run.
+WorkloadReport report_from_db(const TuneTask& t, const TuningDb& db, const Environment& env, const ProfileOptions& opts);
+
+// The real functions. default_compile_fn emits each spec and compiles it through CompileCache
+// with the nvcc flags of backends/cutlass/nvcc.h. gpu_measure_fn times on GPU 0 in a child
+// process (see gpu_measure.cpp); it exists only in builds with the CUDA toolkit.
+CompileFn default_compile_fn(const ProfileOptions& opts);
+bool have_gpu_support();  // this build can time kernels (CUDA toolkit found at configure time)
+MeasureFn gpu_measure_fn(const ProfileOptions& opts);
+// Probes GPU 0 in a child process (the parent never creates a CUDA context: fork would break it).
+// Fills env (gpu name, SM, CUDA runtime version) and returns true, or returns false with `why`.
+bool probe_gpu(Environment& env, std::string& why);
+
+// A watchdog outcome as a measurement: ok payload "ok TIME_US REL_ERR", failed payload
+// "STATUS detail", crashed and hung as themselves (time +inf). Tests: tests/unit/tune_profiler_test.cpp
+Measurement measurement_from_child(const ChildResult& r);
+
+// sabre's template version (bump when emitted code changes) and the CUTLASS version it builds with.
+std::string template_version();
+std::string cutlass_version();
+
+}  // namespace sabre::tune

@@ -1,0 +1,130 @@
+#include "tune/rank.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+
+#include "backends/cutlass/catalog.h"
+
+namespace sabre::tune {
+
+using namespace cutlass_backend;
+
+GpuModel GpuModel::for_sm(int target_sm) {
+  GpuModel g;
+  if (target_sm < 90) {
+    g.sms = 108;
+    g.peak_tflops = 312;
+    g.hbm_tbps = 2.0;
+    g.l2_tbps = 7;
+    g.sm80_on_sm90 = 1.0;
+  }
+  return g;
+}
+
+GemmOperands problem_operands(const GemmProblem& p) {
+  auto e = parse_elem(p.dtype);
+  if (!e) throw std::invalid_argument("GEMM dtype '" + p.dtype + "' has no kernels: use f16, bf16 or f32");
+  GemmOperands ops;
+  ops.ab = ops.d = *e;
+  if (p.layout == "tn")
+    ops.layout = Layout::tn;
+  else if (p.layout == "tt")
+    ops.layout = Layout::tt;
+  else
+    throw std::invalid_argument("GEMM layout '" + p.layout + "' has no kernels: use tn or tt");
+  return ops;
+}
+
+EpilogueSpec problem_epilogue(const GemmProblem& p) {
+  auto e = parse_epilogue(p.epilogue);
+  if (!e) throw std::invalid_argument("GEMM epilogue '" + p.epilogue + "' is not a kernel_spec.h epilogue name");
+  return *e;
+}
+
+namespace {
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t round_up(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
+
+}  // namespace
+
+double predict_us(const KernelSpec& s, const GemmShape& shape, int problem_alignment, const GpuModel& gpu,
+                  int target_sm) {
+  const KernelConfig& c = s.config;
+  if (c.alignment <= 0 || problem_alignment % c.alignment != 0) return std::numeric_limits<double>::infinity();
+  const double bytes = elem_bytes(s.ops.ab), out_bytes = elem_bytes(s.ops.d);
+  double peak = gpu.peak_tflops * 1e12 * (s.ops.ab == Elem::f32 ? 0.5 : 1.0);
+  if (c.family == Family::sm80 && target_sm >= 90) peak *= gpu.sm80_on_sm90;
+  const double per_sm = peak / gpu.sms;
+  const int64_t tm = c.tile.m, tn = c.tile.n, tk = c.tile.k;
+
+  // Operand feed: flops per byte a tile's k-step loads; small tiles starve the tensor cores.
+  const double intensity = 2.0 * tm * tn / ((tm + tn) * bytes);
+  double eff = intensity / (intensity + 12.0);
+  // Loads narrower than 16 bytes take more instructions per byte (the alignment fallbacks).
+  const double access = c.alignment * bytes;
+  if (access < 16) eff *= 0.5 + 0.5 * access / 16.0;
+  // Two stages cannot hide the global-load latency.
+  if (c.family == Family::sm80 && c.stages <= 2) eff *= 0.7;
+
+  // Tile and cluster quantization: a cluster launches whole, so partial clusters still cost.
+  const int64_t tiles_m = round_up(ceil_div(shape.m, tm), c.cluster_m);
+  const int64_t tiles_n = round_up(ceil_div(shape.n, tn), c.cluster_n);
+  const int64_t tiles = tiles_m * tiles_n * shape.batch;
+  const int64_t k_iters = ceil_div(shape.k, tk);
+  // Multicast halves one operand's L2 reads; it helps once the machine is full.
+  if (c.cluster_m * c.cluster_n > 1 && tiles >= gpu.sms) eff *= 1.03;
+  const double t_iter = 2.0 * tm * tn * tk / (per_sm * eff);  // seconds
+  const double res_bytes = s.epi.residual != Residual::none ? out_bytes : 0;
+  const double hbm_per_sm = gpu.hbm_tbps * 1e12 / gpu.sms;
+  double t_epi = tm * tn * (out_bytes + res_bytes) / hbm_per_sm;
+  if (c.schedule == Schedule::pingpong) t_epi *= 0.3;  // the other warpgroup's mainloop hides it
+
+  double t_compute;
+  if (c.schedule == Schedule::streamk) {
+    // Work is balanced at k-iteration granularity; split tiles pay a reduction of partials.
+    const int64_t units = tiles * k_iters;
+    t_compute = ceil_div(units, gpu.sms) * t_iter * 1.05 + t_epi * ceil_div(tiles, gpu.sms);
+    if (tiles < gpu.sms) {
+      const int64_t splits = std::min<int64_t>(k_iters, ceil_div(gpu.sms, tiles));
+      if (splits > 1) t_compute += (splits - 1) * tm * tn * 4.0 / (gpu.l2_tbps * 1e12 / gpu.sms) * 0.25 + 0.5e-6;
+    }
+  } else {
+    const int64_t waves = ceil_div(tiles, gpu.sms);
+    t_compute = waves * (k_iters * t_iter + t_epi);
+  }
+  // Bandwidth floors: every operand once from HBM; every tile's operands from L2.
+  const double hbm_bytes = (double(shape.m) * shape.k + double(shape.n) * shape.k) * bytes * shape.batch +
+                           double(shape.m) * shape.n * (out_bytes + res_bytes) * shape.batch;
+  const double t_hbm = hbm_bytes / (gpu.hbm_tbps * 1e12);
+  const double l2_bytes = double(tiles) * shape.k * bytes * (double(tm) / c.cluster_n + double(tn) / c.cluster_m);
+  const double t_l2 = l2_bytes / (gpu.l2_tbps * 1e12);
+  return std::max({t_compute, t_hbm, t_l2}) * 1e6 + gpu.launch_us;
+}
+
+std::vector<Candidate> rank_candidates(const GemmProblem& p, int64_t m, int target_sm, size_t limit) {
+  const GemmOperands ops = problem_operands(p);
+  const EpilogueSpec epi = problem_epilogue(p);
+  const GpuModel gpu = GpuModel::for_sm(target_sm);
+  const GemmShape shape{m, p.n, p.k, p.batch};
+  std::vector<Candidate> out;
+  std::vector<Family> families = {Family::sm80};
+  if (target_sm >= 90) families.insert(families.begin(), Family::sm90);
+  for (Family f : families)
+    for (const KernelConfig& c : catalog(f, ops, target_sm)) {
+      KernelSpec s{c, ops, epi};
+      if (unsupported_reason(s, target_sm)) continue;  // the epilogue may rule out what the catalog allowed
+      double t = predict_us(s, shape, p.alignment, gpu, target_sm);
+      if (!std::isfinite(t)) continue;
+      out.push_back({s, kernel_name(s), t});
+    }
+  std::sort(out.begin(), out.end(), [](const Candidate& a, const Candidate& b) {
+    return a.predicted_us != b.predicted_us ? a.predicted_us < b.predicted_us : a.name < b.name;
+  });
+  if (limit && out.size() > limit) out.resize(limit);
+  return out;
+}
+
+}  // namespace sabre::tune

@@ -1,0 +1,50 @@
+// The analytic model: predicts a kernel's time on a problem from tile and wave quantization,
+// arithmetic intensity, HBM/L2 traffic, cluster and alignment, and ranks the catalog with it.
+// It picks kernels when there is no GPU to time on, and chooses which candidates the profiler
+// times. Deterministic (ties break by kernel name). Tests: tests/unit/rank_test.cpp
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "backends/cutlass/kernel_spec.h"
+#include "tune/select.h"
+
+namespace sabre::tune {
+
+// What the model knows about a GPU. Defaults: H200 (132 SMs).
+struct GpuModel {
+  int sms = 132;
+  double peak_tflops = 989;   // dense 16-bit tensor-core peak (TF32 is half)
+  double hbm_tbps = 4.8;
+  double l2_tbps = 11;
+  double sm80_on_sm90 = 0.6;  // mma.sync kernels reach about this share of wgmma peak on Hopper
+  double launch_us = 2.5;     // launch + pipeline fill + epilogue drain, per kernel
+  static GpuModel for_sm(int target_sm);  // 90: H100/H200; 80: A100 (108 SMs, 312 TFLOPs)
+};
+
+struct GemmShape {
+  int64_t m = 0, n = 0, k = 0, batch = 1;
+};
+
+struct Candidate {
+  cutlass_backend::KernelSpec spec;
+  std::string name;
+  double predicted_us = 0;
+};
+
+// The operands and epilogue of a problem; throws std::invalid_argument (naming the field) for a
+// dtype, layout or epilogue sabre has no kernels for.
+cutlass_backend::GemmOperands problem_operands(const GemmProblem& p);
+cutlass_backend::EpilogueSpec problem_epilogue(const GemmProblem& p);
+
+// Predicted time of `s` on `shape`, microseconds; +inf when the kernel cannot run it (alignment).
+double predict_us(const cutlass_backend::KernelSpec& s, const GemmShape& shape, int problem_alignment,
+                  const GpuModel& gpu, int target_sm);
+
+// The catalog kernels (sm90 and the sm80 fallbacks on sm90 targets; sm80 on sm80) that pass the
+// static filter and the problem's alignment, fastest predicted first. `limit` 0: all of them.
+std::vector<Candidate> rank_candidates(const GemmProblem& p, int64_t m, int target_sm, size_t limit = 0);
+
+}  // namespace sabre::tune

@@ -1,0 +1,120 @@
+#include "tune/select.h"
+
+#include <set>
+#include <stdexcept>
+
+#include "backends/cutlass/kernel_spec.h"
+#include "ir/graph.h"
+#include "tune/profiler.h"
+#include "tune/rank.h"
+
+namespace sabre::tune {
+
+std::vector<int64_t> m_buckets(int64_t m_min, int64_t m_max) {
+  if (m_min < 1 || m_max < m_min)
+    throw std::invalid_argument("M range [" + std::to_string(m_min) + ", " + std::to_string(m_max) +
+                                "] is empty or not positive");
+  std::vector<int64_t> out;
+  int64_t r = 1;
+  while (r < m_min) r *= 2;
+  for (; r < m_max; r *= 2) out.push_back(r);
+  out.push_back(m_max);
+  return out;
+}
+
+std::string workload_key(const GemmProblem& p, int64_t m) {
+  return "gemm " + p.dtype + " " + p.layout + " " + p.epilogue + " m=" + std::to_string(m) +
+         " n=" + std::to_string(p.n) + " k=" + std::to_string(p.k) + " b=" + std::to_string(p.batch) +
+         " a=" + std::to_string(p.alignment);
+}
+
+namespace {
+
+// The fastest correct CUTLASS kernel the DB has for a workload ("" when none): the compiler emits
+// CUTLASS kernels, so cuBLASLt winners only serve as the yardstick here.
+std::string db_pick(const TuningDb& db, const Environment& env, const std::string& workload) {
+  for (const Measurement& m : db.measurements(env, workload))  // fastest first
+    if (m.status == Status::ok && cutlass_backend::parse_kernel_name(m.kernel)) return m.kernel;
+  return "";
+}
+
+}  // namespace
+
+std::vector<DispatchEntry> pick_kernels(const GemmProblem& p, const PickOptions& opts) {
+  const std::vector<int64_t> buckets = m_buckets(p.m_min, p.m_max);
+  if (opts.tune) {
+    if (!opts.db) throw std::invalid_argument("pick_kernels: tuning needs a database to write to (PickOptions::db)");
+    if (!have_gpu_support())
+      throw std::runtime_error("pick_kernels: this build of sabre cannot time kernels (no CUDA toolkit at configure "
+                               "time); pick without tuning (PickOptions::tune = false)");
+    ProfileOptions po;
+    po.top_k = opts.top_k;
+    po.target_sm = opts.target_sm;
+    po.quiet = true;
+    std::vector<TuneTask> tasks;
+    for (int64_t m : buckets) tasks.push_back({p, m});
+    tune_tasks(tasks, *opts.db, opts.env, po, gpu_measure_fn(po), default_compile_fn(po));
+  }
+  std::vector<DispatchEntry> out;
+  for (int64_t m : buckets) {
+    std::string kernel = opts.db ? db_pick(*opts.db, opts.env, workload_key(p, m)) : "";
+    if (kernel.empty()) {
+      auto ranked = rank_candidates(p, m, opts.target_sm, 1);
+      if (ranked.empty())
+        throw std::invalid_argument("no catalog kernel can run " + workload_key(p, m) + " on sm" +
+                                    std::to_string(opts.target_sm));
+      kernel = ranked[0].name;
+    }
+    if (!out.empty() && out.back().kernel == kernel)
+      out.back().max_m = m;  // same pick as the smaller bucket: one entry covers both
+    else
+      out.push_back({m, kernel});
+  }
+  return out;
+}
+
+namespace {
+
+// A Composite dim attribute: an int, or a Dim's text ("batch*seq", "128").
+std::optional<ir::Dim> dim_attr(const ir::Node& n, const std::string& key) {
+  auto it = n.attrs().find(key);
+  if (it == n.attrs().end()) return std::nullopt;
+  if (auto* i = std::get_if<int64_t>(&it->second)) return ir::Dim(*i);
+  if (auto* s = std::get_if<std::string>(&it->second)) return ir::Dim::parse(*s);
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::vector<GemmProblem> gemm_problems(const ir::Graph& g, int64_t default_max) {
+  std::vector<GemmProblem> out;
+  for (const ir::Node* n : g.topo_order()) {
+    if (n->domain() != "sabre" || n->op() != "Composite") continue;
+    const std::string kind = n->attr_string("kind", "");
+    if (kind != "gemm" && kind != "batched_gemm") continue;
+    auto m = dim_attr(*n, "m"), nn = dim_attr(*n, "n"), k = dim_attr(*n, "k");
+    auto batch = n->has_attr("batch") ? dim_attr(*n, "batch") : std::optional<ir::Dim>(ir::Dim(1));
+    if (!m || !nn || !k || !batch) continue;
+    if (!nn->is_static() || !k->is_static() || !batch->is_static()) continue;  // runtime-shaped: not tuned statically
+    GemmProblem p;
+    p.dtype = n->attr_string("dtype", "");
+    p.layout = n->attr_string("layout", "");
+    p.epilogue = n->attr_string("epilogue", "");
+    p.n = nn->value();
+    p.k = k->value();
+    p.batch = batch->value();
+    p.alignment = int(n->attr_int("alignment", 1));
+    if (m->is_static()) {
+      p.m_min = p.m_max = m->value();
+    } else {
+      p.m_min = 1;
+      p.m_max = default_max;
+    }
+    bool seen = false;
+    for (const GemmProblem& q : out) seen = seen || q == p;
+    if (!seen) out.push_back(p);
+  }
+  return out;
+}
+
+}  // namespace sabre::tune

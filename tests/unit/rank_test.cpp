@@ -1,0 +1,204 @@
+// The analytic model and kernel selection (src/tune/rank.h, src/tune/select.h): sensible tiles for
+// big and small problems, no statically unsupported or misaligned kernel, determinism, M buckets
+// and dispatch tables, DB winners over the model, and workload collection from a partitioned model.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+
+#include "backends/cutlass/kernel_spec.h"
+#include "backends/cutlass/patterns.h"
+#include "frontend/onnx/importer.h"
+#include "partition/partitioner.h"
+#include "transform/canonicalize.h"
+#include "tune/rank.h"
+#include "tune/select.h"
+
+using namespace sabre::tune;
+namespace cb = sabre::cutlass_backend;
+
+namespace {
+
+GemmProblem problem(const std::string& dtype, int64_t n, int64_t k, int64_t m, const std::string& epi = "bias") {
+  GemmProblem p;
+  p.dtype = dtype;
+  p.layout = "tn";
+  p.epilogue = epi;
+  p.n = n;
+  p.k = k;
+  p.m_min = p.m_max = m;
+  p.alignment = dtype == "f32" ? 4 : 8;
+  return p;
+}
+
+Environment h200() { return {"NVIDIA H200", 90, "13.0", "4.2.0", "1"}; }
+
+}  // namespace
+
+TEST(Rank, BigSquareGemmGetsBigTilesOnSm90) {
+  for (const char* dt : {"f16", "bf16"}) {
+    auto r = rank_candidates(problem(dt, 4096, 4096, 4096), 4096, 90);
+    ASSERT_FALSE(r.empty());
+    const cb::KernelConfig& c = r[0].spec.config;
+    EXPECT_EQ(c.family, cb::Family::sm90) << r[0].name;
+    EXPECT_GE(c.tile.m * c.tile.n, 128 * 256) << r[0].name;
+    // Predicted time is in the right decade: 137 GFLOP at ~800 TFLOP/s is ~170 us.
+    EXPECT_GT(r[0].predicted_us, 120);
+    EXPECT_LT(r[0].predicted_us, 260);
+  }
+}
+
+TEST(Rank, SmallProblemGetsSmallTilesOrStreamK) {
+  auto r = rank_candidates(problem("f16", 768, 768, 128), 128, 90);
+  ASSERT_FALSE(r.empty());
+  const cb::KernelConfig& c = r[0].spec.config;
+  EXPECT_TRUE(c.tile.m * c.tile.n <= 128 * 64 || c.schedule == cb::Schedule::streamk) << r[0].name;
+  // The big-tile kernel that wins 4096^3 leaves most SMs idle here: it must rank below the pick.
+  auto big = rank_candidates(problem("f16", 4096, 4096, 4096), 4096, 90)[0];
+  for (const Candidate& x : r)
+    if (x.name == big.name) EXPECT_GT(x.predicted_us, r[0].predicted_us);
+}
+
+TEST(Rank, NeverOffersUnsupportedOrMisalignedKernels) {
+  for (const char* dt : {"f16", "bf16", "f32"})
+    for (const char* layout : {"tn", "tt"})
+      for (int align : {1, 2, 4, 8})
+        for (const char* epi : {"linear", "bias_gelu", "bias_res_relu", "gelu_res"}) {
+          GemmProblem p = problem(dt, 768, 3072, 1000, epi);
+          p.layout = layout;
+          p.alignment = align;
+          for (int sm : {80, 90})
+            for (const Candidate& c : rank_candidates(p, 1000, sm)) {
+              EXPECT_FALSE(cb::unsupported_reason(c.spec, sm)) << c.name;
+              EXPECT_EQ(align % c.spec.config.alignment, 0) << c.name << " on alignment " << align;
+              EXPECT_EQ(c.name, cb::kernel_name(c.spec));
+              EXPECT_EQ(cb::epilogue_name(c.spec.epi), epi);
+            }
+        }
+}
+
+TEST(Rank, UnalignedProblemFallsBackToNarrowAccessKernels) {
+  GemmProblem p = problem("f16", 91, 3, 77);
+  p.alignment = 1;
+  auto r = rank_candidates(p, 77, 90);
+  ASSERT_FALSE(r.empty());
+  EXPECT_EQ(r[0].spec.config.alignment, 1);
+  EXPECT_EQ(r[0].spec.config.family, cb::Family::sm80);
+}
+
+TEST(Rank, IsDeterministicAndSorted) {
+  GemmProblem p = problem("bf16", 2304, 768, 1024, "bias_gelu");
+  auto a = rank_candidates(p, 1024, 90), b = rank_candidates(p, 1024, 90);
+  ASSERT_EQ(a.size(), b.size());
+  ASSERT_GT(a.size(), 10u);
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].name, b[i].name);
+    if (i) EXPECT_LE(a[i - 1].predicted_us, a[i].predicted_us);
+  }
+  EXPECT_EQ(rank_candidates(p, 1024, 90, 3).size(), 3u);
+}
+
+TEST(Rank, MoreWorkTakesLongerForTheSameKernel) {
+  auto k = rank_candidates(problem("f16", 768, 768, 1024), 1024, 90)[0].spec;
+  const GpuModel g = GpuModel::for_sm(90);
+  double prev = 0;
+  for (int64_t m : {128, 1024, 4096, 16384}) {
+    double t = predict_us(k, {m, 768, 768, 1}, 8, g, 90);
+    EXPECT_GE(t, prev) << m;
+    prev = t;
+  }
+  // An alignment the kernel needs but the problem lacks: cannot run.
+  EXPECT_TRUE(std::isinf(predict_us(k, {128, 768, 768, 1}, 2, g, 90)));
+}
+
+TEST(Rank, BadProblemsAreClearErrors) {
+  EXPECT_THROW(rank_candidates(problem("i8", 768, 768, 128), 128, 90), std::invalid_argument);
+  EXPECT_THROW(rank_candidates(problem("f16", 768, 768, 128, "bias_wobble"), 128, 90), std::invalid_argument);
+  GemmProblem p = problem("f16", 768, 768, 128);
+  p.layout = "nn";
+  EXPECT_THROW(rank_candidates(p, 128, 90), std::invalid_argument);
+}
+
+TEST(Select, BucketsArePowersOfTwoUpToTheMaximum) {
+  EXPECT_EQ(m_buckets(1, 1), (std::vector<int64_t>{1}));
+  EXPECT_EQ(m_buckets(1, 384), (std::vector<int64_t>{1, 2, 4, 8, 16, 32, 64, 128, 256, 384}));
+  EXPECT_EQ(m_buckets(100, 512), (std::vector<int64_t>{128, 256, 512}));
+  EXPECT_EQ(m_buckets(4096, 4096), (std::vector<int64_t>{4096}));
+  EXPECT_THROW(m_buckets(0, 4), std::invalid_argument);
+  EXPECT_THROW(m_buckets(8, 4), std::invalid_argument);
+}
+
+TEST(Select, AnalyticDispatchCoversTheRangeAndMergesEqualPicks) {
+  GemmProblem p = problem("f16", 3072, 768, 1, "bias_gelu");
+  p.m_min = 1;
+  p.m_max = 16384;
+  auto d = pick_kernels(p, PickOptions{});
+  ASSERT_FALSE(d.empty());
+  EXPECT_EQ(d.back().max_m, 16384);
+  for (size_t i = 0; i < d.size(); ++i) {
+    EXPECT_TRUE(cb::parse_kernel_name(d[i].kernel)) << d[i].kernel;
+    if (i) {
+      EXPECT_GT(d[i].max_m, d[i - 1].max_m);
+      EXPECT_NE(d[i].kernel, d[i - 1].kernel) << "neighbouring buckets with one kernel must merge";
+    }
+  }
+  // Small and large M should not share a kernel under the model (tile/wave quantization differs).
+  EXPECT_GT(d.size(), 1u);
+  // Each entry's kernel is the model's pick at that bucket's representative.
+  for (const auto& e : d) EXPECT_EQ(e.kernel, rank_candidates(p, e.max_m, 90, 1)[0].name);
+  // Static M: one entry.
+  auto s = pick_kernels(problem("f16", 768, 768, 128), PickOptions{});
+  ASSERT_EQ(s.size(), 1u);
+  EXPECT_EQ(s[0].max_m, 128);
+}
+
+TEST(Select, DatabaseWinnerOverridesTheModelButCublasltDoesNot) {
+  TuningDb db(":memory:");
+  GemmProblem p = problem("f16", 768, 768, 1024);
+  const std::string w = workload_key(p, 1024);
+  EXPECT_EQ(w, "gemm f16 tn bias m=1024 n=768 k=768 b=1 a=8");
+  auto ranked = rank_candidates(p, 1024, 90);
+  ASSERT_GT(ranked.size(), 5u);
+  const std::string fifth = ranked[4].name;
+  db.record(h200(), {w, ranked[0].name, Status::ok, 30.0, 1e-4, ""});
+  db.record(h200(), {w, fifth, Status::ok, 20.0, 1e-4, ""});
+  db.record(h200(), {w, "cublaslt_tn_f16_f16_f32_bias#algo0", Status::ok, 10.0, 1e-4, ""});
+  db.record(h200(), {w, ranked[1].name, Status::wrong_result, 5.0, 1, "bad"});
+  PickOptions o;
+  o.db = &db;
+  o.env = h200();
+  auto d = pick_kernels(p, o);
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].kernel, fifth);
+  // Another environment's measurements do not count.
+  o.env.gpu = "NVIDIA A100";
+  EXPECT_EQ(pick_kernels(p, o)[0].kernel, ranked[0].name);
+}
+
+TEST(Select, BertTinyWorkloadsAreCollectedOncePerShape) {
+  std::string path;
+  for (const std::string dir : {std::string(SABRE_SOURCE_DIR) + "/models", std::string(SABRE_BINARY_DIR) + "/models"})
+    if (std::filesystem::exists(dir + "/bert_tiny.onnx")) path = dir + "/bert_tiny.onnx";
+  ASSERT_FALSE(path.empty()) << "models/bert_tiny.onnx is bundled with the source tree";
+  sabre::ir::Graph g = sabre::transform::canonicalize(sabre::onnx_frontend::import_model(path));
+  auto r = sabre::partition::partition(std::move(g), sabre::cutlass_backend::pattern_table());
+  auto probs = gemm_problems(r.graph, 4096);
+  ASSERT_FALSE(probs.empty());
+  int composites = 0;
+  for (const auto* n : r.graph.nodes())
+    if (n->op() == "Composite" && n->attr_string("kind", "") == "gemm") ++composites;
+  // Layers repeat: far fewer unique workloads than GEMM regions, and no duplicates.
+  EXPECT_LT(int(probs.size()), composites);
+  for (size_t i = 0; i < probs.size(); ++i) {
+    for (size_t j = 0; j < i; ++j) EXPECT_FALSE(probs[i] == probs[j]);
+    EXPECT_GT(probs[i].n, 0);
+    EXPECT_GT(probs[i].k, 0);
+    EXPECT_GE(probs[i].m_max, probs[i].m_min);
+    EXPECT_TRUE(cb::parse_epilogue(probs[i].epilogue)) << probs[i].epilogue;
+    EXPECT_FALSE(pick_kernels(probs[i], PickOptions{}).empty());
+  }
+  // The FFN's first GEMM is fused with its GELU.
+  bool gelu = false;
+  for (const auto& p : probs) gelu = gelu || p.epilogue.find("gelu") != std::string::npos;
+  EXPECT_TRUE(gelu);
+}

@@ -1,0 +1,233 @@
+// The profiler's bookkeeping without a GPU (src/tune/profiler.h): fake compile and measure
+// functions stand in for nvcc and the GPU. Checks: every candidate measured once and recorded at
+// once; a run killed with SIGKILL mid-way resumes measuring only what is missing; failed compiles,
+// crashing and hanging candidates (real watchdog children) score +inf and the tuner goes on;
+// winners must be correct; cuBLASLt candidates and their names.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+
+#include "backends/cutlass/kernel_spec.h"
+#include "tune/profiler.h"
+#include "tune/rank.h"
+
+using namespace sabre::tune;
+namespace cb = sabre::cutlass_backend;
+
+namespace {
+
+Environment h200() { return {"NVIDIA H200", 90, "13.0", "4.2.0", "1"}; }
+
+GemmProblem problem(int64_t n, int64_t k, const std::string& epi) {
+  GemmProblem p;
+  p.dtype = "f16";
+  p.layout = "tn";
+  p.epilogue = epi;
+  p.n = n;
+  p.k = k;
+  p.m_min = 1;
+  p.m_max = 4096;
+  return p;
+}
+
+std::string temp_path(const char* tag) {
+  auto dir = std::filesystem::temp_directory_path() / ("sabre_profiler_test_" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  auto p = dir / tag;
+  std::filesystem::remove(p);
+  std::filesystem::remove(p.string() + "-wal");
+  std::filesystem::remove(p.string() + "-shm");
+  return p.string();
+}
+
+// A compile function that "builds" every spec except those named in `fail`.
+CompileFn fake_compile(std::set<std::string> fail, int* calls = nullptr) {
+  return [fail, calls](const std::vector<cb::KernelSpec>& specs) {
+    std::vector<CompileResult> out;
+    for (const auto& s : specs) {
+      CompileResult r;
+      r.name = cb::kernel_name(s);
+      r.ok = !fail.count(r.name);
+      r.library = r.ok ? "/fake/" + r.name + ".so" : "";
+      r.log = "/fake/" + r.name + ".log";
+      out.push_back(r);
+      if (calls) ++*calls;
+    }
+    return out;
+  };
+}
+
+// Deterministic fake time from the kernel name; appends each call to `log` (a file, so a killed
+// child's calls are visible too).
+MeasureFn fake_measure(const std::string& log) {
+  return [log](const GemmProblem&, int64_t m, const std::string& kernel, const std::string& library) {
+    std::ofstream(log, std::ios::app) << m << " " << kernel << "\n";
+    Measurement r;
+    r.time_us = 10.0 + double(std::hash<std::string>{}(kernel) % 1000) / 10.0;
+    r.rel_error = 1e-4;
+    // CUTLASS candidates arrive with their library; cuBLASLt ones without.
+    if (parse_lt_candidate(kernel) ? !library.empty() : library.empty()) r.status = Status::crashed;
+    return r;
+  };
+}
+
+std::vector<std::string> lines(const std::string& path) {
+  std::vector<std::string> out;
+  std::ifstream in(path);
+  for (std::string l; std::getline(in, l);) out.push_back(l);
+  return out;
+}
+
+std::vector<TuneTask> tasks() {
+  return {{problem(768, 768, "bias"), 128}, {problem(768, 768, "bias"), 4096}, {problem(3072, 768, "bias_gelu"), 1024}};
+}
+
+ProfileOptions opts() {
+  ProfileOptions o;
+  o.top_k = 4;
+  o.lt_algos = 3;
+  o.quiet = true;
+  return o;
+}
+
+}  // namespace
+
+TEST(Profiler, LtCandidatesOnlyForEpiloguesCublasltHas) {
+  auto lt = lt_candidates(problem(768, 768, "bias_relu"), 2);
+  ASSERT_EQ(lt.size(), 2u);
+  EXPECT_EQ(lt[0], "cublaslt_tn_f16_f16_f32_bias_relu#algo0");
+  EXPECT_EQ(parse_lt_candidate(lt[1]), std::make_pair(std::string("cublaslt_tn_f16_f16_f32_bias_relu"), 1));
+  EXPECT_TRUE(lt_candidates(problem(768, 768, "bias_gelu"), 4).empty());  // erf GELU: cuBLASLt has only tanh
+  EXPECT_EQ(lt_candidates(problem(768, 768, "bias_gelutanh"), 4).size(), 4u);
+  EXPECT_TRUE(lt_candidates(problem(768, 768, "gelu_res"), 4).empty());
+  EXPECT_FALSE(parse_lt_candidate("sm90_ws_coop_tn_f16_f16_f32_128x256x64_c1x2_a8_bias"));
+  EXPECT_FALSE(parse_lt_candidate("cublaslt_tn_f16_f16_f32_bias#algox"));
+}
+
+TEST(Profiler, MeasuresEachCandidateOnceAndRecordsEverything) {
+  TuningDb db(":memory:");
+  const std::string log = temp_path("calls.txt");
+  int compiled = 0;
+  auto reports = tune_tasks(tasks(), db, h200(), opts(), fake_measure(log), fake_compile({}, &compiled));
+  ASSERT_EQ(reports.size(), 3u);
+  auto calls = lines(log);
+  // 4 CUTLASS + 3 cuBLASLt for the bias workloads; bias_gelu (erf) has no cuBLASLt candidates.
+  EXPECT_EQ(calls.size(), 4u + 3 + 4 + 3 + 4);
+  EXPECT_EQ(std::set<std::string>(calls.begin(), calls.end()).size(), calls.size());
+  EXPECT_LE(compiled, 12);  // kernels shared between workloads compile once
+  EXPECT_EQ(db.count(), int64_t(calls.size()));
+  for (const auto& r : reports) {
+    ASSERT_TRUE(r.winner) << r.workload;
+    EXPECT_EQ(r.winner->status, Status::ok);
+    auto ms = db.measurements(h200(), r.workload);
+    EXPECT_EQ(r.winner->kernel, ms[0].kernel);
+    EXPECT_EQ(r.measured, int(ms.size()));
+    EXPECT_EQ(r.reused, 0);
+    ASSERT_TRUE(r.cutlass_best);
+    EXPECT_TRUE(cb::parse_kernel_name(r.cutlass_best->kernel));
+    EXPECT_EQ(r.analytic_pick, rank_candidates(r.task.problem, r.task.m, 90, 1)[0].name);
+    ASSERT_TRUE(r.analytic);  // the model's pick is always among the timed
+  }
+  EXPECT_TRUE(reports[0].lt_top1);
+  EXPECT_EQ(reports[0].lt_top1->kernel, "cublaslt_tn_f16_f16_f32_bias#algo0");
+  EXPECT_FALSE(reports[2].lt_top1);
+
+  // Warm: nothing measured or compiled again, same winners.
+  std::filesystem::remove(log);
+  compiled = 0;
+  auto again = tune_tasks(tasks(), db, h200(), opts(), fake_measure(log), fake_compile({}, &compiled));
+  EXPECT_TRUE(lines(log).empty());
+  EXPECT_EQ(compiled, 0);
+  for (size_t i = 0; i < again.size(); ++i) {
+    EXPECT_EQ(again[i].winner->kernel, reports[i].winner->kernel);
+    EXPECT_EQ(again[i].measured, 0);
+    EXPECT_EQ(again[i].reused, reports[i].measured);
+    EXPECT_EQ(report_from_db(tasks()[i], db, h200(), opts()).winner->kernel, reports[i].winner->kernel);
+  }
+}
+
+TEST(Profiler, ResumesAfterSigkillWithoutLosingOrRepeatingMeasurements) {
+  const std::string dbpath = temp_path("resume.db");
+  const std::string log = temp_path("resume_calls.txt");
+  constexpr int kKillAfter = 9;
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    TuningDb db(dbpath);
+    auto inner = fake_measure(log);
+    int n = 0;
+    MeasureFn dying = [&](const GemmProblem& p, int64_t m, const std::string& k, const std::string& lib) {
+      if (n++ == kKillAfter) raise(SIGKILL);  // kill -9 in the middle of a measurement
+      return inner(p, m, k, lib);
+    };
+    tune_tasks(tasks(), db, h200(), opts(), dying, fake_compile({}));
+    _exit(0);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << "the child should have been killed";
+  auto first = lines(log);
+  ASSERT_EQ(first.size(), size_t(kKillAfter));
+  {
+    TuningDb db(dbpath);
+    EXPECT_EQ(db.count(), kKillAfter) << "every measurement made before the kill is in the DB";
+  }
+  std::filesystem::remove(log);
+  TuningDb db(dbpath);
+  auto reports = tune_tasks(tasks(), db, h200(), opts(), fake_measure(log), fake_compile({}));
+  auto second = lines(log);
+  EXPECT_EQ(first.size() + second.size(), 18u) << "all candidates measured exactly once over both runs";
+  std::set<std::string> all(first.begin(), first.end());
+  for (const auto& l : second) EXPECT_TRUE(all.insert(l).second) << "measured again after resume: " << l;
+  EXPECT_EQ(db.count(), 18);
+  int reused = 0;
+  for (const auto& r : reports) reused += r.reused;
+  EXPECT_EQ(reused, kKillAfter);
+}
+
+TEST(Profiler, FailedCompileCrashAndHangScoreInfinityAndTuningGoesOn) {
+  TuningDb db(":memory:");
+  TuneTask t{problem(768, 768, "bias"), 1024};
+  auto ranked = rank_candidates(t.problem, t.m, 90, 4);
+  ASSERT_EQ(ranked.size(), 4u);
+  const std::string bad_compile = ranked[0].name, crasher = ranked[1].name, hanger = ranked[2].name,
+                    wrong = ranked[3].name;
+  // Real watchdog children: the crasher segfaults, the hanger sleeps past the deadline.
+  MeasureFn measure = [&](const GemmProblem&, int64_t, const std::string& k, const std::string&) {
+    ChildResult r = run_in_child(
+        [&](const std::function<void(const std::string&)>& report) {
+          if (k == crasher) raise(SIGSEGV);
+          if (k == hanger) sleep(30);
+          if (k == wrong) {
+            report("wrong_result relative L2 error 0.5 above 0.005");
+            return false;
+          }
+          report("ok 12.5 0.0001");
+          return true;
+        },
+        std::chrono::milliseconds(1500));
+    return measurement_from_child(r);
+  };
+  ProfileOptions o = opts();
+  auto reports = tune_tasks({t}, db, h200(), o, measure, fake_compile({bad_compile}));
+  ASSERT_EQ(reports.size(), 1u);
+  auto get = [&](const std::string& k) { return *db.find(h200(), reports[0].workload, k); };
+  EXPECT_EQ(get(bad_compile).status, Status::compile_failed);
+  EXPECT_NE(get(bad_compile).detail.find(".log"), std::string::npos) << "the log is kept and named";
+  EXPECT_EQ(get(crasher).status, Status::crashed);
+  EXPECT_EQ(get(hanger).status, Status::hung);
+  EXPECT_EQ(get(wrong).status, Status::wrong_result);
+  for (const auto& k : {bad_compile, crasher, hanger, wrong}) EXPECT_TRUE(std::isinf(get(k).time_us)) << k;
+  // The cuBLASLt algorithms ran after the failures, and only a correct one can win.
+  ASSERT_TRUE(reports[0].winner);
+  EXPECT_TRUE(parse_lt_candidate(reports[0].winner->kernel));
+  EXPECT_DOUBLE_EQ(reports[0].winner->time_us, 12.5);
+  EXPECT_FALSE(reports[0].cutlass_best);
+}
