@@ -87,6 +87,16 @@ std::optional<ir::Dim> dim_attr(const ir::Node& n, const std::string& key) {
 }  // namespace
 
 std::vector<GemmProblem> gemm_problems(const ir::Graph& g, int64_t default_max) {
+  return gemm_problems(g, default_max, {});
+}
+
+std::vector<GemmProblem> gemm_problems(const ir::Graph& g, int64_t default_max,
+                                       const std::map<std::string, std::pair<int64_t, int64_t>>& ranges) {
+  std::map<std::string, int64_t> lo, hi;
+  for (const auto& [name, r] : ranges) {
+    lo[name] = r.first;
+    hi[name] = r.second;
+  }
   std::vector<GemmProblem> out;
   for (const ir::Node* n : g.topo_order()) {
     if (n->domain() != "sabre" || n->op() != "Composite") continue;
@@ -106,6 +116,9 @@ std::vector<GemmProblem> gemm_problems(const ir::Graph& g, int64_t default_max) 
     p.alignment = int(n->attr_int("alignment", 1));
     if (m->is_static()) {
       p.m_min = p.m_max = m->value();
+    } else if (auto a = m->evaluate(lo), b = m->evaluate(hi); a && b && *a >= 1 && *b >= *a) {
+      p.m_min = *a;  // M is a polynomial with positive coefficients in practice (batch*seq): monotone
+      p.m_max = *b;
     } else {
       p.m_min = 1;
       p.m_max = default_max;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -57,5 +58,9 @@ std::string workload_key(const GemmProblem& p, int64_t m);
 // batched_gemm), deduplicated, in first-seen order. Symbolic M ranges over [1, default_max];
 // symbolic N/K/batch cannot be tuned statically and such regions are skipped.
 std::vector<GemmProblem> gemm_problems(const ir::Graph& partitioned, int64_t default_max);
+// The same with declared ranges of the dim symbols (`--dim batch=1..32`): a symbolic M whose
+// symbols all have ranges spans [M(minima), M(maxima)]; otherwise [1, default_max].
+std::vector<GemmProblem> gemm_problems(const ir::Graph& partitioned, int64_t default_max,
+                                       const std::map<std::string, std::pair<int64_t, int64_t>>& ranges);
 
 }  // namespace sabre::tune

@@ -1,0 +1,122 @@
+// sabre db: the tuning database (src/tune/db.h) from the command line: show, export, import, merge.
+// Tests: tests/unit/tune_cli_test.cpp (round trip through the sabre binary)
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cli_util.h"
+#include "command.h"
+#include "tune/db.h"
+
+namespace sabre::cli {
+namespace {
+
+const std::vector<FlagSpec> kFlags = {
+    {"--db", "", "PATH", "the tuning database (default $XDG_CACHE_HOME/sabre/tuning.db)", false},
+    {"--output", "-o", "FILE", "export: write here instead of stdout", false},
+    {"--workload", "", "TEXT", "show: only workloads containing TEXT", false},
+    {"--all", "", "", "show: every measurement, not just each workload's winner", false},
+};
+
+void print_help() {
+  std::printf(
+      "usage: sabre db show [--workload TEXT] [--all] [--db PATH]\n"
+      "       sabre db export [-o FILE.jsonl] [--db PATH]\n"
+      "       sabre db import FILE.jsonl [--db PATH]\n"
+      "       sabre db merge OTHER.db [--db PATH]\n\n"
+      "The tuning database keeps every measurement `sabre tune` made, keyed by GPU, SM, CUDA, CUTLASS and\n"
+      "template version and by workload. export writes one JSON object per line; import and merge keep, for\n"
+      "each (environment, workload, kernel), the faster correct measurement.\n\noptions:\n%s",
+      flags_help(kFlags).c_str());
+}
+
+std::string env_text(const tune::Environment& e) {
+  return e.gpu + " sm" + std::to_string(e.sm) + " cuda " + e.cuda + " cutlass " + e.cutlass + " templates " +
+         e.template_version;
+}
+
+std::string time_text(const tune::Measurement& m) {
+  if (m.status != tune::Status::ok) return tune::to_string(m.status);
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f us", m.time_us);
+  return buf;
+}
+
+int show(tune::TuningDb& db, const ParsedArgs& args) {
+  const std::string filter = args.value("--workload").value_or("");
+  const bool all = args.has("--all");
+  std::printf("%s: %lld measurements\n", args.value("--db").value_or(tune::TuningDb::default_path()).c_str(),
+              static_cast<long long>(db.count()));
+  for (const auto& env : db.environments()) {
+    std::printf("\n%s\n", env_text(env).c_str());
+    for (const auto& w : db.workloads(env)) {
+      if (w.find(filter) == std::string::npos) continue;
+      auto ms = db.measurements(env, w);
+      auto win = db.winner(env, w);
+      std::printf("  %s  (%zu measured)\n    winner: %s\n", w.c_str(), ms.size(),
+                  win ? (win->kernel + "  " + time_text(*win)).c_str() : "none correct");
+      if (all)
+        for (const auto& m : ms)
+          std::printf("      %-70s %s%s%s\n", m.kernel.c_str(), time_text(m).c_str(), m.detail.empty() ? "" : "  ",
+                      m.detail.c_str());
+    }
+  }
+  return kExitOk;
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error("cannot read '" + path + "': check the path");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+int run(const std::vector<std::string>& argv) {
+  return guarded("db", [&] {
+    ParsedArgs args = parse_args(argv, kFlags);
+    if (args.help) {
+      print_help();
+      return kExitOk;
+    }
+    if (args.positional.empty()) throw UsageError("no action given: sabre db show|export|import|merge");
+    const std::string action = args.positional[0];
+    const size_t want = (action == "import" || action == "merge") ? 2 : 1;
+    if (action != "show" && action != "export" && action != "import" && action != "merge")
+      throw UsageError("unknown action '" + action + "': use show, export, import or merge");
+    if (args.positional.size() != want)
+      throw UsageError(want == 2 ? "sabre db " + action + " takes one file" : "sabre db " + action + " takes no file");
+    tune::TuningDb db(args.value("--db").value_or(tune::TuningDb::default_path()));
+    if (action == "show") return show(db, args);
+    if (action == "export") {
+      const std::string text = db.export_jsonl();
+      if (auto out = args.value("--output")) {
+        std::ofstream f(*out);
+        f << text;
+        if (!f) throw std::runtime_error("cannot write '" + *out + "'");
+        std::fprintf(stderr, "exported %lld measurements to %s\n", static_cast<long long>(db.count()), out->c_str());
+      } else {
+        std::fwrite(text.data(), 1, text.size(), stdout);
+      }
+      return kExitOk;
+    }
+    if (action == "import") {
+      int64_t n = db.import_jsonl(read_text(args.positional[1]));
+      std::printf("imported %lld measurements; the database now holds %lld\n", static_cast<long long>(n),
+                  static_cast<long long>(db.count()));
+      return kExitOk;
+    }
+    int64_t n = db.merge_file(args.positional[1]);
+    std::printf("merged %lld measurements; the database now holds %lld\n", static_cast<long long>(n),
+                static_cast<long long>(db.count()));
+    return kExitOk;
+  });
+}
+
+const bool reg = register_command({"db", "show, export, import or merge the tuning database", run});
+
+}  // namespace
+}  // namespace sabre::cli

@@ -1,0 +1,201 @@
+// sabre tune: profile the GEMM workloads of a model and record the winners in the tuning DB.
+// Exit codes: 0 tuned (or --no-tune); 3 no GPU to time on (the analytic picks are printed instead);
+// 1/2 errors as everywhere. Tests: tests/unit/tune_cli_test.cpp (no-GPU path), docs/TUNING.md.
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "backends/cutlass/patterns.h"
+#include "cli_util.h"
+#include "command.h"
+#include "frontend/onnx/importer.h"
+#include "partition/partitioner.h"
+#include "transform/canonicalize.h"
+#include "tune/db.h"
+#include "tune/profiler.h"
+#include "tune/rank.h"
+#include "tune/select.h"
+
+namespace sabre::cli {
+namespace {
+
+constexpr int kExitNoGpu = 3;
+
+const std::vector<FlagSpec> kFlags = {
+    {"--db", "", "PATH", "the tuning database (default $XDG_CACHE_HOME/sabre/tuning.db)", false},
+    {"--top-k", "", "N", "CUTLASS candidates timed per workload, best of the analytic ranking (default 4)", false},
+    {"--lt-algos", "", "N", "cuBLASLt heuristic algorithms timed per workload (default 16)", false},
+    {"--dtype", "", "fp16|bf16", "the precision the model will run in (default fp16)", false},
+    {"--dim", "", "NAME=LO..HI", "range of a symbolic dim (batch=1..32, seq=128); M is tuned at powers of two", true},
+    {"--max-m", "", "N", "largest M for symbolic M without --dim ranges (default 4096)", false},
+    {"--sm", "", "SM", "target compute capability for --no-tune (default 90)", false},
+    {"--no-tune", "", "", "no timing: print the analytic model's picks (no GPU needed)", false},
+    {"--jobs", "", "N", "parallel nvcc processes (default: all cores)", false},
+    {"--quiet", "", "", "no compile progress", false},
+};
+
+void print_help() {
+  std::printf(
+      "usage: sabre tune MODEL.onnx [--db PATH] [--top-k N] [--dtype fp16|bf16] [--dim NAME=LO..HI ...] [--no-tune]\n\n"
+      "Partitions MODEL.onnx, collects its unique GEMM workloads (dtype, layout, epilogue, N, K, batch, M range),\n"
+      "ranks the CUTLASS catalog for each with the analytic model and times the top-k candidates and cuBLASLt's\n"
+      "heuristic algorithms on GPU 0 (compiles cached, each candidate in a watchdog child). Every measurement goes\n"
+      "to the database at once; a rerun measures only what is missing. Without a GPU it prints the analytic picks\n"
+      "and exits 3.\n\noptions:\n%s",
+      flags_help(kFlags).c_str());
+}
+
+int64_t positive(const ParsedArgs& a, const char* flag, int64_t def) {
+  auto v = a.value(flag);
+  if (!v) return def;
+  try {
+    size_t used = 0;
+    int64_t x = std::stoll(*v, &used);
+    if (used == v->size() && x > 0) return x;
+  } catch (const std::exception&) {
+  }
+  throw UsageError(std::string("bad ") + flag + " '" + *v + "': give a positive integer");
+}
+
+std::map<std::string, std::pair<int64_t, int64_t>> parse_ranges(const std::vector<std::string>& texts) {
+  std::map<std::string, std::pair<int64_t, int64_t>> out;
+  for (const auto& t : texts) {
+    auto [name, value] = split_assignment(t, "--dim", "NAME=LO..HI or NAME=VALUE, like batch=1..32");
+    auto dots = value.find("..");
+    std::string lo = dots == std::string::npos ? value : value.substr(0, dots);
+    std::string hi = dots == std::string::npos ? value : value.substr(dots + 2);
+    auto num = [&](const std::string& s) {
+      bool ok = !s.empty() && s.size() <= 12;
+      for (char c : s) ok = ok && c >= '0' && c <= '9';
+      int64_t v = ok ? std::stoll(s) : 0;
+      if (v <= 0) throw UsageError("bad --dim '" + t + "': use NAME=LO..HI with positive integers, like batch=1..32");
+      return v;
+    };
+    int64_t a = num(lo), b = num(hi);
+    if (b < a) throw UsageError("bad --dim '" + t + "': the range is empty (LO > HI)");
+    out[name] = {a, b};
+  }
+  return out;
+}
+
+// f32 Composites run in the chosen 16-bit precision: the alignment grows with the smaller element
+// (the largest of 8, 4, 2, 1 elements dividing N and K, which are the row strides of A, B and D).
+void retarget(tune::GemmProblem& p, const std::string& dtype) {
+  if (p.dtype == dtype) return;
+  p.dtype = dtype;
+  int a = dtype == "f32" ? 4 : 8;
+  while (a > 1 && (p.n % a || p.k % a)) a /= 2;
+  p.alignment = a;
+}
+
+std::string us(const std::optional<tune::Measurement>& m) {
+  if (!m) return "-";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f", m->time_us);
+  return buf;
+}
+
+std::string ratio(const std::optional<tune::Measurement>& num, const std::optional<tune::Measurement>& den) {
+  if (!num || !den) return "-";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3f", num->time_us / den->time_us);
+  return buf;
+}
+
+int run(const std::vector<std::string>& argv) {
+  return guarded("tune", [&] {
+    ParsedArgs args = parse_args(argv, kFlags);
+    if (args.help) {
+      print_help();
+      return kExitOk;
+    }
+    if (args.positional.size() != 1)
+      throw UsageError(args.positional.empty() ? "no model given: sabre tune MODEL.onnx"
+                                               : "one model at a time: sabre tune MODEL.onnx");
+    std::string dtype = args.value("--dtype").value_or("fp16");
+    if (dtype == "fp16" || dtype == "f16") dtype = "f16";
+    else if (dtype == "bf16") dtype = "bf16";
+    else throw UsageError("bad --dtype '" + dtype + "': use fp16 or bf16");
+    tune::ProfileOptions po;
+    po.top_k = int(positive(args, "--top-k", 4));
+    po.lt_algos = args.has("--lt-algos") ? int(positive(args, "--lt-algos", 16)) : 16;
+    po.jobs = args.has("--jobs") ? int(positive(args, "--jobs", 1)) : 0;
+    po.quiet = args.has("--quiet");
+    po.target_sm = int(positive(args, "--sm", 90));
+    const int64_t max_m = positive(args, "--max-m", 4096);
+    auto ranges = parse_ranges(args.all("--dim"));
+
+    const auto t0 = std::chrono::steady_clock::now();
+    ir::Graph g = transform::canonicalize(onnx_frontend::import_model(args.positional[0]));
+    partition::PartitionResult part = partition::partition(std::move(g), cutlass_backend::pattern_table());
+    std::vector<tune::GemmProblem> problems = tune::gemm_problems(part.graph, max_m, ranges);
+    for (auto& p : problems) retarget(p, dtype);
+    if (problems.empty()) {
+      std::printf("no GEMM workloads with static N and K in this model: nothing to tune\n");
+      return kExitOk;
+    }
+    std::vector<tune::TuneTask> tasks;
+    for (const auto& p : problems)
+      for (int64_t m : tune::m_buckets(p.m_min, p.m_max)) tasks.push_back({p, m});
+    std::printf("%zu GEMM workloads, %zu (workload, M) points to tune\n", problems.size(), tasks.size());
+
+    tune::Environment env;
+    std::string why;
+    const bool gpu = !args.has("--no-tune") && tune::probe_gpu(env, why);
+    if (!gpu) {
+      if (!args.has("--no-tune"))
+        std::fprintf(stderr, "sabre tune: timing needs a GPU (%s); printing the analytic model's picks instead\n",
+                     why.c_str());
+      for (const auto& p : problems) {
+        std::printf("\n%s  M %lld..%lld\n", tune::workload_key(p, p.m_max).c_str(), static_cast<long long>(p.m_min),
+                    static_cast<long long>(p.m_max));
+        tune::PickOptions o;
+        o.target_sm = po.target_sm;
+        for (const auto& e : tune::pick_kernels(p, o))
+          std::printf("  M <= %-7lld %s\n", static_cast<long long>(e.max_m), e.kernel.c_str());
+      }
+      return args.has("--no-tune") ? kExitOk : kExitNoGpu;
+    }
+    po.target_sm = env.sm;
+    tune::TuningDb db(args.value("--db").value_or(tune::TuningDb::default_path()));
+    std::printf("GPU %s (sm%d), CUDA %s, CUTLASS %s\n", env.gpu.c_str(), env.sm, env.cuda.c_str(), env.cutlass.c_str());
+    auto reports = tune::tune_tasks(tasks, db, env, po, tune::gpu_measure_fn(po), tune::default_compile_fn(po));
+
+    std::printf("\n%-62s %-66s %9s %9s %7s %7s %7s %5s\n", "workload", "winner", "us", "lt1 us", "xlt1", "xltbest",
+                "model", "new");
+    double log_lt1 = 0, log_best = 0, log_model = 0;
+    int n_lt1 = 0, n_best = 0, n_model = 0;
+    for (const auto& r : reports) {
+      std::printf("%-62s %-66s %9s %9s %7s %7s %7s %5d\n", r.workload.c_str(),
+                  r.winner ? r.winner->kernel.c_str() : "none correct", us(r.winner).c_str(), us(r.lt_top1).c_str(),
+                  ratio(r.lt_top1, r.winner).c_str(), ratio(r.lt_best, r.winner).c_str(),
+                  ratio(r.analytic, r.winner).c_str(), r.measured);
+      if (r.winner && r.lt_top1) log_lt1 += std::log(r.lt_top1->time_us / r.winner->time_us), ++n_lt1;
+      if (r.winner && r.lt_best) log_best += std::log(r.lt_best->time_us / r.winner->time_us), ++n_best;
+      if (r.winner && r.analytic) log_model += std::log(r.analytic->time_us / r.winner->time_us), ++n_model;
+    }
+    if (n_lt1) std::printf("\ngeomean speedup over cuBLASLt heuristic top-1: %.3f (%d workloads)\n", std::exp(log_lt1 / n_lt1), n_lt1);
+    if (n_best) std::printf("geomean speedup over best cuBLASLt algorithm:  %.3f\n", std::exp(log_best / n_best));
+    if (n_model) std::printf("geomean analytic pick / tuned pick time:       %.3f\n", std::exp(log_model / n_model));
+    for (const auto& p : problems) {
+      tune::PickOptions o;
+      o.db = &db;
+      o.env = env;
+      o.target_sm = env.sm;
+      std::printf("\ndispatch %s:\n", tune::workload_key(p, p.m_max).c_str());
+      for (const auto& e : tune::pick_kernels(p, o))
+        std::printf("  M <= %-7lld %s\n", static_cast<long long>(e.max_m), e.kernel.c_str());
+    }
+    std::printf("\ntuned in %.1f s\n",
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    return kExitOk;
+  });
+}
+
+const bool reg = register_command({"tune", "time GEMM kernel candidates for a model and record winners", run});
+
+}  // namespace
+}  // namespace sabre::cli
