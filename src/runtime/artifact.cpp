@@ -16,7 +16,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr uint64_t kFnvOffset = 1469598103934665603ull;
+constexpr uint64_t kFnvOffset = 0xcbf29ce484222325ull;  // 14695981039346656037
 constexpr uint64_t kFnvPrime = 1099511628211ull;
 
 uint64_t fnv_update(uint64_t h, const uint8_t* p, size_t n) {

@@ -100,6 +100,11 @@ Session::Session(const std::string& dir, int device_id) : impl_(std::make_shared
   } catch (const PlanError& e) {
     throw Error(SABRE_ERR_ARTIFACT, e.what());
   }
+  // What can be checked without a GPU first, so a broken artifact says so on any machine.
+  for (const Step& st : s.art.plan.steps)
+    if (std::find(kKnownOps.begin(), kKnownOps.end(), st.op) == kKnownOps.end())
+      throw Error(SABRE_ERR_ARTIFACT, "plan: step '" + st.name + "' (" + st.op +
+                                          ") is an op this runtime does not know; run it with the sabre that compiled it");
   int count = 0;
   cudaError_t e = cudaGetDeviceCount(&count);
   if (e != cudaSuccess || count == 0) {

@@ -1,0 +1,286 @@
+// Runs a hand-built artifact (layernorm -> reshape view -> softmax -> reshape -> elementwise
+// chain) through sabre::Session on the GPU and compares against host loops; then every run-time
+// error case (unknown input, wrong dtype, wrong shape, dim outside its range, host memory), each
+// followed by a good run that must still be right; graph replay per shape signature; four
+// contexts on four threads at once; the C API. Exits 77 without a GPU.
+#include <cuda_runtime_api.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstring>
+#include <cstdio>
+#include <filesystem>
+#include <random>
+#include <string>
+#include <thread>
+
+#include "runtime/artifact.h"
+#include "runtime/resolve.h"
+#include "sabre/sabre.h"
+#include "sabre/session.h"
+
+using namespace sabre::runtime;
+namespace fs = std::filesystem;
+
+namespace {
+
+int g_failures = 0;
+#define CHECK(cond, ...)                                              \
+  do {                                                                \
+    if (!(cond)) {                                                    \
+      ++g_failures;                                                   \
+      std::printf("FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);     \
+      std::printf(__VA_ARGS__);                                       \
+      std::printf("\n");                                              \
+    }                                                                 \
+  } while (0)
+
+constexpr int64_t kCols = 256, kGroups = 4, kGroupCols = 64;
+constexpr float kEps = 1e-5f, kScale = 0.5f;
+
+std::vector<float> random_floats(size_t n, unsigned seed, float lo, float hi) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(lo, hi);
+  std::vector<float> v(n);
+  for (auto& x : v) x = u(rng);
+  return v;
+}
+
+// Tensors: 0 x [batch,256] in; 1 gamma, 2 beta, 3 bias [256] weights; 4 ln [batch,256];
+// 5 v [batch,4,64] (view of 4); 6 sm [batch,4,64]; 7 flat [batch,256] (view of 6); 8 y out.
+std::string build_artifact(std::vector<float>& w_host, int sm) {
+  Plan p;
+  p.symbols = {{"batch", 1, 64}};
+  auto b = DimExpr::parse("batch");
+  p.tensors = {{"x", DType::f32, {b, kCols}, TensorKind::input, 0, 0},
+               {"gamma", DType::f32, {kCols}, TensorKind::weight, 0, kCols * 4},
+               {"beta", DType::f32, {kCols}, TensorKind::weight, 1024, kCols * 4},
+               {"bias", DType::f32, {kCols}, TensorKind::weight, 2048, kCols * 4},
+               {"ln", DType::f32, {b, kCols}, TensorKind::activation, 0, 0},
+               {"v", DType::f32, {b, kGroups, kGroupCols}, TensorKind::activation, 0, 0},
+               {"sm", DType::f32, {b, kGroups, kGroupCols}, TensorKind::activation, 0, 0},
+               {"flat", DType::f32, {b, kCols}, TensorKind::activation, 0, 0},
+               {"y", DType::f32, {b, kCols}, TensorKind::output, 0, 0}};
+  p.inputs = {0};
+  p.outputs = {8};
+  using sabre::json::Object;
+  using sabre::json::Value;
+  sabre::native::ElementwiseChain c;
+  c.inputs = {DType::f32, DType::f32, DType::f32};
+  int s0 = c.binary(sabre::native::EwOp::mul, c.input(0), c.constant(3.f));
+  int s1 = c.binary(sabre::native::EwOp::add, s0, c.input(1));
+  c.outputs = {c.binary(sabre::native::EwOp::sub, s1, c.input(2))};  // y = 3*softmax + bias - x
+  p.steps = {{"layernorm", "/ln", {0, 1, 2}, {4}, Value(Object{{"eps", Value(static_cast<double>(kEps))}})},
+             {"reshape", "/to_groups", {4}, {5}, Value(Object{})},
+             {"softmax", "/softmax", {5}, {6}, Value(Object{{"scale", Value(static_cast<double>(kScale))}})},
+             {"reshape", "/flatten", {6}, {7}, Value(Object{})},
+             {"elementwise", "/tail", {7, 3, 0}, {8}, Value(Object{{"chain", chain_to_json(c)}})}};
+  w_host = random_floats(3 * 256, 11, -1.f, 1.f);
+  std::vector<uint8_t> weights(3 * 1024);
+  std::memcpy(weights.data(), w_host.data(), weights.size());
+  ManifestInfo m;
+  m.sm = sm;
+  m.arch = "sm_" + std::to_string(sm);
+  std::string dir = (fs::temp_directory_path() / ("sabre_rt_gpu_" + std::to_string(::getpid()) + "_" + std::to_string(sm))).string();
+  fs::remove_all(dir);
+  write_artifact(dir, p, weights, {}, m);
+  return dir;
+}
+
+std::vector<float> host_reference(const std::vector<float>& x, const std::vector<float>& w, int64_t batch) {
+  const float* gamma = w.data();
+  const float* beta = w.data() + 256;
+  const float* bias = w.data() + 512;
+  std::vector<float> y(x.size());
+  for (int64_t r = 0; r < batch; ++r) {
+    const float* xr = &x[static_cast<size_t>(r * kCols)];
+    double mean = 0, var = 0;
+    for (int64_t i = 0; i < kCols; ++i) mean += xr[i];
+    mean /= kCols;
+    for (int64_t i = 0; i < kCols; ++i) var += (xr[i] - mean) * (xr[i] - mean);
+    var /= kCols;
+    std::vector<double> ln(kCols);
+    for (int64_t i = 0; i < kCols; ++i) ln[i] = (xr[i] - mean) / std::sqrt(var + kEps) * gamma[i] + beta[i];
+    for (int64_t g = 0; g < kGroups; ++g) {
+      double mx = -1e30, sum = 0;
+      for (int64_t i = 0; i < kGroupCols; ++i) mx = std::max(mx, kScale * ln[g * kGroupCols + i]);
+      for (int64_t i = 0; i < kGroupCols; ++i) sum += std::exp(kScale * ln[g * kGroupCols + i] - mx);
+      for (int64_t i = 0; i < kGroupCols; ++i) {
+        int64_t j = g * kGroupCols + i;
+        double smv = std::exp(kScale * ln[j] - mx) / sum;
+        y[static_cast<size_t>(r * kCols + j)] = static_cast<float>(3 * smv + bias[j] - xr[j]);
+      }
+    }
+  }
+  return y;
+}
+
+struct DeviceBuf {
+  void* p = nullptr;
+  explicit DeviceBuf(size_t n) { cudaMalloc(&p, n); }
+  ~DeviceBuf() { cudaFree(p); }
+};
+
+// One run at `batch`: random x, poisoned y, compare. Returns max abs error.
+double run_once(sabre::ExecutionContext& ctx, const std::vector<float>& w, int64_t batch, unsigned seed, bool* replayed = nullptr) {
+  auto x = random_floats(static_cast<size_t>(batch * kCols), seed, -2.f, 2.f);
+  DeviceBuf dx(x.size() * 4), dy(x.size() * 4);
+  cudaMemcpy(dx.p, x.data(), x.size() * 4, cudaMemcpyHostToDevice);
+  cudaMemset(dy.p, 0xff, x.size() * 4);  // NaN poison
+  int64_t shape[2] = {batch, kCols};
+  sabre_tensor in{"x", dx.p, SABRE_DEVICE_CUDA, 0, {SABRE_DTYPE_FLOAT, 32, 1}, 2, shape, nullptr};
+  sabre_tensor out{"y", dy.p, SABRE_DEVICE_CUDA, 0, {SABRE_DTYPE_FLOAT, 32, 1}, 2, shape, nullptr};
+  std::vector<sabre_tensor> outs = {out};
+  ctx.run({in}, outs);
+  if (replayed) *replayed = ctx.last_stats().graph_replayed;
+  std::vector<float> y(x.size());
+  cudaMemcpy(y.data(), dy.p, y.size() * 4, cudaMemcpyDeviceToHost);
+  auto ref = host_reference(x, w, batch);
+  double err = 0;
+  for (size_t i = 0; i < y.size(); ++i) err = std::isfinite(y[i]) ? std::max(err, std::fabs(double(y[i]) - ref[i])) : 1e30;
+  return err;
+}
+
+std::string error_of(sabre::ExecutionContext& ctx, std::vector<sabre_tensor> ins, sabre_rt_status* code) {
+  std::vector<sabre_tensor> outs;
+  try {
+    ctx.run(ins, outs);
+  } catch (const sabre::Error& e) {
+    *code = e.code;
+    return e.what();
+  }
+  *code = SABRE_SUCCESS;
+  return "no error";
+}
+
+}  // namespace
+
+int main() {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
+    std::printf("no GPU: skipped\n");
+    return 77;
+  }
+  cudaDeviceProp prop{};
+  cudaGetDeviceProperties(&prop, 0);
+  int sm = prop.major * 10 + prop.minor;
+  std::vector<float> w;
+  std::string dir = build_artifact(w, sm);
+  const double tol = 2e-4;
+
+  sabre::Session session(dir);
+  CHECK(session.inputs().size() == 1 && session.inputs()[0].name == "x", "inputs");
+  sabre::ExecutionContext ctx(session);
+  bool replayed = true;
+  double e1 = run_once(ctx, w, 8, 1, &replayed);
+  CHECK(e1 < tol, "batch 8 max abs error %g", e1);
+  CHECK(!replayed, "first run at a shape must capture");
+  double e2 = run_once(ctx, w, 8, 2, &replayed);
+  CHECK(e2 < tol, "batch 8 replay max abs error %g", e2);
+  std::printf("batch 8: error %.3g (capture), %.3g (second run, replayed=%d); peak activations %llu bytes (%llu without reuse)\n",
+              e1, e2, replayed, (unsigned long long)ctx.last_stats().peak_activation_bytes,
+              (unsigned long long)ctx.last_stats().activation_bytes_without_reuse);
+  for (int64_t batch : {1, 3, 64}) {
+    double e = run_once(ctx, w, batch, 10 + static_cast<unsigned>(batch));
+    CHECK(e < tol, "batch %lld max abs error %g", (long long)batch, e);
+  }
+  // The planner reused memory: ln and sm can't share, but 4 activations fit in 2 buffers.
+  CHECK(ctx.last_stats().peak_activation_bytes < ctx.last_stats().activation_bytes_without_reuse + 1, "peak");
+  sabre::ExecutionContext plain(session, nullptr, /*use_graphs=*/false);
+  CHECK(run_once(plain, w, 5, 5) < tol, "without graphs");
+
+  // Error cases: each leaves the context usable.
+  DeviceBuf dx(64 * 256 * 4);
+  int64_t good[2] = {4, kCols}, wrong_cols[2] = {4, 100}, too_big[2] = {65, kCols};
+  int64_t rank3[3] = {4, kCols, 1};
+  sabre_tensor base{"x", dx.p, SABRE_DEVICE_CUDA, 0, {SABRE_DTYPE_FLOAT, 32, 1}, 2, good, nullptr};
+  struct Case {
+    const char* what;
+    sabre_tensor t;
+    const char* expect;
+  };
+  std::vector<Case> cases;
+  sabre_tensor t = base;
+  t.name = "input_ids";
+  cases.push_back({"unknown name", t, "unknown input 'input_ids'; the model's inputs are: x"});
+  t = base;
+  t.dtype = {SABRE_DTYPE_FLOAT, 16, 1};
+  cases.push_back({"wrong dtype", t, "input 'x' is float16 but the model expects float32"});
+  t = base;
+  t.shape = wrong_cols;
+  cases.push_back({"wrong shape", t, "must be 256"});
+  t = base;
+  t.ndim = 3;
+  t.shape = rank3;
+  cases.push_back({"wrong rank", t, "has rank 3"});
+  t = base;
+  t.shape = too_big;
+  cases.push_back({"dim out of range", t, "batch=65 is outside the compiled range 1..64"});
+  t = base;
+  t.device_type = SABRE_DEVICE_CPU;
+  cases.push_back({"host memory", t, "is not in CUDA device memory"});
+  for (const auto& c : cases) {
+    sabre_rt_status code;
+    std::string msg = error_of(ctx, {c.t}, &code);
+    CHECK(code == SABRE_ERR_INVALID_ARGUMENT, "%s: code %d (%s)", c.what, code, msg.c_str());
+    CHECK(msg.find(c.expect) != std::string::npos, "%s: message '%s'", c.what, msg.c_str());
+    double e = run_once(ctx, w, 8, 100);
+    CHECK(e < tol, "after %s the context gives error %g", c.what, e);
+  }
+  {
+    sabre_rt_status code;
+    std::string msg = error_of(ctx, {}, &code);
+    CHECK(msg.find("missing input 'x'") != std::string::npos, "missing: %s", msg.c_str());
+  }
+
+  // Many contexts on many threads.
+  std::vector<std::thread> threads;
+  std::vector<double> errs(4, 1e30);
+  for (int i = 0; i < 4; ++i)
+    threads.emplace_back([&, i] {
+      sabre::ExecutionContext c(session);
+      double worst = 0;
+      for (int it = 0; it < 20; ++it) worst = std::max(worst, run_once(c, w, 1 + (it * 7 + i) % 64, 1000 + i * 100 + it));
+      errs[static_cast<size_t>(i)] = worst;
+    });
+  for (auto& th : threads) th.join();
+  for (int i = 0; i < 4; ++i) CHECK(errs[static_cast<size_t>(i)] < tol, "thread %d error %g", i, errs[static_cast<size_t>(i)]);
+
+  // The C API, with a context-owned output.
+  sabre_session* cs = nullptr;
+  CHECK(sabre_session_load(dir.c_str(), 0, &cs) == SABRE_SUCCESS, "%s", sabre_last_error());
+  sabre_context* cc = nullptr;
+  CHECK(sabre_context_create(cs, nullptr, &cc) == SABRE_SUCCESS, "%s", sabre_last_error());
+  auto x = random_floats(4 * kCols, 77, -1.f, 1.f);
+  cudaMemcpy(dx.p, x.data(), x.size() * 4, cudaMemcpyHostToDevice);
+  sabre_tensor out{"y", nullptr, 0, 0, {}, 0, nullptr, nullptr};
+  CHECK(sabre_run(cc, &base, 1, &out, 1, 1) == SABRE_SUCCESS, "%s", sabre_last_error());
+  CHECK(out.data && out.ndim == 2 && out.shape[0] == 4 && out.shape[1] == kCols, "owned output descriptor");
+  if (out.data) {
+    std::vector<float> y(x.size());
+    cudaMemcpy(y.data(), out.data, y.size() * 4, cudaMemcpyDeviceToHost);
+    auto ref = host_reference(x, w, 4);
+    double e = 0;
+    for (size_t i = 0; i < y.size(); ++i) e = std::max(e, std::fabs(double(y[i]) - ref[i]));
+    CHECK(e < tol, "C API error %g", e);
+  }
+  sabre_tensor bad = base;
+  bad.name = "nope";
+  CHECK(sabre_run(cc, &bad, 1, nullptr, 0, 1) == SABRE_ERR_INVALID_ARGUMENT, "C API unknown name");
+  CHECK(std::string(sabre_last_error()).find("unknown input 'nope'") != std::string::npos, "%s", sabre_last_error());
+  sabre_context_free(cc);
+  sabre_session_free(cs);
+
+  // The wrong arch: an artifact for another sm.
+  std::vector<float> w2;
+  std::string other = build_artifact(w2, sm == 80 ? 90 : 80);
+  try {
+    sabre::Session s2(other);
+    CHECK(false, "loaded an artifact for another arch");
+  } catch (const sabre::Error& e) {
+    CHECK(e.code == SABRE_ERR_WRONG_ARCH, "wrong arch code %d: %s", e.code, e.what());
+  }
+
+  std::printf("%s: %d failure(s)\n", g_failures ? "FAILED" : "PASSED", g_failures);
+  return g_failures ? 1 : 0;
+}

@@ -1,0 +1,144 @@
+// The activation memory planner: reuse by liveness, reshape views, peak, and no two buffers
+// live at the same time ever overlap (checked on random chains).
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "runtime/planner.h"
+
+using namespace sabre::runtime;
+
+namespace {
+
+sabre::json::Value none() { return sabre::json::Value(sabre::json::Object{}); }
+
+// x -> a -> b -> c -> y, each f32 [n]: a chain where only two activations live at once.
+Plan chain_plan(int n_acts, int64_t n) {
+  Plan p;
+  p.tensors.push_back({"x", DType::f32, {n}, TensorKind::input, 0, 0});
+  for (int i = 0; i < n_acts; ++i) p.tensors.push_back({"a" + std::to_string(i), DType::f32, {n}, TensorKind::activation, 0, 0});
+  p.tensors.push_back({"y", DType::f32, {n}, TensorKind::output, 0, 0});
+  p.inputs = {0};
+  p.outputs = {n_acts + 1};
+  for (int i = 0; i <= n_acts; ++i) p.steps.push_back({"copy", "s" + std::to_string(i), {i}, {i + 1}, none()});
+  return p;
+}
+
+// Buffers whose live ranges overlap must not overlap in memory.
+void expect_no_conflicts(const Plan& p, const std::vector<uint64_t>& bytes, const MemoryPlan& mp) {
+  const size_t n = p.tensors.size();
+  std::vector<int> first(n, -1), last(n, -1);
+  for (size_t i = 0; i < p.steps.size(); ++i) {
+    for (int t : p.steps[i].outputs) {
+      int r = mp.alias_of[static_cast<size_t>(t)];
+      if (first[static_cast<size_t>(r)] < 0) first[static_cast<size_t>(r)] = static_cast<int>(i);
+      last[static_cast<size_t>(r)] = static_cast<int>(i);
+    }
+    for (int t : p.steps[i].inputs)
+      if (t >= 0) last[static_cast<size_t>(mp.alias_of[static_cast<size_t>(t)])] = static_cast<int>(i);
+  }
+  for (size_t a = 0; a < n; ++a)
+    for (size_t b = a + 1; b < n; ++b) {
+      if (mp.alias_of[a] != static_cast<int>(a) || mp.alias_of[b] != static_cast<int>(b)) continue;
+      if (mp.offset[a] < 0 || mp.offset[b] < 0 || bytes[a] == 0 || bytes[b] == 0) continue;
+      bool live_together = first[a] <= last[b] && first[b] <= last[a];
+      bool mem_overlap = static_cast<uint64_t>(mp.offset[a]) < mp.offset[b] + bytes[b] &&
+                         static_cast<uint64_t>(mp.offset[b]) < mp.offset[a] + bytes[a];
+      EXPECT_FALSE(live_together && mem_overlap) << p.tensors[a].name << " and " << p.tensors[b].name;
+    }
+  for (size_t t = 0; t < n; ++t) {
+    if (mp.offset[t] < 0) continue;
+    EXPECT_EQ(mp.offset[t] % kArenaAlignment, 0u);
+    EXPECT_LE(mp.offset[t] + bytes[t], mp.peak_bytes);
+  }
+}
+
+}  // namespace
+
+TEST(RuntimePlanner, ChainReusesTwoBuffers) {
+  Plan p = chain_plan(6, 1000);  // 4000 bytes each, 256-aligned to 4096
+  auto bytes = tensor_bytes(p, {});
+  MemoryPlan mp = plan_memory(p, bytes);
+  EXPECT_EQ(mp.sum_bytes, 6u * 4000);
+  EXPECT_EQ(mp.peak_bytes, 2u * 4096);
+  EXPECT_EQ(mp.offset[0], -1);  // inputs and outputs are not in the arena
+  EXPECT_EQ(mp.offset[7], -1);
+  expect_no_conflicts(p, bytes, mp);
+}
+
+TEST(RuntimePlanner, ReshapeIsAViewThatKeepsItsSourceAlive) {
+  // x -> a (copy) -> v = reshape(a) -> b (copy of x) -> y = v + b (as "concat" reading both)
+  Plan p;
+  p.tensors = {{"x", DType::f32, {64}, TensorKind::input, 0, 0},
+               {"a", DType::f32, {64}, TensorKind::activation, 0, 0},
+               {"v", DType::f32, {8, 8}, TensorKind::activation, 0, 0},
+               {"b", DType::f32, {64}, TensorKind::activation, 0, 0},
+               {"y", DType::f32, {128}, TensorKind::output, 0, 0}};
+  p.inputs = {0};
+  p.outputs = {4};
+  p.steps = {{"copy", "s0", {0}, {1}, none()},
+             {"reshape", "s1", {1}, {2}, none()},
+             {"copy", "s2", {0}, {3}, none()},
+             {"concat", "s3", {2, 3}, {4}, none()}};
+  auto bytes = tensor_bytes(p, {});
+  MemoryPlan mp = plan_memory(p, bytes);
+  EXPECT_EQ(mp.alias_of[2], 1);
+  EXPECT_EQ(mp.offset[2], mp.offset[1]);
+  // a must stay alive until s3 (through its view), so b cannot take its place.
+  EXPECT_NE(mp.offset[3], mp.offset[1]);
+  EXPECT_EQ(mp.peak_bytes, 2u * 256);
+  expect_no_conflicts(p, bytes, mp);
+}
+
+TEST(RuntimePlanner, ReshapeOfAnInputAliasesTheInput) {
+  Plan p;
+  p.tensors = {{"x", DType::f16, {4, 16}, TensorKind::input, 0, 0},
+               {"v", DType::f16, {64}, TensorKind::activation, 0, 0},
+               {"y", DType::f16, {64}, TensorKind::output, 0, 0}};
+  p.inputs = {0};
+  p.outputs = {2};
+  p.steps = {{"reshape", "r", {0}, {1}, none()}, {"copy", "c", {1}, {2}, none()}};
+  MemoryPlan mp = plan_memory(p, tensor_bytes(p, {}));
+  EXPECT_EQ(mp.alias_of[1], 0);
+  EXPECT_EQ(mp.offset[1], -1);
+  EXPECT_EQ(mp.peak_bytes, 0u);
+}
+
+TEST(RuntimePlanner, RandomGraphsNeverOverlapLiveBuffers) {
+  std::mt19937 rng(7);
+  for (int trial = 0; trial < 200; ++trial) {
+    Plan p;
+    p.symbols = {{"s", 1, 64}};
+    p.tensors.push_back({"x", DType::f16, {DimExpr::parse("s"), 8}, TensorKind::input, 0, 0});
+    p.inputs = {0};
+    std::vector<int64_t> width = {8};
+    int steps = 2 + static_cast<int>(rng() % 20);
+    for (int i = 0; i < steps; ++i) {
+      int id = static_cast<int>(p.tensors.size());
+      int64_t w = 1 + static_cast<int64_t>(rng() % 300);
+      bool last = i == steps - 1;
+      bool view = !last && rng() % 4 == 0;
+      int src = static_cast<int>(rng() % static_cast<unsigned>(id));
+      if (view) w = width[static_cast<size_t>(src)];  // a view has its source's bytes
+      width.push_back(w);
+      p.tensors.push_back({"t" + std::to_string(id), DType::f16, {DimExpr::parse("s"), w},
+                           last ? TensorKind::output : TensorKind::activation, 0, 0});
+      std::vector<int> ins;
+      int k = 1 + static_cast<int>(rng() % 3);
+      for (int j = 0; j < k; ++j) ins.push_back(static_cast<int>(rng() % static_cast<unsigned>(id)));
+      if (view) ins = {src};
+      p.steps.push_back({view ? "reshape" : "concat", "s" + std::to_string(i), ins, {id}, none()});
+    }
+    p.outputs = {static_cast<int>(p.tensors.size()) - 1};
+    auto bytes = tensor_bytes(p, {{"s", 1 + static_cast<int64_t>(rng() % 64)}});
+    MemoryPlan mp = plan_memory(p, bytes);
+    EXPECT_LE(mp.peak_bytes, mp.sum_bytes + kArenaAlignment * p.tensors.size());
+    expect_no_conflicts(p, bytes, mp);
+  }
+}
+
+TEST(RuntimePlanner, ReadBeforeWriteIsABrokenPlan) {
+  Plan p = chain_plan(2, 16);
+  std::swap(p.steps[0], p.steps[1]);
+  EXPECT_THROW(plan_memory(p, tensor_bytes(p, {})), PlanError);
+}
