@@ -14,6 +14,12 @@
 #include "ir/npy.h"
 #include "ir/printer.h"
 #include "reference/reference.h"
+#include "runtime/resolve.h"
+#include "sabre/session.h"
+
+#if SABRE_RUNTIME_HAVE_CUDA
+#include <cuda_runtime_api.h>
+#endif
 
 namespace sabre::cli {
 namespace {
@@ -27,6 +33,9 @@ const std::vector<FlagSpec> kFlags = {
     {"--dim", "", "NAME=VALUE", "value of a symbolic dim not set by a given input", true},
     {"--seed", "", "N", "seed of the random inputs (default 0)", false},
     {"--out", "-o", "DIR", "where outputs (DIR/NAME.npy) and inputs (DIR/inputs/NAME.npy) go", false},
+    {"--compare-reference", "", "", "with MODEL.sabre: also run the CPU reference on the same inputs and report the error per output", false},
+    {"--model", "", "MODEL.onnx", "with --compare-reference: the ONNX model (default: the one recorded in the artifact)", false},
+    {"--device", "", "N", "with MODEL.sabre: the CUDA device (default 0)", false},
 };
 
 void print_help() {
@@ -38,6 +47,10 @@ void print_help() {
       "in [-1, 1]; integer inputs used as Gather indices uniform in [0, rows of the table); other integers\n"
       "in {0, 1} (masks); bools random. Writes each output to DIR/<name>.npy and each input to\n"
       "DIR/inputs/<name>.npy (names with characters other than letters, digits, _ . - get '_' for them).\n\n"
+      "       sabre run MODEL.sabre [--input NAME=FILE.npy ...] [--dim NAME=VALUE ...] [--compare-reference [--model M.onnx]] -o DIR\n\n"
+      "Runs a compiled artifact (the directory sabre compile writes) on the GPU, with the same input rules.\n"
+      "--compare-reference also runs the CPU reference on the same inputs and prints, per output, the max\n"
+      "absolute and the relative L2 error.\n\n"
       "options:\n%s",
       flags_help(kFlags).c_str());
 }
@@ -291,6 +304,153 @@ int run_reference(const ParsedArgs& args) {
   return kExitOk;
 }
 
+// sabre run MODEL.sabre: the artifact on the GPU (docs/RUNTIME.md section 6).
+int run_artifact(const ParsedArgs& args) {
+#if SABRE_RUNTIME_HAVE_CUDA
+  const std::string path = args.positional[0];
+  auto out_dir = args.value("--out");
+  if (!out_dir) throw UsageError("no output directory: add -o DIR");
+  int device = 0;
+  if (auto d = args.value("--device")) {
+    bool ok = !d->empty() && d->size() < 4;
+    for (char c : *d) ok = ok && std::isdigit(static_cast<unsigned char>(c));
+    if (!ok) throw UsageError("bad --device '" + *d + "': expected a GPU index such as 0");
+    device = std::stoi(*d);
+  }
+  std::map<std::string, int64_t> dims = parse_dims(args.all("--dim"));
+  uint64_t seed = 0;
+  if (auto s = args.value("--seed")) seed = std::stoull(*s);
+  sabre::Session session(path, device);
+  const auto& specs = session.inputs();
+  std::string in_names;
+  std::set<std::string> symbols;
+  for (const auto& sp : specs) {
+    in_names += (in_names.empty() ? "" : ", ") + sp.name;
+    for (const auto& d : sp.shape)
+      if (!d.empty() && !std::isdigit(static_cast<unsigned char>(d[0])) && d.find_first_of("*+-") == std::string::npos)
+        symbols.insert(d);
+  }
+  for (const auto& [name, v] : dims)
+    if (!symbols.count(name)) throw UsageError("model has no dim '" + name + "'");
+  std::map<std::string, ir::Tensor> inputs;
+  for (const auto& a : args.all("--input")) {
+    auto [name, file] = split_assignment(a, "--input", "NAME=FILE.npy");
+    bool known = false;
+    for (const auto& sp : specs) known |= sp.name == name;
+    if (!known) throw UsageError("model has no input '" + name + "'; its inputs are: " + in_names);
+    if (inputs.count(name)) throw UsageError("--input " + name + " is given twice");
+    inputs.emplace(name, ir::load_npy(file));
+  }
+  if (!inputs.empty())
+    for (const auto& sp : specs)
+      if (!inputs.count(sp.name))
+        throw UsageError("input '" + sp.name + "' is not given: add --input " + sp.name +
+                         "=FILE.npy (or give no --input at all for random inputs)");
+  // Dims not bound by --dim take their values from given inputs, else defaults (random inputs).
+  for (const auto& sp : specs) {
+    auto it = inputs.find(sp.name);
+    if (it == inputs.end()) continue;
+    for (size_t i = 0; i < sp.shape.size() && i < it->second.dims().size(); ++i)
+      if (symbols.count(sp.shape[i])) dims.emplace(sp.shape[i], it->second.dims()[i]);
+  }
+  for (const auto& s : symbols) dims.emplace(s, default_dim(s));
+  std::mt19937_64 rng(seed);
+  for (const auto& sp : specs) {
+    if (inputs.count(sp.name)) continue;
+    auto dt = runtime::from_dlpack(sp.dtype);
+    if (!dt) throw std::runtime_error("input '" + sp.name + "' has a dtype this CLI cannot make");
+    std::vector<int64_t> shape;
+    for (const auto& d : sp.shape) shape.push_back(runtime::DimExpr::parse(d).eval(dims));
+    ir::Tensor t(*dt, shape);
+    std::uniform_real_distribution<double> uf(-1.0, 1.0);
+    for (int64_t i = 0; i < t.numel(); ++i)
+      t.set_f64(i, ir::is_float(*dt) ? uf(rng) : static_cast<double>(rng() & 1));
+    inputs.emplace(sp.name, std::move(t));
+  }
+  std::error_code ec;
+  fs::create_directories(fs::path(*out_dir) / "inputs", ec);
+  if (ec) throw std::runtime_error("cannot create output directory '" + *out_dir + "': " + ec.message());
+
+  // Host -> device, run, device -> host.
+  std::vector<void*> dev;
+  struct Free {
+    std::vector<void*>& v;
+    ~Free() {
+      for (void* p : v) cudaFree(p);
+    }
+  } free_all{dev};
+  std::vector<sabre_tensor> ins;
+  for (const auto& sp : specs) {
+    const ir::Tensor& t = inputs.at(sp.name);
+    void* p = nullptr;
+    if (cudaMalloc(&p, std::max<size_t>(t.nbytes(), 1)) != cudaSuccess)
+      throw std::runtime_error("cannot allocate " + std::to_string(t.nbytes()) + " bytes on the GPU for input '" + sp.name + "'");
+    dev.push_back(p);
+    cudaMemcpy(p, t.bytes(), t.nbytes(), cudaMemcpyHostToDevice);
+    sabre_tensor d{sp.name.c_str(), p, SABRE_DEVICE_CUDA, device, runtime::to_dlpack(t.dtype()),
+                   static_cast<int32_t>(t.rank()), t.dims().data(), nullptr};
+    ins.push_back(d);
+  }
+  sabre::ExecutionContext ctx(session);
+  std::vector<sabre_tensor> outs;
+  for (const auto& sp : session.outputs()) outs.push_back(sabre_tensor{sp.name.c_str(), nullptr, 0, 0, {}, 0, nullptr, nullptr});
+  ctx.run(ins, outs);
+  std::set<std::string> taken_in, taken_out;
+  for (const auto& sp : specs)
+    ir::save_npy((fs::path(*out_dir) / "inputs" / unique_file(sp.name, taken_in)).string(), inputs.at(sp.name));
+  std::vector<ir::Tensor> results;
+  std::printf("outputs (GPU, peak activations %.1f MiB)\n", ctx.last_stats().peak_activation_bytes / 1048576.0);
+  for (size_t i = 0; i < outs.size(); ++i) {
+    auto dt = runtime::from_dlpack(outs[i].dtype);
+    ir::Tensor t(dt.value_or(ir::DType::f32), std::vector<int64_t>(outs[i].shape, outs[i].shape + outs[i].ndim));
+    if (cudaMemcpy(t.mutable_bytes(), outs[i].data, t.nbytes(), cudaMemcpyDeviceToHost) != cudaSuccess)
+      throw std::runtime_error("copying output '" + session.outputs()[i].name + "' from the GPU failed");
+    const std::string file = (fs::path(*out_dir) / unique_file(session.outputs()[i].name, taken_out)).string();
+    ir::save_npy(file, t);
+    Summary s = summarize(t);
+    std::printf("  %-24s %-18s min %-11.5g max %-11.5g mean %-11.5g", session.outputs()[i].name.c_str(),
+                (std::string(ir::name(t.dtype())) + shape_text(t.dims())).c_str(), s.min, s.max, s.mean);
+    if (s.nonfinite) std::printf(" nonfinite %lld", static_cast<long long>(s.nonfinite));
+    std::printf(" -> %s\n", file.c_str());
+    results.push_back(std::move(t));
+  }
+  if (!args.has("--compare-reference")) return kExitOk;
+  std::string model = args.value("--model").value_or(session.source_model());
+  if (model.empty())
+    throw UsageError("--compare-reference needs the ONNX model: add --model MODEL.onnx (the artifact records none)");
+  if (!fs::exists(model)) throw std::runtime_error("model file '" + model + "' does not exist (give --model MODEL.onnx)");
+  ir::Graph g = onnx_frontend::import_model(model);
+  std::vector<ir::Tensor> ref = reference::run(g, inputs);
+  std::printf("compare with the CPU reference (%s)\n", model.c_str());
+  for (size_t i = 0; i < results.size(); ++i) {
+    const std::string& name = session.outputs()[i].name;
+    size_t r = 0;
+    while (r < g.outputs().size() && g.outputs()[r]->name() != name) ++r;
+    if (r == g.outputs().size() || r >= ref.size()) {
+      std::printf("  %-24s not an output of %s\n", name.c_str(), model.c_str());
+      continue;
+    }
+    const ir::Tensor& a = results[i];
+    const ir::Tensor& b = ref[r];
+    if (a.numel() != b.numel()) {
+      std::printf("  %-24s shape %s vs reference %s\n", name.c_str(), shape_text(a.dims()).c_str(), shape_text(b.dims()).c_str());
+      continue;
+    }
+    double max_abs = 0, num = 0, den = 0;
+    for (int64_t k = 0; k < a.numel(); ++k) {
+      double x = a.get_f64(k), y = b.get_f64(k);
+      max_abs = std::max(max_abs, std::fabs(x - y));
+      num += (x - y) * (x - y);
+      den += y * y;
+    }
+    std::printf("  %-24s max abs %-11.4g rel L2 %.4g\n", name.c_str(), max_abs, den > 0 ? std::sqrt(num / den) : std::sqrt(num));
+  }
+  return kExitOk;
+#else
+  throw std::runtime_error("this sabre was built without CUDA: it cannot run artifacts on a GPU");
+#endif
+}
+
 int run(const std::vector<std::string>& argv) {
   return guarded("run", [&] {
     ParsedArgs args = parse_args(argv, kFlags);
@@ -298,6 +458,8 @@ int run(const std::vector<std::string>& argv) {
       print_help();
       return kExitOk;
     }
+    if (!args.has("--reference") && args.positional.size() == 1 && fs::is_directory(args.positional[0]))
+      return run_artifact(args);
     if (!args.has("--reference")) {
       std::fprintf(stderr,
                    "sabre run: error: running on the GPU needs a compiled artifact, which comes with `sabre compile` "

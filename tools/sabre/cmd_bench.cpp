@@ -1,0 +1,162 @@
+// sabre bench MODEL.sabre: latency percentiles and throughput of a compiled artifact on the GPU at
+// given dims (docs/RUNTIME.md section 6). Tests: tests/gpu/runtime_session_test.cpp covers the
+// runtime it times; the CLI itself is unverified on a GPU until the lead runs it.
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <cstdio>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "cli_util.h"
+#include "command.h"
+#include "runtime/plan.h"
+#include "runtime/resolve.h"
+#include "sabre/session.h"
+
+#if SABRE_RUNTIME_HAVE_CUDA
+#include <cuda_runtime_api.h>
+#endif
+
+namespace sabre::cli {
+namespace {
+
+const std::vector<FlagSpec> kFlags = {
+    {"--dim", "", "NAME=VALUE", "value of a symbolic dim (unset ones: 1 for batch-like names, else 8)", true},
+    {"--warmup", "", "N", "untimed runs first (default 20)", false},
+    {"--iters", "", "N", "timed runs (default 200)", false},
+    {"--device", "", "N", "the CUDA device (default 0)", false},
+    {"--no-graphs", "", "", "launch step by step instead of replaying a CUDA graph", false},
+};
+
+int64_t positive(const std::optional<std::string>& v, const char* flag, int64_t def) {
+  if (!v) return def;
+  bool ok = !v->empty() && v->size() < 10;
+  for (char c : *v) ok = ok && std::isdigit(static_cast<unsigned char>(c));
+  if (!ok || std::stoll(*v) <= 0) throw UsageError(std::string("bad ") + flag + " '" + *v + "': expected a positive integer");
+  return std::stoll(*v);
+}
+
+double percentile(std::vector<double> v, double p) {
+  std::sort(v.begin(), v.end());
+  size_t i = static_cast<size_t>(p / 100.0 * static_cast<double>(v.size() - 1) + 0.5);
+  return v[std::min(i, v.size() - 1)];
+}
+
+int bench(const std::vector<std::string>& argv) {
+  return guarded("bench", [&] {
+    ParsedArgs args = parse_args(argv, kFlags);
+    if (args.help) {
+      std::printf("usage: sabre bench MODEL.sabre [--dim NAME=VALUE ...] [--warmup N] [--iters N]\n\n"
+                  "Times a compiled artifact on the GPU with random inputs: p50/p90/p99 latency of one run\n"
+                  "(enqueue to stream finished), throughput, and peak activation memory.\n\noptions:\n%s",
+                  flags_help(kFlags).c_str());
+      return kExitOk;
+    }
+    if (args.positional.size() != 1) throw UsageError("give one artifact: sabre bench MODEL.sabre --dim batch=8");
+#if SABRE_RUNTIME_HAVE_CUDA
+    const int64_t warmup = positive(args.value("--warmup"), "--warmup", 20);
+    const int64_t iters = positive(args.value("--iters"), "--iters", 200);
+    const int device = static_cast<int>(positive(args.value("--device"), "--device", 1)) - (args.has("--device") ? 0 : 1);
+    std::map<std::string, int64_t> dims = parse_dims(args.all("--dim"));
+    sabre::Session session(args.positional[0], device);
+    std::set<std::string> symbols;
+    for (const auto& sp : session.inputs())
+      for (const auto& d : sp.shape)
+        if (!d.empty() && !std::isdigit(static_cast<unsigned char>(d[0])) && d.find_first_of("*+-") == std::string::npos)
+          symbols.insert(d);
+    for (const auto& [name, v] : dims)
+      if (!symbols.count(name)) throw UsageError("model has no dim '" + name + "'");
+    std::string dim_line;
+    for (const auto& s : symbols) {
+      dims.emplace(s, default_dim(s));
+      dim_line += (dim_line.empty() ? "" : ", ") + s + "=" + std::to_string(dims[s]);
+    }
+    std::vector<void*> dev;
+    struct Free {
+      std::vector<void*>& v;
+      ~Free() {
+        for (void* p : v) cudaFree(p);
+      }
+    } free_all{dev};
+    std::vector<std::vector<int64_t>> shapes;
+    std::vector<sabre_tensor> ins;
+    std::mt19937 rng(1);
+    for (const auto& sp : session.inputs()) {
+      std::vector<int64_t> shape;
+      for (const auto& d : sp.shape) shape.push_back(runtime::DimExpr::parse(d).eval(dims));
+      shapes.push_back(shape);
+    }
+    for (size_t i = 0; i < shapes.size(); ++i) {
+      const auto& sp = session.inputs()[i];
+      int64_t n = 1;
+      for (int64_t d : shapes[i]) n *= d;
+      size_t bytes = static_cast<size_t>(n) * sp.dtype.bits / 8;
+      // Random bytes for floats would include NaNs; small values of the input's type instead:
+      // integers 0/1 (valid indices and masks), floats from a uniform pattern.
+      std::vector<uint8_t> host(bytes, 0);
+      auto dt = runtime::from_dlpack(sp.dtype);
+      for (int64_t k = 0; k < n; ++k) {
+        uint8_t* e = host.data() + static_cast<size_t>(k) * sp.dtype.bits / 8;
+        if (dt == ir::DType::f32) {
+          float f = static_cast<float>(rng() % 2001) / 1000.f - 1.f;
+          std::memcpy(e, &f, 4);
+        } else if (dt == ir::DType::f16) {
+          uint16_t h = static_cast<uint16_t>(0x3000 + rng() % 0x0c00);  // in [0.125, 1)
+          std::memcpy(e, &h, 2);
+        } else if (dt == ir::DType::bf16) {
+          uint16_t h = static_cast<uint16_t>(0x3e00 + rng() % 0x0080);
+          std::memcpy(e, &h, 2);
+        } else {
+          e[0] = static_cast<uint8_t>(rng() & 1);
+        }
+      }
+      void* p = nullptr;
+      if (cudaMalloc(&p, std::max<size_t>(bytes, 1)) != cudaSuccess)
+        throw std::runtime_error("cannot allocate input '" + sp.name + "' on the GPU");
+      dev.push_back(p);
+      cudaMemcpy(p, host.data(), bytes, cudaMemcpyHostToDevice);
+      ins.push_back({sp.name.c_str(), p, SABRE_DEVICE_CUDA, device, sp.dtype, static_cast<int32_t>(shapes[i].size()),
+                     shapes[i].data(), nullptr});
+    }
+    sabre::ExecutionContext ctx(session, nullptr, !args.has("--no-graphs"));
+    std::vector<sabre_tensor> outs;
+    for (const auto& sp : session.outputs()) outs.push_back({sp.name.c_str(), nullptr, 0, 0, {}, 0, nullptr, nullptr});
+    auto once = [&] {
+      for (auto& o : outs) o.data = nullptr;  // context-owned outputs, same buffers every run
+      ctx.run(ins, outs, true);
+    };
+    for (int64_t i = 0; i < warmup; ++i) once();
+    std::vector<double> ms;
+    auto t_all = std::chrono::steady_clock::now();
+    for (int64_t i = 0; i < iters; ++i) {
+      auto t0 = std::chrono::steady_clock::now();
+      once();
+      ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    }
+    double total_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_all).count();
+    int64_t batch = 1;
+    for (const auto& [k, v] : dims)
+      if (k.find("batch") != std::string::npos) batch = v;
+    std::printf("dims         %s\n", dim_line.empty() ? "(static)" : dim_line.c_str());
+    std::printf("runs         %lld timed after %lld warmup, CUDA graphs %s\n", static_cast<long long>(iters),
+                static_cast<long long>(warmup), args.has("--no-graphs") ? "off" : "on");
+    std::printf("latency ms   p50 %.4f  p90 %.4f  p99 %.4f  min %.4f\n", percentile(ms, 50), percentile(ms, 90),
+                percentile(ms, 99), *std::min_element(ms.begin(), ms.end()));
+    std::printf("throughput   %.1f runs/s, %.1f samples/s (batch %lld)\n", static_cast<double>(iters) / total_s,
+                static_cast<double>(iters * batch) / total_s, static_cast<long long>(batch));
+    std::printf("activations  peak %.2f MiB (%.2f MiB without reuse)\n", ctx.last_stats().peak_activation_bytes / 1048576.0,
+                ctx.last_stats().activation_bytes_without_reuse / 1048576.0);
+    return kExitOk;
+#else
+    throw std::runtime_error("this sabre was built without CUDA: it cannot run artifacts on a GPU");
+#endif
+  });
+}
+
+const bool reg = register_command({"bench", "time a compiled artifact on the GPU (latency percentiles, throughput)", bench});
+
+}  // namespace
+}  // namespace sabre::cli
