@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -230,4 +231,26 @@ TEST(Profiler, FailedCompileCrashAndHangScoreInfinityAndTuningGoesOn) {
   EXPECT_TRUE(parse_lt_candidate(reports[0].winner->kernel));
   EXPECT_DOUBLE_EQ(reports[0].winner->time_us, 12.5);
   EXPECT_FALSE(reports[0].cutlass_best);
+}
+
+// The real compile path (emit_kernel + nvcc.h's flags through CompileCache): needs nvcc, minutes;
+// run with SABRE_TEST_NVCC=1. A second call must hit the cache and compile nothing.
+TEST(ProfilerNvcc, DefaultCompileFnBuildsThroughTheCacheOnce) {
+  if (!std::getenv("SABRE_TEST_NVCC")) GTEST_SKIP() << "set SABRE_TEST_NVCC=1 to run nvcc";
+  ProfileOptions o;
+  o.quiet = true;
+  o.cache_dir = temp_path("kcache");
+  std::filesystem::remove_all(o.cache_dir);
+  GemmProblem p = problem(768, 768, "bias_gelu");
+  auto ranked = rank_candidates(p, 1024, 90, 1);
+  ASSERT_EQ(ranked.size(), 1u);
+  auto fn = default_compile_fn(o);
+  auto r = fn({ranked[0].spec});
+  ASSERT_EQ(r.size(), 1u);
+  ASSERT_TRUE(r[0].ok) << "log: " << r[0].log;
+  EXPECT_FALSE(r[0].cached);
+  EXPECT_TRUE(std::filesystem::exists(r[0].library));
+  auto again = fn({ranked[0].spec});
+  EXPECT_TRUE(again[0].ok && again[0].cached);
+  EXPECT_EQ(again[0].library, r[0].library);
 }
