@@ -466,12 +466,26 @@ void ExecutionContext::Impl::run(const std::vector<sabre_tensor>& inputs, std::v
       throw;
     }
     cuda_check(cudaStreamEndCapture(stream, &graph), "cudaStreamEndCapture");
-    cudaGraphExec_t exec = nullptr;
-    cudaError_t e = cudaGraphInstantiate(&exec, graph, 0);
+    // Same signature, other pointers (a caller alternating buffers): updating the instantiated
+    // graph in place is much cheaper than instantiating again; fall back when CUDA refuses.
+    bool updated = false;
+    if (sig.exec) {
+      cudaGraphExecUpdateResultInfo info{};
+      updated = cudaGraphExecUpdate(sig.exec, graph, &info) == cudaSuccess;
+      if (!updated) {
+        cudaGetLastError();
+        cudaGraphExecDestroy(sig.exec);
+        sig.exec = nullptr;
+      }
+    }
+    if (!updated) {
+      cudaGraphExec_t exec = nullptr;
+      cudaError_t e = cudaGraphInstantiate(&exec, graph, 0);
+      if (e != cudaSuccess) cudaGraphDestroy(graph);
+      cuda_check(e, "cudaGraphInstantiate");
+      sig.exec = exec;
+    }
     cudaGraphDestroy(graph);
-    cuda_check(e, "cudaGraphInstantiate");
-    if (sig.exec) cudaGraphExecDestroy(sig.exec);
-    sig.exec = exec;
     sig.io = io;
     sig.epoch = arena_epoch;
     cuda_check(cudaGraphLaunch(sig.exec, stream), "cudaGraphLaunch");
