@@ -1,0 +1,139 @@
+// The compile driver. See compile.h.
+#include "codegen/compile.h"
+
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <stdexcept>
+
+#include "backends/cutlass/emitter.h"
+#include "backends/cutlass/kernel_spec.h"
+#include "backends/cutlass/nvcc.h"
+#include "backends/cutlass/patterns.h"
+#include "frontend/onnx/importer.h"
+#include "partition/partitioner.h"
+#include "runtime/artifact.h"
+#include "transform/canonicalize.h"
+#include "tune/compile_cache.h"
+#include "tune/db.h"
+#include "tune/select.h"
+
+namespace sabre::codegen {
+namespace fs = std::filesystem;
+
+int arch_sm(const std::string& arch) {
+  std::string s = arch;
+  if (s.rfind("sm_", 0) != 0) throw std::invalid_argument("bad --arch '" + arch + "': expected sm_90a, sm_90 or sm_80");
+  s = s.substr(3);
+  if (!s.empty() && s.back() == 'a') s.pop_back();
+  if (s.empty() || s.size() > 3 || s.find_first_not_of("0123456789") != std::string::npos)
+    throw std::invalid_argument("bad --arch '" + arch + "': expected sm_90a, sm_90 or sm_80");
+  return std::stoi(s);
+}
+
+std::string elementwise_library_source(const ElementwiseKernel& k) {
+  return k.source + "\n// Host launcher the runtime looks up by name (docs/RUNTIME.md, op elementwise).\n"
+                    "extern \"C\" int " + k.name + "_launch(const SabreEwParams* p, unsigned grid, cudaStream_t s) {\n"
+                    "  " + k.name + "<<<grid, 256, 0, s>>>(*p);\n"
+                    "  return (int)cudaGetLastError();\n}\n";
+}
+
+namespace {
+
+// nvcc flags of a GEMM kernel for the compile cache: nvcc_command's without the tool, I/O and -shared.
+std::vector<std::string> gemm_flags(const cutlass_backend::KernelSpec& s, int sm) {
+  cutlass_backend::NvccOptions o;
+  o.target_sm = sm;
+  o.nvcc = "nvcc";
+  auto cmd = cutlass_backend::nvcc_command(s, "@SRC@", "@LIB@", o);
+  std::vector<std::string> out;
+  for (size_t i = 1; i < cmd.size(); ++i) {
+    const std::string& a = cmd[i];
+    if (a == "@SRC@" || a == "@LIB@" || a == "-shared" || a == "-o" || a == "-fPIC") continue;
+    if (a == "-Xcompiler" && i + 1 < cmd.size() && cmd[i + 1] == "-fPIC") continue;
+    out.push_back(a);
+  }
+  return out;
+}
+
+}  // namespace
+
+CompileSummary compile_model(const std::string& model, const std::string& out_dir, const CompileOptions& opts) {
+  auto t0 = std::chrono::steady_clock::now();
+  auto say = [&](const std::string& s) {
+    if (opts.progress) opts.progress(s);
+  };
+  const int sm = arch_sm(opts.arch);
+  if (opts.dtype != ir::DType::f16 && opts.dtype != ir::DType::bf16)
+    throw std::invalid_argument("--dtype must be fp16 or bf16");
+
+  say("import " + model);
+  ir::Graph g = onnx_frontend::import_model(model);
+  say("canonicalize (" + std::to_string(g.num_nodes()) + " nodes)");
+  g = transform::canonicalize(std::move(g));
+  partition::PartitionResult pr = partition::partition(std::move(g), cutlass_backend::pattern_table());
+  say("partition: " + std::to_string(pr.regions.size()) + " CUTLASS regions, " +
+      std::to_string(pr.refusals.size()) + " refusals");
+
+  tune::PickOptions popts;
+  popts.tune = opts.tune;
+  popts.target_sm = sm;
+  popts.env.sm = sm;
+  std::unique_ptr<tune::TuningDb> db;
+  if (opts.tune) {
+    db = std::make_unique<tune::TuningDb>(tune::TuningDb::default_path());
+    popts.db = db.get();
+  }
+  LowerOptions lo;
+  lo.dtype = opts.dtype;
+  lo.ranges = opts.ranges;
+  lo.pick = [&](const tune::GemmProblem& p) { return tune::pick_kernels(p, popts); };
+  Lowered low = lower(pr.graph, lo);
+
+  CompileSummary sum;
+  for (const auto& s : low.plan.steps) ++sum.steps_by_op[s.op];
+  sum.gemm_kernels = low.gemm_kernels.size();
+  sum.elementwise_kernels = low.ew_kernels.size();
+  sum.weights_bytes = low.weights.size();
+  sum.notes = low.notes;
+  say("lower: " + std::to_string(low.plan.steps.size()) + " steps, " + std::to_string(sum.gemm_kernels) +
+      " GEMM kernels, " + std::to_string(sum.elementwise_kernels) + " elementwise kernels");
+
+  std::vector<std::string> libraries;
+  if (!opts.plan_only) {
+    std::vector<tune::CompileJob> jobs;
+    for (const auto& name : low.gemm_kernels) {
+      auto spec = cutlass_backend::parse_kernel_name(name);
+      if (!spec) throw std::logic_error("compile: picker returned '" + name + "', not a kernel name (invariant: catalog names)");
+      jobs.push_back({name, cutlass_backend::emit_kernel(*spec, sm), gemm_flags(*spec, sm)});
+    }
+    std::string num = opts.arch.substr(3);
+    for (const auto& k : low.ew_kernels)
+      jobs.push_back({k.name, elementwise_library_source(k),
+                      {"-std=c++17", "-O3", "-gencode", "arch=compute_" + num + ",code=sm_" + num}});
+    say("build " + std::to_string(jobs.size()) + " kernels (" + std::to_string(opts.jobs) + " at a time)");
+    tune::CompileCache cache(opts.cache_dir.empty() ? tune::CompileCache::default_dir() : opts.cache_dir, opts.nvcc);
+    auto results = cache.compile_all(jobs, opts.jobs, !opts.progress);
+    std::string failed;
+    for (const auto& r : results) {
+      if (!r.ok) failed += "\n  " + r.name + " (log: " + r.log + ")";
+      else libraries.push_back(r.library);
+      (r.cached ? sum.kernels_cached : sum.kernels_compiled) += 1;
+    }
+    if (!failed.empty()) throw std::runtime_error("kernels failed to compile:" + failed);
+  }
+
+  runtime::ManifestInfo mi;
+  mi.arch = opts.arch;
+  mi.sm = sm;
+  mi.tools = {{"sabre", "0.1"}, {"cutlass", "4.2"}};
+  mi.source_model = fs::absolute(model).string();
+  say("write " + out_dir);
+  runtime::write_artifact(out_dir, low.plan, low.weights, libraries, mi);
+  for (const auto& e : fs::recursive_directory_iterator(out_dir))
+    if (e.is_regular_file() && e.path().filename() != "weights.bin") sum.artifact_bytes_without_weights += e.file_size();
+  sum.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return sum;
+}
+
+}  // namespace sabre::codegen

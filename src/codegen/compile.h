@@ -1,0 +1,51 @@
+// The model compiler's driver: ONNX file -> artifact directory (docs/RUNTIME.md section 1).
+// import -> canonicalize -> partition -> lower -> build kernels (cached, in parallel) -> write_artifact.
+// No GPU is needed: kernels are compiled for --arch, and GEMM kernels are picked analytically
+// unless tuning is asked for. Tests: tests/unit/codegen_compile_test.cpp
+#pragma once
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "codegen/lower.h"
+
+namespace sabre::codegen {
+
+struct CompileOptions {
+  ir::DType dtype = ir::DType::f16;  // compute dtype
+  DimRanges ranges;                  // --dynamic
+  bool tune = false;                 // profile GEMM candidates on this machine's GPU
+  bool plan_only = false;            // write the artifact without kernels; compile nothing
+  std::string arch = "sm_90a";       // what kernels are compiled for
+  int jobs = 2;                      // parallel compiler processes
+  std::string cache_dir;             // compile cache; empty: CompileCache::default_dir()
+  std::string nvcc = "nvcc";
+  // One line per stage ("import", "partition: 17 regions", ...); nothing when unset.
+  std::function<void(const std::string&)> progress;
+};
+
+struct CompileSummary {
+  std::map<std::string, int> steps_by_op;
+  size_t gemm_kernels = 0, elementwise_kernels = 0;
+  size_t kernels_compiled = 0, kernels_cached = 0;
+  uint64_t weights_bytes = 0;
+  uint64_t artifact_bytes_without_weights = 0;
+  double seconds = 0;
+  std::vector<std::string> notes;
+};
+
+// "sm_90a" -> 90. Throws std::invalid_argument for anything else than sm_<digits>[a].
+int arch_sm(const std::string& arch);
+
+// The .cu text of a generated elementwise kernel plus its host launcher
+// `extern "C" int <name>_launch(const SabreEwParams*, unsigned grid, cudaStream_t)` (docs/RUNTIME.md).
+std::string elementwise_library_source(const ElementwiseKernel& k);
+
+/** Compiles `model` into the artifact directory `out_dir`. Throws onnx_frontend::ImportError,
+    UnsupportedError, std::invalid_argument (bad options) or std::runtime_error (a kernel failed to
+    compile: the message names it and its log). Tests: tests/unit/codegen_compile_test.cpp */
+CompileSummary compile_model(const std::string& model, const std::string& out_dir, const CompileOptions& opts);
+
+}  // namespace sabre::codegen

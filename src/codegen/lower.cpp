@@ -1,0 +1,885 @@
+// Lowering a partitioned graph to the runtime plan. See lower.h; step params follow docs/RUNTIME.md.
+#include "codegen/lower.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+#include <set>
+#include <sstream>
+
+#include "backends/cutlass/patterns.h"
+#include "backends/native/elementwise.h"
+
+namespace sabre::codegen {
+namespace {
+
+using ir::Dim;
+using ir::DType;
+using ir::Node;
+using ir::Value;
+using JArray = json::Array;
+using JObject = json::Object;
+
+json::Value jnum(double v) { return json::Value(v); }
+json::Value jstr(const std::string& s) { return json::Value(s); }
+json::Value jdim(const Dim& d) { return json::Value(d.str()); }
+json::Value jints(const std::vector<int64_t>& v) {
+  JArray a;
+  for (int64_t x : v) a.push_back(jnum(static_cast<double>(x)));
+  return json::Value(std::move(a));
+}
+json::Value jdims(const std::vector<Dim>& v) {
+  JArray a;
+  for (const Dim& d : v) a.push_back(jdim(d));
+  return json::Value(std::move(a));
+}
+
+Dim product(const std::vector<Dim>& dims, size_t begin, size_t end) {
+  Dim p(1);
+  for (size_t i = begin; i < end; ++i) p = p * dims[i];
+  return p;
+}
+
+// Elementwise ops the fused chain kernels take (binary ops broadcast).
+const std::map<std::string, native::EwOp>& ew_ops() {
+  using native::EwOp;
+  static const std::map<std::string, EwOp> m = {
+      {"Add", EwOp::add},           {"Sub", EwOp::sub},
+      {"Mul", EwOp::mul},           {"Div", EwOp::div},
+      {"Pow", EwOp::pow},           {"Sqrt", EwOp::sqrt},
+      {"Erf", EwOp::erf},           {"Tanh", EwOp::tanh},
+      {"Relu", EwOp::relu},         {"Sigmoid", EwOp::sigmoid},
+      {"Exp", EwOp::exp},           {"Log", EwOp::log},
+      {"Neg", EwOp::neg},           {"Abs", EwOp::abs},
+      {"Reciprocal", EwOp::reciprocal}, {"Gelu", EwOp::gelu_erf},
+      {"Where", EwOp::where},       {"Cast", EwOp::cast},
+      {"Equal", EwOp::equal},       {"Less", EwOp::less},
+      {"Greater", EwOp::greater},   {"LessOrEqual", EwOp::less_equal},
+      {"GreaterOrEqual", EwOp::greater_equal}, {"And", EwOp::logical_and},
+      {"Or", EwOp::logical_or},     {"Not", EwOp::logical_not},
+      {"LeakyRelu", EwOp::leaky_relu}, {"HardSigmoid", EwOp::hard_sigmoid},
+      {"HardSwish", EwOp::hardswish}, {"Clip", EwOp::clip},
+      {"Min", EwOp::min},           {"Max", EwOp::max},
+  };
+  return m;
+}
+
+bool is_ew(const Node* n) {
+  if (n->domain() != "" || !ew_ops().count(n->op())) return false;
+  if ((n->op() == "Min" || n->op() == "Max") && n->num_inputs() != 2) return false;
+  return true;
+}
+
+bool is_view(const std::string& op) {
+  return op == "Reshape" || op == "Squeeze" || op == "Unsqueeze" || op == "Flatten" || op == "Identity";
+}
+
+bool scalar_constant(const Value* v) { return v && v->is_constant() && v->constant().numel() == 1; }
+
+// The only users of `v` are `n` (once per slot it reads), and v is not a model output.
+bool only_user(const ir::Graph& g, const Value* v, const Node* n) {
+  if (g.is_graph_output(v) || v->users().empty()) return false;
+  for (const Node* u : v->users())
+    if (u != n) return false;
+  return true;
+}
+
+int64_t norm_axis(int64_t axis, size_t rank) { return axis < 0 ? axis + static_cast<int64_t>(rank) : axis; }
+
+struct SoftmaxFusion {
+  Value* x = nullptr;
+  Value* mask = nullptr;
+  double scale = 1.0;
+  bool causal = false;
+  std::vector<Node*> absorbed;
+};
+
+class Lowerer {
+ public:
+  Lowerer(const ir::Graph& g, const LowerOptions& o) : g_(g), o_(o) {}
+
+  Lowered run() {
+    if (o_.dtype != DType::f16 && o_.dtype != DType::bf16)
+      throw std::invalid_argument("compute dtype must be f16 or bf16");
+    if (!o_.pick) throw std::logic_error("lower: LowerOptions::pick is required (invariant: a kernel picker is set)");
+    order_ = g_.topo_order();
+    symbols();
+    fusions();
+    mark_needed();
+    group_elementwise();
+    if (!unsupported_.empty()) fail();
+    for (const Value* v : g_.inputs()) bind_input(v);
+    for (Node* n : order_) {
+      if (!needed_.count(n) || absorbed_.count(n)) continue;
+      const size_t before = unsupported_.size();
+      try {
+        emit(n);
+      } catch (const UnsupportedError& e) {
+        unsupported_.push_back(e.what());
+      }
+      // Keep going after a refusal so that one error lists every unsupported node.
+      if (unsupported_.size() != before)
+        for (const Value* v : n->outputs())
+          if (!tid_.count(v)) tid_[v] = -1;
+    }
+    if (!unsupported_.empty()) fail();
+    for (const Value* v : g_.outputs()) bind_output(v);
+    out_.plan.symbols = symbols_;
+    return std::move(out_);
+  }
+
+ private:
+  [[noreturn]] void fail() {
+    std::string msg = "unsupported for GPU (" + std::to_string(unsupported_.size()) + " node" +
+                      (unsupported_.size() == 1 ? "" : "s") + "):";
+    for (const auto& u : unsupported_) msg += "\n  " + u;
+    throw UnsupportedError(msg);
+  }
+  static std::string where(const Node* n) { return n->name() + " (" + n->op() + ")"; }
+  void unsupported(const Node* n, const std::string& why) {
+    unsupported_.push_back(where(n) + (why.empty() ? "" : ": " + why));
+  }
+
+  // ---- symbols ----------------------------------------------------------------------------
+  void symbols() {
+    std::vector<std::string> names = g_.symbols();
+    for (const auto& [name, r] : o_.ranges)
+      if (std::find(names.begin(), names.end(), name) == names.end())
+        throw std::invalid_argument("--dynamic names '" + name + "' but the model's inputs have no such dim (they have: " +
+                                    join(names) + ")");
+    std::vector<std::string> defaulted;
+    for (const auto& s : names) {
+      runtime::SymbolRange r{s, 1, 1};
+      auto it = o_.ranges.find(s);
+      auto [lo, hi] = it != o_.ranges.end() ? it->second : default_range(s);
+      if (it == o_.ranges.end()) defaulted.push_back(s + "=" + std::to_string(lo) + ".." + std::to_string(hi));
+      r.min = lo;
+      r.max = hi;
+      symbols_.push_back(r);
+      lo_[s] = lo;
+      hi_[s] = hi;
+    }
+    if (!defaulted.empty())
+      out_.notes.push_back("default dim ranges (set them with --dynamic): " + join(defaulted));
+  }
+  static std::string join(const std::vector<std::string>& v) {
+    std::string s;
+    for (const auto& x : v) s += (s.empty() ? "" : ",") + x;
+    return s;
+  }
+  int64_t eval_lo(const Dim& d) const { return d.evaluate(lo_).value_or(-1); }
+  int64_t eval_hi(const Dim& d) const { return d.evaluate(hi_).value_or(-1); }
+
+  // ---- fusions decided before anything is emitted --------------------------------------------
+  void fusions() {
+    for (Node* n : order_) {
+      if (n->domain() != "") continue;
+      if (n->op() == "Softmax") softmax_fusion(n);
+      if (n->op() == "LayerNormalization") layernorm_fusion(n);
+      if (n->op() == "Gather") range_gather(n);
+    }
+  }
+
+  // Softmax(Where(causal, Div(x, c) | Mul(x, c), fill) + mask): one native softmax.
+  void softmax_fusion(Node* s) {
+    SoftmaxFusion f;
+    f.x = s->input(0);
+    const size_t rank = f.x->shape().size();
+    if (rank == 0 || norm_axis(s->attr_int("axis", -1), rank) != static_cast<int64_t>(rank) - 1) return;
+    const Dim cols = f.x->shape().back();
+    Node* p = f.x->producer();
+    if (p && p->op() == "Where" && only_user(g_, f.x, s) && is_causal(p->input(0)) && scalar_constant(p->input(2)) &&
+        p->input(1)->shape() == f.x->shape()) {
+      f.causal = true;
+      f.absorbed.push_back(p);
+      f.x = p->input(1);
+      p = f.x->producer();
+    }
+    if (p && p->op() == "Add" && only_user(g_, f.x, f.absorbed.empty() ? s : f.absorbed.back()) && rank == 4) {
+      for (int side = 0; side < 2; ++side) {
+        Value* a = p->input(side);
+        Value* m = p->input(1 - side);
+        if (a->shape() == f.x->shape() && m->shape().size() <= 4 && !m->shape().empty() && m->shape().back() == cols &&
+            ir::is_float(m->dtype()) && m->shape() != f.x->shape()) {
+          f.mask = m;
+          f.absorbed.push_back(p);
+          f.x = a;
+          p = f.x->producer();
+          break;
+        }
+      }
+    }
+    if (p && (p->op() == "Div" || p->op() == "Mul") && scalar_constant(p->input(1)) &&
+        p->input(0)->shape() == f.x->shape() && only_user(g_, f.x, f.absorbed.empty() ? s : f.absorbed.back())) {
+      double c = p->input(1)->constant().get_f64(0);
+      if (p->op() == "Div" ? c != 0 : true) {
+        f.scale = p->op() == "Div" ? 1.0 / c : c;
+        f.absorbed.push_back(p);
+        f.x = p->input(0);
+      }
+    }
+    for (Node* a : f.absorbed) absorbed_.insert(a);
+    softmax_[s] = f;
+  }
+
+  // Trilu(ConstantOfShape(true), k=0) {upper=0} of a square [S,S]: the causal mask.
+  bool is_causal(const Value* cond) const {
+    const Node* t = cond ? cond->producer() : nullptr;
+    if (!t || t->op() != "Trilu" || t->attr_int("upper", 1) != 0) return false;
+    if (t->input(1) && !(scalar_constant(t->input(1)) && t->input(1)->constant().get_i64(0) == 0)) return false;
+    const Node* c = t->input(0)->producer();
+    if (!c || c->op() != "ConstantOfShape" || !c->has_attr("value")) return false;
+    const ir::Tensor& v = c->attr_tensor("value");
+    const auto& sh = cond->shape();
+    return v.numel() == 1 && v.get_f64(0) != 0 && sh.size() == 2 && sh[0] == sh[1];
+  }
+
+  void layernorm_fusion(Node* ln) {
+    Value* x = ln->input(0);
+    Node* p = x->producer();
+    if (!p || p->op() != "Add" || p->domain() != "" || !only_user(g_, x, ln) || absorbed_.count(p)) return;
+    if (p->input(0)->shape() != x->shape() || p->input(1)->shape() != x->shape()) return;
+    if (p->input(0)->is_constant() || p->input(1)->is_constant()) return;
+    absorbed_.insert(p);
+    ln_residual_[ln] = p;
+  }
+
+  // Gather(data, Range(start, limit, delta)) along an axis is a slice: no index tensor needed.
+  void range_gather(Node* g) {
+    const Node* r = g->input(1)->producer();
+    if (!r || r->op() != "Range" || !scalar_constant(r->input(0)) || !scalar_constant(r->input(2))) return;
+    auto limit = dims_of(r->input(1));
+    if (!limit || limit->size() != 1) return;
+    range_gather_[g] = {r->input(0)->constant().get_i64(0), (*limit)[0], r->input(2)->constant().get_i64(0)};
+  }
+
+  // A shape-like value as dims: a constant, or a value shape folding knows (possibly symbolic).
+  std::optional<std::vector<Dim>> dims_of(const Value* v) const {
+    if (!v) return std::nullopt;
+    if (v->is_constant()) {
+      std::vector<Dim> d;
+      for (int64_t x : v->constant().to_i64_vector()) d.push_back(Dim(x));
+      return d;
+    }
+    if (v->known_dims()) return *v->known_dims();
+    return std::nullopt;
+  }
+
+  // ---- which nodes must run: walk back from the outputs through data inputs ------------------
+  std::vector<Value*> data_inputs(Node* n) const {
+    const std::string& op = n->op();
+    if (n->domain() == "sabre") return n->inputs();
+    if (is_view(op) || op == "Expand" || op == "Slice" || op == "Transpose" || op == "Split" ||
+        op.rfind("Reduce", 0) == 0 || op == "Clip")
+      return {n->input(0)};
+    if (op == "Softmax") {
+      auto it = softmax_.find(n);
+      if (it == softmax_.end()) return {n->input(0)};
+      std::vector<Value*> v{it->second.x};
+      if (it->second.mask) v.push_back(it->second.mask);
+      return v;
+    }
+    if (op == "LayerNormalization") {
+      std::vector<Value*> v(n->inputs());
+      if (auto it = ln_residual_.find(n); it != ln_residual_.end()) {
+        v[0] = it->second->input(0);
+        v.push_back(it->second->input(1));
+      }
+      return v;
+    }
+    if (op == "Gather" && range_gather_.count(n)) return {n->input(0)};
+    std::vector<Value*> v;
+    for (Value* x : n->inputs())
+      if (x) v.push_back(x);
+    return v;
+  }
+
+  void mark_needed() {
+    std::vector<Node*> work;
+    for (const Value* v : g_.outputs())
+      if (v->producer()) work.push_back(v->producer());
+    while (!work.empty()) {
+      Node* n = work.back();
+      work.pop_back();
+      if (!needed_.insert(n).second) continue;
+      for (Value* v : data_inputs(n))
+        if (v && v->producer() && !needed_.count(v->producer())) work.push_back(v->producer());
+    }
+  }
+
+  // ---- elementwise groups ------------------------------------------------------------------
+  struct Group {
+    std::vector<Node*> nodes;
+    std::set<const Value*> inputs;  // external non-scalar inputs
+    int chain_nodes = 0;
+  };
+
+  void group_elementwise() {
+    for (Node* n : order_) {
+      if (!needed_.count(n) || absorbed_.count(n) || !is_ew(n)) continue;
+      std::set<const Value*> ext;
+      int own = 1;
+      for (Value* v : n->inputs()) {
+        if (!v) continue;
+        if (scalar_constant(v)) ++own;
+        else ext.insert(v);
+      }
+      // Producer groups that only n reads: merge them into one.
+      std::vector<int> merge;
+      for (Value* v : n->inputs()) {
+        Node* p = v ? v->producer() : nullptr;
+        if (!p || !group_of_.count(p) || !only_user(g_, v, n)) continue;
+        int gi = group_of_[p];
+        if (groups_[gi].nodes.back() != p || std::count(merge.begin(), merge.end(), gi)) continue;
+        merge.push_back(gi);
+      }
+      std::set<const Value*> inputs;
+      int count = own;
+      for (int gi : merge) {
+        inputs.insert(groups_[gi].inputs.begin(), groups_[gi].inputs.end());
+        count += groups_[gi].chain_nodes;
+      }
+      for (const Value* v : ext) {
+        bool internal = false;
+        for (int gi : merge) internal |= groups_[gi].nodes.back()->output(0) == v;
+        if (!internal) inputs.insert(v);
+      }
+      // Input nodes count once per external input; keep within the kernel ABI's limits.
+      int input_nodes_before = 0;
+      for (int gi : merge) input_nodes_before += static_cast<int>(groups_[gi].inputs.size());
+      int total = count - input_nodes_before + static_cast<int>(inputs.size());
+      if (merge.empty() || inputs.size() > SABRE_EW_MAX_INPUTS || total > SABRE_EW_MAX_NODES) {
+        Group gr;
+        gr.nodes = {n};
+        gr.inputs = ext;
+        gr.chain_nodes = own + static_cast<int>(ext.size());
+        groups_.push_back(std::move(gr));
+        group_of_[n] = static_cast<int>(groups_.size()) - 1;
+        continue;
+      }
+      int into = merge[0];
+      std::vector<Node*> nodes;
+      for (int gi : merge) nodes.insert(nodes.end(), groups_[gi].nodes.begin(), groups_[gi].nodes.end());
+      std::sort(nodes.begin(), nodes.end(), [&](Node* a, Node* b) { return pos(a) < pos(b); });
+      nodes.push_back(n);
+      for (size_t i = 1; i < merge.size(); ++i) groups_[merge[i]].nodes.clear();
+      groups_[into].nodes = nodes;
+      groups_[into].inputs = inputs;
+      groups_[into].chain_nodes = total;
+      for (Node* m : nodes) group_of_[m] = into;
+    }
+  }
+  size_t pos(const Node* n) {
+    if (pos_.empty())
+      for (size_t i = 0; i < order_.size(); ++i) pos_[order_[i]] = i;
+    return pos_.at(n);
+  }
+
+  // ---- tensors -------------------------------------------------------------------------------
+  DType storage(DType model) const { return ir::is_float(model) ? o_.dtype : model; }
+
+  runtime::TensorInfo info(const Value* v, DType dt, runtime::TensorKind kind, const std::string& name) {
+    runtime::TensorInfo t;
+    t.name = name;
+    t.dtype = dt;
+    t.kind = kind;
+    for (const Dim& d : v->shape()) {
+      for (const auto& s : d.symbols())
+        if (!lo_.count(s))
+          throw UnsupportedError(v->name() + ": dim '" + d.str() + "' uses '" + s +
+                                 "', which no model input declares (shape inference could not tie it to the inputs)");
+      t.shape.push_back(runtime::DimExpr::parse(d.str()));
+    }
+    return t;
+  }
+  int add_tensor(runtime::TensorInfo t) {
+    out_.plan.tensors.push_back(std::move(t));
+    return static_cast<int>(out_.plan.tensors.size()) - 1;
+  }
+
+  // The tensor id of a value read by a step (weights are created on first use).
+  int tensor(const Value* v) {
+    if (!v) return -1;
+    if (auto it = tid_.find(v); it != tid_.end()) return it->second;
+    if (!v->is_constant())
+      throw std::logic_error("lower: value '" + v->name() + "' read before its producer ran (invariant: topological steps)");
+    ir::Tensor c = v->constant();
+    if (ir::is_float(c.dtype()) && c.dtype() != o_.dtype) c = c.cast(o_.dtype);
+    runtime::TensorInfo t = info(v, c.dtype(), runtime::TensorKind::weight, v->name());
+    size_t off = (out_.weights.size() + 255) / 256 * 256;
+    out_.weights.resize(off + c.nbytes(), 0);
+    if (c.nbytes()) std::memcpy(out_.weights.data() + off, c.bytes(), c.nbytes());
+    t.weight_offset = off;
+    t.weight_bytes = c.nbytes();
+    return tid_[v] = add_tensor(std::move(t));
+  }
+  // The tensor a step writes for `v` (an activation in the storage dtype).
+  int define(const Value* v) {
+    if (tid_.count(v)) throw std::logic_error("lower: '" + v->name() + "' defined twice (invariant: SSA)");
+    return tid_[v] = add_tensor(info(v, storage(v->dtype()), runtime::TensorKind::activation, v->name()));
+  }
+
+  void bind_input(const Value* v) {
+    int t = add_tensor(info(v, v->dtype(), runtime::TensorKind::input, v->name()));
+    out_.plan.inputs.push_back(t);
+    if (storage(v->dtype()) == v->dtype()) {
+      tid_[v] = t;
+      return;
+    }
+    int c = add_tensor(info(v, storage(v->dtype()), runtime::TensorKind::activation, v->name() + ".compute"));
+    tid_[v] = c;
+    step("cast", v->name() + ".cast", {t}, {c}, JObject{});
+  }
+
+  void bind_output(const Value* v) {
+    int t = tensor(v);
+    auto& ti = out_.plan.tensors[t];
+    bool reused = std::count(out_.plan.outputs.begin(), out_.plan.outputs.end(), t) > 0;
+    if (ti.dtype == v->dtype() && ti.kind == runtime::TensorKind::activation && !reused) {
+      ti.kind = runtime::TensorKind::output;
+      out_.plan.outputs.push_back(t);
+      return;
+    }
+    int o = add_tensor(info(v, v->dtype(), runtime::TensorKind::output, v->name()));
+    if (ti.kind == runtime::TensorKind::activation) ti.name = v->name() + ".compute";
+    step(ti.dtype == v->dtype() ? "copy" : "cast", v->name() + ".out", {t}, {o}, JObject{});
+    out_.plan.outputs.push_back(o);
+  }
+
+  void step(const std::string& op, const std::string& name, std::vector<int> ins, std::vector<int> outs, JObject params) {
+    runtime::Step s;
+    s.op = op;
+    s.name = name;
+    s.inputs = std::move(ins);
+    s.outputs = std::move(outs);
+    s.params = json::Value(std::move(params));
+    out_.plan.steps.push_back(std::move(s));
+  }
+
+  // ---- emitting one node -------------------------------------------------------------------
+  void emit(Node* n) {
+    const std::string& op = n->op();
+    if (n->domain() == "sabre" && op == "Composite") return emit_composite(n);
+    if (n->domain() != "") return unsupported(n, "no GPU lowering for domain '" + n->domain() + "'");
+    if (is_ew(n)) {
+      auto it = group_of_.find(n);
+      if (it != group_of_.end() && groups_[it->second].nodes.back() == n) emit_group(groups_[it->second]);
+      return;
+    }
+    if (is_view(op)) {
+      int x = tensor(n->input(0));
+      step("reshape", n->name(), {x}, {define(n->output(0))}, JObject{});
+      return;
+    }
+    if (op == "Softmax") return emit_softmax(n);
+    if (op == "LayerNormalization") return emit_layernorm(n);
+    if (op == "Transpose") {
+      std::vector<int64_t> perm = n->attr_ints("perm", {});
+      if (perm.empty())
+        for (int64_t i = static_cast<int64_t>(n->input(0)->shape().size()) - 1; i >= 0; --i) perm.push_back(i);
+      int x = tensor(n->input(0));
+      step("permute", n->name(), {x}, {define(n->output(0))}, JObject{{"perm", jints(perm)}});
+      return;
+    }
+    if (op == "Gather") return emit_gather(n);
+    if (op == "Slice") return emit_slice(n);
+    if (op == "Concat") {
+      std::vector<int> ins;
+      for (Value* v : n->inputs()) ins.push_back(tensor(v));
+      int64_t axis = norm_axis(n->attr_int("axis"), n->output(0)->shape().size());
+      step("concat", n->name(), ins, {define(n->output(0))}, JObject{{"axis", jnum(double(axis))}});
+      return;
+    }
+    if (op == "Split") {
+      int x = tensor(n->input(0));
+      std::vector<int> outs;
+      for (Value* v : n->outputs()) outs.push_back(define(v));
+      int64_t axis = norm_axis(n->attr_int("axis", 0), n->input(0)->shape().size());
+      step("split", n->name(), {x}, outs, JObject{{"axis", jnum(double(axis))}});
+      return;
+    }
+    if (op == "Expand") return emit_expand(n);
+    if (op.rfind("Reduce", 0) == 0) return emit_reduce(n);
+    if (op == "Conv") return unsupported(n, "conv offload is not implemented yet (issue 7)");
+    if (op == "Shape" || op == "Range" || op == "ConstantOfShape" || op == "Size")
+      return unsupported(n, "a shape computation whose value the model uses as data at run time");
+    unsupported(n, "no GPU lowering for this op");
+  }
+
+  void emit_group(const Group& gr) {
+    native::ElementwiseChain ch;
+    std::map<const Value*, int> node_of;
+    std::vector<int> step_ins;
+    auto operand = [&](const Value* v) -> int {
+      if (auto it = node_of.find(v); it != node_of.end()) return it->second;
+      if (scalar_constant(v)) return ch.constant(static_cast<float>(v->constant().get_f64(0)), DType::f32);
+      int slot = static_cast<int>(ch.inputs.size());
+      int t = tensor(v);
+      ch.inputs.push_back(out_.plan.tensors[t].dtype);
+      step_ins.push_back(t);
+      return node_of[v] = ch.input(slot);
+    };
+    using native::EwOp;
+    for (Node* m : gr.nodes) {
+      EwOp op = ew_ops().at(m->op());
+      std::vector<int> a;
+      const bool clip = m->op() == "Clip";
+      for (size_t i = 0; i < (clip ? 1 : m->num_inputs()); ++i) a.push_back(operand(m->input(i)));
+      DType dt = storage(m->output(0)->dtype());
+      int r;
+      if (op == EwOp::cast) {
+        r = ch.cast(a[0], dt);
+      } else if (op == EwOp::where) {
+        r = ch.where(a[0], a[1], a[2]);
+      } else if (native::info(op).arity == 2) {
+        r = ch.binary(op, a[0], a[1]);
+      } else {
+        float alpha = 0, beta = 0;
+        if (op == EwOp::gelu_erf && m->attr_string("approximate", "none") == "tanh") op = EwOp::gelu_tanh;
+        if (op == EwOp::leaky_relu) alpha = static_cast<float>(m->attr_float("alpha", 0.01));
+        if (op == EwOp::hard_sigmoid) {
+          alpha = static_cast<float>(m->attr_float("alpha", 0.2));
+          beta = static_cast<float>(m->attr_float("beta", 0.5));
+        }
+        if (clip) {
+          auto bound = [&](size_t i, float def) {
+            const Value* b = m->input(i);
+            if (!b) return def;
+            if (!scalar_constant(b)) throw UnsupportedError(where(m) + ": Clip bounds must be constants");
+            return static_cast<float>(b->constant().get_f64(0));
+          };
+          alpha = bound(1, -INFINITY);
+          beta = bound(2, INFINITY);
+        }
+        r = ch.unary(op, a[0], alpha, beta);
+      }
+      ch.nodes[r].dtype = dt;
+      node_of[m->output(0)] = r;
+    }
+    const Node* tail = gr.nodes.back();
+    ch.outputs = {node_of.at(tail->output(0))};
+    try {
+      native::validate(ch);
+    } catch (const std::invalid_argument& e) {
+      throw UnsupportedError(where(tail) + ": the fused elementwise chain is invalid: " + e.what());
+    }
+    std::string kname = native::kernel_name(ch);
+    if (!ew_seen_.count(kname)) {
+      ew_seen_.insert(kname);
+      out_.ew_kernels.push_back({kname, native::generate_elementwise_kernel(ch)});
+    }
+    JArray inputs, nodes, outputs;
+    for (DType d : ch.inputs) inputs.push_back(jstr(std::string(ir::name(d))));
+    for (const auto& nd : ch.nodes)
+      nodes.push_back(json::Value(JObject{{"op", jstr(std::string(native::info(nd.op).name))},
+                                          {"dtype", jstr(std::string(ir::name(nd.dtype)))},
+                                          {"a", jnum(nd.a)},
+                                          {"b", jnum(nd.b)},
+                                          {"c", jnum(nd.c)},
+                                          {"alpha", jnum(nd.alpha)},
+                                          {"beta", jnum(nd.beta)}}));
+    for (int o : ch.outputs) outputs.push_back(jnum(o));
+    JObject chain{{"inputs", json::Value(inputs)}, {"nodes", json::Value(nodes)}, {"outputs", json::Value(outputs)}};
+    std::string name = tail->name();
+    if (gr.nodes.size() > 1) name += " (+" + std::to_string(gr.nodes.size() - 1) + " fused)";
+    step("elementwise", name, step_ins, {define(tail->output(0))},
+         JObject{{"chain", json::Value(chain)}, {"kernel", jstr(kname)}});
+  }
+
+  void emit_softmax(Node* n) {
+    SoftmaxFusion f;
+    if (auto it = softmax_.find(n); it != softmax_.end()) f = it->second;
+    else f.x = n->input(0);
+    const auto& sh = f.x->shape();
+    if (sh.empty() || norm_axis(n->attr_int("axis", -1), sh.size()) != static_cast<int64_t>(sh.size()) - 1)
+      throw UnsupportedError(where(n) + ": softmax over an axis other than the last");
+    int x = tensor(f.x);
+    int mask = tensor(f.mask);
+    Dim b(1), h(1), q = product(sh, 0, sh.size() - 1);
+    if (sh.size() == 4) {
+      b = sh[0];
+      h = sh[1];
+      q = sh[2];
+    }
+    JObject p{{"b", jdim(b)}, {"h", jdim(h)}, {"q", jdim(q)}, {"cols", jdim(sh.back())},
+              {"scale", jnum(f.scale)}, {"causal", json::Value(f.causal)}};
+    if (f.mask) {
+      // Right-align the mask to [b,h,q,cols]; a size-1 dim broadcasts (stride 0).
+      std::vector<Dim> m = f.mask->shape();
+      while (m.size() < 4) m.insert(m.begin(), Dim(1));
+      std::vector<Dim> stride(4, Dim(0));
+      Dim s(1);
+      for (int i = 3; i >= 0; --i) {
+        stride[i] = m[i] == Dim(1) ? Dim(0) : s;
+        s = s * m[i];
+      }
+      p["mask_stride"] = jdims({stride[0], stride[1], stride[2]});
+    }
+    step("softmax", n->name(), {x, mask}, {define(n->output(0))}, p);
+    if (!f.mask) out_.plan.steps.back().inputs.pop_back();
+  }
+
+  void emit_layernorm(Node* n) {
+    const auto& sh = n->input(0)->shape();
+    if (norm_axis(n->attr_int("axis", -1), sh.size()) != static_cast<int64_t>(sh.size()) - 1)
+      throw UnsupportedError(where(n) + ": LayerNormalization over more than the last axis");
+    if (n->num_outputs() > 1)
+      for (size_t i = 1; i < n->num_outputs(); ++i)
+        if (!n->output(i)->users().empty() || g_.is_graph_output(n->output(i)))
+          throw UnsupportedError(where(n) + ": mean/inv-std outputs are not produced on the GPU");
+    Value* x = n->input(0);
+    Value* res = nullptr;
+    if (auto it = ln_residual_.find(n); it != ln_residual_.end()) {
+      x = it->second->input(0);
+      res = it->second->input(1);
+    }
+    std::vector<int> ins{tensor(x), tensor(n->input(1)), tensor(n->input(2)), tensor(res)};
+    JObject p{{"rows", jdim(product(sh, 0, sh.size() - 1))}, {"cols", jdim(sh.back())},
+              {"eps", jnum(n->attr_float("epsilon", 1e-5))}};
+    step("layernorm", n->name() + (res ? " (+residual add)" : ""), ins, {define(n->output(0))}, p);
+  }
+
+  void emit_gather(Node* n) {
+    int64_t axis = norm_axis(n->attr_int("axis", 0), n->input(0)->shape().size());
+    if (auto it = range_gather_.find(n); it != range_gather_.end()) {
+      auto [start, limit, delta] = it->second;
+      int x = tensor(n->input(0));
+      step("slice", n->name() + " (gather of a range)", {x}, {define(n->output(0))},
+           JObject{{"starts", jints({start})}, {"ends", jdims({limit})}, {"axes", jints({axis})},
+                   {"steps", jints({delta})}});
+      return;
+    }
+    int x = tensor(n->input(0));
+    int idx = tensor(n->input(1));
+    step("gather", n->name(), {x, idx}, {define(n->output(0))}, JObject{{"axis", jnum(double(axis))}});
+  }
+
+  void emit_slice(Node* n) {
+    auto starts = dims_of(n->input(1)), ends = dims_of(n->input(2));
+    std::optional<std::vector<Dim>> axes, steps;
+    if (n->input(3)) axes = dims_of(n->input(3));
+    if (n->input(4)) steps = dims_of(n->input(4));
+    if (!starts || !ends || (n->input(3) && !axes) || (n->input(4) && !steps))
+      throw UnsupportedError(where(n) + ": starts/ends/axes/steps computed from data at run time");
+    const size_t rank = n->input(0)->shape().size();
+    std::vector<Dim> ax;
+    if (axes) {
+      for (const Dim& a : *axes) {
+        if (!a.is_static()) throw UnsupportedError(where(n) + ": symbolic axes");
+        ax.push_back(Dim(norm_axis(a.value(), rank)));
+      }
+    } else {
+      for (size_t i = 0; i < starts->size(); ++i) ax.push_back(Dim(static_cast<int64_t>(i)));
+    }
+    std::vector<Dim> st = steps ? *steps : std::vector<Dim>(starts->size(), Dim(1));
+    int x = tensor(n->input(0));
+    step("slice", n->name(), {x}, {define(n->output(0))},
+         JObject{{"starts", jdims(*starts)}, {"ends", jdims(*ends)}, {"axes", jdims(ax)}, {"steps", jdims(st)}});
+  }
+
+  // Expand: a strided read with stride 0 on the broadcast dims.
+  void emit_expand(Node* n) {
+    const auto& in = n->input(0)->shape();
+    const auto& out = n->output(0)->shape();
+    std::vector<Dim> strides(out.size(), Dim(0));
+    Dim s(1);
+    for (size_t i = 0; i < in.size(); ++i) {
+      size_t ii = in.size() - 1 - i, oi = out.size() - 1 - i;
+      strides[oi] = (in[ii] == Dim(1) && out[oi] != Dim(1)) ? Dim(0) : s;
+      s = s * in[ii];
+    }
+    int x = tensor(n->input(0));
+    step("strided_copy", n->name() + " (expand)", {x}, {define(n->output(0))},
+         JObject{{"offset", jstr("0")}, {"strides", jdims(strides)}});
+  }
+
+  void emit_reduce(Node* n) {
+    static const std::map<std::string, std::string> kinds = {
+        {"ReduceSum", "sum"}, {"ReduceMean", "mean"}, {"ReduceMax", "max"},
+        {"ReduceMin", "min"}, {"ReduceProd", "prod"}, {"ReduceSumSquare", "sum_square"}};
+    auto k = kinds.find(n->op());
+    if (k == kinds.end()) throw UnsupportedError(where(n) + ": no GPU lowering for this op");
+    std::vector<int64_t> axes;
+    if (n->input(1)) {
+      if (!n->input(1)->is_constant()) throw UnsupportedError(where(n) + ": axes computed at run time");
+      for (int64_t a : n->input(1)->constant().to_i64_vector())
+        axes.push_back(norm_axis(a, n->input(0)->shape().size()));
+    }
+    if (axes.empty() && n->attr_int("noop_with_empty_axes", 0)) {
+      int x = tensor(n->input(0));
+      step("copy", n->name(), {x}, {define(n->output(0))}, JObject{});
+      return;
+    }
+    int x = tensor(n->input(0));
+    step("reduce", n->name(), {x}, {define(n->output(0))}, JObject{{"kind", jstr(k->second)}, {"axes", jints(axes)}});
+  }
+
+  // ---- GEMM regions --------------------------------------------------------------------------
+  static Dim attr_dim(const Node* n, const std::string& k) {
+    const auto& v = n->attrs().at(k);
+    if (auto i = std::get_if<int64_t>(&v)) return Dim(*i);
+    if (auto s = std::get_if<std::string>(&v))
+      if (auto d = Dim::parse(*s)) return *d;
+    throw std::logic_error("lower: Composite attribute '" + k + "' is not a dim (invariant: docs/IR.md Composite attrs)");
+  }
+
+  void emit_composite(Node* n) {
+    const std::string kind = n->attr_string("kind", "");
+    if (kind == "conv2d_fprop")
+      throw UnsupportedError(where(n) + " [" + n->attr_string("pattern", "") +
+                             "]: conv offload is not implemented yet (issue 7)");
+    if (kind != "gemm" && kind != "batched_gemm")
+      throw UnsupportedError(where(n) + ": unknown Composite kind '" + kind + "'");
+    // Inputs by role.
+    std::map<std::string, Value*> role;
+    std::vector<std::string> roles;
+    if (auto it = n->attrs().find("roles"); it != n->attrs().end())
+      if (auto r = std::get_if<std::vector<std::string>>(&it->second)) roles = *r;
+    for (size_t i = 0; i < roles.size() && i < n->num_inputs(); ++i) {
+      std::stringstream ss(roles[i]);
+      std::string r;
+      while (std::getline(ss, r, ',')) role[r] = n->input(i);
+    }
+    Value* A = role["A"];
+    Value* B = role["B"];
+    if (!A || !B) throw std::logic_error("lower: Composite " + n->name() + " lacks an A or B role (invariant: docs/IR.md)");
+    const std::string layout = n->attr_string("layout", "tn");
+    const std::string epilogue = n->attr_string("epilogue", "linear");
+    const Value* D = n->output(0);
+    const auto& dsh = D->shape();
+    Dim m, nn = attr_dim(n, "n"), k = attr_dim(n, "k"), batch(1);
+    JObject p;
+    if (kind == "gemm") {
+      m = product(dsh, 0, dsh.size() - 1);
+      p["stride_a"] = jstr("0");
+      p["stride_b"] = jstr("0");
+      p["stride_d"] = jstr("0");
+      p["stride_r"] = jstr("0");
+    } else {
+      m = attr_dim(n, "m");
+      batch = attr_dim(n, "batch");
+      auto stride = [&](const Value* v, const Dim& mat) -> Dim {
+        const auto& s = v->shape();
+        Dim lead = product(s, 0, s.size() - 2);
+        if (lead == Dim(1)) return Dim(0);
+        if (lead == batch) return mat;
+        throw UnsupportedError(where(n) + ": operand '" + v->name() + "' broadcasts over part of the batch dims " +
+                               ir::str(s));
+      };
+      p["stride_a"] = jdim(stride(A, m * k));
+      p["stride_b"] = jdim(stride(B, k * nn));
+      p["stride_d"] = jdim(m * nn);
+      p["stride_r"] = jdim(role.count("residual") && role["residual"] ? stride(role["residual"], m * nn) : Dim(0));
+    }
+    p["m"] = jdim(m);
+    p["n"] = jdim(nn);
+    p["k"] = jdim(k);
+    p["batch"] = jdim(batch);
+    p["lda"] = jdim(k);
+    p["ldb"] = jdim(layout == "tn" ? k : nn);
+    p["ldd"] = jdim(nn);
+    p["ldr"] = jdim(nn);
+    p["alpha"] = jnum(1);
+    p["beta"] = jnum(role.count("residual") && role["residual"] ? 1 : 0);
+    const std::string dt(ir::name(o_.dtype));
+    p["dtype"] = jstr(dt);
+    p["layout"] = jstr(layout);
+    p["epilogue"] = jstr(epilogue);
+
+    // The problem the picker sees: symbolic N/K/batch at their largest value; alignment from the
+    // extents (a symbolic contiguous extent can be anything, so it allows only 1).
+    tune::GemmProblem prob;
+    prob.dtype = dt;
+    prob.layout = layout;
+    prob.epilogue = epilogue;
+    prob.n = eval_hi(nn);
+    prob.k = eval_hi(k);
+    prob.batch = eval_hi(batch);
+    prob.m_min = eval_lo(m);
+    prob.m_max = eval_hi(m);
+    int align = cutlass_backend::max_alignment(o_.dtype);
+    for (const Dim& e : {nn, k})
+      align = std::min(align, e.is_static() ? cutlass_backend::fallback_alignment(o_.dtype, e.value()) : 1);
+    prob.alignment = align;
+    if (prob.n <= 0 || prob.k <= 0 || prob.m_max <= 0 || prob.batch <= 0)
+      throw UnsupportedError(where(n) + ": GEMM dims do not evaluate over the symbol ranges");
+    std::vector<tune::DispatchEntry> table;
+    try {
+      table = o_.pick(prob);
+    } catch (const std::invalid_argument& e) {
+      throw UnsupportedError(where(n) + ": no GEMM kernel for " + tune::workload_key(prob, prob.m_max) + ": " + e.what());
+    }
+    if (table.empty()) throw UnsupportedError(where(n) + ": the kernel picker returned no kernel");
+    JArray disp;
+    for (size_t i = 0; i < table.size(); ++i) {
+      const auto& e = table[i];
+      int64_t max_m = i + 1 == table.size() ? -1 : e.max_m;  // the last entry covers any m
+      disp.push_back(json::Value(JObject{{"max_m", jnum(double(max_m))}, {"kernel", jstr(e.kernel)}}));
+      if (!gemm_seen_.count(e.kernel)) {
+        gemm_seen_.insert(e.kernel);
+        out_.gemm_kernels.push_back(e.kernel);
+      }
+    }
+    p["dispatch"] = json::Value(disp);
+    p["pattern"] = jstr(n->attr_string("pattern", ""));
+    std::vector<int> ins{tensor(A), tensor(B), tensor(role.count("bias") ? role["bias"] : nullptr),
+                         tensor(role.count("residual") ? role["residual"] : nullptr)};
+    step("gemm", n->name(), ins, {define(D)}, p);
+  }
+
+  const ir::Graph& g_;
+  const LowerOptions& o_;
+  Lowered out_;
+  std::vector<Node*> order_;
+  std::map<const Node*, size_t> pos_;
+  std::vector<runtime::SymbolRange> symbols_;
+  std::map<std::string, int64_t> lo_, hi_;
+  std::set<const Node*> needed_, absorbed_;
+  std::map<const Node*, SoftmaxFusion> softmax_;
+  std::map<const Node*, Node*> ln_residual_;
+  std::map<const Node*, std::tuple<int64_t, Dim, int64_t>> range_gather_;
+  std::vector<Group> groups_;
+  std::map<const Node*, int> group_of_;
+  std::map<const Value*, int> tid_;
+  std::set<std::string> ew_seen_, gemm_seen_;
+  std::vector<std::string> unsupported_;
+};
+
+}  // namespace
+
+std::pair<int64_t, int64_t> default_range(const std::string& symbol) {
+  std::string s = symbol;
+  std::transform(s.begin(), s.end(), s.begin(), ::tolower);
+  return {1, s.find("batch") != std::string::npos ? kDefaultBatchMax : kDefaultOtherMax};
+}
+
+DimRanges parse_dynamic(const std::string& text) {
+  const std::string form = " (expected NAME=MIN..MAX[,NAME=MIN..MAX...], e.g. batch=1..256,seq=1..512)";
+  DimRanges out;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    auto eq = item.find('=');
+    if (eq == std::string::npos || eq == 0) throw std::invalid_argument("bad --dynamic entry '" + item + "'" + form);
+    std::string name = item.substr(0, eq), range = item.substr(eq + 1);
+    auto dots = range.find("..");
+    auto num = [&](const std::string& s) {
+      if (s.empty() || s.find_first_not_of("0123456789") != std::string::npos || s.size() > 12)
+        throw std::invalid_argument("bad --dynamic entry '" + item + "': '" + s + "' is not a positive integer" + form);
+      return std::stoll(s);
+    };
+    int64_t lo = num(dots == std::string::npos ? range : range.substr(0, dots));
+    int64_t hi = dots == std::string::npos ? lo : num(range.substr(dots + 2));
+    if (lo < 1 || hi < lo)
+      throw std::invalid_argument("bad --dynamic entry '" + item + "': needs 1 <= MIN <= MAX" + form);
+    if (out.count(name)) throw std::invalid_argument("--dynamic names '" + name + "' twice");
+    out[name] = {lo, hi};
+  }
+  if (out.empty()) throw std::invalid_argument("empty --dynamic" + form);
+  return out;
+}
+
+Lowered lower(const ir::Graph& g, const LowerOptions& opts) { return Lowerer(g, opts).run(); }
+
+}  // namespace sabre::codegen

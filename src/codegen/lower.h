@@ -1,0 +1,70 @@
+// Lowering: a canonical, partitioned graph -> the runtime's Plan (docs/RUNTIME.md section 3), the
+// weights blob it points into, and the kernels an artifact must contain.
+//
+// Float activations and weights are stored in the compute dtype (f16 or bf16); integer tensors
+// keep theirs; model inputs and outputs keep the model's dtypes with a cast step at the boundary.
+// Every sabre.Composite gemm/batched_gemm becomes a "gemm" step with a dispatch table from the
+// kernel picker; maximal single-consumer chains of elementwise ops become one "elementwise" step
+// (a generated kernel each); Softmax absorbs a preceding scale, additive mask and causal Where;
+// LayerNormalization absorbs its residual Add; shape ops become views; shape subgraphs whose
+// values only feed shapes disappear. Anything the runtime cannot run is reported all at once.
+// Tests: tests/unit/codegen_lower_test.cpp
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ir/graph.h"
+#include "runtime/plan.h"
+#include "tune/select.h"
+
+namespace sabre::codegen {
+
+// Valid ONNX the GPU path cannot run yet; the message lists every offending node at once.
+struct UnsupportedError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+using DimRanges = std::map<std::string, std::pair<int64_t, int64_t>>;
+
+// "batch=1..256,seq=1..512" (a single value "batch=8" means 8..8). Throws std::invalid_argument
+// with a message that shows the expected form.
+DimRanges parse_dynamic(const std::string& text);
+
+// The range a symbol gets when --dynamic does not name it: batch-like names (containing "batch")
+// 1..kDefaultBatchMax, every other symbol 1..kDefaultOtherMax.
+inline constexpr int64_t kDefaultBatchMax = 64;
+inline constexpr int64_t kDefaultOtherMax = 512;
+std::pair<int64_t, int64_t> default_range(const std::string& symbol);
+
+using KernelPicker = std::function<std::vector<tune::DispatchEntry>(const tune::GemmProblem&)>;
+
+struct LowerOptions {
+  ir::DType dtype = ir::DType::f16;  // compute dtype: f16 or bf16
+  DimRanges ranges;                  // symbol ranges; unnamed symbols get default_range()
+  KernelPicker pick;                 // required: usually tune::pick_kernels with fixed options
+};
+
+struct ElementwiseKernel {
+  std::string name;    // native::kernel_name(chain): the __global__ symbol
+  std::string source;  // native::generate_elementwise_kernel(chain)
+};
+
+struct Lowered {
+  runtime::Plan plan;
+  std::vector<uint8_t> weights;                 // weights.bin
+  std::vector<std::string> gemm_kernels;        // kernel names from every dispatch table, unique
+  std::vector<ElementwiseKernel> ew_kernels;    // unique by name
+  std::vector<std::string> notes;               // what the user should know (default ranges, ...)
+};
+
+/** Lowers `g` (canonicalized and partitioned). Throws UnsupportedError listing every node the
+    runtime cannot run. Tests: tests/unit/codegen_lower_test.cpp */
+Lowered lower(const ir::Graph& g, const LowerOptions& opts);
+
+}  // namespace sabre::codegen

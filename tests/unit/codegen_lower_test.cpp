@@ -1,0 +1,237 @@
+// Lowering partitioned models to runtime plans, and the plan-only compile driver (CPU only: no
+// kernel is compiled here).
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <utility>
+
+#include "backends/cutlass/kernel_spec.h"
+#include "backends/cutlass/patterns.h"
+#include "codegen/compile.h"
+#include "codegen/lower.h"
+#include "frontend/onnx/importer.h"
+#include "partition/partitioner.h"
+#include "runtime/artifact.h"
+#include "transform/canonicalize.h"
+
+namespace sabre {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string model_path(const std::string& name) {
+  for (const std::string dir : {std::string(SABRE_SOURCE_DIR) + "/models", std::string(SABRE_BINARY_DIR) + "/models"}) {
+    std::string p = dir + "/" + name + ".onnx";
+    if (fs::exists(p)) return p;
+  }
+  return "";
+}
+
+ir::Graph partitioned(const std::string& name) {
+  std::string p = model_path(name);
+  if (p.empty()) throw std::runtime_error(name + ".onnx not found: build the models target");
+  ir::Graph g = transform::canonicalize(onnx_frontend::import_model(p));
+  return partition::partition(std::move(g), cutlass_backend::pattern_table()).graph;
+}
+
+codegen::LowerOptions options(ir::DType dt = ir::DType::f16) {
+  codegen::LowerOptions o;
+  o.dtype = dt;
+  o.ranges = codegen::parse_dynamic("batch=1..8,seq=1..128");
+  o.pick = [](const tune::GemmProblem& p) { return tune::pick_kernels(p, tune::PickOptions{}); };
+  return o;
+}
+
+int count_ops(const ir::Graph& g, const std::string& op) {
+  int n = 0;
+  for (const ir::Node* x : g.nodes()) n += x->op() == op;
+  return n;
+}
+
+std::vector<const runtime::Step*> steps_of(const runtime::Plan& p, const std::string& op) {
+  std::vector<const runtime::Step*> v;
+  for (const auto& s : p.steps)
+    if (s.op == op) v.push_back(&s);
+  return v;
+}
+
+TEST(CodegenLower, BertTinyF16PlanValidatesAndFuses) {
+  ir::Graph g = partitioned("bert_tiny");
+  codegen::Lowered low = codegen::lower(g, options());
+  const runtime::Plan& plan = low.plan;
+  // Round trip through JSON validates ids, kinds and dims.
+  runtime::Plan back = runtime::Plan::from_json(plan.to_json());
+  EXPECT_EQ(back.steps.size(), plan.steps.size());
+  EXPECT_EQ(back.to_json(), plan.to_json());
+
+  // Every GEMM region is one gemm step with a dispatch table of known kernels.
+  auto gemms = steps_of(plan, "gemm");
+  EXPECT_EQ(static_cast<int>(gemms.size()), count_ops(g, "Composite"));
+  int gelu_epilogues = 0;
+  for (const auto* s : gemms) {
+    const json::Value* d = s->params.get("dispatch");
+    ASSERT_TRUE(d && d->is_array() && !d->arr().empty()) << s->name;
+    EXPECT_EQ(d->arr().back().get("max_m")->num(), -1) << s->name;
+    for (const auto& e : d->arr()) EXPECT_TRUE(cutlass_backend::parse_kernel_name(e.get("kernel")->str())) << e.dump();
+    EXPECT_EQ(s->params.get("dtype")->str(), "f16");
+    gelu_epilogues += s->params.get("epilogue")->str() == "bias_gelu";
+  }
+  EXPECT_EQ(gelu_epilogues, 2);
+  EXPECT_FALSE(low.gemm_kernels.empty());
+
+  // Softmax absorbed the 1/sqrt(d) scale and the additive mask; LayerNorm its residual Add.
+  auto sm = steps_of(plan, "softmax");
+  ASSERT_EQ(static_cast<int>(sm.size()), count_ops(g, "Softmax"));
+  for (const auto* s : sm) {
+    EXPECT_EQ(s->inputs.size(), 2u) << "mask not fused into " << s->name;
+    EXPECT_NEAR(s->params.get("scale")->num(), 1.0 / std::sqrt(32.0), 1e-6);
+  }
+  auto ln = steps_of(plan, "layernorm");
+  ASSERT_EQ(static_cast<int>(ln.size()), count_ops(g, "LayerNormalization"));
+  // The embeddings' sum (word + token type + position, the last broadcast over batch) is one
+  // elementwise step feeding the first LayerNorm; a broadcast Add cannot be its residual.
+  const runtime::Step* emb = nullptr;
+  for (const auto& s : plan.steps)
+    if (!s.outputs.empty() && s.outputs[0] == ln[0]->inputs[0]) emb = &s;
+  ASSERT_TRUE(emb);
+  EXPECT_EQ(emb->op, "elementwise");
+  EXPECT_EQ(emb->inputs.size(), 3u);
+  EXPECT_EQ(ln[0]->inputs[3], -1);
+
+  // No standalone GELU, Div or Softmax-feeding Add survives; the mask chain Cast/Sub/Mul is one step.
+  bool mask_chain = false;
+  for (const auto* s : steps_of(plan, "elementwise")) {
+    for (const auto& nd : s->params.get("chain")->get("nodes")->arr()) {
+      EXPECT_NE(nd.get("op")->str(), "gelu_erf") << s->name;
+      EXPECT_NE(nd.get("op")->str(), "erf") << s->name;
+    }
+    mask_chain |= s->params.get("chain")->get("nodes")->arr().size() >= 5 && s->name.find("fused") != std::string::npos;
+    ASSERT_TRUE(s->params.get("kernel"));
+  }
+  EXPECT_TRUE(mask_chain);
+  EXPECT_FALSE(low.ew_kernels.empty());
+  for (const auto& k : low.ew_kernels) EXPECT_NE(k.source.find(k.name), std::string::npos);
+
+  // Weights: compute dtype only (no f32 left), 256-aligned, inside the blob. Integer inputs stay.
+  for (const auto& t : plan.tensors) {
+    if (t.kind == runtime::TensorKind::weight) {
+      EXPECT_NE(t.dtype, ir::DType::f32) << t.name;
+      EXPECT_EQ(t.weight_offset % 256, 0u) << t.name;
+      EXPECT_LE(t.weight_offset + t.weight_bytes, low.weights.size()) << t.name;
+    }
+    if (t.kind == runtime::TensorKind::activation) EXPECT_NE(t.dtype, ir::DType::f32) << t.name;
+  }
+  ASSERT_EQ(plan.inputs.size(), 2u);
+  for (int i : plan.inputs) EXPECT_EQ(plan.tensors[i].dtype, ir::DType::i64);
+  ASSERT_EQ(plan.outputs.size(), 2u);
+  for (int o : plan.outputs) EXPECT_EQ(plan.tensors[o].dtype, ir::DType::f32);  // the model's dtype, via a cast
+  EXPECT_EQ(steps_of(plan, "cast").size(), 2u);
+  // Shape subgraphs left nothing behind.
+  for (const auto& s : plan.steps) EXPECT_EQ(s.name.find("Shape"), std::string::npos) << s.name;
+
+  // Every step reads only tensors written earlier (or inputs/weights).
+  std::vector<bool> ready(plan.tensors.size(), false);
+  for (size_t i = 0; i < plan.tensors.size(); ++i)
+    ready[i] = plan.tensors[i].kind == runtime::TensorKind::input || plan.tensors[i].kind == runtime::TensorKind::weight;
+  for (const auto& s : plan.steps) {
+    for (int t : s.inputs) EXPECT_TRUE(t == -1 || ready[t]) << s.name << " reads " << plan.tensors[t].name;
+    for (int t : s.outputs) ready[t] = true;
+  }
+  for (int o : plan.outputs) EXPECT_TRUE(ready[o]);
+}
+
+TEST(CodegenLower, Bf16KeepsNoF32Weights) {
+  codegen::Lowered low = codegen::lower(partitioned("bert_tiny"), options(ir::DType::bf16));
+  for (const auto& t : low.plan.tensors) {
+    if (t.kind == runtime::TensorKind::weight && t.name.find("weight") != std::string::npos) {
+      EXPECT_EQ(t.dtype, ir::DType::bf16) << t.name;
+    }
+  }
+}
+
+TEST(CodegenLower, DefaultRangesAreReported) {
+  auto o = options();
+  o.ranges.clear();
+  codegen::Lowered low = codegen::lower(partitioned("bert_tiny"), o);
+  ASSERT_EQ(low.notes.size(), 1u);
+  EXPECT_NE(low.notes[0].find("batch=1..64"), std::string::npos) << low.notes[0];
+  EXPECT_EQ(low.plan.symbols.size(), 2u);
+}
+
+TEST(CodegenLower, ConvIsAClearUnsupportedError) {
+  try {
+    auto o = options();
+    o.ranges.clear();
+    codegen::lower(partitioned("resnet_block"), o);
+    FAIL() << "resnet_block lowered";
+  } catch (const codegen::UnsupportedError& e) {
+    EXPECT_NE(std::string(e.what()).find("conv offload is not implemented yet (issue 7)"), std::string::npos) << e.what();
+  }
+}
+
+TEST(CodegenLower, UnsupportedOpsAreListedAtOnce) {
+  ir::Graph g;
+  ir::Shape sh = {ir::Dim::symbol("batch"), ir::Dim(8)};
+  ir::Value* x = g.add_input("x", {ir::DType::f32, sh, true});
+  ir::Node* a = g.add_node("Hardmax", {x}, 1, {}, "hm0");
+  a->output(0)->set_type(ir::DType::f32, sh);
+  ir::Node* b = g.add_node("Hardmax", {a->output(0)}, 1, {}, "hm1");
+  b->output(0)->set_type(ir::DType::f32, sh);
+  g.add_output(b->output(0));
+  try {
+    auto o = options();
+    o.ranges = codegen::parse_dynamic("batch=1..4");
+    codegen::lower(g, o);
+    FAIL() << "Hardmax lowered";
+  } catch (const codegen::UnsupportedError& e) {
+    std::string m = e.what();
+    EXPECT_NE(m.find("unsupported for GPU (2 nodes)"), std::string::npos) << m;
+    EXPECT_NE(m.find("hm0 (Hardmax)"), std::string::npos) << m;
+    EXPECT_NE(m.find("hm1 (Hardmax)"), std::string::npos) << m;
+  }
+}
+
+TEST(CodegenLower, ParseDynamic) {
+  auto r = codegen::parse_dynamic("batch=1..256,seq=4");
+  EXPECT_EQ(r.at("batch"), (std::pair<int64_t, int64_t>{1, 256}));
+  EXPECT_EQ(r.at("seq"), (std::pair<int64_t, int64_t>{4, 4}));
+  EXPECT_THROW(codegen::parse_dynamic("batch=8..1"), std::invalid_argument);
+  EXPECT_THROW(codegen::parse_dynamic("batch"), std::invalid_argument);
+  EXPECT_THROW(codegen::parse_dynamic("batch=0..4"), std::invalid_argument);
+  EXPECT_THROW(codegen::parse_dynamic("batch=x"), std::invalid_argument);
+  auto o = options();
+  o.ranges = codegen::parse_dynamic("beam=1..4");
+  EXPECT_THROW(codegen::lower(partitioned("bert_tiny"), o), std::invalid_argument);
+}
+
+TEST(CodegenCompile, PlanOnlyGpt2BlockWritesALoadableArtifact) {
+  std::string p = model_path("gpt2_block");
+  ASSERT_FALSE(p.empty());
+  fs::path dir = fs::temp_directory_path() / ("sabre_codegen_test_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  codegen::CompileOptions o;
+  o.plan_only = true;
+  o.ranges = codegen::parse_dynamic("batch=1..4,seq=1..64");
+  std::vector<std::string> lines;
+  o.progress = [&](const std::string& s) { lines.push_back(s); };
+  codegen::CompileSummary s = codegen::compile_model(p, dir.string(), o);
+  EXPECT_GE(lines.size(), 4u);
+  EXPECT_GT(s.steps_by_op["gemm"], 0);
+  EXPECT_EQ(s.kernels_compiled + s.kernels_cached, 0u);
+  runtime::LoadedArtifact a = runtime::load_artifact(dir.string());
+  EXPECT_TRUE(a.kernel_libraries.empty());
+  // The causal Where(Trilu(ConstantOfShape)) folded into the softmax; the position Range into a slice.
+  auto sm = steps_of(a.plan, "softmax");
+  ASSERT_EQ(sm.size(), 1u);
+  EXPECT_TRUE(sm[0]->params.get("causal")->boolean());
+  bool range_slice = false;
+  for (const auto* st : steps_of(a.plan, "slice")) range_slice |= st->name.find("gather of a range") != std::string::npos;
+  EXPECT_TRUE(range_slice);
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace sabre

@@ -1,0 +1,102 @@
+// sabre compile: ONNX model -> artifact directory (plan, weights, kernels). docs/COMPILE.md
+// Tests: tests/unit/codegen_lower_test.cpp (the library call behind it)
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "cli_util.h"
+#include "codegen/compile.h"
+#include "command.h"
+
+namespace sabre::cli {
+namespace {
+
+const std::vector<FlagSpec> kFlags = {
+    {"--output", "-o", "DIR", "the artifact directory to write (model.sabre)", false},
+    {"--dtype", "", "fp16|bf16", "compute dtype of activations and weights (default fp16)", false},
+    {"--dynamic", "", "NAME=MIN..MAX,...", "ranges of the symbolic dims (default batch-like 1..64, others 1..512)", false},
+    {"--no-tune", "", "", "pick GEMM kernels with the analytic model (the default; tuning needs a GPU)", false},
+    {"--tune", "", "", "time GEMM candidates on this machine's GPU and keep the winners in the tuning DB", false},
+    {"--plan-only", "", "", "write plan, weights and manifest without compiling any kernel", false},
+    {"--arch", "", "sm_90a|sm_80", "what kernels are compiled for (default sm_90a)", false},
+    {"--jobs", "-j", "N", "compiler processes at a time (default 2)", false},
+    {"--cache-dir", "", "DIR", "compiled-kernel cache (default $XDG_CACHE_HOME/sabre/kernels)", false},
+};
+
+void print_help() {
+  std::printf(
+      "usage: sabre compile MODEL.onnx -o MODEL.sabre [--dtype fp16|bf16] [--dynamic batch=1..256,seq=1..512]\n"
+      "                     [--no-tune|--tune] [--plan-only] [--arch sm_90a] [-j N]\n\n"
+      "Imports MODEL.onnx, canonicalizes and partitions it, lowers it to a runtime plan (GEMM regions to\n"
+      "CUTLASS kernels with per-M dispatch tables, the rest to sabre's native kernels), compiles the kernels\n"
+      "(cached by content) and writes the artifact directory that `sabre run` loads. No GPU is needed.\n\n"
+      "options:\n%s",
+      flags_help(kFlags).c_str());
+}
+
+int run(const std::vector<std::string>& argv) {
+  return guarded("compile", [&] {
+    ParsedArgs args = parse_args(argv, kFlags);
+    if (args.help) {
+      print_help();
+      return kExitOk;
+    }
+    if (args.positional.size() != 1)
+      throw UsageError(args.positional.empty() ? "no model given: sabre compile MODEL.onnx -o MODEL.sabre"
+                                               : "one model at a time: sabre compile MODEL.onnx -o MODEL.sabre");
+    auto out = args.value("--output");
+    if (!out) throw UsageError("where to? give the artifact directory with -o MODEL.sabre");
+    codegen::CompileOptions o;
+    std::string dt = args.value("--dtype").value_or("fp16");
+    if (dt == "fp16" || dt == "f16") o.dtype = ir::DType::f16;
+    else if (dt == "bf16") o.dtype = ir::DType::bf16;
+    else throw UsageError("--dtype '" + dt + "': use fp16 or bf16");
+    if (auto d = args.value("--dynamic")) {
+      try {
+        o.ranges = codegen::parse_dynamic(*d);
+      } catch (const std::invalid_argument& e) {
+        throw UsageError(e.what());
+      }
+    }
+    if (args.has("--tune") && args.has("--no-tune")) throw UsageError("--tune and --no-tune contradict each other");
+    o.tune = args.has("--tune");
+    o.plan_only = args.has("--plan-only");
+    o.arch = args.value("--arch").value_or("sm_90a");
+    try {
+      codegen::arch_sm(o.arch);
+    } catch (const std::invalid_argument& e) {
+      throw UsageError(e.what());
+    }
+    if (auto j = args.value("--jobs")) {
+      if (j->empty() || j->find_first_not_of("0123456789") != std::string::npos || j->size() > 3 || std::stoi(*j) < 1)
+        throw UsageError("--jobs '" + *j + "': give a positive number");
+      o.jobs = std::stoi(*j);
+    }
+    if (auto c = args.value("--cache-dir")) o.cache_dir = *c;
+    o.progress = [](const std::string& line) { std::fprintf(stderr, "sabre compile: %s\n", line.c_str()); };
+
+    codegen::CompileSummary s = codegen::compile_model(args.positional[0], *out, o);
+    for (const auto& n : s.notes) std::printf("note: %s\n", n.c_str());
+    int total = 0;
+    std::string by_op;
+    for (const auto& [op, n] : s.steps_by_op) {
+      total += n;
+      by_op += (by_op.empty() ? "" : ", ") + std::to_string(n) + " " + op;
+    }
+    std::printf("wrote %s\n", out->c_str());
+    std::printf("  steps:    %d (%s)\n", total, by_op.c_str());
+    std::printf("  kernels:  %zu GEMM, %zu elementwise%s\n", s.gemm_kernels, s.elementwise_kernels,
+                o.plan_only ? " (not compiled: --plan-only)"
+                            : (" (" + std::to_string(s.kernels_compiled) + " compiled, " +
+                               std::to_string(s.kernels_cached) + " from the cache)").c_str());
+    std::printf("  weights:  %.2f MB\n", s.weights_bytes / 1e6);
+    std::printf("  artifact: %.2f MB without weights\n", s.artifact_bytes_without_weights / 1e6);
+    std::printf("  time:     %.1f s\n", s.seconds);
+    return kExitOk;
+  });
+}
+
+const bool reg = register_command({"compile", "compile an ONNX model into an artifact that sabre run loads", run});
+
+}  // namespace
+}  // namespace sabre::cli
