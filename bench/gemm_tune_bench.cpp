@@ -86,7 +86,8 @@ int main(int argc, char** argv) {
               env.cutlass.c_str(), date);
   std::printf("top-k %d CUTLASS candidates + 16 cuBLASLt heuristic algorithms per shape; DB %s\n\n", top_k,
               db_path.c_str());
-  auto reports = tune_tasks(tasks, db, env, po, gpu_measure_fn(po), default_compile_fn(po));
+  BatchMeasureFn measure = batched_in_children(db.path(), env, po.timeout, gpu_in_process_measure_fn());
+  auto reports = tune_tasks(tasks, db, env, po, measure, default_compile_fn(po));
 
   std::printf("%-5s %-14s %6s %6s %6s  %-62s %9s %9s %9s %7s %7s %7s\n", "dtype", "epilogue", "M", "N", "K", "winner",
               "tuned us", "lt1 us", "ltbest us", "x lt1", "x best", "model");

@@ -65,6 +65,9 @@ class TuningDb {
   // The fastest ok measurement of a workload, if any.
   std::optional<Measurement> winner(const Environment& env, const std::string& workload) const;
 
+  // The file this DB lives in (":memory:" for in-memory ones).
+  const std::string& path() const { return path_; }
+
   std::vector<Environment> environments() const;
   std::vector<std::string> workloads(const Environment& env) const;
   int64_t count() const;

@@ -313,6 +313,20 @@ bool probe_gpu(Environment& env, std::string& why) {
   return true;
 }
 
+MeasureFn gpu_in_process_measure_fn() {
+  return [](const GemmProblem& p, int64_t m, const std::string& kernel, const std::string& library) {
+    ChildResult r;
+    bool ok = false;
+    try {
+      ok = measure_in_child(p, m, kernel, library, [&](const std::string& s) { r.payload = s; });
+    } catch (const std::exception& e) {
+      r.payload = std::string("crashed ") + e.what();
+    }
+    r.outcome = ok ? ChildResult::Outcome::ok : ChildResult::Outcome::failed;
+    return parse_child(r);
+  };
+}
+
 MeasureFn gpu_measure_fn(const ProfileOptions& opts) {
   auto timeout = opts.timeout;
   return [timeout](const GemmProblem& p, int64_t m, const std::string& kernel, const std::string& library) {
@@ -332,6 +346,10 @@ bool have_gpu_support() { return false; }
 bool probe_gpu(Environment&, std::string& why) {
   why = "this build of sabre has no CUDA support (the CUDA toolkit was not found when it was configured)";
   return false;
+}
+
+MeasureFn gpu_in_process_measure_fn() {
+  throw std::runtime_error("this build of sabre cannot time kernels: reconfigure with the CUDA toolkit");
 }
 
 MeasureFn gpu_measure_fn(const ProfileOptions&) {

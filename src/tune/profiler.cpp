@@ -8,6 +8,8 @@
 #include <sstream>
 #include <thread>
 
+#include <unistd.h>
+
 #include "backends/cutlass/emitter.h"
 #include "backends/cutlass/nvcc.h"
 #include "tune/rank.h"
@@ -93,9 +95,13 @@ WorkloadReport report_from_db(const TuneTask& t, const TuningDb& db, const Envir
   return summarize(t, workload_key(t.problem, t.m), ranked.empty() ? "" : ranked[0].name, db, env, opts);
 }
 
-std::vector<WorkloadReport> tune_tasks(const std::vector<TuneTask>& tasks, TuningDb& db, const Environment& env,
-                                       const ProfileOptions& opts, const MeasureFn& measure,
-                                       const CompileFn& compile) {
+namespace {
+
+using TodoFn = std::function<void(const TuneTask& t, const std::string& workload,
+                                  const std::vector<std::pair<std::string, std::string>>& todo)>;
+
+std::vector<WorkloadReport> tune_impl(const std::vector<TuneTask>& tasks, TuningDb& db, const Environment& env,
+                                      const ProfileOptions& opts, const TodoFn& run_todo, const CompileFn& compile) {
   struct Plan {
     std::string workload;
     std::vector<Candidate> cutlass;
@@ -133,30 +139,106 @@ std::vector<WorkloadReport> tune_tasks(const std::vector<TuneTask>& tasks, Tunin
   std::vector<WorkloadReport> out;
   for (size_t i = 0; i < tasks.size(); ++i) {
     Plan& p = plans[i];
-    int measured = 0;
+    std::vector<std::pair<std::string, std::string>> runnable;
     for (const std::string& kernel : p.todo) {
-      Measurement m;
       auto b = built.find(kernel);
       if (b != built.end() && !b->second.ok) {
-        m.workload = p.workload;
-        m.kernel = kernel;
-        m.status = Status::compile_failed;
-        m.detail = "compile failed; log: " + b->second.log;
+        db.record(env, {p.workload, kernel, Status::compile_failed, std::numeric_limits<double>::infinity(), 0,
+                        "compile failed; log: " + b->second.log});
       } else {
-        m = measure(tasks[i].problem, tasks[i].m, kernel, b != built.end() ? b->second.library : "");
-        m.workload = p.workload;
-        m.kernel = kernel;
-        if (m.status != Status::ok) m.time_us = std::numeric_limits<double>::infinity();
+        runnable.push_back({kernel, b != built.end() ? b->second.library : ""});
       }
-      db.record(env, m);  // at once: a kill after this line loses nothing
-      ++measured;
     }
+    if (!runnable.empty()) run_todo(tasks[i], p.workload, runnable);
+    const int measured = int(p.todo.size());
     WorkloadReport r = summarize(tasks[i], p.workload, p.cutlass.empty() ? "" : p.cutlass[0].name, db, env, opts);
     r.measured = measured;
     r.reused = int(p.cutlass.size() + lt_candidates(tasks[i].problem, opts.lt_algos).size()) - measured;
     out.push_back(std::move(r));
   }
   return out;
+}
+
+}  // namespace
+
+std::vector<WorkloadReport> tune_tasks(const std::vector<TuneTask>& tasks, TuningDb& db, const Environment& env,
+                                       const ProfileOptions& opts, const MeasureFn& measure,
+                                       const CompileFn& compile) {
+  return tune_impl(
+      tasks, db, env, opts,
+      [&](const TuneTask& t, const std::string& workload, const std::vector<std::pair<std::string, std::string>>& todo) {
+        for (const auto& [kernel, library] : todo) {
+          Measurement m = measure(t.problem, t.m, kernel, library);
+          m.workload = workload;
+          m.kernel = kernel;
+          if (m.status != Status::ok) m.time_us = std::numeric_limits<double>::infinity();
+          db.record(env, m);  // at once: a kill after this line loses nothing
+        }
+      },
+      compile);
+}
+
+std::vector<WorkloadReport> tune_tasks(const std::vector<TuneTask>& tasks, TuningDb& db, const Environment& env,
+                                       const ProfileOptions& opts, const BatchMeasureFn& measure,
+                                       const CompileFn& compile) {
+  return tune_impl(
+      tasks, db, env, opts,
+      [&](const TuneTask& t, const std::string& workload, const std::vector<std::pair<std::string, std::string>>& todo) {
+        measure(t.problem, t.m, todo);
+        for (const auto& kv : todo)
+          if (!db.find(env, workload, kv.first))
+            db.record(env, {workload, kv.first, Status::crashed, std::numeric_limits<double>::infinity(), 0,
+                            "the batch measurer left it unmeasured"});
+      },
+      compile);
+}
+
+BatchMeasureFn batched_in_children(std::string db_path, Environment env, std::chrono::milliseconds per_candidate,
+                                   MeasureFn in_child) {
+  return [=](const GemmProblem& p, int64_t m, const std::vector<std::pair<std::string, std::string>>& todo) {
+    const std::string workload = workload_key(p, m);
+    TuningDb db(db_path);
+    size_t next = 0;
+    auto skip_done = [&] {
+      while (next < todo.size() && db.find(env, workload, todo[next].first)) ++next;
+    };
+    skip_done();
+    while (next < todo.size()) {
+      const size_t first = next;
+      const unsigned alarm_s = unsigned(std::max<int64_t>(1, (per_candidate.count() + 999) / 1000));
+      ChildResult r = run_in_child(
+          [&](const std::function<void(const std::string&)>&) {
+            TuningDb child_db(db_path);  // never the parent's connection across fork
+            for (size_t i = first; i < todo.size(); ++i) {
+              alarm(alarm_s);  // per candidate: a hang ends the child with SIGALRM
+              Measurement ms = in_child(p, m, todo[i].first, todo[i].second);
+              alarm(0);
+              ms.workload = workload;
+              ms.kernel = todo[i].first;
+              if (ms.status != Status::ok) ms.time_us = std::numeric_limits<double>::infinity();
+              child_db.record(env, ms);
+              if (ms.status == Status::crashed) return true;  // a fresh process for the rest
+            }
+            return true;
+          },
+          per_candidate * int64_t(todo.size() - first) + std::chrono::milliseconds(5000));
+      skip_done();
+      if (next < todo.size() && next == first) {
+        // The child died on this candidate before recording it.
+        const bool hung = r.outcome == ChildResult::Outcome::hung || r.detail.find("Alarm") != std::string::npos;
+        db.record(env, {workload, todo[next].first, hung ? Status::hung : Status::crashed,
+                        std::numeric_limits<double>::infinity(), 0,
+                        (hung ? "no result within " + std::to_string(per_candidate.count()) + " ms" : r.detail)});
+        skip_done();
+      } else if (next < todo.size() && r.outcome != ChildResult::Outcome::ok) {
+        // Died after some progress: the next candidate is the culprit.
+        const bool hung = r.outcome == ChildResult::Outcome::hung || r.detail.find("Alarm") != std::string::npos;
+        db.record(env, {workload, todo[next].first, hung ? Status::hung : Status::crashed,
+                        std::numeric_limits<double>::infinity(), 0, r.detail});
+        skip_done();
+      }
+    }
+  };
 }
 
 CompileFn default_compile_fn(const ProfileOptions& opts) {

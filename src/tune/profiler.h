@@ -69,6 +69,27 @@ std::vector<WorkloadReport> tune_tasks(const std::vector<TuneTask>& tasks, Tunin
                                        const ProfileOptions& opts, const MeasureFn& measure,
                                        const CompileFn& compile);
 
+// Measures the listed (kernel, library) candidates of one task and records every measurement in
+// the DB file itself, as it goes (it runs in other processes: the caller's connection sees rows).
+using BatchMeasureFn = std::function<void(const GemmProblem& p, int64_t m,
+                                          const std::vector<std::pair<std::string, std::string>>& todo)>;
+
+// tune_tasks with one batch call per task; candidates the batch left unmeasured are recorded as
+// crashed. Saves a process and CUDA context per candidate.
+std::vector<WorkloadReport> tune_tasks(const std::vector<TuneTask>& tasks, TuningDb& db, const Environment& env,
+                                       const ProfileOptions& opts, const BatchMeasureFn& measure,
+                                       const CompileFn& compile);
+
+// A BatchMeasureFn that runs `in_child` for the candidates one after another in a watchdog child,
+// which records each result into the DB file at db_path at once. Each candidate gets
+// `per_candidate` (an alarm in the child). When a child crashes or hangs, the first unmeasured
+// candidate is recorded as crashed or hung and a fresh child takes the rest; a measurement whose
+// status is `crashed` ends its child too (a CUDA fault poisons the context).
+BatchMeasureFn batched_in_children(std::string db_path, Environment env, std::chrono::milliseconds per_candidate,
+                                   MeasureFn in_child);
+// The GPU timing of one candidate in the calling process (call it only inside a child).
+MeasureFn gpu_in_process_measure_fn();
+
 // The report of a task from the DB alone (no measuring): what `sabre tune` prints on a warm run.
 WorkloadReport report_from_db(const TuneTask& t, const TuningDb& db, const Environment& env, const ProfileOptions& opts);
 

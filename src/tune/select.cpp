@@ -53,7 +53,12 @@ std::vector<DispatchEntry> pick_kernels(const GemmProblem& p, const PickOptions&
     po.quiet = true;
     std::vector<TuneTask> tasks;
     for (int64_t m : buckets) tasks.push_back({p, m});
-    tune_tasks(tasks, *opts.db, opts.env, po, gpu_measure_fn(po), default_compile_fn(po));
+    if (opts.db->path() == ":memory:")  // children cannot see an in-memory DB: one child per candidate
+      tune_tasks(tasks, *opts.db, opts.env, po, gpu_measure_fn(po), default_compile_fn(po));
+    else
+      tune_tasks(tasks, *opts.db, opts.env, po,
+                 batched_in_children(opts.db->path(), opts.env, po.timeout, gpu_in_process_measure_fn()),
+                 default_compile_fn(po));
   }
   std::vector<DispatchEntry> out;
   for (int64_t m : buckets) {

@@ -254,3 +254,42 @@ TEST(ProfilerNvcc, DefaultCompileFnBuildsThroughTheCacheOnce) {
   EXPECT_TRUE(again[0].ok && again[0].cached);
   EXPECT_EQ(again[0].library, r[0].library);
 }
+
+// Batch children: one process measures many candidates and records each at once; a crash, a hang
+// (the per-candidate alarm) or a measurement that reports a crash ends the child, the culprit is
+// recorded, and a fresh child finishes the rest. Nothing is measured twice.
+TEST(Profiler, BatchedChildrenRecordAsTheyGoAndRestartPastFailures) {
+  const std::string dbpath = temp_path("batch.db");
+  const std::string log = temp_path("batch_calls.txt");
+  TuningDb db(dbpath);
+  TuneTask t{problem(768, 768, "bias"), 1024};
+  auto ranked = rank_candidates(t.problem, t.m, 90, 4);
+  ASSERT_EQ(ranked.size(), 4u);
+  const std::string segv = ranked[1].name, hang = ranked[2].name;
+  const std::string lt_fault = "cublaslt_tn_f16_f16_f32_bias#algo0";
+  MeasureFn in_child = [&](const GemmProblem&, int64_t, const std::string& k, const std::string&) {
+    std::ofstream(log, std::ios::app) << getpid() << " " << k << "\n";
+    if (k == segv) raise(SIGSEGV);
+    if (k == hang) sleep(30);
+    Measurement m;
+    m.status = k == lt_fault ? Status::crashed : Status::ok;  // e.g. an illegal address: context is gone
+    m.time_us = 10 + double(k.size() % 7);
+    return m;
+  };
+  auto reports = tune_tasks({t}, db, h200(), opts(), batched_in_children(dbpath, h200(), std::chrono::milliseconds(1000), in_child),
+                            fake_compile({}));
+  const std::string w = workload_key(t.problem, t.m);
+  EXPECT_EQ(db.find(h200(), w, segv)->status, Status::crashed);
+  EXPECT_EQ(db.find(h200(), w, hang)->status, Status::hung);
+  EXPECT_EQ(db.find(h200(), w, lt_fault)->status, Status::crashed);
+  EXPECT_EQ(db.find(h200(), w, ranked[0].name)->status, Status::ok);
+  EXPECT_EQ(db.find(h200(), w, ranked[3].name)->status, Status::ok);
+  EXPECT_EQ(db.count(), 7);  // 4 CUTLASS + 3 cuBLASLt, each once
+  auto calls = lines(log);
+  EXPECT_EQ(calls.size(), 7u) << "each candidate ran exactly once";
+  std::set<std::string> pids;
+  for (const auto& c : calls) pids.insert(c.substr(0, c.find(' ')));
+  EXPECT_EQ(pids.size(), 4u) << "a child per failure plus the first: segv, hang, reported crash";
+  ASSERT_TRUE(reports[0].winner);
+  EXPECT_EQ(reports[0].measured, 7);
+}

@@ -162,7 +162,9 @@ int run(const std::vector<std::string>& argv) {
     po.target_sm = env.sm;
     tune::TuningDb db(args.value("--db").value_or(tune::TuningDb::default_path()));
     std::printf("GPU %s (sm%d), CUDA %s, CUTLASS %s\n", env.gpu.c_str(), env.sm, env.cuda.c_str(), env.cutlass.c_str());
-    auto reports = tune::tune_tasks(tasks, db, env, po, tune::gpu_measure_fn(po), tune::default_compile_fn(po));
+    // One child (and CUDA context) per workload, restarted past a crashing or hanging candidate.
+    tune::BatchMeasureFn measure = tune::batched_in_children(db.path(), env, po.timeout, tune::gpu_in_process_measure_fn());
+    auto reports = tune::tune_tasks(tasks, db, env, po, measure, tune::default_compile_fn(po));
 
     std::printf("\n%-62s %-66s %9s %9s %7s %7s %7s %5s\n", "workload", "winner", "us", "lt1 us", "xlt1", "xltbest",
                 "model", "new");
