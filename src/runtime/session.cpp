@@ -393,7 +393,9 @@ void ExecutionContext::Impl::run(const std::vector<sabre_tensor>& inputs, std::v
       if (t->dtype.code != spec.dtype.code || t->dtype.bits != spec.dtype.bits)
         throw Error(SABRE_ERR_INVALID_ARGUMENT, "output '" + spec.name + "' is " + dlpack_name(t->dtype) + " but the model writes " +
                                                     dlpack_name(spec.dtype));
-      std::vector<int64_t> got(t->shape, t->shape + std::max(t->ndim, 0));
+      if (t->ndim < 0 || (t->ndim > 0 && !t->shape))
+        throw Error(SABRE_ERR_INVALID_ARGUMENT, "output '" + spec.name + "' has no shape");
+      std::vector<int64_t> got(t->shape, t->shape + t->ndim);
       if (got != want)
         throw Error(SABRE_ERR_INVALID_ARGUMENT, "output '" + spec.name + "' has shape " + shape_str(got) + " but these inputs give " +
                                                     shape_str(want));

@@ -319,7 +319,12 @@ int run_artifact(const ParsedArgs& args) {
   }
   std::map<std::string, int64_t> dims = parse_dims(args.all("--dim"));
   uint64_t seed = 0;
-  if (auto s = args.value("--seed")) seed = std::stoull(*s);
+  if (auto s = args.value("--seed")) {
+    bool ok = !s->empty() && s->size() <= 19;
+    for (char c : *s) ok = ok && std::isdigit(static_cast<unsigned char>(c));
+    if (!ok) throw UsageError("bad --seed '" + *s + "': expected a non-negative integer");
+    seed = std::stoull(*s);
+  }
   sabre::Session session(path, device);
   const auto& specs = session.inputs();
   std::string in_names;
