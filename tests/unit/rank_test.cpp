@@ -197,6 +197,14 @@ TEST(Select, BertTinyWorkloadsAreCollectedOncePerShape) {
     EXPECT_TRUE(cb::parse_epilogue(probs[i].epilogue)) << probs[i].epilogue;
     EXPECT_FALSE(pick_kernels(probs[i], PickOptions{}).empty());
   }
+  // Declared dim ranges bound a symbolic M: batch*seq over [1*1, 4*64].
+  auto ranged = gemm_problems(r.graph, 4096, {{"batch", {1, 4}}, {"seq", {1, 64}}});
+  bool saw_range = false;
+  for (const auto& p : ranged) {
+    EXPECT_LE(p.m_max, 256) << workload_key(p, p.m_max);
+    saw_range = saw_range || p.m_max == 256;
+  }
+  EXPECT_TRUE(saw_range);
   // The FFN's first GEMM is fused with its GELU.
   bool gelu = false;
   for (const auto& p : probs) gelu = gelu || p.epilogue.find("gelu") != std::string::npos;

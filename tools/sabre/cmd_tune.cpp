@@ -33,6 +33,7 @@ const std::vector<FlagSpec> kFlags = {
     {"--max-m", "", "N", "largest M for symbolic M without --dim ranges (default 4096)", false},
     {"--sm", "", "SM", "target compute capability for --no-tune (default 90)", false},
     {"--no-tune", "", "", "no timing: print the analytic model's picks (no GPU needed)", false},
+    {"--no-gpu-check", "", "", "the same as --no-tune: do not look for a GPU at all", false},
     {"--jobs", "", "N", "parallel nvcc processes (default: all cores)", false},
     {"--quiet", "", "", "no compile progress", false},
 };
@@ -144,9 +145,10 @@ int run(const std::vector<std::string>& argv) {
 
     tune::Environment env;
     std::string why;
-    const bool gpu = !args.has("--no-tune") && tune::probe_gpu(env, why);
+    const bool no_tune = args.has("--no-tune") || args.has("--no-gpu-check");
+    const bool gpu = !no_tune && tune::probe_gpu(env, why);
     if (!gpu) {
-      if (!args.has("--no-tune"))
+      if (!no_tune)
         std::fprintf(stderr, "sabre tune: timing needs a GPU (%s); printing the analytic model's picks instead\n",
                      why.c_str());
       for (const auto& p : problems) {
@@ -157,7 +159,7 @@ int run(const std::vector<std::string>& argv) {
         for (const auto& e : tune::pick_kernels(p, o))
           std::printf("  M <= %-7lld %s\n", static_cast<long long>(e.max_m), e.kernel.c_str());
       }
-      return args.has("--no-tune") ? kExitOk : kExitNoGpu;
+      return no_tune ? kExitOk : kExitNoGpu;
     }
     po.target_sm = env.sm;
     tune::TuningDb db(args.value("--db").value_or(tune::TuningDb::default_path()));
