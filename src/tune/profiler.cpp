@@ -1,6 +1,8 @@
 #include "tune/profiler.h"
 
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <fstream>
 #include <map>
 #include <regex>
@@ -149,8 +151,12 @@ std::vector<WorkloadReport> tune_impl(const std::vector<TuneTask>& tasks, Tuning
         runnable.push_back({kernel, b != built.end() ? b->second.library : ""});
       }
     }
+    const auto t0 = std::chrono::steady_clock::now();
     if (!runnable.empty()) run_todo(tasks[i], p.workload, runnable);
     const int measured = int(p.todo.size());
+    if (!opts.quiet && measured)
+      std::fprintf(stderr, "[%zu/%zu] %s: timed %d candidates in %.1f s\n", i + 1, tasks.size(), p.workload.c_str(),
+                   measured, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     WorkloadReport r = summarize(tasks[i], p.workload, p.cutlass.empty() ? "" : p.cutlass[0].name, db, env, opts);
     r.measured = measured;
     r.reused = int(p.cutlass.size() + lt_candidates(tasks[i].problem, opts.lt_algos).size()) - measured;
