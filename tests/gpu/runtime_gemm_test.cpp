@@ -1,0 +1,101 @@
+// A gemm step through a kernel library in kernels/ (dlopen, registry, dispatch by M, bias, batch)
+// followed by a native softmax, against host loops, at m on both sides of the dispatch boundary.
+// Exits 77 without a GPU.
+#include <cuda_runtime_api.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstring>
+#include <cstdio>
+#include <filesystem>
+#include <random>
+
+#include "runtime/artifact.h"
+#include "sabre/session.h"
+
+using namespace sabre::runtime;
+namespace fs = std::filesystem;
+
+int main() {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
+    std::printf("no GPU: skipped\n");
+    return 77;
+  }
+  cudaDeviceProp prop{};
+  cudaGetDeviceProperties(&prop, 0);
+  const int64_t K = 32, N = 48;
+  Plan p;
+  p.symbols = {{"batch", 1, 128}};
+  auto b = DimExpr::parse("batch");
+  p.tensors = {{"x", DType::f32, {b, K}, TensorKind::input, 0, 0},
+               {"w", DType::f32, {N, K}, TensorKind::weight, 0, N * K * 4},
+               {"bias", DType::f32, {N}, TensorKind::weight, 6144, N * 4},
+               {"h", DType::f32, {b, N}, TensorKind::activation, 0, 0},
+               {"y", DType::f32, {b, N}, TensorKind::output, 0, 0}};
+  p.inputs = {0};
+  p.outputs = {4};
+  p.steps = {{"gemm", "/fc", {0, 1, 2, -1}, {3},
+              sabre::json::parse(R"({"m":"batch","n":48,"k":32,"lda":32,"ldb":32,"ldd":48,"layout":"tn","dtype":"f32",)"
+                                 R"("epilogue":"bias","dispatch":[{"max_m":16,"kernel":"t_small"},{"max_m":-1,"kernel":"t_big"}]})")},
+             {"softmax", "/sm", {3}, {4}, sabre::json::Value(sabre::json::Object{})}};
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  std::vector<float> wts(6144 / 4 + N);
+  for (auto& v : wts) v = u(rng);
+  std::vector<uint8_t> bytes(wts.size() * 4);
+  std::memcpy(bytes.data(), wts.data(), bytes.size());
+  ManifestInfo m;
+  m.sm = prop.major * 10 + prop.minor;
+  m.arch = "sm_" + std::to_string(m.sm);
+  std::string dir = (fs::temp_directory_path() / ("sabre_rt_gemm_" + std::to_string(::getpid()))).string();
+  fs::remove_all(dir);
+  write_artifact(dir, p, bytes, {SABRE_TEST_GEMM_LIB}, m);
+
+  int failures = 0;
+  sabre::Session session(dir);
+  sabre::ExecutionContext ctx(session);
+  for (int64_t batch : {1, 16, 17, 128}) {
+    std::vector<float> x(static_cast<size_t>(batch * K));
+    for (auto& v : x) v = u(rng);
+    void *dx = nullptr, *dy = nullptr;
+    cudaMalloc(&dx, x.size() * 4);
+    cudaMalloc(&dy, static_cast<size_t>(batch * N) * 4);
+    cudaMemcpy(dx, x.data(), x.size() * 4, cudaMemcpyHostToDevice);
+    cudaMemset(dy, 0xff, static_cast<size_t>(batch * N) * 4);
+    int64_t xs[2] = {batch, K}, ys[2] = {batch, N};
+    std::vector<sabre_tensor> outs = {{"y", dy, SABRE_DEVICE_CUDA, 0, {SABRE_DTYPE_FLOAT, 32, 1}, 2, ys, nullptr}};
+    try {
+      ctx.run({{"x", dx, SABRE_DEVICE_CUDA, 0, {SABRE_DTYPE_FLOAT, 32, 1}, 2, xs, nullptr}}, outs);
+    } catch (const sabre::Error& e) {
+      std::printf("FAIL batch %lld: %s\n", (long long)batch, e.what());
+      ++failures;
+      continue;
+    }
+    std::vector<float> y(static_cast<size_t>(batch * N));
+    cudaMemcpy(y.data(), dy, y.size() * 4, cudaMemcpyDeviceToHost);
+    double err = 0;
+    for (int64_t i = 0; i < batch; ++i) {
+      std::vector<double> h(N);
+      double mx = -1e30, sum = 0;
+      for (int64_t j = 0; j < N; ++j) {
+        double acc = wts[static_cast<size_t>(6144 / 4 + j)];
+        for (int64_t k = 0; k < K; ++k) acc += double(x[static_cast<size_t>(i * K + k)]) * wts[static_cast<size_t>(j * K + k)];
+        h[static_cast<size_t>(j)] = acc;
+        mx = std::max(mx, acc);
+      }
+      for (double v : h) sum += std::exp(v - mx);
+      for (int64_t j = 0; j < N; ++j) {
+        double ref = std::exp(h[static_cast<size_t>(j)] - mx) / sum;
+        double got = y[static_cast<size_t>(i * N + j)];
+        err = std::isfinite(got) ? std::max(err, std::fabs(got - ref)) : 1e30;
+      }
+    }
+    std::printf("batch %lld: max abs error %.3g\n", (long long)batch, err);
+    if (err > 1e-5) ++failures;
+    cudaFree(dx);
+    cudaFree(dy);
+  }
+  std::printf("%s\n", failures ? "FAILED" : "PASSED");
+  return failures ? 1 : 0;
+}
