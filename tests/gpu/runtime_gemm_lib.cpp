@@ -1,5 +1,6 @@
 // A kernel library with the sabre GEMM ABI (include/sabre/kernel_abi.h) for the runtime's GPU test:
-// naive f32 "tn" GEMMs with bias. "t_small" refuses m > 16, so a wrong dispatch fails the run.
+// naive f32 "tn" GEMMs with bias. "t_small" refuses m > 16, so a wrong dispatch fails the run, and
+// fails like a launch at m = 13, so the test sees a CUDA error in the middle of a graph capture.
 // Compiled as CUDA (tests/gpu/CMakeLists.txt).
 #include <cuda_runtime.h>
 
@@ -39,6 +40,10 @@ int launch(const sabre_gemm_args* a, sabre_stream_t s) {
   return SABRE_OK;
 }
 int run_small(const sabre_gemm_args* a, sabre_stream_t s) {
+  if (a->m == 13) {  // the test's stand-in for a failed launch
+    g_error = "simulated launch failure at m=13";
+    return SABRE_CUDA_ERROR;
+  }
   if (can_small(a) != SABRE_OK) {
     g_error = "t_small takes m <= 16";
     return SABRE_NOT_SUPPORTED;

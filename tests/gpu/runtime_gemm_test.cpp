@@ -96,6 +96,57 @@ int main() {
     cudaFree(dx);
     cudaFree(dy);
   }
+  // A kernel failing while the graph is being captured: SABRE_ERR_CUDA naming the step, kernel and
+  // message; then the same context runs again (the capture was abandoned cleanly).
+  for (int rep = 0; rep < 2; ++rep) {
+    void* dx = nullptr;
+    cudaMalloc(&dx, 13 * K * 4);
+    int64_t xs[2] = {13, K};
+    std::vector<sabre_tensor> outs;
+    try {
+      ctx.run({{"x", dx, SABRE_DEVICE_CUDA, 0, {SABRE_DTYPE_FLOAT, 32, 1}, 2, xs, nullptr}}, outs);
+      std::printf("FAIL: the simulated launch failure was not reported\n");
+      ++failures;
+    } catch (const sabre::Error& e) {
+      std::string msg = e.what();
+      std::printf("m=13: %s\n", msg.c_str());
+      if (e.code != SABRE_ERR_CUDA || msg.find("step '/fc' (gemm): kernel t_small failed") == std::string::npos ||
+          msg.find("simulated launch failure") == std::string::npos) {
+        std::printf("FAIL: wrong error\n");
+        ++failures;
+      }
+    }
+    cudaFree(dx);
+    cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+    cudaError_t qe = cudaStreamIsCapturing(static_cast<cudaStream_t>(ctx.stream()), &cs);
+    if (qe != cudaSuccess || cs != cudaStreamCaptureStatusNone) {
+      std::printf("FAIL: the stream is still capturing\n");
+      ++failures;
+    }
+  }
+  {
+    void *dx = nullptr;
+    cudaMalloc(&dx, 16 * K * 4);
+    std::vector<float> x(static_cast<size_t>(16 * K), 0.25f);
+    cudaMemcpy(dx, x.data(), x.size() * 4, cudaMemcpyHostToDevice);
+    int64_t xs[2] = {16, K};
+    std::vector<sabre_tensor> outs = {{"y", nullptr, 0, 0, {}, 0, nullptr, nullptr}};
+    try {
+      ctx.run({{"x", dx, SABRE_DEVICE_CUDA, 0, {SABRE_DTYPE_FLOAT, 32, 1}, 2, xs, nullptr}}, outs);
+      std::vector<float> y(static_cast<size_t>(16 * N));
+      cudaMemcpy(y.data(), outs[0].data, y.size() * 4, cudaMemcpyDeviceToHost);
+      double row = 0;
+      for (int64_t j = 0; j < N; ++j) row += y[static_cast<size_t>(j)];
+      if (std::fabs(row - 1.0) > 1e-4) {
+        std::printf("FAIL: after the error a softmax row sums to %g\n", row);
+        ++failures;
+      }
+    } catch (const sabre::Error& e) {
+      std::printf("FAIL: the context is not usable after a CUDA error: %s\n", e.what());
+      ++failures;
+    }
+    cudaFree(dx);
+  }
   std::printf("%s\n", failures ? "FAILED" : "PASSED");
   return failures ? 1 : 0;
 }
