@@ -1,0 +1,376 @@
+// A CPU interpreter of runtime plans (host loops with each step op's semantics from docs/RUNTIME.md,
+// values rounded to each tensor's dtype), run on the plan lowered from bert_tiny and compared with
+// the reference executor on the original model: the numerical check of the lowering without a GPU.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <random>
+
+#include "backends/cutlass/patterns.h"
+#include "codegen/lower.h"
+#include "frontend/onnx/importer.h"
+#include "partition/partitioner.h"
+#include "reference/reference.h"
+#include "transform/canonicalize.h"
+
+namespace sabre {
+namespace {
+
+namespace fs = std::filesystem;
+using runtime::DimExpr;
+
+struct Buf {
+  std::vector<int64_t> dims;
+  std::vector<double> v;
+};
+
+double round_to(ir::DType t, double x) {
+  switch (t) {
+    case ir::DType::f16: return ir::half_to_float(ir::float_to_half(static_cast<float>(x)));
+    case ir::DType::bf16: return ir::bf16_to_float(ir::float_to_bf16(static_cast<float>(x)));
+    case ir::DType::f32: return static_cast<float>(x);
+    case ir::DType::boolean: return x != 0;
+    default: return std::trunc(x);
+  }
+}
+
+std::vector<int64_t> strides_of(const std::vector<int64_t>& d) {
+  std::vector<int64_t> s(d.size(), 1);
+  for (int i = static_cast<int>(d.size()) - 2; i >= 0; --i) s[i] = s[i + 1] * d[i + 1];
+  return s;
+}
+int64_t numel(const std::vector<int64_t>& d) {
+  int64_t n = 1;
+  for (auto x : d) n *= x;
+  return n;
+}
+// Index into `in` (numpy-broadcast against out dims) of output element `i`.
+int64_t bcast_index(int64_t i, const std::vector<int64_t>& out, const std::vector<int64_t>& in) {
+  auto os = strides_of(out), is = strides_of(in);
+  int64_t idx = 0;
+  size_t off = out.size() - in.size();
+  for (size_t d = 0; d < out.size(); ++d) {
+    int64_t c = (i / os[d]) % out[d];
+    if (d >= off && in[d - off] != 1) idx += c * is[d - off];
+  }
+  return idx;
+}
+
+double gelu(double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); }
+double gelu_tanh(double x) { return 0.5 * x * (1 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x))); }
+
+class Interp {
+ public:
+  Interp(const runtime::Plan& p, const std::vector<uint8_t>& w) : p_(p), w_(w), bufs_(p.tensors.size()) {}
+
+  std::vector<Buf> run(const std::vector<Buf>& inputs) {
+    std::vector<std::vector<int64_t>> shapes;
+    for (const auto& b : inputs) shapes.push_back(b.dims);
+    dims_ = p_.bind_dims(shapes);
+    for (size_t i = 0; i < p_.tensors.size(); ++i) {
+      const auto& t = p_.tensors[i];
+      bufs_[i].dims.clear();
+      for (const auto& d : t.shape) bufs_[i].dims.push_back(d.eval(dims_));
+      bufs_[i].v.assign(numel(bufs_[i].dims), std::nan(""));  // poison
+      if (t.kind == runtime::TensorKind::weight) {
+        ir::Tensor c(t.dtype, bufs_[i].dims, nullptr, w_.data() + t.weight_offset);
+        for (int64_t e = 0; e < c.numel(); ++e) bufs_[i].v[e] = c.get_f64(e);
+      }
+    }
+    for (size_t i = 0; i < p_.inputs.size(); ++i) bufs_[p_.inputs[i]] = inputs[i];
+    for (const auto& s : p_.steps) step(s);
+    std::vector<Buf> out;
+    for (int o : p_.outputs) out.push_back(bufs_[o]);
+    return out;
+  }
+
+ private:
+  int64_t dim(const json::Value* v) const {
+    return v->is_number() ? static_cast<int64_t>(v->num()) : DimExpr::parse(v->str()).eval(dims_);
+  }
+  std::vector<int64_t> dims_list(const json::Value* v) const {
+    std::vector<int64_t> out;
+    for (const auto& x : v->arr()) out.push_back(dim(&x));
+    return out;
+  }
+  Buf& in(const runtime::Step& s, size_t i) { return bufs_.at(s.inputs.at(i)); }
+  Buf& out(const runtime::Step& s, size_t i = 0) { return bufs_.at(s.outputs.at(i)); }
+  ir::DType dt(int t) const { return p_.tensors[t].dtype; }
+  void finish(const runtime::Step& s) {
+    for (int o : s.outputs)
+      for (double& x : bufs_[o].v) x = round_to(dt(o), x);
+  }
+
+  void step(const runtime::Step& s) {
+    const std::string& op = s.op;
+    const json::Value& P = s.params;
+    if (op == "cast" || op == "copy" || op == "reshape") {
+      out(s).v = in(s, 0).v;
+    } else if (op == "elementwise") {
+      elementwise(s);
+    } else if (op == "gather") {
+      Buf &x = in(s, 0), &idx = in(s, 1), &y = out(s);
+      int64_t axis = dim(P.get("axis"));
+      int64_t outer = numel({x.dims.begin(), x.dims.begin() + axis}), inner = numel({x.dims.begin() + axis + 1, x.dims.end()});
+      int64_t n = static_cast<int64_t>(idx.v.size()), ax = x.dims[axis];
+      for (int64_t o = 0; o < outer; ++o)
+        for (int64_t j = 0; j < n; ++j) {
+          int64_t k = static_cast<int64_t>(idx.v[j]);
+          if (k < 0) k += ax;
+          for (int64_t i = 0; i < inner; ++i) y.v[(o * n + j) * inner + i] = x.v[(o * ax + k) * inner + i];
+        }
+    } else if (op == "slice") {
+      Buf &x = in(s, 0), &y = out(s);
+      auto st = dims_list(P.get("starts")), ax = dims_list(P.get("axes")), sp = dims_list(P.get("steps"));
+      std::vector<int64_t> start(x.dims.size(), 0), step(x.dims.size(), 1);
+      for (size_t i = 0; i < ax.size(); ++i) {
+        int64_t a = ax[i], b = st[i] < 0 ? st[i] + x.dims[a] : st[i];
+        start[a] = std::clamp<int64_t>(b, 0, x.dims[a]);
+        step[a] = sp[i];
+      }
+      auto xs = strides_of(x.dims), ys = strides_of(y.dims);
+      for (int64_t e = 0; e < numel(y.dims); ++e) {
+        int64_t src = 0;
+        for (size_t d = 0; d < y.dims.size(); ++d) src += (start[d] + ((e / ys[d]) % y.dims[d]) * step[d]) * xs[d];
+        y.v[e] = x.v[src];
+      }
+    } else if (op == "permute") {
+      Buf &x = in(s, 0), &y = out(s);
+      auto perm = dims_list(P.get("perm"));
+      auto xs = strides_of(x.dims), ys = strides_of(y.dims);
+      for (int64_t e = 0; e < numel(y.dims); ++e) {
+        int64_t src = 0;
+        for (size_t d = 0; d < y.dims.size(); ++d) src += ((e / ys[d]) % y.dims[d]) * xs[perm[d]];
+        y.v[e] = x.v[src];
+      }
+    } else if (op == "strided_copy") {
+      Buf &x = in(s, 0), &y = out(s);
+      auto str = dims_list(P.get("strides"));
+      int64_t off = dim(P.get("offset"));
+      auto ys = strides_of(y.dims);
+      for (int64_t e = 0; e < numel(y.dims); ++e) {
+        int64_t src = off;
+        for (size_t d = 0; d < y.dims.size(); ++d) src += ((e / ys[d]) % y.dims[d]) * str[d];
+        y.v[e] = x.v[src];
+      }
+    } else if (op == "split" || op == "concat") {
+      // Both move blocks along one axis: outer index x (offset along axis + position) x inner.
+      bool split = op == "split";
+      int64_t axis = dim(P.get("axis"));
+      const Buf& whole = split ? in(s, 0) : out(s);
+      int64_t outer = numel({whole.dims.begin(), whole.dims.begin() + axis});
+      int64_t inner = numel({whole.dims.begin() + axis + 1, whole.dims.end()});
+      int64_t at = 0;
+      size_t parts = split ? s.outputs.size() : s.inputs.size();
+      for (size_t pi = 0; pi < parts; ++pi) {
+        Buf& part = split ? out(s, pi) : in(s, pi);
+        int64_t len = part.dims[axis];
+        for (int64_t o = 0; o < outer; ++o)
+          for (int64_t j = 0; j < len * inner; ++j) {
+            double& w = const_cast<Buf&>(whole).v[(o * whole.dims[axis] + at) * inner + j];
+            double& q = part.v[o * len * inner + j];
+            if (split) q = w;
+            else w = q;
+          }
+        at += len;
+      }
+    } else if (op == "softmax") {
+      softmax(s);
+    } else if (op == "layernorm") {
+      layernorm(s);
+    } else if (op == "gemm") {
+      gemm(s);
+    } else {
+      FAIL() << "the plan interpreter has no op " << op;
+    }
+    finish(s);
+  }
+
+  void elementwise(const runtime::Step& s) {
+    const json::Value& ch = *s.params.get("chain");
+    const auto& nodes = ch.get("nodes")->arr();
+    Buf& y = out(s);
+    std::vector<double> r(nodes.size());
+    for (int64_t e = 0; e < numel(y.dims); ++e) {
+      for (size_t i = 0; i < nodes.size(); ++i) {
+        const auto& nd = nodes[i];
+        const std::string& op = nd.get("op")->str();
+        auto A = [&] { return r[static_cast<size_t>(nd.get("a")->num())]; };
+        auto B = [&] { return r[static_cast<size_t>(nd.get("b")->num())]; };
+        auto C = [&] { return r[static_cast<size_t>(nd.get("c")->num())]; };
+        double v;
+        if (op == "input") {
+          Buf& x = in(s, static_cast<size_t>(nd.get("a")->num()));
+          v = x.v[bcast_index(e, y.dims, x.dims)];
+        } else if (op == "constant") v = nd.get("alpha")->num();
+        else if (op == "add") v = A() + B();
+        else if (op == "sub") v = A() - B();
+        else if (op == "mul") v = A() * B();
+        else if (op == "div") v = A() / B();
+        else if (op == "pow") v = std::pow(A(), B());
+        else if (op == "sqrt") v = std::sqrt(A());
+        else if (op == "erf") v = std::erf(A());
+        else if (op == "tanh") v = std::tanh(A());
+        else if (op == "relu") v = std::max(0.0, A());
+        else if (op == "gelu_erf") v = gelu(A());
+        else if (op == "gelu_tanh") v = gelu_tanh(A());
+        else if (op == "where") v = A() != 0 ? B() : C();
+        else if (op == "cast") v = round_to(*ir::parse_dtype(nd.get("dtype")->str()), A());
+        else {
+          ADD_FAILURE() << "the plan interpreter has no elementwise op " << op;
+          return;
+        }
+        r[i] = static_cast<float>(v);  // chains compute in f32
+      }
+      y.v[e] = r[static_cast<size_t>(ch.get("outputs")->arr()[0].num())];
+    }
+  }
+
+  void softmax(const runtime::Step& s) {
+    const json::Value& P = s.params;
+    Buf &x = in(s, 0), &y = out(s);
+    int64_t b = dim(P.get("b")), h = dim(P.get("h")), q = dim(P.get("q")), cols = dim(P.get("cols"));
+    double scale = P.get("scale")->num();
+    bool causal = P.get("causal")->boolean();
+    const Buf* mask = s.inputs.size() > 1 ? &in(s, 1) : nullptr;
+    std::vector<int64_t> ms = mask ? dims_list(P.get("mask_stride")) : std::vector<int64_t>{0, 0, 0};
+    for (int64_t bi = 0; bi < b; ++bi)
+      for (int64_t hi = 0; hi < h; ++hi)
+        for (int64_t qi = 0; qi < q; ++qi) {
+          int64_t row = ((bi * h + hi) * q + qi) * cols;
+          std::vector<double> t(cols);
+          double mx = -INFINITY;
+          for (int64_t k = 0; k < cols; ++k) {
+            double v = scale * x.v[row + k];
+            if (mask) v += mask->v[bi * ms[0] + hi * ms[1] + qi * ms[2] + k];
+            if (causal && k > qi) v = -INFINITY;
+            t[k] = v;
+            mx = std::max(mx, v);
+          }
+          double sum = 0;
+          for (auto& v : t) sum += (v = std::exp(v - mx));
+          for (int64_t k = 0; k < cols; ++k) y.v[row + k] = t[k] / sum;
+        }
+  }
+
+  void layernorm(const runtime::Step& s) {
+    Buf& x = in(s, 0);
+    Buf& g = in(s, 1);
+    const Buf* beta = s.inputs[2] >= 0 ? &in(s, 2) : nullptr;
+    const Buf* res = s.inputs[3] >= 0 ? &in(s, 3) : nullptr;
+    Buf& y = out(s);
+    int64_t rows = dim(s.params.get("rows")), cols = dim(s.params.get("cols"));
+    double eps = s.params.get("eps")->num();
+    for (int64_t r = 0; r < rows; ++r) {
+      std::vector<double> v(cols);
+      double mean = 0, var = 0;
+      for (int64_t c = 0; c < cols; ++c) mean += (v[c] = x.v[r * cols + c] + (res ? res->v[r * cols + c] : 0));
+      mean /= cols;
+      for (double a : v) var += (a - mean) * (a - mean);
+      var /= cols;
+      for (int64_t c = 0; c < cols; ++c)
+        y.v[r * cols + c] = (v[c] - mean) / std::sqrt(var + eps) * g.v[c] + (beta ? beta->v[c] : 0);
+    }
+  }
+
+  void gemm(const runtime::Step& s) {
+    const json::Value& P = s.params;
+    Buf &a = in(s, 0), &b = in(s, 1), &d = out(s);
+    const Buf* bias = s.inputs[2] >= 0 ? &in(s, 2) : nullptr;
+    const Buf* res = s.inputs[3] >= 0 ? &in(s, 3) : nullptr;
+    int64_t M = dim(P.get("m")), N = dim(P.get("n")), K = dim(P.get("k")), batch = dim(P.get("batch"));
+    int64_t lda = dim(P.get("lda")), ldb = dim(P.get("ldb")), ldd = dim(P.get("ldd")), ldr = dim(P.get("ldr"));
+    int64_t sa = dim(P.get("stride_a")), sb = dim(P.get("stride_b")), sd = dim(P.get("stride_d")), sr = dim(P.get("stride_r"));
+    bool tn = P.get("layout")->str() == "tn";
+    double alpha = P.get("alpha")->num(), beta = P.get("beta")->num();
+    std::string epi = P.get("epilogue")->str();
+    for (int64_t bi = 0; bi < batch; ++bi)
+      for (int64_t i = 0; i < M; ++i)
+        for (int64_t j = 0; j < N; ++j) {
+          double acc = 0;
+          for (int64_t k = 0; k < K; ++k)
+            acc += a.v[bi * sa + i * lda + k] * (tn ? b.v[bi * sb + j * ldb + k] : b.v[bi * sb + k * ldb + j]);
+          double v = alpha * static_cast<float>(acc);
+          std::stringstream ss(epi);
+          std::string tok;
+          while (std::getline(ss, tok, '_')) {
+            if (tok == "bias") v += bias->v[j];
+            else if (tok == "res") v += beta * res->v[bi * sr + i * ldr + j];
+            else if (tok == "gelu") v = gelu(v);
+            else if (tok == "gelutanh") v = gelu_tanh(v);
+            else if (tok == "relu") v = std::max(0.0, v);
+            else if (tok != "linear") ADD_FAILURE() << "the plan interpreter has no epilogue token " << tok;
+          }
+          d.v[bi * sd + i * ldd + j] = v;
+        }
+  }
+
+  const runtime::Plan& p_;
+  const std::vector<uint8_t>& w_;
+  std::vector<Buf> bufs_;
+  std::map<std::string, int64_t> dims_;
+};
+
+std::string model_path(const std::string& name) {
+  for (const std::string dir : {std::string(SABRE_SOURCE_DIR) + "/models", std::string(SABRE_BINARY_DIR) + "/models"}) {
+    std::string p = dir + "/" + name + ".onnx";
+    if (fs::exists(p)) return p;
+  }
+  return "";
+}
+
+void check_model(const std::string& name, ir::DType dtype, double tol) {
+  std::string path = model_path(name);
+  ASSERT_FALSE(path.empty()) << name;
+  ir::Graph original = onnx_frontend::import_model(path);
+  ir::Graph g = partition::partition(transform::canonicalize(original.clone()), cutlass_backend::pattern_table()).graph;
+  codegen::LowerOptions o;
+  o.dtype = dtype;
+  o.ranges = codegen::parse_dynamic(name == "gpt2_block" ? "batch=1..4,seq=1..16" : "batch=1..4,seq=1..16");
+  o.pick = [](const tune::GemmProblem& p) { return tune::pick_kernels(p, tune::PickOptions{}); };
+  codegen::Lowered low = codegen::lower(g, o);
+
+  std::mt19937 rng(7);
+  std::map<std::string, int64_t> dims = {{"batch", 2}, {"seq", 7}};
+  std::map<std::string, ir::Tensor> ref_in;
+  std::vector<Buf> plan_in;
+  for (const ir::Value* v : original.inputs()) {
+    std::vector<int64_t> shape;
+    for (const ir::Dim& d : v->shape()) shape.push_back(*d.evaluate(dims));
+    ir::Tensor t(v->dtype(), shape);
+    Buf b{shape, {}};
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      double x = v->name().find("mask") != std::string::npos ? ((i % shape.back()) < 3 ? 1 : double(rng() % 2))
+                                                               : double(rng() % 60);
+      t.set_f64(i, x);
+      b.v.push_back(x);
+    }
+    ref_in[v->name()] = t;
+    plan_in.push_back(b);
+  }
+  std::vector<ir::Tensor> want = reference::run(original, ref_in);
+  std::vector<Buf> got = Interp(low.plan, low.weights).run(plan_in);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t o = 0; o < want.size(); ++o) {
+    ASSERT_EQ(got[o].dims, want[o].dims()) << "output " << o;
+    double num = 0, den = 0;
+    for (int64_t i = 0; i < want[o].numel(); ++i) {
+      ASSERT_FALSE(std::isnan(got[o].v[i])) << "output " << o << " element " << i << " never written";
+      double d = got[o].v[i] - want[o].get_f64(i);
+      num += d * d;
+      den += want[o].get_f64(i) * want[o].get_f64(i);
+    }
+    double err = std::sqrt(num / std::max(den, 1e-30));
+    std::printf("%s %s output %zu: relative L2 error %.2e (tolerance %.0e)\n", name.c_str(),
+                std::string(ir::name(dtype)).c_str(), o, err, tol);
+    EXPECT_LT(err, tol) << name << " output " << o;
+  }
+}
+
+TEST(CodegenPlanInterp, BertTinyF16MatchesReference) { check_model("bert_tiny", ir::DType::f16, 4e-3); }
+TEST(CodegenPlanInterp, BertTinyBf16MatchesReference) { check_model("bert_tiny", ir::DType::bf16, 2.5e-2); }
+TEST(CodegenPlanInterp, Gpt2BlockF16MatchesReference) { check_model("gpt2_block", ir::DType::f16, 4e-3); }
+
+}  // namespace
+}  // namespace sabre
