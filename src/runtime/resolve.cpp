@@ -1,5 +1,6 @@
 #include "runtime/resolve.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace sabre::runtime {
@@ -163,6 +164,19 @@ std::string dlpack_name(sabre_dtype d) {
   std::string out = base + std::to_string(d.bits);
   if (d.lanes != 1) out += "x" + std::to_string(d.lanes);
   return out;
+}
+
+const std::vector<std::string>& known_ops() {
+  static const std::vector<std::string> ops = {"gemm",   "softmax", "layernorm", "elementwise", "where",
+                                               "cast",   "reduce",  "permute",   "slice",       "strided_copy",
+                                               "concat", "split",   "gather",    "pool2d",      "global_average_pool",
+                                               "copy",   "reshape"};
+  return ops;
+}
+
+bool is_known_op(const std::string& op) {
+  const auto& k = known_ops();
+  return std::find(k.begin(), k.end(), op) != k.end();
 }
 
 std::string shape_str(const std::vector<int64_t>& s) {

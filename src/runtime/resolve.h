@@ -40,6 +40,10 @@ sabre_dtype to_dlpack(DType t);
 std::optional<DType> from_dlpack(sabre_dtype d);
 std::string dlpack_name(sabre_dtype d);  // "float16", "int64", ...
 
+// The step ops this runtime executes (docs/RUNTIME.md section 3).
+const std::vector<std::string>& known_ops();
+bool is_known_op(const std::string& op);
+
 // "[2,128,768]"
 std::string shape_str(const std::vector<int64_t>& s);
 

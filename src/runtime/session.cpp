@@ -37,10 +37,7 @@ std::vector<TensorSpec> specs_of(const Plan& p, const std::vector<int>& ids) {
   return out;
 }
 
-const std::vector<std::string> kKnownOps = {"gemm",    "softmax", "layernorm",    "elementwise", "where",
-                                            "cast",    "reduce",  "permute",      "slice",       "strided_copy",
-                                            "concat",  "split",   "gather",       "pool2d",      "global_average_pool",
-                                            "copy",    "reshape"};
+
 
 }  // namespace
 
@@ -102,7 +99,7 @@ Session::Session(const std::string& dir, int device_id) : impl_(std::make_shared
   }
   // What can be checked without a GPU first, so a broken artifact says so on any machine.
   for (const Step& st : s.art.plan.steps)
-    if (std::find(kKnownOps.begin(), kKnownOps.end(), st.op) == kKnownOps.end())
+    if (!is_known_op(st.op))
       throw Error(SABRE_ERR_ARTIFACT, "plan: step '" + st.name + "' (" + st.op +
                                           ") is an op this runtime does not know; run it with the sabre that compiled it");
   int count = 0;
@@ -145,7 +142,7 @@ Session::Session(const std::string& dir, int device_id) : impl_(std::make_shared
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     const Step& st = plan.steps[i];
     std::string where = "step '" + st.name + "' (" + st.op + ")";
-    if (std::find(kKnownOps.begin(), kKnownOps.end(), st.op) == kKnownOps.end())
+    if (!is_known_op(st.op))
       throw Error(SABRE_ERR_ARTIFACT, "plan: " + where + " is an op this runtime does not know; use the sabre that compiled it");
     try {
       if (st.op == "gemm") {
