@@ -461,6 +461,9 @@ class Lowerer {
   void emit(Node* n) {
     const std::string& op = n->op();
     if (n->domain() == "sabre" && op == "Composite") return emit_composite(n);
+    if (op == "MatMul" || op == "Gemm" || op == "MatMulTransB")
+      return unsupported(n, "a GEMM the CUTLASS pattern table refused (`sabre partition` says why); sabre has no "
+                            "other GEMM path");
     if (n->domain() != "") return unsupported(n, "no GPU lowering for domain '" + n->domain() + "'");
     if (is_ew(n)) {
       auto it = group_of_.find(n);
@@ -501,6 +504,12 @@ class Lowerer {
     }
     if (op == "Expand") return emit_expand(n);
     if (op.rfind("Reduce", 0) == 0) return emit_reduce(n);
+    if (op == "MaxPool" || op == "AveragePool") return emit_pool(n);
+    if (op == "GlobalAveragePool" && n->input(0)->shape().size() == 4) {
+      int x = tensor(n->input(0));
+      step("global_average_pool", n->name(), {x}, {define(n->output(0))}, JObject{{"layout", jstr("nchw")}});
+      return;
+    }
     if (op == "Conv") return unsupported(n, "conv offload is not implemented yet (issue 7)");
     if (op == "Shape" || op == "Range" || op == "ConstantOfShape" || op == "Size")
       return unsupported(n, "a shape computation whose value the model uses as data at run time");
@@ -676,6 +685,26 @@ class Lowerer {
     int x = tensor(n->input(0));
     step("slice", n->name(), {x}, {define(n->output(0))},
          JObject{{"starts", jdims(*starts)}, {"ends", jdims(*ends)}, {"axes", jdims(ax)}, {"steps", jdims(st)}});
+  }
+
+  // MaxPool / AveragePool over NCHW, explicit pads only.
+  void emit_pool(Node* n) {
+    if (n->input(0)->shape().size() != 4) throw UnsupportedError(where(n) + ": only 2-D pooling (NCHW) runs on the GPU");
+    if (n->attr_string("auto_pad", "NOTSET") != "NOTSET" && n->attr_string("auto_pad", "NOTSET") != "VALID")
+      throw UnsupportedError(where(n) + ": auto_pad " + n->attr_string("auto_pad", "") + " (export with explicit pads)");
+    if (n->num_outputs() > 1 && (!n->output(1)->users().empty() || g_.is_graph_output(n->output(1))))
+      throw UnsupportedError(where(n) + ": the Indices output is not produced on the GPU");
+    auto pads = n->attr_ints("pads", {0, 0, 0, 0});
+    int x = tensor(n->input(0));
+    step("pool2d", n->name(), {x}, {define(n->output(0))},
+         JObject{{"kind", jstr(n->op() == "MaxPool" ? "max" : "average")},
+                 {"layout", jstr("nchw")},
+                 {"kernel", jints(n->attr_ints("kernel_shape"))},
+                 {"stride", jints(n->attr_ints("strides", {1, 1}))},
+                 {"dilation", jints(n->attr_ints("dilations", {1, 1}))},
+                 {"pads", jints(pads)},
+                 {"ceil_mode", json::Value(n->attr_int("ceil_mode", 0) != 0)},
+                 {"count_include_pad", json::Value(n->attr_int("count_include_pad", 0) != 0)}});
   }
 
   // Expand: a strided read with stride 0 on the broadcast dims.

@@ -169,6 +169,8 @@ TEST(CodegenLower, ConvIsAClearUnsupportedError) {
     FAIL() << "resnet_block lowered";
   } catch (const codegen::UnsupportedError& e) {
     EXPECT_NE(std::string(e.what()).find("conv offload is not implemented yet (issue 7)"), std::string::npos) << e.what();
+    EXPECT_EQ(std::string(e.what()).find("MaxPool"), std::string::npos) << "pooling lowers: " << e.what();
+    EXPECT_EQ(std::string(e.what()).find("GlobalAveragePool"), std::string::npos) << "pooling lowers: " << e.what();
   }
 }
 
