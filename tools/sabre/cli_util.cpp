@@ -19,6 +19,16 @@ std::string one_line(std::string s) {
 
 }  // namespace
 
+uint64_t unsigned_flag(const ParsedArgs& args, const std::string& flag, uint64_t def, size_t max_digits,
+                       const std::string& expected) {
+  auto v = args.value(flag);
+  if (!v) return def;
+  bool ok = !v->empty() && v->size() <= max_digits;
+  for (char c : *v) ok = ok && std::isdigit(static_cast<unsigned char>(c));
+  if (!ok) throw UsageError("bad " + flag + " '" + *v + "': expected " + expected);
+  return std::stoull(*v);
+}
+
 size_t edit_distance(const std::string& a, const std::string& b) {
   std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
   for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;

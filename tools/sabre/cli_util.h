@@ -59,6 +59,11 @@ int guarded(const char* command, const std::function<int()>& body);
 // The default value chosen for a dim symbol nobody bound: 1 for batch-like names, else 8.
 int64_t default_dim(const std::string& symbol);
 
+// The value of an unsigned integer flag (at most max_digits digits), or `def` when absent;
+// UsageError "bad FLAG 'TEXT': expected EXPECTED" otherwise.
+uint64_t unsigned_flag(const ParsedArgs& args, const std::string& flag, uint64_t def, size_t max_digits,
+                       const std::string& expected);
+
 // Levenshtein distance, for "did you mean" suggestions.
 size_t edit_distance(const std::string& a, const std::string& b);
 
