@@ -153,13 +153,7 @@ int run_reference(const ParsedArgs& args) {
   auto out_dir = args.value("--out");
   if (!out_dir) throw UsageError("no output directory: add -o DIR");
   std::map<std::string, int64_t> dims = parse_dims(args.all("--dim"));
-  uint64_t seed = 0;
-  if (auto s = args.value("--seed")) {
-    bool ok = !s->empty() && s->size() <= 19;
-    for (char c : *s) ok = ok && std::isdigit(static_cast<unsigned char>(c));
-    if (!ok) throw UsageError("bad --seed '" + *s + "': expected a non-negative integer");
-    seed = std::stoull(*s);
-  }
+  const uint64_t seed = unsigned_flag(args, "--seed", 0, 19, "a non-negative integer");
   std::vector<std::pair<std::string, std::string>> given;  // name, file
   for (const auto& a : args.all("--input")) given.push_back(split_assignment(a, "--input", "NAME=FILE.npy"));
   if (!fs::exists(path)) throw std::runtime_error("model file '" + path + "' does not exist");
@@ -310,21 +304,9 @@ int run_artifact(const ParsedArgs& args) {
   const std::string path = args.positional[0];
   auto out_dir = args.value("--out");
   if (!out_dir) throw UsageError("no output directory: add -o DIR");
-  int device = 0;
-  if (auto d = args.value("--device")) {
-    bool ok = !d->empty() && d->size() < 4;
-    for (char c : *d) ok = ok && std::isdigit(static_cast<unsigned char>(c));
-    if (!ok) throw UsageError("bad --device '" + *d + "': expected a GPU index such as 0");
-    device = std::stoi(*d);
-  }
+  const int device = static_cast<int>(unsigned_flag(args, "--device", 0, 3, "a GPU index such as 0"));
   std::map<std::string, int64_t> dims = parse_dims(args.all("--dim"));
-  uint64_t seed = 0;
-  if (auto s = args.value("--seed")) {
-    bool ok = !s->empty() && s->size() <= 19;
-    for (char c : *s) ok = ok && std::isdigit(static_cast<unsigned char>(c));
-    if (!ok) throw UsageError("bad --seed '" + *s + "': expected a non-negative integer");
-    seed = std::stoull(*s);
-  }
+  const uint64_t seed = unsigned_flag(args, "--seed", 0, 19, "a non-negative integer");
   sabre::Session session(path, device);
   const auto& specs = session.inputs();
   std::string in_names;
@@ -467,8 +449,9 @@ int run(const std::vector<std::string>& argv) {
       return run_artifact(args);
     if (!args.has("--reference")) {
       std::fprintf(stderr,
-                   "sabre run: error: running on the GPU needs a compiled artifact, which comes with `sabre compile` "
-                   "(not available yet); use --reference to run the model on the CPU reference executor\n");
+                   "sabre run: error: running on the GPU needs a compiled artifact (a directory written by "
+                   "`sabre compile MODEL.onnx -o MODEL.sabre`); use --reference to run an ONNX model on the CPU "
+                   "reference executor\n");
       return kExitUsage;
     }
     return run_reference(args);
