@@ -152,14 +152,15 @@ std::vector<int64_t> Tensor::to_i64_vector() const {
 Tensor Tensor::from_i64(const std::vector<int64_t>& values, std::vector<int64_t> dims) {
   Tensor t(DType::i64, std::move(dims));
   if (static_cast<size_t>(t.numel()) != values.size()) throw std::invalid_argument("from_i64: size mismatch");
-  std::memcpy(t.mutable_bytes(), values.data(), values.size() * 8);
+  // An empty vector's data() may be null, and memcpy from null is undefined even for 0 bytes.
+  if (!values.empty()) std::memcpy(t.mutable_bytes(), values.data(), values.size() * 8);
   return t;
 }
 
 Tensor Tensor::from_f32(const std::vector<float>& values, std::vector<int64_t> dims) {
   Tensor t(DType::f32, std::move(dims));
   if (static_cast<size_t>(t.numel()) != values.size()) throw std::invalid_argument("from_f32: size mismatch");
-  std::memcpy(t.mutable_bytes(), values.data(), values.size() * 4);
+  if (!values.empty()) std::memcpy(t.mutable_bytes(), values.data(), values.size() * 4);
   return t;
 }
 
