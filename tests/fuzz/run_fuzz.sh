@@ -30,6 +30,8 @@ if [[ -d "$testdata" ]]; then
     if (( i++ % 18 == 0 )) && [[ -f "$d/model.onnx" ]]; then cp "$d/model.onnx" "$work/corpus/$(basename "$d").onnx"; fi
   done
 fi
+# Inputs that once found a bug run first, every time.
+cp "$src"/tests/fuzz/regressions/* "$work/corpus/" 2>/dev/null || true
 echo "run_fuzz: $(ls "$work/corpus" | wc -l) seed models, fuzzing for $seconds s"
 
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:allocator_may_return_null=0"
