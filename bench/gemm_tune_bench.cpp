@@ -8,7 +8,8 @@
 // the speedups over cuBLASLt's heuristic first choice and over its best algorithm, then geomeans.
 // Targets: geomean >= 1.10 over cuBLASLt top-1, >= 1.03 over the best of its 16, no shape < 0.95,
 // analytic pick within 15% of the tuned pick (geomean). Exits 77 without a GPU.
-// Usage: gemm_tune_bench [--db PATH] [--top-k N] [--quick]   (a fresh temp DB unless --db)
+// Usage: gemm_tune_bench [--db PATH] [--top-k N] [--dtype f16|bf16] [--quick]
+//        (a fresh temp DB unless --db; both dtypes unless --dtype)
 #include <unistd.h>
 
 #include <cmath>
@@ -29,12 +30,15 @@ int main(int argc, char** argv) {
   std::string db_path;
   int top_k = 8;
   bool quick = false;
+  std::vector<std::string> dtypes{"f16", "bf16"};
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--db") && i + 1 < argc) db_path = argv[++i];
     else if (!std::strcmp(argv[i], "--top-k") && i + 1 < argc) top_k = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--quick")) quick = true;
+    else if (!std::strcmp(argv[i], "--dtype") && i + 1 < argc && (!std::strcmp(argv[i + 1], "f16") || !std::strcmp(argv[i + 1], "bf16")))
+      dtypes = {argv[++i]};
     else {
-      std::fprintf(stderr, "usage: gemm_tune_bench [--db PATH] [--top-k N] [--quick]\n");
+      std::fprintf(stderr, "usage: gemm_tune_bench [--db PATH] [--top-k N] [--dtype f16|bf16] [--quick]\n");
       return 2;
     }
   }
@@ -56,7 +60,7 @@ int main(int argc, char** argv) {
 
   struct NK { int64_t n, k; };
   std::vector<TuneTask> tasks;
-  for (const char* dtype : {"f16", "bf16"})
+  for (const std::string& dtype : dtypes)
     for (const char* epi : {"bias_gelutanh", "bias"}) {
       auto add = [&](int64_t m, int64_t n, int64_t k) {
         GemmProblem p;

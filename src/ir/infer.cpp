@@ -280,8 +280,22 @@ void compare(Node& n) {
     if (op == "Equal" && ((a[0].is_symbol() && negative(a[1])) || (a[1].is_symbol() && negative(a[0])))) return Dim(0);
     if (!a[0].is_static() || !a[1].is_static()) return std::nullopt;
     int64_t x = a[0].value(), y = a[1].value();
-    bool r = op == "Equal" ? x == y : op == "Less" ? x < y : x > y;
+    bool r = op == "Equal" ? x == y : op == "Less" ? x < y : op == "Greater" ? x > y : op == "LessOrEqual" ? x <= y : x >= y;
     return Dim(r ? 1 : 0);
+  });
+}
+
+void logical(Node& n) {
+  auto ins = present_inputs(n);
+  if (ins.size() != 2) fail(n, "expects 2 inputs");
+  for (Value* v : ins)
+    if (v->dtype() != DType::boolean) fail(n, "inputs must be bool, got " + std::string(name(v->dtype())));
+  set_out(n, 0, DType::boolean, broadcast_inputs(n, ins));
+  std::string op = n.op();
+  elementwise_known(n, ins, [&](const std::vector<Dim>& a) -> std::optional<Dim> {
+    if (!a[0].is_static() || !a[1].is_static()) return std::nullopt;
+    bool x = a[0].value() != 0, y = a[1].value() != 0;
+    return Dim(op == "And" ? (x && y) : op == "Or" ? (x || y) : (x != y));
   });
 }
 
@@ -763,7 +777,8 @@ Table build_table() {
   add({"Not"}, not_op);
   add({"Add", "Sub", "Mul", "Div", "Pow"}, binary_arith);
   add({"Min", "Max"}, variadic_minmax);
-  add({"Equal", "Less", "Greater"}, compare);
+  add({"Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual"}, compare);
+  add({"And", "Or", "Xor"}, logical);
   add({"Where"}, where);
   add({"Cast"}, cast);
   add({"Clip"}, clip);

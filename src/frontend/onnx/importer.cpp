@@ -197,6 +197,7 @@ const std::map<std::string, int>& supported_ops() {
       {"ReduceMax", 1}, {"Reshape", 5}, {"Transpose", 1}, {"Flatten", 1}, {"Squeeze", 1}, {"Unsqueeze", 1},
       {"Concat", 4}, {"Split", 2}, {"Slice", 10}, {"Gather", 1}, {"Shape", 1}, {"ConstantOfShape", 9},
       {"Expand", 8}, {"Range", 11}, {"Where", 9}, {"Equal", 7}, {"Less", 7}, {"Greater", 7}, {"Not", 1},
+      {"LessOrEqual", 12}, {"GreaterOrEqual", 12}, {"And", 7}, {"Or", 7}, {"Xor", 7},
       {"Cast", 6}, {"Constant", 1}, {"Identity", 1}, {"Trilu", 1}, {"Conv", 1}, {"BatchNormalization", 9},
       {"MaxPool", 8}, {"AveragePool", 7}, {"GlobalAveragePool", 1}, {"Pad", 11}, {"Resize", 11},
       {"Dropout", 1}, {"Abs", 6}};
