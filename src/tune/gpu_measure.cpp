@@ -134,6 +134,59 @@ struct DeviceBuffers {
   }
 };
 
+// The host operands of one workload. The child measures the candidates of one workload in a row
+// (batched_in_children), so the last workload's operands are kept: generating them dominated the
+// time of large-M points.
+struct HostOperands {
+  Elem e;
+  int64_t m, n, k, batch;
+  bool has_res;
+  HostData a, b, bias, res;
+};
+
+const HostOperands& host_operands(Elem e, int64_t m, int64_t n, int64_t k, int64_t batch, bool has_res) {
+  static std::unique_ptr<HostOperands> last;
+  if (last && last->e == e && last->m == m && last->n == n && last->k == k && last->batch == batch &&
+      last->has_res == has_res)
+    return *last;
+  last.reset();  // free the previous workload's operands before making the next
+  auto h = std::make_unique<HostOperands>();
+  h->e = e, h->m = m, h->n = n, h->k = k, h->batch = batch, h->has_res = has_res;
+  h->a = make_data(e, size_t(m * k * batch), 1);
+  h->b = make_data(e, size_t(n * k * batch), 2);
+  h->bias = make_data(e, size_t(n), 3);
+  if (has_res) h->res = make_data(e, size_t(m * n * batch), 4);
+  last = std::move(h);
+  return *last;
+}
+
+// The CUDA objects of one measurement, destroyed in reverse order of need.
+struct CudaHandles {
+  cudaStream_t stream = nullptr;
+  cudaEvent_t t0 = nullptr, t1 = nullptr;
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  void drop_graph() {
+    if (exec) cudaGraphExecDestroy(exec);
+    if (graph) cudaGraphDestroy(graph);
+    exec = nullptr, graph = nullptr;
+  }
+  ~CudaHandles() {
+    drop_graph();
+    if (t1) cudaEventDestroy(t1);
+    if (t0) cudaEventDestroy(t0);
+    if (stream) cudaStreamDestroy(stream);
+  }
+};
+
+// Inside measure_in_child: the statement's CUDA status, or a `crashed` report naming the statement.
+#define SABRE_MEASURE_CUDA(stmt)                                                                      \
+  do {                                                                                              \
+    if (cudaError_t err_ = (stmt); err_ != cudaSuccess)                                             \
+      return fail(Status::crashed, std::string(#stmt " (" __FILE__ ":") + std::to_string(__LINE__) + \
+                                       "): " + cudaGetErrorString(err_));                           \
+  } while (0)
+
 // Runs in the child: check, then time. Returns false (with a "STATUS detail" report) for a
 // candidate that cannot run or computes wrong results.
 bool measure_in_child(const GemmProblem& p, int64_t m, const std::string& kernel, const std::string& library,
@@ -153,11 +206,11 @@ bool measure_in_child(const GemmProblem& p, int64_t m, const std::string& kernel
   const double set_bytes = double(na + nb + nd + (has_res ? nd : 0)) * double(eb);
   const int rotations = int(std::clamp(std::ceil(2 * kL2Bytes / set_bytes), 1.0, 64.0));
 
-  HostData a = make_data(e, na, 1), b = make_data(e, nb, 2), bias = make_data(e, size_t(n), 3);
-  HostData res = has_res ? make_data(e, nd, 4) : HostData{};
+  const HostOperands& host = host_operands(e, m, n, k, batch, has_res);
+  const HostData &a = host.a, &b = host.b, &bias = host.bias, &res = host.res;
   DeviceBuffers mem;
   void* dbias = mem.alloc(size_t(n) * eb);
-  cudaMemcpy(dbias, bias.bytes.data(), bias.bytes.size(), cudaMemcpyHostToDevice);
+  SABRE_MEASURE_CUDA(cudaMemcpy(dbias, bias.bytes.data(), bias.bytes.size(), cudaMemcpyHostToDevice));
   std::vector<sabre_gemm_args> sets;
   for (int r = 0; r < rotations; ++r) {
     sabre_gemm_args g{};
@@ -166,10 +219,10 @@ bool measure_in_child(const GemmProblem& p, int64_t m, const std::string& kernel
     void* db = mem.alloc(nb * eb);
     void* dd = mem.alloc(nd * eb);
     void* dr = has_res ? mem.alloc(nd * eb) : nullptr;
-    cudaMemcpy(da, a.bytes.data(), a.bytes.size(), cudaMemcpyHostToDevice);
-    cudaMemcpy(db, b.bytes.data(), b.bytes.size(), cudaMemcpyHostToDevice);
-    if (dr) cudaMemcpy(dr, res.bytes.data(), res.bytes.size(), cudaMemcpyHostToDevice);
-    cudaMemset(dd, 0xFF, nd * eb);  // poison: NaN in every float type
+    SABRE_MEASURE_CUDA(cudaMemcpy(da, a.bytes.data(), a.bytes.size(), cudaMemcpyHostToDevice));
+    SABRE_MEASURE_CUDA(cudaMemcpy(db, b.bytes.data(), b.bytes.size(), cudaMemcpyHostToDevice));
+    if (dr) SABRE_MEASURE_CUDA(cudaMemcpy(dr, res.bytes.data(), res.bytes.size(), cudaMemcpyHostToDevice));
+    SABRE_MEASURE_CUDA(cudaMemset(dd, 0xFF, nd * eb));  // poison: NaN in every float type
     g.a = da, g.b = db, g.d = dd, g.residual = dr, g.bias = epi.bias ? dbias : nullptr;
     g.lda = k;
     g.ldb = ops.layout == Layout::tn ? k : n;
@@ -179,10 +232,13 @@ bool measure_in_child(const GemmProblem& p, int64_t m, const std::string& kernel
     g.beta = has_res ? 1.0f : 0.0f;
     sets.push_back(g);
   }
-  if (cudaGetLastError() != cudaSuccess) return fail(Status::crashed, "setting up the operands failed");
+  // The timing stream does not wait for the legacy stream: the poison must be written before any launch.
+  SABRE_MEASURE_CUDA(cudaDeviceSynchronize());
 
-  cudaStream_t stream;
-  cudaStreamCreate(&stream);
+  CudaHandles h;
+  SABRE_MEASURE_CUDA(cudaStreamCreateWithFlags(&h.stream, cudaStreamNonBlocking));
+  SABRE_MEASURE_CUDA(cudaEventCreate(&h.t0));
+  SABRE_MEASURE_CUDA(cudaEventCreate(&h.t1));
   std::function<int(const sabre_gemm_args&)> run;
   std::unique_ptr<lt::LtGemm> ltg;
   void* lib = nullptr;
@@ -195,7 +251,7 @@ bool measure_in_child(const GemmProblem& p, int64_t m, const std::string& kernel
       return fail(Status::cannot_implement, "cuBLASLt's heuristic returned " + std::to_string(found) + " algorithms " +
                                                 ltg->last_error());
     const int algo = ltc->second;
-    run = [&, algo](const sabre_gemm_args& g) { return ltg->run(g, stream, algo); };
+    run = [&, algo](const sabre_gemm_args& g) { return ltg->run(g, h.stream, algo); };
   } else {
     lib = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!lib) return fail(Status::crashed, std::string("dlopen: ") + dlerror());
@@ -208,16 +264,16 @@ bool measure_in_child(const GemmProblem& p, int64_t m, const std::string& kernel
     size_t ws = ent->workspace_size(&sets[0]);
     void* dws = ws ? mem.alloc(ws) : nullptr;
     for (auto& g : sets) g.workspace = dws, g.workspace_size = ws;
-    run = [ent, &stream](const sabre_gemm_args& g) { return ent->run(&g, stream); };
+    run = [ent, &h](const sabre_gemm_args& g) { return ent->run(&g, h.stream); };
   }
 
   // Correctness first: sampled rows against a double-precision host reference; every element
   // must have been written (the poison is NaN).
   if (int rc = run(sets[0]); rc != SABRE_OK) return fail(Status::crashed, "run returned " + std::to_string(rc));
-  if (cudaStreamSynchronize(stream) != cudaSuccess)
-    return fail(Status::crashed, std::string("kernel failed: ") + cudaGetErrorString(cudaGetLastError()));
+  if (cudaError_t err = cudaStreamSynchronize(h.stream); err != cudaSuccess)
+    return fail(Status::crashed, std::string("kernel failed: ") + cudaGetErrorString(err));
   std::vector<uint8_t> out(nd * eb);
-  cudaMemcpy(out.data(), sets[0].d, out.size(), cudaMemcpyDeviceToHost);
+  SABRE_MEASURE_CUDA(cudaMemcpy(out.data(), sets[0].d, out.size(), cudaMemcpyDeviceToHost));
   for (size_t i = 0; i < nd; ++i)
     if (!std::isfinite(to_float(e, &out[i * eb])))
       return fail(Status::wrong_result, "element " + std::to_string(i) + " not finite (unwritten or overflow)");
@@ -253,32 +309,73 @@ bool measure_in_child(const GemmProblem& p, int64_t m, const std::string& kernel
     return fail(Status::wrong_result, s.str());
   }
 
-  // Timing: warm-up, then CUDA events around back-to-back launches over the rotated sets.
-  cudaEvent_t t0, t1;
-  cudaEventCreate(&t0);
-  cudaEventCreate(&t1);
-  auto timed = [&](int iters) {
-    cudaEventRecord(t0, stream);
-    for (int i = 0; i < iters; ++i) run(sets[size_t(i % rotations)]);
-    cudaEventRecord(t1, stream);
-    cudaEventSynchronize(t1);
-    float ms = 0;
-    cudaEventElapsedTime(&ms, t0, t1);
-    return double(ms) * 1000.0 / iters;
+  // Timing. Launching back to back from the host measures the host for small GEMMs (CUTLASS's run
+  // and cuBLASLt's per-call setup cost microseconds), so the timed launches, cycling the rotated
+  // sets, are captured once into a CUDA graph that is replayed: the GPU runs them back to back.
+  // A candidate that cannot be captured is timed by stream launches instead. Per iteration:
+  // elapsed / iters between CUDA events, median of kRepeats.
+  std::string launch_error;
+  auto launch = [&](int iters) {
+    for (int i = 0; i < iters; ++i)
+      if (int rc = run(sets[size_t(i % rotations)]); rc != SABRE_OK) {
+        launch_error = "run returned " + std::to_string(rc);
+        return false;
+      }
+    return true;
   };
-  timed(std::max(3, rotations));  // warm-up: clocks, caches of the instruction side, lazy init
-  const double one = timed(std::max(3, rotations));
-  const int iters = int(std::clamp(std::ceil(2000.0 / std::max(one, 1.0)), double(std::max(3, rotations)), 500.0));
   std::vector<double> times;
-  for (int r = 0; r < kRepeats; ++r) times.push_back(timed(iters));
-  if (cudaStreamSynchronize(stream) != cudaSuccess || cudaGetLastError() != cudaSuccess)
-    return fail(Status::crashed, "a timed launch failed");
+  // Events around `body`; appends the time per iteration.
+  auto timed = [&](int iters, const std::function<bool()>& body) {
+    SABRE_MEASURE_CUDA(cudaEventRecord(h.t0, h.stream));
+    if (!body()) return fail(Status::crashed, launch_error);
+    SABRE_MEASURE_CUDA(cudaEventRecord(h.t1, h.stream));
+    SABRE_MEASURE_CUDA(cudaEventSynchronize(h.t1));
+    float ms = 0;
+    SABRE_MEASURE_CUDA(cudaEventElapsedTime(&ms, h.t0, h.t1));
+    times.push_back(double(ms) * 1000.0 / iters);
+    return true;
+  };
+  const int few = std::max(3, rotations);
+  // Warm-up (clocks, the instruction side's caches, lazy init), then an estimate for the count.
+  if (!timed(few, [&] { return launch(few); }) || !timed(few, [&] { return launch(few); })) return false;
+  const double one = times.back();
+  times.clear();
+  const int iters = int(std::clamp(std::ceil(2000.0 / std::max(one, 1.0)), double(few), 500.0));
+
+  bool captured = false;
+  if (cudaStreamBeginCapture(h.stream, cudaStreamCaptureModeThreadLocal) == cudaSuccess) {
+    const bool launched = launch(iters);
+    const bool ended = cudaStreamEndCapture(h.stream, &h.graph) == cudaSuccess && h.graph;
+    cudaGraphExec_t exec = nullptr;
+    captured = launched && ended && cudaGraphInstantiate(&exec, h.graph, 0) == cudaSuccess;
+    if (captured) h.exec = exec;
+  }
+  if (!captured) {
+    h.drop_graph();
+    (void)cudaGetLastError();  // the capture's failure is not the candidate's: time by stream launches
+    launch_error.clear();
+  }
+  auto replay = [&] {
+    if (cudaError_t err = cudaGraphLaunch(h.exec, h.stream); err != cudaSuccess) {
+      launch_error = std::string("cudaGraphLaunch: ") + cudaGetErrorString(err);
+      return false;
+    }
+    return true;
+  };
+  if (captured && !timed(iters, replay)) return false;  // warm-up replay (uploads the graph)
+  times.clear();
+  for (int r = 0; r < kRepeats; ++r)
+    if (!(captured ? timed(iters, replay) : timed(iters, [&] { return launch(iters); }))) return false;
+  SABRE_MEASURE_CUDA(cudaStreamSynchronize(h.stream));
+  SABRE_MEASURE_CUDA(cudaGetLastError());
   std::sort(times.begin(), times.end());
   std::ostringstream s;
   s << "ok " << times[times.size() / 2] << " " << rel;
   report(s.str());
   return true;
 }
+
+#undef SABRE_MEASURE_CUDA
 
 }  // namespace
 
