@@ -8,8 +8,9 @@
 // the speedups over cuBLASLt's heuristic first choice and over its best algorithm, then geomeans.
 // Targets: geomean >= 1.10 over cuBLASLt top-1, >= 1.03 over the best of its 16, no shape < 0.95,
 // analytic pick within 15% of the tuned pick (geomean). Exits 77 without a GPU.
-// Usage: gemm_tune_bench [--db PATH] [--top-k N] [--dtype f16|bf16] [--quick]
-//        (a fresh temp DB unless --db; both dtypes unless --dtype)
+// Usage: gemm_tune_bench [--db PATH] [--top-k N] [--max-kernels N] [--dtype f16|bf16] [--quick]
+//        (a fresh temp DB unless --db; both dtypes unless --dtype; --max-kernels caps the distinct
+//        CUTLASS kernels per (dtype, epilogue, N, K) problem over its M values, 0: no cap, default 8)
 #include <unistd.h>
 
 #include <cmath>
@@ -29,16 +30,18 @@ using namespace sabre::tune;
 int main(int argc, char** argv) {
   std::string db_path;
   int top_k = 8;
+  int max_kernels = 8;
   bool quick = false;
   std::vector<std::string> dtypes{"f16", "bf16"};
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--db") && i + 1 < argc) db_path = argv[++i];
     else if (!std::strcmp(argv[i], "--top-k") && i + 1 < argc) top_k = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--max-kernels") && i + 1 < argc) max_kernels = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--quick")) quick = true;
     else if (!std::strcmp(argv[i], "--dtype") && i + 1 < argc && (!std::strcmp(argv[i + 1], "f16") || !std::strcmp(argv[i + 1], "bf16")))
       dtypes = {argv[++i]};
     else {
-      std::fprintf(stderr, "usage: gemm_tune_bench [--db PATH] [--top-k N] [--dtype f16|bf16] [--quick]\n");
+      std::fprintf(stderr, "usage: gemm_tune_bench [--db PATH] [--top-k N] [--max-kernels N] [--dtype f16|bf16] [--quick]\n");
       return 2;
     }
   }
@@ -55,6 +58,7 @@ int main(int argc, char** argv) {
   TuningDb db(db_path);
   ProfileOptions po;
   po.top_k = top_k;
+  po.max_kernels_per_problem = max_kernels;
   po.lt_algos = 16;
   po.target_sm = env.sm;
 
@@ -88,10 +92,12 @@ int main(int argc, char** argv) {
   std::strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", std::gmtime(&now));
   std::printf("gemm_tune_bench: %s (sm%d), CUDA %s, CUTLASS %s, %s\n", env.gpu.c_str(), env.sm, env.cuda.c_str(),
               env.cutlass.c_str(), date);
-  std::printf("top-k %d CUTLASS candidates + 16 cuBLASLt heuristic algorithms per shape; DB %s\n\n", top_k,
-              db_path.c_str());
+  std::printf("top-k %d CUTLASS candidates (at most %d kernels per problem) + 16 cuBLASLt heuristic algorithms per "
+              "shape, timed by CUDA graph replay; DB %s\n\n",
+              top_k, max_kernels, db_path.c_str());
   BatchMeasureFn measure = batched_in_children(db.path(), env, po.timeout, gpu_in_process_measure_fn());
-  auto reports = tune_tasks(tasks, db, env, po, measure, default_compile_fn(po));
+  TuneStats stats;
+  auto reports = tune_tasks(tasks, db, env, po, measure, default_compile_fn(po), &stats);
 
   std::printf("%-5s %-14s %6s %6s %6s  %-62s %9s %9s %9s %7s %7s %7s\n", "dtype", "epilogue", "M", "N", "K", "winner",
               "tuned us", "lt1 us", "ltbest us", "x lt1", "x best", "model");
@@ -115,5 +121,6 @@ int main(int argc, char** argv) {
   std::printf("geomean speedup over best of 16 cuBLASLt algos: %.3f (target >= 1.03)\n", nb ? std::exp(sb / nb) : NAN);
   std::printf("lowest per-shape speedup:                       %.3f (target >= 0.95)\n", min_ratio);
   std::printf("geomean untuned (analytic) / tuned time:        %.3f (target <= 1.15)\n", nm ? std::exp(sm / nm) : NAN);
+  std::printf("\ncompile %.1f s (%d kernels), timing %.1f s\n", stats.compile_s, stats.compiled, stats.timing_s);
   return 0;
 }

@@ -97,13 +97,48 @@ WorkloadReport report_from_db(const TuneTask& t, const TuningDb& db, const Envir
   return summarize(t, workload_key(t.problem, t.m), ranked.empty() ? "" : ranked[0].name, db, env, opts);
 }
 
+std::vector<std::vector<Candidate>> cutlass_candidates(const std::vector<TuneTask>& tasks, const ProfileOptions& opts) {
+  std::vector<std::vector<Candidate>> ranked;
+  // Per problem (the workload text at M 0: tasks differing only in M share it), each kernel's best
+  // ranking position over the problem's tasks.
+  std::map<std::string, std::map<std::string, size_t>> best_pos;
+  for (const TuneTask& t : tasks) {
+    ranked.push_back(rank_candidates(t.problem, t.m, opts.target_sm, size_t(std::max(opts.top_k, 1))));
+    auto& pos = best_pos[workload_key(t.problem, 0)];
+    for (size_t i = 0; i < ranked.back().size(); ++i) {
+      auto [it, fresh] = pos.emplace(ranked.back()[i].name, i);
+      if (!fresh) it->second = std::min(it->second, i);
+    }
+  }
+  if (opts.max_kernels_per_problem <= 0) return ranked;
+  std::map<std::string, std::set<std::string>> keep;
+  for (const auto& [problem, pos] : best_pos) {
+    std::vector<std::pair<size_t, std::string>> order;
+    for (const auto& [name, i] : pos) order.push_back({i, name});
+    std::sort(order.begin(), order.end());
+    auto& k = keep[problem];
+    for (const auto& [i, name] : order)
+      if (i == 0 || k.size() < size_t(opts.max_kernels_per_problem)) k.insert(name);  // first choices always
+  }
+  for (size_t t = 0; t < tasks.size(); ++t) {
+    const auto& k = keep[workload_key(tasks[t].problem, 0)];
+    std::erase_if(ranked[t], [&](const Candidate& c) { return !k.count(c.name); });
+  }
+  return ranked;
+}
+
 namespace {
 
 using TodoFn = std::function<void(const TuneTask& t, const std::string& workload,
                                   const std::vector<std::pair<std::string, std::string>>& todo)>;
 
 std::vector<WorkloadReport> tune_impl(const std::vector<TuneTask>& tasks, TuningDb& db, const Environment& env,
-                                      const ProfileOptions& opts, const TodoFn& run_todo, const CompileFn& compile) {
+                                      const ProfileOptions& opts, const TodoFn& run_todo, const CompileFn& compile,
+                                      TuneStats* stats) {
+  using Clock = std::chrono::steady_clock;
+  auto seconds_since = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
+  TuneStats st;
+  std::vector<std::vector<Candidate>> ranked = cutlass_candidates(tasks, opts);
   struct Plan {
     std::string workload;
     std::vector<Candidate> cutlass;
@@ -112,10 +147,11 @@ std::vector<WorkloadReport> tune_impl(const std::vector<TuneTask>& tasks, Tuning
   std::vector<Plan> plans;
   std::vector<KernelSpec> to_compile;
   std::set<std::string> queued;
-  for (const TuneTask& t : tasks) {
+  for (size_t ti = 0; ti < tasks.size(); ++ti) {
+    const TuneTask& t = tasks[ti];
     Plan p;
     p.workload = workload_key(t.problem, t.m);
-    p.cutlass = rank_candidates(t.problem, t.m, opts.target_sm, size_t(std::max(opts.top_k, 1)));
+    p.cutlass = std::move(ranked[ti]);
     std::vector<std::string> names;
     for (const Candidate& c : p.cutlass) names.push_back(c.name);
     for (const std::string& n : lt_candidates(t.problem, opts.lt_algos)) names.push_back(n);
@@ -131,12 +167,15 @@ std::vector<WorkloadReport> tune_impl(const std::vector<TuneTask>& tasks, Tuning
 
   // One parallel batch for everything; kernels do not depend on the shape.
   std::map<std::string, CompileResult> built;
+  const auto compile_start = Clock::now();
   if (!to_compile.empty()) {
     std::vector<CompileResult> res = compile(to_compile);
     if (res.size() != to_compile.size())
       throw std::logic_error("compile function broke its contract: one result per spec, in order");
     for (size_t i = 0; i < res.size(); ++i) built[kernel_name(to_compile[i])] = res[i];
   }
+  st.compile_s = seconds_since(compile_start);
+  st.compiled = int(to_compile.size());
 
   std::vector<WorkloadReport> out;
   for (size_t i = 0; i < tasks.size(); ++i) {
@@ -151,17 +190,22 @@ std::vector<WorkloadReport> tune_impl(const std::vector<TuneTask>& tasks, Tuning
         runnable.push_back({kernel, b != built.end() ? b->second.library : ""});
       }
     }
-    const auto t0 = std::chrono::steady_clock::now();
+    const auto t0 = Clock::now();
     if (!runnable.empty()) run_todo(tasks[i], p.workload, runnable);
+    const double took = seconds_since(t0);
+    st.timing_s += took;
     const int measured = int(p.todo.size());
     if (!opts.quiet && measured)
       std::fprintf(stderr, "[%zu/%zu] %s: timed %d candidates in %.1f s\n", i + 1, tasks.size(), p.workload.c_str(),
-                   measured, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+                   measured, took);
     WorkloadReport r = summarize(tasks[i], p.workload, p.cutlass.empty() ? "" : p.cutlass[0].name, db, env, opts);
     r.measured = measured;
     r.reused = int(p.cutlass.size() + lt_candidates(tasks[i].problem, opts.lt_algos).size()) - measured;
     out.push_back(std::move(r));
   }
+  if (!opts.quiet && (st.compiled || st.timing_s > 0))
+    std::fprintf(stderr, "compiled %d kernels in %.1f s, timed in %.1f s\n", st.compiled, st.compile_s, st.timing_s);
+  if (stats) *stats = st;
   return out;
 }
 
@@ -169,7 +213,7 @@ std::vector<WorkloadReport> tune_impl(const std::vector<TuneTask>& tasks, Tuning
 
 std::vector<WorkloadReport> tune_tasks(const std::vector<TuneTask>& tasks, TuningDb& db, const Environment& env,
                                        const ProfileOptions& opts, const MeasureFn& measure,
-                                       const CompileFn& compile) {
+                                       const CompileFn& compile, TuneStats* stats) {
   return tune_impl(
       tasks, db, env, opts,
       [&](const TuneTask& t, const std::string& workload, const std::vector<std::pair<std::string, std::string>>& todo) {
@@ -181,12 +225,12 @@ std::vector<WorkloadReport> tune_tasks(const std::vector<TuneTask>& tasks, Tunin
           db.record(env, m);  // at once: a kill after this line loses nothing
         }
       },
-      compile);
+      compile, stats);
 }
 
 std::vector<WorkloadReport> tune_tasks(const std::vector<TuneTask>& tasks, TuningDb& db, const Environment& env,
                                        const ProfileOptions& opts, const BatchMeasureFn& measure,
-                                       const CompileFn& compile) {
+                                       const CompileFn& compile, TuneStats* stats) {
   return tune_impl(
       tasks, db, env, opts,
       [&](const TuneTask& t, const std::string& workload, const std::vector<std::pair<std::string, std::string>>& todo) {
@@ -196,7 +240,7 @@ std::vector<WorkloadReport> tune_tasks(const std::vector<TuneTask>& tasks, Tunin
             db.record(env, {workload, kv.first, Status::crashed, std::numeric_limits<double>::infinity(), 0,
                             "the batch measurer left it unmeasured"});
       },
-      compile);
+      compile, stats);
 }
 
 BatchMeasureFn batched_in_children(std::string db_path, Environment env, std::chrono::milliseconds per_candidate,

@@ -1,4 +1,5 @@
-// The profiler: for each (workload, M) it takes the analytic model's top-k CUTLASS kernels and
+// The profiler: for each (workload, M) it takes the analytic model's top-k CUTLASS kernels (at most
+// max_kernels_per_problem distinct ones per problem over its M buckets) and
 // cuBLASLt's heuristic algorithms, compiles what needs compiling (CompileCache, in parallel),
 // times each candidate in a child process under a watchdog and records every measurement in the
 // TuningDb the moment it is made. A rerun (after kill -9 or with a warm DB) measures only the
@@ -15,6 +16,7 @@
 #include "backends/cutlass/kernel_spec.h"
 #include "tune/compile_cache.h"
 #include "tune/db.h"
+#include "tune/rank.h"
 #include "tune/select.h"
 #include "tune/watchdog.h"
 
@@ -22,6 +24,10 @@ namespace sabre::tune {
 
 struct ProfileOptions {
   int top_k = 4;          // CUTLASS candidates per workload, from the analytic ranking
+  // Distinct CUTLASS kernels compiled for one problem over all its M buckets (0: no cap). Kept by
+  // best ranking position over the buckets (ties by name); every bucket's analytic first choice is
+  // kept even past the cap, so the untuned pick is always timed.
+  int max_kernels_per_problem = 8;
   int lt_algos = 16;      // cuBLASLt heuristic algorithms per workload (0: none)
   int target_sm = 90;
   int jobs = 0;           // parallel compiles; 0: all cores
@@ -56,6 +62,18 @@ struct WorkloadReport {
   int reused = 0;    // candidates the DB already had
 };
 
+// Where a tune_tasks call spent its wall time.
+struct TuneStats {
+  double compile_s = 0;  // the parallel compile batch (cache hits included)
+  double timing_s = 0;   // measuring, all tasks
+  int compiled = 0;      // kernels handed to the compile function
+};
+
+// The CUTLASS candidates of each task: its top_k of the analytic ranking, in ranking order, less
+// the kernels past ProfileOptions::max_kernels_per_problem for its problem (tasks whose problems
+// differ only in M share the cap). Tests: tests/unit/tune_profiler_test.cpp
+std::vector<std::vector<Candidate>> cutlass_candidates(const std::vector<TuneTask>& tasks, const ProfileOptions& opts);
+
 // The cuBLASLt candidates of a problem: "cublaslt_tn_f16_f16_f32_bias#algo0" ...; none when
 // cuBLASLt cannot compute the epilogue (gelu_erf, silu, ...).
 std::vector<std::string> lt_candidates(const GemmProblem& p, int count);
@@ -67,7 +85,7 @@ std::optional<std::pair<std::string, int>> parse_lt_candidate(const std::string&
 // hung, wrong_result) with time +inf. A candidate is never measured twice for one environment.
 std::vector<WorkloadReport> tune_tasks(const std::vector<TuneTask>& tasks, TuningDb& db, const Environment& env,
                                        const ProfileOptions& opts, const MeasureFn& measure,
-                                       const CompileFn& compile);
+                                       const CompileFn& compile, TuneStats* stats = nullptr);
 
 // Measures the listed (kernel, library) candidates of one task and records every measurement in
 // the DB file itself, as it goes (it runs in other processes: the caller's connection sees rows).
@@ -78,7 +96,7 @@ using BatchMeasureFn = std::function<void(const GemmProblem& p, int64_t m,
 // crashed. Saves a process and CUDA context per candidate.
 std::vector<WorkloadReport> tune_tasks(const std::vector<TuneTask>& tasks, TuningDb& db, const Environment& env,
                                        const ProfileOptions& opts, const BatchMeasureFn& measure,
-                                       const CompileFn& compile);
+                                       const CompileFn& compile, TuneStats* stats = nullptr);
 
 // A BatchMeasureFn that runs `in_child` for the candidates one after another in a watchdog child,
 // which records each result into the DB file at db_path at once. Each candidate gets

@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -152,6 +153,64 @@ TEST(Profiler, MeasuresEachCandidateOnceAndRecordsEverything) {
     EXPECT_EQ(again[i].reused, reports[i].measured);
     EXPECT_EQ(report_from_db(tasks()[i], db, h200(), opts()).winner->kernel, reports[i].winner->kernel);
   }
+}
+
+// max_kernels_per_problem: one problem over its 13 M buckets compiles at most the cap (or its
+// buckets' distinct analytic first choices, if more), each bucket's first choice is always timed,
+// and each task keeps its ranking order; another problem has its own cap.
+TEST(Profiler, CapsKernelsPerProblemAndAlwaysTimesEachBucketsAnalyticPick) {
+  const GemmProblem p = problem(768, 768, "bias");
+  std::vector<TuneTask> ts;
+  for (int64_t m : m_buckets(1, 4096)) ts.push_back({p, m});
+  ts.push_back({problem(3072, 768, "bias_gelu"), 1024});
+  ProfileOptions o = opts();
+  o.top_k = 6;
+  o.lt_algos = 0;
+  o.max_kernels_per_problem = 3;
+  std::set<std::string> uncapped, top1;
+  for (const TuneTask& t : ts) {
+    if (t.problem.n != 768) continue;
+    auto r = rank_candidates(t.problem, t.m, 90, 6);
+    for (const auto& c : r) uncapped.insert(c.name);
+    top1.insert(r[0].name);
+  }
+  ASSERT_GT(uncapped.size(), 3u);  // the cap has work to do
+  const size_t expected = std::max<size_t>(3, top1.size());
+
+  auto lists = cutlass_candidates(ts, o);
+  ASSERT_EQ(lists.size(), ts.size());
+  for (size_t i = 0; i < ts.size(); ++i) {
+    auto full = rank_candidates(ts[i].problem, ts[i].m, 90, 6);
+    ASSERT_FALSE(lists[i].empty());
+    EXPECT_EQ(lists[i][0].name, full[0].name) << ts[i].m;
+    size_t j = 0;  // a subsequence of the ranking: order kept
+    for (const auto& c : lists[i]) {
+      while (j < full.size() && full[j].name != c.name) ++j;
+      EXPECT_LT(j, full.size()) << c.name << " out of ranking order at M " << ts[i].m;
+    }
+  }
+  EXPECT_EQ(lists.back().size(), 3u);  // the other problem: one bucket, its own cap of 3
+
+  TuningDb db(":memory:");
+  std::set<std::string> compiled;
+  CompileFn record = [&](const std::vector<cb::KernelSpec>& specs) {
+    for (const auto& s : specs) compiled.insert(cb::kernel_name(s));
+    return fake_compile({})(specs);
+  };
+  auto reports = tune_tasks(ts, db, h200(), o, fake_measure(temp_path("capped.txt")), record);
+  std::set<std::string> timed;
+  for (size_t i = 0; i + 1 < reports.size(); ++i) {
+    ASSERT_TRUE(reports[i].analytic) << reports[i].workload;  // the untuned pick is always measured
+    for (const auto& m : db.measurements(h200(), reports[i].workload)) timed.insert(m.kernel);
+  }
+  EXPECT_EQ(timed.size(), expected);
+  for (const auto& name : top1) EXPECT_TRUE(timed.count(name)) << name;
+  EXPECT_LE(compiled.size(), expected + 3);
+
+  // 0: no cap, every task's full top_k.
+  o.max_kernels_per_problem = 0;
+  lists = cutlass_candidates(ts, o);
+  for (size_t i = 0; i < ts.size(); ++i) EXPECT_EQ(lists[i].size(), rank_candidates(ts[i].problem, ts[i].m, 90, 6).size());
 }
 
 TEST(Profiler, ResumesAfterSigkillWithoutLosingOrRepeatingMeasurements) {
