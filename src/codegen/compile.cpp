@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <memory>
 #include <stdexcept>
+#include <thread>
 
 #include "backends/cutlass/emitter.h"
 #include "backends/cutlass/kernel_spec.h"
@@ -16,6 +17,7 @@
 #include "transform/canonicalize.h"
 #include "tune/compile_cache.h"
 #include "tune/db.h"
+#include "tune/profiler.h"
 #include "tune/select.h"
 
 namespace sabre::codegen {
@@ -75,32 +77,74 @@ CompileSummary compile_model(const std::string& model, const std::string& out_di
   say("partition: " + std::to_string(pr.regions.size()) + " CUTLASS regions, " +
       std::to_string(pr.refusals.size()) + " refusals");
 
-  tune::PickOptions popts;
-  popts.tune = opts.tune;
-  popts.target_sm = sm;
-  popts.env.sm = sm;
-  std::unique_ptr<tune::TuningDb> db;
-  if (opts.tune) {
-    db = std::make_unique<tune::TuningDb>(tune::TuningDb::default_path());
-    popts.db = db.get();
-  }
+  CompileSummary sum;
+  const int jobs = opts.jobs > 0 ? opts.jobs : int(std::max(1u, std::thread::hardware_concurrency()));
   LowerOptions lo;
   lo.dtype = opts.dtype;
   lo.ranges = opts.ranges;
+  tune::PickOptions popts;  // analytic picks unless a tuning DB is consulted below
+  popts.target_sm = sm;
+  popts.env.sm = sm;
+  std::unique_ptr<tune::TuningDb> db;
+  if (opts.tune != CompileOptions::Tune::never && !opts.plan_only) {
+    std::string why;
+    tune::Environment env;
+    bool gpu = tune::have_gpu_support() && tune::probe_gpu(env, why);
+    if (gpu && env.sm != sm) {
+      why = "this machine's GPU is " + env.gpu + " (sm" + std::to_string(env.sm) + "), the artifact is for sm" + std::to_string(sm);
+      gpu = false;
+    }
+    if (!gpu && opts.tune == CompileOptions::Tune::always) throw std::runtime_error("--tune needs a GPU to time on: " + why);
+    if (!gpu) {
+      sum.notes.push_back("not tuned (" + why + "): the analytic model picked the GEMM kernels; run `sabre compile` "
+                          "on a GPU of the target arch to tune, or `sabre tune` there and recompile with its DB");
+    } else {
+      // Every GEMM workload of the model at once, so all candidates compile in one parallel batch:
+      // a first lowering collects the problems, the profiler times them, the second reads winners.
+      db = std::make_unique<tune::TuningDb>(opts.tuning_db.empty() ? tune::TuningDb::default_path() : opts.tuning_db);
+      std::vector<tune::GemmProblem> problems;
+      LowerOptions collect = lo;
+      collect.pick = [&](const tune::GemmProblem& p) {
+        if (std::find(problems.begin(), problems.end(), p) == problems.end()) problems.push_back(p);
+        return tune::pick_kernels(p, popts);
+      };
+      lower(pr.graph, collect);
+      std::vector<tune::TuneTask> tasks;
+      for (const auto& p : problems)
+        for (int64_t m : tune::m_buckets(p.m_min, p.m_max)) tasks.push_back({p, m});
+      say("tune: " + std::to_string(problems.size()) + " GEMM workloads, " + std::to_string(tasks.size()) +
+          " (workload, M) points on " + env.gpu + " (DB " + db->path() + ")");
+      const auto tt = std::chrono::steady_clock::now();
+      tune::ProfileOptions po;
+      po.top_k = opts.top_k;
+      po.target_sm = sm;
+      po.jobs = jobs;
+      po.quiet = !opts.progress;
+      po.cache_dir = opts.cache_dir;
+      auto reports = tune::tune_tasks(tasks, *db, env, po,
+                                      tune::batched_in_children(db->path(), env, po.timeout, tune::gpu_in_process_measure_fn()),
+                                      tune::default_compile_fn(po));
+      for (const auto& r : reports) sum.measured_candidates += size_t(r.measured);
+      sum.tuned_points = tasks.size();
+      sum.tune_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - tt).count();
+      popts.db = db.get();
+      popts.env = env;
+    }
+  }
   lo.pick = [&](const tune::GemmProblem& p) { return tune::pick_kernels(p, popts); };
   Lowered low = lower(pr.graph, lo);
 
-  CompileSummary sum;
   for (const auto& s : low.plan.steps) ++sum.steps_by_op[s.op];
   sum.gemm_kernels = low.gemm_kernels.size();
   sum.elementwise_kernels = low.ew_kernels.size();
   sum.weights_bytes = low.weights.size();
-  sum.notes = low.notes;
+  sum.notes.insert(sum.notes.end(), low.notes.begin(), low.notes.end());
   say("lower: " + std::to_string(low.plan.steps.size()) + " steps, " + std::to_string(sum.gemm_kernels) +
       " GEMM kernels, " + std::to_string(sum.elementwise_kernels) + " elementwise kernels");
 
   std::vector<std::string> libraries;
   if (!opts.plan_only) {
+    const int njobs = jobs;
     std::vector<tune::CompileJob> jobs;
     for (const auto& name : low.gemm_kernels) {
       auto spec = cutlass_backend::parse_kernel_name(name);
@@ -111,9 +155,9 @@ CompileSummary compile_model(const std::string& model, const std::string& out_di
     for (const auto& k : low.ew_kernels)
       jobs.push_back({k.name, elementwise_library_source(k),
                       {"-std=c++17", "-O3", "-gencode", "arch=compute_" + num + ",code=sm_" + num}});
-    say("build " + std::to_string(jobs.size()) + " kernels (" + std::to_string(opts.jobs) + " at a time)");
+    say("build " + std::to_string(jobs.size()) + " kernels (" + std::to_string(njobs) + " at a time)");
     tune::CompileCache cache(opts.cache_dir.empty() ? tune::CompileCache::default_dir() : opts.cache_dir, opts.nvcc);
-    auto results = cache.compile_all(jobs, opts.jobs, !opts.progress);
+    auto results = cache.compile_all(jobs, njobs, !opts.progress);
     std::string failed;
     for (const auto& r : results) {
       if (!r.ok) failed += "\n  " + r.name + " (log: " + r.log + ")";

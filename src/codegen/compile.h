@@ -16,10 +16,15 @@ namespace sabre::codegen {
 struct CompileOptions {
   ir::DType dtype = ir::DType::f16;  // compute dtype
   DimRanges ranges;                  // --dynamic
-  bool tune = false;                 // profile GEMM candidates on this machine's GPU
+  // automatic: profile GEMM candidates when this machine has a GPU of the target arch, else the
+  // analytic model picks; always: a GPU is required; never: the analytic model picks.
+  enum class Tune { automatic, always, never };
+  Tune tune = Tune::automatic;
+  std::string tuning_db;             // empty: TuningDb::default_path()
+  int top_k = 4;                     // CUTLASS candidates timed per (workload, M bucket)
   bool plan_only = false;            // write the artifact without kernels; compile nothing
   std::string arch = "sm_90a";       // what kernels are compiled for
-  int jobs = 2;                      // parallel compiler processes
+  int jobs = 0;                      // parallel compiler processes; 0: all cores
   std::string cache_dir;             // compile cache; empty: CompileCache::default_dir()
   std::string nvcc = "nvcc";
   // One line per stage ("import", "partition: 17 regions", ...); nothing when unset.
@@ -32,7 +37,8 @@ struct CompileSummary {
   size_t kernels_compiled = 0, kernels_cached = 0;
   uint64_t weights_bytes = 0;
   uint64_t artifact_bytes_without_weights = 0;
-  double seconds = 0;
+  double seconds = 0, tune_seconds = 0;
+  size_t tuned_points = 0, measured_candidates = 0;  // (workload, M) points; new measurements
   std::vector<std::string> notes;
 };
 

@@ -24,6 +24,8 @@ using JObject = json::Object;
 json::Value jnum(double v) { return json::Value(v); }
 json::Value jstr(const std::string& s) { return json::Value(s); }
 json::Value jdim(const Dim& d) { return json::Value(d.str()); }
+
+constexpr int64_t kMaxFillValues = 16;  // values one "fill" step writes (native::kMaxFillValues)
 json::Value jints(const std::vector<int64_t>& v) {
   JArray a;
   for (int64_t x : v) a.push_back(jnum(static_cast<double>(x)));
@@ -266,6 +268,25 @@ class Lowerer {
     return std::nullopt;
   }
 
+  // An integer value shape folding knows (Shape(x), a Gather of it, ...) that a data op reads:
+  // the runtime writes it from the evaluated dims (step "fill") instead of running its producer.
+  bool materializable(const Value* v) const {
+    if (!v || v->is_constant() || !v->producer() || !v->known_dims() || (v->dtype() != DType::i64 && v->dtype() != DType::i32)) return false;
+    if (v->producer()->op() == "Range") return false;
+    int64_t numel = 1;
+    for (const Dim& d : v->shape()) {
+      if (!d.is_static()) return false;
+      numel *= d.value();
+    }
+    return numel == static_cast<int64_t>(v->known_dims()->size()) && numel >= 1 && numel <= kMaxFillValues;
+  }
+  // Range(start, limit, delta) whose operands are known scalars: (start, delta) as dims.
+  std::optional<std::pair<Dim, Dim>> range_operands(const Node* n) const {
+    auto start = dims_of(n->input(0)), delta = dims_of(n->input(2));
+    if (!start || !delta || start->size() != 1 || delta->size() != 1 || !dims_of(n->input(1))) return std::nullopt;
+    return std::make_pair((*start)[0], (*delta)[0]);
+  }
+
   // ---- which nodes must run: walk back from the outputs through data inputs ------------------
   std::vector<Value*> data_inputs(Node* n) const {
     const std::string& op = n->op();
@@ -289,6 +310,7 @@ class Lowerer {
       return v;
     }
     if (op == "Gather" && range_gather_.count(n)) return {n->input(0)};
+    if (op == "Range" && range_operands(n)) return {};
     std::vector<Value*> v;
     for (Value* x : n->inputs())
       if (x) v.push_back(x);
@@ -303,8 +325,13 @@ class Lowerer {
       Node* n = work.back();
       work.pop_back();
       if (!needed_.insert(n).second) continue;
-      for (Value* v : data_inputs(n))
+      for (Value* v : data_inputs(n)) {
+        if (materializable(v)) {
+          materialized_.insert(v);  // written by a fill step from its known dims; its producer need not run
+          continue;
+        }
         if (v && v->producer() && !needed_.count(v->producer())) work.push_back(v->producer());
+      }
     }
   }
 
@@ -402,6 +429,13 @@ class Lowerer {
   int tensor(const Value* v) {
     if (!v) return -1;
     if (auto it = tid_.find(v); it != tid_.end()) return it->second;
+    if (materialized_.count(v)) {
+      JArray values;
+      for (const Dim& d : *v->known_dims()) values.push_back(jdim(d));
+      int t = define(v);
+      step("fill", v->name(), {}, {t}, JObject{{"values", json::Value(values)}});
+      return t;
+    }
     if (!v->is_constant())
       throw std::logic_error("lower: value '" + v->name() + "' read before its producer ran (invariant: topological steps)");
     ir::Tensor c = v->constant();
@@ -511,6 +545,11 @@ class Lowerer {
       return;
     }
     if (op == "Conv") return unsupported(n, "conv offload is not implemented yet (issue 7)");
+    if (op == "Range" && range_operands(n)) {
+      auto [start, delta] = *range_operands(n);
+      step("iota", n->name(), {}, {define(n->output(0))}, JObject{{"start", jdim(start)}, {"delta", jdim(delta)}});
+      return;
+    }
     if (op == "Shape" || op == "Range" || op == "ConstantOfShape" || op == "Size")
       return unsupported(n, "a shape computation whose value the model uses as data at run time");
     unsupported(n, "no GPU lowering for this op");
@@ -522,7 +561,8 @@ class Lowerer {
     std::vector<int> step_ins;
     auto operand = [&](const Value* v) -> int {
       if (auto it = node_of.find(v); it != node_of.end()) return it->second;
-      if (scalar_constant(v)) return ch.constant(static_cast<float>(v->constant().get_f64(0)), DType::f32);
+      if (scalar_constant(v))  // floats compute in f32; integer and bool constants keep their kind
+        return ch.constant(static_cast<float>(v->constant().get_f64(0)), ir::is_float(v->dtype()) ? DType::f32 : v->dtype());
       int slot = static_cast<int>(ch.inputs.size());
       int t = tensor(v);
       ch.inputs.push_back(out_.plan.tensors[t].dtype);
@@ -827,9 +867,13 @@ class Lowerer {
     prob.batch = eval_hi(batch);
     prob.m_min = eval_lo(m);
     prob.m_max = eval_hi(m);
-    int align = cutlass_backend::max_alignment(o_.dtype);
-    for (const Dim& e : {nn, k})
-      align = std::min(align, e.is_static() ? cutlass_backend::fallback_alignment(o_.dtype, e.value()) : 1);
+    const int max_align = cutlass_backend::max_alignment(o_.dtype);
+    int align = max_align, static_align = max_align;
+    for (const Dim& e : {nn, k}) {
+      int a = e.is_static() ? cutlass_backend::fallback_alignment(o_.dtype, e.value()) : 1;
+      align = std::min(align, a);
+      if (e.is_static()) static_align = std::min(static_align, a);
+    }
     prob.alignment = align;
     if (prob.n <= 0 || prob.k <= 0 || prob.m_max <= 0 || prob.batch <= 0)
       throw UnsupportedError(where(n) + ": GEMM dims do not evaluate over the symbol ranges");
@@ -840,17 +884,35 @@ class Lowerer {
       throw UnsupportedError(where(n) + ": no GEMM kernel for " + tune::workload_key(prob, prob.m_max) + ": " + e.what());
     }
     if (table.empty()) throw UnsupportedError(where(n) + ": the kernel picker returned no kernel");
-    JArray disp;
-    for (size_t i = 0; i < table.size(); ++i) {
-      const auto& e = table[i];
-      int64_t max_m = i + 1 == table.size() ? -1 : e.max_m;  // the last entry covers any m
-      disp.push_back(json::Value(JObject{{"max_m", jnum(double(max_m))}, {"kernel", jstr(e.kernel)}}));
-      if (!gemm_seen_.count(e.kernel)) {
-        gemm_seen_.insert(e.kernel);
-        out_.gemm_kernels.push_back(e.kernel);
+    auto dispatch = [&](const std::vector<tune::DispatchEntry>& t) {
+      JArray disp;
+      for (size_t i = 0; i < t.size(); ++i) {
+        const auto& e = t[i];
+        int64_t max_m = i + 1 == t.size() ? -1 : e.max_m;  // the last entry covers any m
+        disp.push_back(json::Value(JObject{{"max_m", jnum(double(max_m))}, {"kernel", jstr(e.kernel)}}));
+        if (!gemm_seen_.count(e.kernel)) {
+          gemm_seen_.insert(e.kernel);
+          out_.gemm_kernels.push_back(e.kernel);
+        }
+      }
+      return json::Value(disp);
+    };
+    p["dispatch"] = dispatch(table);
+    // A symbolic N or K (attention's sequence length) forces alignment-1 kernels, slow on every
+    // length; add a second table the runtime takes when the actual extents are aligned.
+    if (align < static_align) {
+      tune::GemmProblem aligned = prob;
+      aligned.alignment = static_align;
+      try {
+        auto t = o_.pick(aligned);
+        if (!t.empty()) {
+          p["dispatch_aligned"] = dispatch(t);
+          p["aligned_to"] = jnum(static_align);
+        }
+      } catch (const std::invalid_argument&) {
+        // no kernel for the aligned case: the alignment-1 table serves every length
       }
     }
-    p["dispatch"] = json::Value(disp);
     p["pattern"] = jstr(n->attr_string("pattern", ""));
     std::vector<int> ins{tensor(A), tensor(B), tensor(role.count("bias") ? role["bias"] : nullptr),
                          tensor(role.count("residual") ? role["residual"] : nullptr)};
@@ -872,6 +934,7 @@ class Lowerer {
   std::map<const Node*, int> group_of_;
   std::map<const Value*, int> tid_;
   std::set<std::string> ew_seen_, gemm_seen_;
+  std::set<const Value*> materialized_;
   std::vector<std::string> unsupported_;
 };
 

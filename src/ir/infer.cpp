@@ -588,8 +588,9 @@ void slice(Node& n) {
     if (st == 0) fail(n, "step must not be 0");
     const Dim& dim = x->shape()[a];
     Dim s = (*starts)[i], e = (*ends)[i];
-    if (dim.is_static() && small_static(s) && small_static(e) && st >= -kMaxDim && st <= kMaxDim) {
-      int64_t D = dim.value(), S = s.value(), E = e.value();
+    if (dim.is_static() && small_static(dim) && s.is_static() && e.is_static() && st >= -kMaxDim && st <= kMaxDim) {
+      // Bounds past either end (PyTorch writes INT64_MAX for "to the end") clamp like ONNX says.
+      int64_t D = dim.value(), S = std::clamp(s.value(), -kMaxDim, kMaxDim), E = std::clamp(e.value(), -kMaxDim, kMaxDim);
       if (S < 0) S += D;
       if (E < 0) E += D;
       if (D == 0) {

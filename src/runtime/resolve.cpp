@@ -56,19 +56,56 @@ std::string param_str(const Step& s, const char* key, const std::string& def) {
   return v->str();
 }
 
-std::string select_gemm_kernel(const Step& s, int64_t m) {
-  const json::Value* d = s.params.get("dispatch");
+namespace {
+std::string pick_from(const Step& s, const json::Value* d, const char* key, int64_t m) {
   if (!d || !d->is_array() || d->arr().empty())
-    throw PlanError("plan: " + where(s) + " has no 'dispatch' table of kernels");
+    throw PlanError("plan: " + where(s) + " has no '" + key + "' table of kernels");
   for (const auto& e : d->arr()) {
     const json::Value* mm = e.get("max_m");
     const json::Value* k = e.get("kernel");
-    if (!mm || !k) throw PlanError("plan: " + where(s) + " has a dispatch entry without max_m or kernel");
+    if (!mm || !k) throw PlanError("plan: " + where(s) + " has a " + key + " entry without max_m or kernel");
     int64_t max_m = static_cast<int64_t>(mm->num());
     if (max_m < 0 || m <= max_m) return k->str();
   }
-  throw PlanError(where(s) + ": no kernel in its dispatch table covers m=" + std::to_string(m) +
+  throw PlanError(where(s) + ": no kernel in its " + key + " table covers m=" + std::to_string(m) +
                   "; recompile with a --dynamic range that includes this shape");
+}
+}  // namespace
+
+std::string select_gemm_kernel(const Step& s, int64_t m, int alignment) {
+  // Extents the compiler could not prove aligned (symbolic N or K) get a second table of kernels
+  // for when the run-time extents, strides and pointers are aligned after all.
+  const json::Value* to = s.params.get("aligned_to");
+  if (to && to->is_number() && alignment >= static_cast<int>(to->num()))
+    return pick_from(s, s.params.get("dispatch_aligned"), "dispatch_aligned", m);
+  return pick_from(s, s.params.get("dispatch"), "dispatch", m);
+}
+
+std::vector<std::string> gemm_step_kernels(const Step& s) {
+  std::vector<std::string> out;
+  for (const char* key : {"dispatch", "dispatch_aligned"}) {
+    const json::Value* d = s.params.get(key);
+    if (!d || !d->is_array()) continue;
+    for (const auto& e : d->arr()) {
+      const json::Value* k = e.get("kernel");
+      out.push_back(k && k->is_string() ? k->str() : "?");
+    }
+  }
+  return out;
+}
+
+int gemm_alignment(const sabre_gemm_args& a, size_t elem_bytes) {
+  for (int al : {8, 4, 2}) {
+    const int64_t al64 = al;
+    bool ok = a.n % al64 == 0 && a.k % al64 == 0 && a.lda % al64 == 0 && a.ldb % al64 == 0 && a.ldd % al64 == 0 &&
+              a.stride_a % al64 == 0 && a.stride_b % al64 == 0 && a.stride_d % al64 == 0;
+    if (a.residual) ok = ok && a.ldr % al64 == 0 && a.stride_r % al64 == 0;
+    const uintptr_t bytes = static_cast<uintptr_t>(al) * elem_bytes;
+    for (const void* p : {a.a, a.b, static_cast<const void*>(a.d), a.residual})
+      if (p && reinterpret_cast<uintptr_t>(p) % bytes) ok = false;
+    if (ok) return al;
+  }
+  return 1;
 }
 
 native::ElementwiseChain parse_chain(const Step& s) {
@@ -170,7 +207,7 @@ const std::vector<std::string>& known_ops() {
   static const std::vector<std::string> ops = {"gemm",   "softmax", "layernorm", "elementwise", "where",
                                                "cast",   "reduce",  "permute",   "slice",       "strided_copy",
                                                "concat", "split",   "gather",    "pool2d",      "global_average_pool",
-                                               "copy",   "reshape"};
+                                               "copy",   "reshape", "fill",     "iota"};
   return ops;
 }
 

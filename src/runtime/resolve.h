@@ -11,6 +11,7 @@
 
 #include "backends/native/elementwise.h"
 #include "runtime/plan.h"
+#include "sabre/kernel_abi.h"
 #include "sabre/sabre.h"
 
 namespace sabre::runtime {
@@ -28,7 +29,14 @@ std::string param_str(const Step& s, const char* key, const std::string& def);
 
 // The kernel of a gemm step's "dispatch" table for this M: the first entry with m <= max_m
 // (max_m -1: unbounded). Throws PlanError when the table is missing or no entry covers m.
-std::string select_gemm_kernel(const Step& s, int64_t m);
+// The kernel a gemm step runs at row count m; `alignment` is what gemm_alignment says of the
+// step's arguments (elements), which selects the step's dispatch_aligned table when it has one.
+std::string select_gemm_kernel(const Step& s, int64_t m, int alignment = 1);
+// Every kernel a gemm step may dispatch to (both tables).
+std::vector<std::string> gemm_step_kernels(const Step& s);
+// The largest of 8, 4, 2, 1 elements that divides N, K, every leading dimension and batch stride,
+// and whose byte size divides every operand pointer.
+int gemm_alignment(const sabre_gemm_args& a, size_t elem_bytes);
 
 // An elementwise step's "chain" param as a native chain; throws PlanError on unknown op names,
 // bad operands or dtypes (what native::validate rejects).

@@ -148,12 +148,9 @@ Session::Session(const std::string& dir, int device_id) : impl_(std::make_shared
       if (st.op == "gemm") {
         const json::Value* d = st.params.get("dispatch");
         if (!d || !d->is_array() || d->arr().empty()) throw PlanError("plan: " + where + " has no dispatch table");
-        for (const auto& ent : d->arr()) {
-          const json::Value* k = ent.get("kernel");
-          if (!k || !s.gemm.count(k->str()))
-            throw PlanError("plan: " + where + " dispatches to kernel '" + (k ? k->str() : "?") +
-                            "', which no library in kernels/ defines");
-        }
+        for (const std::string& k : gemm_step_kernels(st))
+          if (!s.gemm.count(k))
+            throw PlanError("plan: " + where + " dispatches to kernel '" + k + "', which no library in kernels/ defines");
       } else if (st.op == "elementwise") {
         s.chains[i] = parse_chain(st);
         s.programs[i] = native::compile_program(s.chains[i]);
@@ -263,6 +260,7 @@ struct ExecutionContext::Impl {
   void run(const std::vector<sabre_tensor>& inputs, std::vector<sabre_tensor>& outputs, bool sync);
   Signature& signature(const std::vector<std::vector<int64_t>>& in_shapes);
   sabre_gemm_args gemm_args(const Step& st, const Signature& sig, const std::vector<void*>& ptr) const;
+  size_t gemm_elem_bytes(const Step& st) const;
   void enqueue(size_t i, const Signature& sig, const std::vector<void*>& ptr);
 };
 
@@ -431,7 +429,7 @@ void ExecutionContext::Impl::run(const std::vector<sabre_tensor>& inputs, std::v
   for (const auto& st : p.steps)
     if (st.op == "gemm") {
       sabre_gemm_args a = gemm_args(st, sig, ptr);
-      const auto& k = s->gemm.at(select_gemm_kernel(st, a.m));
+      const auto& k = s->gemm.at(select_gemm_kernel(st, a.m, gemm_alignment(a, gemm_elem_bytes(st))));
       ws = std::max(ws, k.workspace_size(&a));
     }
   if (ws > workspace_size) {
@@ -508,6 +506,10 @@ void ExecutionContext::Impl::run(const std::vector<sabre_tensor>& inputs, std::v
   stats.activation_bytes_without_reuse = sig.mp.sum_bytes;
 }
 
+size_t ExecutionContext::Impl::gemm_elem_bytes(const Step& st) const {
+  return ir::size_of(plan().tensors[static_cast<size_t>(st.outputs.at(0))].dtype);
+}
+
 sabre_gemm_args ExecutionContext::Impl::gemm_args(const Step& st, const Signature& sig, const std::vector<void*>& ptr) const {
   const Dims& d = sig.dims;
   sabre_gemm_args a{};
@@ -578,7 +580,7 @@ void ExecutionContext::Impl::enqueue(size_t i, const Signature& sig, const std::
       sabre_gemm_args a = gemm_args(st, sig, ptr);
       a.workspace = workspace;
       a.workspace_size = workspace_size;
-      std::string kname = select_gemm_kernel(st, a.m);
+      std::string kname = select_gemm_kernel(st, a.m, gemm_alignment(a, gemm_elem_bytes(st)));
       const sabre_kernel_entry& k = s->gemm.at(kname);
       int rc = k.run(&a, reinterpret_cast<sabre_stream_t>(stream));
       if (rc != SABRE_OK)
@@ -711,6 +713,13 @@ void ExecutionContext::Impl::enqueue(size_t i, const Signature& sig, const std::
         native::pool_output_dims(a, param_bool(st, "ceil_mode", false));
         native_check(native::pool2d(a, stream));
       }
+    } else if (op == "fill") {
+      native_check(native::fill_values(plan().tensors[static_cast<size_t>(st.outputs[0])].dtype, out(0),
+                                       numel(shout(0)), param_dims(st, "values", d), stream));
+    } else if (op == "iota") {
+      native_check(native::iota(plan().tensors[static_cast<size_t>(st.outputs[0])].dtype, out(0), numel(shout(0)),
+                                static_cast<double>(param_dim(st, "start", d, 0)),
+                                static_cast<double>(param_dim(st, "delta", d, 1)), stream));
     } else if (op == "copy" || op == "reshape") {
       void* y = out(0);
       if (y != in(0))  // an aliased reshape view needs no work

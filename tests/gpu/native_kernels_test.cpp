@@ -638,6 +638,49 @@ void where_cast_tests() {
   }
 }
 
+// ---- fill / iota (run-time values: Shape-as-data and Range) --------------------------------
+void fill_iota_tests() {
+  for (DType dt : {DType::i64, DType::i32}) {
+    const std::string fname = "Fill_" + dts(dt) + "_4_values";
+    if (selected(fname)) {
+      const std::vector<int64_t> vals = {7, -1, 123456, 3};
+      Tensor want(dt, {4});
+      for (int64_t i = 0; i < 4; ++i) want.set_f64(i, double(vals[size_t(i)]));
+      Dev dy(want.nbytes());
+      CK(native::fill_values(dt, dy.p, 4, vals, nullptr));
+      check(fname, dy.get(dt, {4}), want);
+    }
+    const std::string bname = "Fill_" + dts(dt) + "_broadcast_1000";
+    if (selected(bname)) {
+      Tensor want(dt, {1000});
+      for (int64_t i = 0; i < 1000; ++i) want.set_f64(i, 77);
+      Dev dy(want.nbytes());
+      CK(native::fill_values(dt, dy.p, 1000, {77}, nullptr));
+      check(bname, dy.get(dt, {1000}), want);
+    }
+  }
+  for (DType dt : {DType::i64, DType::i32, DType::f32}) {
+    const std::string name = "Iota_" + dts(dt) + "_Range_5_to_1000_by_3";
+    if (!selected(name)) continue;
+    // The reference: ONNX Range on the executor.
+    Tensor start(dt, {}), limit(dt, {}), delta(dt, {});
+    start.set_f64(0, 5), limit.set_f64(0, 1000), delta.set_f64(0, 3);
+    const Tensor want = ref_op("Range", {start, limit, delta})[0];
+    Dev dy(want.nbytes());
+    CK(native::iota(dt, dy.p, want.numel(), 5, 3, nullptr));
+    check(name, dy.get(dt, {want.numel()}), want);
+  }
+  // Refusals: too many values, a count that matches neither 1 nor n, float output.
+  int refused = 0;
+  Dev dy(64 * 8);
+  refused += native::fill_values(DType::i64, dy.p, 20, std::vector<int64_t>(20, 1), nullptr) != cudaSuccess;
+  refused += native::fill_values(DType::i64, dy.p, 5, {1, 2}, nullptr) != cudaSuccess;
+  refused += native::fill_values(DType::f16, dy.p, 1, {1}, nullptr) != cudaSuccess;
+  cudaGetLastError();
+  std::printf("%s %-60s %d of 3 refused\n", refused == 3 ? "PASS" : "FAIL", "Fill_refusals", refused);
+  refused == 3 ? ++g_pass : ++g_fail;
+}
+
 // ---- pooling -------------------------------------------------------------------------------
 Tensor to_nhwc(const Tensor& t) { return ref_op("Transpose", {t}, {{"perm", std::vector<int64_t>{0, 2, 3, 1}}})[0]; }
 
@@ -731,7 +774,7 @@ int main(int argc, char** argv) {
   const std::pair<const char*, void (*)()> groups[] = {
       {"errors", error_tests},     {"elementwise", elementwise_tests}, {"softmax", softmax_tests},
       {"layernorm", layernorm_tests}, {"reduce", reduce_tests},        {"movement", movement_tests},
-      {"where_cast", where_cast_tests}, {"pool", pool_tests}};
+      {"where_cast", where_cast_tests}, {"pool", pool_tests},  {"fill_iota", fill_iota_tests}};
   for (auto [name, fn] : groups) {
     try {
       fn();

@@ -105,7 +105,15 @@ class Interp {
   void step(const runtime::Step& s) {
     const std::string& op = s.op;
     const json::Value& P = s.params;
-    if (op == "cast" || op == "copy" || op == "reshape") {
+    if (op == "fill") {
+      auto vals = dims_list(P.get("values"));
+      Buf& y = out(s);
+      for (size_t e = 0; e < y.v.size(); ++e) y.v[e] = double(vals.size() == 1 ? vals[0] : vals.at(e));
+    } else if (op == "iota") {
+      Buf& y = out(s);
+      int64_t start = dim(P.get("start")), delta = dim(P.get("delta"));
+      for (size_t e = 0; e < y.v.size(); ++e) y.v[e] = double(start + int64_t(e) * delta);
+    } else if (op == "cast" || op == "copy" || op == "reshape") {
       out(s).v = in(s, 0).v;
     } else if (op == "elementwise") {
       elementwise(s);
@@ -313,6 +321,7 @@ class Interp {
 };
 
 std::string model_path(const std::string& name) {
+  if (fs::path(name).is_absolute()) return fs::exists(name) ? name : "";
   for (const std::string dir : {std::string(SABRE_SOURCE_DIR) + "/models", std::string(SABRE_BINARY_DIR) + "/models"}) {
     std::string p = dir + "/" + name + ".onnx";
     if (fs::exists(p)) return p;
@@ -342,7 +351,8 @@ void check_model(const std::string& name, ir::DType dtype, double tol) {
     Buf b{shape, {}};
     for (int64_t i = 0; i < t.numel(); ++i) {
       double x = v->name().find("mask") != std::string::npos ? ((i % shape.back()) < 3 ? 1 : double(rng() % 2))
-                                                               : double(rng() % 60);
+                 : v->name().find("token_type") != std::string::npos ? double(rng() % 2)
+                                                                     : double(rng() % 60);
       t.set_f64(i, x);
       b.v.push_back(x);
     }
@@ -365,6 +375,19 @@ void check_model(const std::string& name, ir::DType dtype, double tol) {
     std::printf("%s %s output %zu: relative L2 error %.2e (tolerance %.0e)\n", name.c_str(),
                 std::string(ir::name(dtype)).c_str(), o, err, tol);
     EXPECT_LT(err, tol) << name << " output " << o;
+  }
+}
+
+// Models exported from HuggingFace transformers (bench/models/export_hf.py writes them; too big
+// to ship): SABRE_HF_MODELS=DIR runs DIR/bert_base.onnx and DIR/gpt2.onnx through the same check.
+TEST(CodegenPlanInterp, HuggingFaceExportsMatchReference) {
+  const char* dir = std::getenv("SABRE_HF_MODELS");
+  if (!dir) GTEST_SKIP() << "set SABRE_HF_MODELS to the folder export_hf.py wrote";
+  for (const char* m : {"bert_base", "gpt2"}) {
+    std::string p = std::string(dir) + "/" + m + ".onnx";
+    if (!fs::exists(p)) continue;
+    SCOPED_TRACE(p);
+    check_model(fs::absolute(p).string(), ir::DType::f16, 1e-2);
   }
 }
 

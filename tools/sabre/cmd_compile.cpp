@@ -15,11 +15,13 @@ const std::vector<FlagSpec> kFlags = {
     {"--output", "-o", "DIR", "the artifact directory to write (model.sabre)", false},
     {"--dtype", "", "fp16|bf16", "compute dtype of activations and weights (default fp16)", false},
     {"--dynamic", "", "NAME=MIN..MAX,...", "ranges of the symbolic dims (default batch-like 1..64, others 1..512)", false},
-    {"--no-tune", "", "", "pick GEMM kernels with the analytic model (the default; tuning needs a GPU)", false},
-    {"--tune", "", "", "time GEMM candidates on this machine's GPU and keep the winners in the tuning DB", false},
+    {"--no-tune", "", "", "pick GEMM kernels with the analytic model, even where a GPU could time them", false},
+    {"--tune", "", "", "require tuning: fail if this machine has no GPU of the target arch (default: tune when it has one)", false},
+    {"--db", "", "PATH", "the tuning database (default $XDG_CACHE_HOME/sabre/tuning.db)", false},
+    {"--top-k", "", "N", "CUTLASS candidates timed per GEMM workload and M bucket (default 4)", false},
     {"--plan-only", "", "", "write plan, weights and manifest without compiling any kernel", false},
     {"--arch", "", "sm_90a|sm_80", "what kernels are compiled for (default sm_90a)", false},
-    {"--jobs", "-j", "N", "compiler processes at a time (default 2)", false},
+    {"--jobs", "-j", "N", "compiler processes at a time (default: all cores)", false},
     {"--cache-dir", "", "DIR", "compiled-kernel cache (default $XDG_CACHE_HOME/sabre/kernels)", false},
 };
 
@@ -29,7 +31,9 @@ void print_help() {
       "                     [--no-tune|--tune] [--plan-only] [--arch sm_90a] [-j N]\n\n"
       "Imports MODEL.onnx, canonicalizes and partitions it, lowers it to a runtime plan (GEMM regions to\n"
       "CUTLASS kernels with per-M dispatch tables, the rest to sabre's native kernels), compiles the kernels\n"
-      "(cached by content) and writes the artifact directory that `sabre run` loads. No GPU is needed.\n\n"
+      "(cached by content) and writes the artifact directory that `sabre run` loads. Where this machine has a\n"
+      "GPU of the target arch, GEMM candidates are timed first (results kept in the tuning DB, so a rerun\n"
+      "times nothing); elsewhere the analytic model picks, and the output says so. No GPU is needed.\n\n"
       "options:\n%s",
       flags_help(kFlags).c_str());
 }
@@ -59,7 +63,15 @@ int run(const std::vector<std::string>& argv) {
       }
     }
     if (args.has("--tune") && args.has("--no-tune")) throw UsageError("--tune and --no-tune contradict each other");
-    o.tune = args.has("--tune");
+    o.tune = args.has("--tune") ? codegen::CompileOptions::Tune::always
+             : args.has("--no-tune") ? codegen::CompileOptions::Tune::never
+                                     : codegen::CompileOptions::Tune::automatic;
+    if (auto d = args.value("--db")) o.tuning_db = *d;
+    if (auto k = args.value("--top-k")) {
+      if (k->empty() || k->find_first_not_of("0123456789") != std::string::npos || k->size() > 3 || std::stoi(*k) < 1)
+        throw UsageError("--top-k '" + *k + "': give a positive number");
+      o.top_k = std::stoi(*k);
+    }
     o.plan_only = args.has("--plan-only");
     o.arch = args.value("--arch").value_or("sm_90a");
     try {
@@ -91,6 +103,9 @@ int run(const std::vector<std::string>& argv) {
                                std::to_string(s.kernels_cached) + " from the cache)").c_str());
     std::printf("  weights:  %.2f MB\n", s.weights_bytes / 1e6);
     std::printf("  artifact: %.2f MB without weights\n", s.artifact_bytes_without_weights / 1e6);
+    if (s.tuned_points)
+      std::printf("  tuning:   %zu (workload, M) points, %zu new measurements, %.1f s\n", s.tuned_points,
+                  s.measured_candidates, s.tune_seconds);
     std::printf("  time:     %.1f s\n", s.seconds);
     return kExitOk;
   });

@@ -40,6 +40,13 @@ cudaError_t where(DType dt, const void* cond, const std::vector<int64_t>& cond_d
                   const std::vector<int64_t>& y_dims, cudaStream_t stream);
 cudaError_t cast(DType from, DType to, const void* x, void* y, int64_t n, cudaStream_t stream);
 
+// ---- Run-time values (fill.cu) ------------------------------------------------------------
+// y[i] = values[i] (or values[0] for every i when one value is given); integer or bool y.
+constexpr int kMaxFillValues = 16;
+cudaError_t fill_values(DType dt, void* y, int64_t n, const std::vector<int64_t>& values, cudaStream_t stream);
+// y[i] = start + i * delta, i < n (ONNX Range); y is i64, i32 or f32.
+cudaError_t iota(DType dt, void* y, int64_t n, double start, double delta, cudaStream_t stream);
+
 // ---- Softmax over the last axis ----------------------------------------------------------
 // x, y: [rows, cols] with rows = b * h * q (the leading dims of a [B, H, Q, K] score tensor; any
 // other shape passes b = h = 1, q = rows). y = softmax(scale * x + mask) along cols, where the

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# One device call for issue 6's evidence: build; export BERT-base and GPT-2 on the host; compile
+# BERT-base with tuning from cold caches (timed) and GPT-2; compare both with PyTorch fp16 at
+# several batch/seq values; BERT-base latency against PyTorch eager and torch.compile.
+# Logs go to $OUT. Usage on the GPU host: bash scripts/gpu/e2e_evidence.sh
+set -u
+OUT=${OUT:-/tmp/sabre-e2e}; mkdir -p "$OUT"
+source scripts/gpu/host_env.sh
+b=/tmp/b
+export PYTHONUNBUFFERED=1
+step() { local name=$1; shift; local t0=$SECONDS; echo "== $name"; timeout "${LIMIT:-120}" "$@" > "$OUT/$name.log" 2>&1; local rc=$?; echo "   rc=$rc in $((SECONDS - t0)) s"; tail -${TAIL:-6} "$OUT/$name.log"; return $rc; }
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/gpu.txt"
+step configure cmake -S . -B $b -G Ninja $SABRE_CMAKE_ARGS -DSABRE_TESTS=OFF
+LIMIT=200 step build ninja -C $b -j16 sabre gemm_tune_bench
+step export python3 bench/models/export_hf.py /tmp/hf
+rm -rf ~/.cache/sabre
+LIMIT=300 TAIL=14 step compile_bert $b/sabre compile /tmp/hf/bert_base.onnx -o /tmp/bert_base.sabre --dtype fp16 --dynamic batch=1..32,seq=1..128
+du -sh /tmp/bert_base.sabre /tmp/bert_base.sabre/kernels | tee -a "$OUT/compile_bert.log"
+LIMIT=150 TAIL=14 step compile_gpt2 $b/sabre compile /tmp/hf/gpt2.onnx -o /tmp/gpt2.sabre --dtype fp16 --dynamic batch=1..8,seq=1..128 --no-tune
+LIMIT=100 TAIL=20 step compare_bert python3 bench/models/hf_e2e.py compare bert_base /tmp/hf /tmp/bert_base.sabre $b/sabre 1:128 8:128 32:128 3:77 5:100 2:9
+LIMIT=100 TAIL=12 step compare_gpt2 python3 bench/models/hf_e2e.py compare gpt2 /tmp/hf /tmp/gpt2.sabre $b/sabre 1:128 4:64 3:77 8:100
+LIMIT=200 TAIL=8 step latency_bert python3 bench/models/hf_e2e.py latency bert_base /tmp/hf /tmp/bert_base.sabre $b/sabre 128 1 8 32
+exit 0

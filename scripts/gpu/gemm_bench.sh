@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# One device call: the native kernels' GPU test and issue 5's GEMM tuning benchmark (both dtypes,
+# in the time left). Logs go to $OUT. Usage on the GPU host: bash scripts/gpu/gemm_bench.sh
+set -u
+OUT=${OUT:-/tmp/sabre-gemm}; mkdir -p "$OUT"
+source scripts/gpu/host_env.sh
+b=/tmp/b
+T0=$SECONDS
+step() { local name=$1; shift; local t0=$SECONDS; echo "== $name"; timeout "${LIMIT:-120}" "$@" > "$OUT/$name.log" 2>&1; local rc=$?; echo "   rc=$rc in $((SECONDS - t0)) s"; tail -${TAIL:-6} "$OUT/$name.log"; return $rc; }
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/gpu.txt"
+step configure cmake -S . -B $b -G Ninja $SABRE_CMAKE_ARGS -DSABRE_TESTS=ON
+LIMIT=200 step build ninja -C $b -j16 sabre gemm_tune_bench native_kernels_test
+TAIL=4 step native_fill $b/tests/gpu/native_kernels_test Fill
+TAIL=4 step native_iota $b/tests/gpu/native_kernels_test Iota
+left=$(( ${BUDGET:-540} - (SECONDS - T0) ))
+echo "== $left s left for the GEMM benchmark"
+LIMIT=$left TAIL=70 step gemm_bench $b/gemm_tune_bench --top-k ${TOPK:-4} --db /tmp/bench.db
+exit 0
