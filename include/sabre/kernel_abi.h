@@ -71,6 +71,44 @@ typedef struct sabre_kernel_entry {
 typedef const sabre_kernel_entry* (*sabre_kernel_registry_fn)(int* count, int* abi_version);
 #define SABRE_KERNEL_REGISTRY_SYMBOL "sabre_kernel_registry"
 
+/* Convolution kernels (issue 7): 2-D forward convolution, NHWC activations, KRSC filters:
+ *   Y[n,p,q,k] = act(alpha * sum_{r,s,c} X[n, p*stride_h - pad_h + r*dil_h, q*stride_w - pad_w + s*dil_w, c]
+ *                                        * W[k, r, s, c] + bias[k] + beta * R[n,p,q,k])
+ * (or the residual after the activation; the kernel's name says which), out-of-range input rows
+ * and columns reading as zero. Tensors are dense: X [n,h,w,c], W [k,r,s,c], Y and R [n,p,q,k].
+ * groups > 1 (grouped and depthwise) is for kernels that say so; others return NOT_SUPPORTED.
+ * A conv kernel NAME exports NAME_can_implement / NAME_workspace_size / NAME_run / NAME_last_error
+ * with sabre_conv_args in place of sabre_gemm_args, and its library the conv registry below. */
+typedef struct sabre_conv_args {
+  int64_t n, h, w, c;  /* input */
+  int64_t k, r, s;     /* filters: k output channels of r x s x (c / groups) */
+  int64_t p, q;        /* output height and width */
+  int64_t pad_h, pad_w, stride_h, stride_w, dil_h, dil_w, groups;
+  const void* x;
+  const void* w;
+  const void* bias;     /* [k]; ignored by kernels without bias */
+  const void* residual; /* [n,p,q,k]; ignored by kernels without residual */
+  void* y;
+  float alpha, beta;
+  void* workspace;
+  size_t workspace_size;
+} sabre_conv_args;
+
+typedef int (*sabre_conv_can_implement_fn)(const sabre_conv_args*);
+typedef size_t (*sabre_conv_workspace_size_fn)(const sabre_conv_args*);
+typedef int (*sabre_conv_run_fn)(const sabre_conv_args*, sabre_stream_t);
+
+typedef struct sabre_conv_entry {
+  const char* name;
+  sabre_conv_can_implement_fn can_implement;
+  sabre_conv_workspace_size_fn workspace_size;
+  sabre_conv_run_fn run;
+  sabre_last_error_fn last_error;
+} sabre_conv_entry;
+
+typedef const sabre_conv_entry* (*sabre_conv_registry_fn)(int* count, int* abi_version);
+#define SABRE_CONV_REGISTRY_SYMBOL "sabre_conv_registry"
+
 #ifdef __cplusplus
 }
 #endif
