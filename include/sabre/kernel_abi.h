@@ -77,7 +77,7 @@ typedef const sabre_kernel_entry* (*sabre_kernel_registry_fn)(int* count, int* a
  * (or the residual after the activation; the kernel's name says which), out-of-range input rows
  * and columns reading as zero. Tensors are dense: X [n,h,w,c], W [k,r,s,c], Y and R [n,p,q,k].
  * groups > 1 (grouped and depthwise) is for kernels that say so; others return NOT_SUPPORTED.
- * A conv kernel NAME exports NAME_can_implement / NAME_workspace_size / NAME_run / NAME_last_error
+ * The filter pointer is `filter` (`w` is the input width). A conv kernel NAME exports NAME_can_implement / NAME_workspace_size / NAME_run / NAME_last_error
  * with sabre_conv_args in place of sabre_gemm_args, and its library the conv registry below. */
 typedef struct sabre_conv_args {
   int64_t n, h, w, c;  /* input */
@@ -85,7 +85,7 @@ typedef struct sabre_conv_args {
   int64_t p, q;        /* output height and width */
   int64_t pad_h, pad_w, stride_h, stride_w, dil_h, dil_w, groups;
   const void* x;
-  const void* w;
+  const void* filter; /* [k, r, s, c / groups] */
   const void* bias;     /* [k]; ignored by kernels without bias */
   const void* residual; /* [n,p,q,k]; ignored by kernels without residual */
   void* y;
