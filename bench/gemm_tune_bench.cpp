@@ -18,6 +18,7 @@
 #include <cstring>
 #include <ctime>
 #include <filesystem>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -95,15 +96,13 @@ int main(int argc, char** argv) {
   std::printf("top-k %d CUTLASS candidates (at most %d kernels per problem) + 16 cuBLASLt heuristic algorithms per "
               "shape, timed by CUDA graph replay; DB %s\n\n",
               top_k, max_kernels, db_path.c_str());
-  BatchMeasureFn measure = batched_in_children(db.path(), env, po.timeout, gpu_in_process_measure_fn());
-  TuneStats stats;
-  auto reports = tune_tasks(tasks, db, env, po, measure, default_compile_fn(po), &stats);
-
+  // Each shape's row is printed as soon as it is measured, so a run cut short still reports what
+  // it measured (and a rerun with the same --db resumes without measuring it again).
   std::printf("%-5s %-14s %6s %6s %6s  %-62s %9s %9s %9s %7s %7s %7s\n", "dtype", "epilogue", "M", "N", "K", "winner",
               "tuned us", "lt1 us", "ltbest us", "x lt1", "x best", "model");
   double s1 = 0, sb = 0, sm = 0, min_ratio = 1e9;
   int n1 = 0, nb = 0, nm = 0;
-  for (const auto& r : reports) {
+  auto row = [&](const WorkloadReport& r) {
     const auto& p = r.task.problem;
     // Tuned = the fastest correct CUTLASS kernel: what pick_kernels deploys (cuBLASLt is the yardstick).
     double t = r.cutlass_best ? r.cutlass_best->time_us : NAN;
@@ -112,10 +111,23 @@ int main(int argc, char** argv) {
     std::printf("%-5s %-14s %6lld %6lld %6lld  %-62s %9.2f %9.2f %9.2f %7.3f %7.3f %7.3f\n", p.dtype.c_str(),
                 p.epilogue.c_str(), (long long)r.task.m, (long long)p.n, (long long)p.k,
                 r.cutlass_best ? r.cutlass_best->kernel.c_str() : "none correct", t, l1, lb, l1 / t, lb / t, am / t);
+    std::fflush(stdout);
     if (std::isfinite(l1 / t)) s1 += std::log(l1 / t), ++n1, min_ratio = std::min(min_ratio, l1 / t);
     if (std::isfinite(lb / t)) sb += std::log(lb / t), ++nb, min_ratio = std::min(min_ratio, lb / t);
     if (std::isfinite(am / t)) sm += std::log(am / t), ++nm;
-  }
+  };
+  BatchMeasureFn in_children = batched_in_children(db.path(), env, po.timeout, gpu_in_process_measure_fn());
+  std::set<std::string> printed;
+  BatchMeasureFn measure = [&](const GemmProblem& p, int64_t m,
+                               const std::vector<std::pair<std::string, std::string>>& todo) {
+    in_children(p, m, todo);
+    row(report_from_db({p, m}, db, env, po));
+    printed.insert(workload_key(p, m));
+  };
+  TuneStats stats;
+  auto reports = tune_tasks(tasks, db, env, po, measure, default_compile_fn(po), &stats);
+  for (const auto& r : reports)  // measured by an earlier run of this DB: no row yet
+    if (!printed.count(r.workload)) row(r);
   std::printf("\ngeomean speedup over cuBLASLt heuristic top-1: %.3f (target >= 1.10, %d shapes)\n",
               n1 ? std::exp(s1 / n1) : NAN, n1);
   std::printf("geomean speedup over best of 16 cuBLASLt algos: %.3f (target >= 1.03)\n", nb ? std::exp(sb / nb) : NAN);
