@@ -105,7 +105,9 @@ CompileSummary compile_model(const std::string& model, const std::string& out_di
       std::vector<tune::GemmProblem> problems;
       LowerOptions collect = lo;
       collect.pick = [&](const tune::GemmProblem& p) {
-        if (std::find(problems.begin(), problems.end(), p) == problems.end()) problems.push_back(p);
+        // Alignment-1 problems are the fallbacks of symbolic-N/K GEMMs (their aligned table is
+        // tuned) or odd static extents; the analytic model picks them, which saves cold time.
+        if (p.alignment > 1 && std::find(problems.begin(), problems.end(), p) == problems.end()) problems.push_back(p);
         return tune::pick_kernels(p, popts);
       };
       lower(pr.graph, collect);
