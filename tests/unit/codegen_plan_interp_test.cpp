@@ -10,6 +10,7 @@
 #include "backends/cutlass/patterns.h"
 #include "codegen/lower.h"
 #include "frontend/onnx/importer.h"
+#include "ir/infer.h"
 #include "partition/partitioner.h"
 #include "reference/reference.h"
 #include "transform/canonicalize.h"
@@ -189,6 +190,21 @@ class Interp {
       layernorm(s);
     } else if (op == "gemm") {
       gemm(s);
+    } else if (op == "conv") {
+      conv(s);
+    } else if (op == "pool2d") {
+      pool2d(s);
+    } else if (op == "global_average_pool") {
+      Buf &x = in(s, 0), &y = out(s);
+      bool nhwc = P.get("layout")->str() == "nhwc";
+      int64_t N = x.dims[0], C = nhwc ? x.dims[3] : x.dims[1], H = nhwc ? x.dims[1] : x.dims[2], W = nhwc ? x.dims[2] : x.dims[3];
+      for (int64_t n = 0; n < N; ++n)
+        for (int64_t c = 0; c < C; ++c) {
+          double sum = 0;
+          for (int64_t h = 0; h < H; ++h)
+            for (int64_t w = 0; w < W; ++w) sum += x.v[nhwc ? ((n * H + h) * W + w) * C + c : ((n * C + c) * H + h) * W + w];
+          y.v[n * C + c] = sum / double(H * W);  // y is [N,C,1,1] or [N,1,1,C]: the same order
+        }
     } else {
       FAIL() << "the plan interpreter has no op " << op;
     }
@@ -217,6 +233,16 @@ class Interp {
         else if (op == "mul") v = A() * B();
         else if (op == "div") v = A() / B();
         else if (op == "pow") v = std::pow(A(), B());
+        else if (op == "equal") v = A() == B();
+        else if (op == "less") v = A() < B();
+        else if (op == "greater") v = A() > B();
+        else if (op == "less_equal") v = A() <= B();
+        else if (op == "greater_equal") v = A() >= B();
+        else if (op == "logical_and") v = A() != 0 && B() != 0;
+        else if (op == "logical_or") v = A() != 0 || B() != 0;
+        else if (op == "logical_not") v = A() == 0;
+        else if (op == "neg") v = -A();
+        else if (op == "exp") v = std::exp(A());
         else if (op == "sqrt") v = std::sqrt(A());
         else if (op == "erf") v = std::erf(A());
         else if (op == "tanh") v = std::tanh(A());
@@ -314,6 +340,95 @@ class Interp {
         }
   }
 
+  // The epilogue after the accumulation, tokens in order (kernel_spec.h spelling, as gemm steps).
+  static double epilogue(const std::string& epi, double v, double bias, double res) {
+    std::stringstream ss(epi);
+    std::string tok;
+    while (std::getline(ss, tok, '_')) {
+      if (tok == "bias") v += bias;
+      else if (tok == "res") v += res;
+      else if (tok == "gelu") v = gelu(v);
+      else if (tok == "gelutanh") v = gelu_tanh(v);
+      else if (tok == "relu") v = std::max(0.0, v);
+      else if (tok == "sigmoid") v = 1 / (1 + std::exp(-v));
+      else if (tok == "silu") v = v / (1 + std::exp(-v));
+      else if (tok != "linear") ADD_FAILURE() << "the plan interpreter has no epilogue token " << tok;
+    }
+    return v;
+  }
+
+  // kernel_abi.h sabre_conv_args: X [n,h,w,c], filter [k,r,s,c/groups], Y and R [n,p,q,k].
+  void conv(const runtime::Step& s) {
+    const json::Value& P = s.params;
+    Buf &x = in(s, 0), &f = in(s, 1), &y = out(s);
+    const Buf* bias = s.inputs[2] >= 0 ? &in(s, 2) : nullptr;
+    const Buf* res = s.inputs[3] >= 0 ? &in(s, 3) : nullptr;
+    int64_t N = dim(P.get("n")), H = dim(P.get("h")), W = dim(P.get("w")), C = dim(P.get("c")), K = dim(P.get("k")),
+            R = dim(P.get("r")), S = dim(P.get("s")), Pp = dim(P.get("p")), Q = dim(P.get("q"));
+    auto pads = dims_list(P.get("pads")), st = dims_list(P.get("strides")), dl = dims_list(P.get("dilations"));
+    int64_t G = dim(P.get("groups"));
+    double alpha = P.get("alpha")->num(), beta = P.get("beta")->num();
+    std::string epi = P.get("epilogue")->str();
+    EXPECT_EQ(x.dims, (std::vector<int64_t>{N, H, W, C})) << s.name;
+    EXPECT_EQ(f.dims, (std::vector<int64_t>{K, R, S, C / G})) << s.name;
+    EXPECT_EQ(y.dims, (std::vector<int64_t>{N, Pp, Q, K})) << s.name;
+    EXPECT_EQ(pads[0], pads[2]) << s.name;
+    EXPECT_EQ(pads[1], pads[3]) << s.name;
+    const int64_t cg = C / G, kg = K / G;
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t p = 0; p < Pp; ++p)
+        for (int64_t q = 0; q < Q; ++q)
+          for (int64_t k = 0; k < K; ++k) {
+            double acc = 0;
+            const int64_t g = k / kg;
+            for (int64_t r = 0; r < R; ++r) {
+              int64_t ih = p * st[0] - pads[0] + r * dl[0];
+              if (ih < 0 || ih >= H) continue;
+              for (int64_t t = 0; t < S; ++t) {
+                int64_t iw = q * st[1] - pads[1] + t * dl[1];
+                if (iw < 0 || iw >= W) continue;
+                for (int64_t c = 0; c < cg; ++c)
+                  acc += x.v[((n * H + ih) * W + iw) * C + g * cg + c] * f.v[((k * R + r) * S + t) * cg + c];
+              }
+            }
+            int64_t o = ((n * Pp + p) * Q + q) * K + k;
+            y.v[o] = epilogue(epi, alpha * static_cast<float>(acc), bias ? bias->v[k] : 0, res ? beta * res->v[o] : 0);
+          }
+  }
+
+  void pool2d(const runtime::Step& s) {
+    const json::Value& P = s.params;
+    Buf &x = in(s, 0), &y = out(s);
+    bool nhwc = P.get("layout")->str() == "nhwc", mx = P.get("kind")->str() == "max";
+    bool include_pad = P.get("count_include_pad")->boolean();
+    auto ks = dims_list(P.get("kernel")), st = dims_list(P.get("stride")), dl = dims_list(P.get("dilation")),
+         pads = dims_list(P.get("pads"));
+    auto nchw = [&](const std::vector<int64_t>& d) {
+      return nhwc ? std::vector<int64_t>{d[0], d[3], d[1], d[2]} : d;
+    };
+    auto xd = nchw(x.dims), yd = nchw(y.dims);
+    auto at = [&](const std::vector<int64_t>& d, int64_t n, int64_t c, int64_t h, int64_t w) {
+      return nhwc ? ((n * d[2] + h) * d[3] + w) * d[1] + c : ((n * d[1] + c) * d[2] + h) * d[3] + w;
+    };
+    for (int64_t n = 0; n < yd[0]; ++n)
+      for (int64_t c = 0; c < yd[1]; ++c)
+        for (int64_t p = 0; p < yd[2]; ++p)
+          for (int64_t q = 0; q < yd[3]; ++q) {
+            double acc = mx ? -INFINITY : 0;
+            int64_t count = 0;
+            for (int64_t r = 0; r < ks[0]; ++r)
+              for (int64_t t = 0; t < ks[1]; ++t) {
+                int64_t ih = p * st[0] - pads[0] + r * dl[0], iw = q * st[1] - pads[1] + t * dl[1];
+                bool inside = ih >= 0 && ih < xd[2] && iw >= 0 && iw < xd[3];
+                if (inside || include_pad) ++count;
+                if (!inside) continue;
+                double v = x.v[at(xd, n, c, ih, iw)];
+                acc = mx ? std::max(acc, v) : acc + v;
+              }
+            y.v[at(yd, n, c, p, q)] = mx ? acc : acc / double(count);
+          }
+  }
+
   const runtime::Plan& p_;
   const std::vector<uint8_t>& w_;
   std::vector<Buf> bufs_;
@@ -329,15 +444,32 @@ std::string model_path(const std::string& name) {
   return "";
 }
 
+// A stand-in for the conv kernel picker: the CUTLASS conv naming, one tile for every problem.
+std::string test_pick_conv(const codegen::ConvProblem& p) {
+  if (p.groups != 1) throw std::invalid_argument("groups=" + std::to_string(p.groups) + ": no grouped conv kernels");
+  return "sm80_conv_fprop_nhwc_" + p.dtype + "_" + p.dtype + "_f32_128x128x32_w64x64x32_s3_a" +
+         std::to_string(p.alignment) + (p.epilogue == "linear" ? "" : "_" + p.epilogue);
+}
+
+// The plan `original` lowers to (canonicalize, partition, lower), run by the interpreter at
+// `dims`, against the reference executor on `original`: relative L2 error per output.
+void check_graph(const std::string& name, const ir::Graph& original, ir::DType dtype, double tol,
+                 codegen::Lowered* lowered_out = nullptr);
+
 void check_model(const std::string& name, ir::DType dtype, double tol) {
   std::string path = model_path(name);
   ASSERT_FALSE(path.empty()) << name;
-  ir::Graph original = onnx_frontend::import_model(path);
+  check_graph(name, onnx_frontend::import_model(path), dtype, tol);
+}
+
+void check_graph(const std::string& name, const ir::Graph& original, ir::DType dtype, double tol,
+                 codegen::Lowered* lowered_out) {
   ir::Graph g = partition::partition(transform::canonicalize(original.clone()), cutlass_backend::pattern_table()).graph;
   codegen::LowerOptions o;
   o.dtype = dtype;
-  o.ranges = codegen::parse_dynamic(name == "gpt2_block" ? "batch=1..4,seq=1..16" : "batch=1..4,seq=1..16");
+  for (const std::string& sym : g.symbols()) o.ranges[sym] = {1, sym == "batch" ? 4 : 16};
   o.pick = [](const tune::GemmProblem& p) { return tune::pick_kernels(p, tune::PickOptions{}); };
+  o.pick_conv = test_pick_conv;
   codegen::Lowered low = codegen::lower(g, o);
 
   std::mt19937 rng(7);
@@ -376,6 +508,7 @@ void check_model(const std::string& name, ir::DType dtype, double tol) {
                 std::string(ir::name(dtype)).c_str(), o, err, tol);
     EXPECT_LT(err, tol) << name << " output " << o;
   }
+  if (lowered_out) *lowered_out = std::move(low);
 }
 
 // Models exported from HuggingFace transformers (bench/models/export_hf.py writes them; too big
@@ -388,6 +521,138 @@ TEST(CodegenPlanInterp, HuggingFaceExportsMatchReference) {
     if (!fs::exists(p)) continue;
     SCOPED_TRACE(p);
     check_model(fs::absolute(p).string(), ir::DType::f16, 1e-2);
+  }
+}
+
+// ---- NHWC inside conv regions (issue 7) ------------------------------------------------------
+
+int count_steps(const runtime::Plan& p, const std::string& op) {
+  int n = 0;
+  for (const auto& s : p.steps) n += s.op == op;
+  return n;
+}
+std::vector<int64_t> perm_of(const runtime::Step& s) {
+  std::vector<int64_t> v;
+  for (const auto& x : s.params.get("perm")->arr()) v.push_back(static_cast<int64_t>(x.num()));
+  return v;
+}
+
+ir::Value* random_const(ir::Graph& g, const std::string& name, std::vector<int64_t> dims, double scale, std::mt19937& rng) {
+  std::uniform_real_distribution<float> u(-1, 1);
+  int64_t n = 1;
+  for (int64_t d : dims) n *= d;
+  std::vector<float> v(static_cast<size_t>(n));
+  for (auto& x : v) x = static_cast<float>(scale) * u(rng);
+  return g.add_constant(name, ir::Tensor::from_f32(v, dims));
+}
+
+// x -> relu(conv1(x)+b1) = h -> h * scale[C,1,1] -> conv2(.)+b2 + h -> y: two conv regions, an
+// elementwise op with a per-channel constant between them and a residual read by the second.
+ir::Graph two_conv_graph(int64_t group2 = 1) {
+  std::mt19937 rng(11);
+  ir::Graph g;
+  g.name = "two_conv";
+  const int64_t C = 8;
+  ir::Value* x = g.add_input("x", {ir::DType::f32, {ir::Dim::symbol("batch"), ir::Dim(C), ir::Dim(6), ir::Dim(6)}, true});
+  std::map<std::string, ir::AttrValue> conv_attrs = {{"kernel_shape", std::vector<int64_t>{3, 3}},
+                                                      {"pads", std::vector<int64_t>{1, 1, 1, 1}},
+                                                      {"strides", std::vector<int64_t>{1, 1}}};
+  ir::Node* c1 = g.add_node("Conv", {x, random_const(g, "w1", {C, C, 3, 3}, 0.2, rng), random_const(g, "b1", {C}, 0.5, rng)},
+                            1, conv_attrs, "conv1");
+  ir::Node* r1 = g.add_node("Relu", {c1->output(0)}, 1, {}, "relu1");
+  ir::Node* m = g.add_node("Mul", {r1->output(0), random_const(g, "scale", {C, 1, 1}, 1.0, rng)}, 1, {}, "scale");
+  auto attrs2 = conv_attrs;
+  attrs2["group"] = group2;
+  ir::Node* c2 = g.add_node("Conv", {m->output(0), random_const(g, "w2", {C, C / group2, 3, 3}, 0.2, rng),
+                                     random_const(g, "b2", {C}, 0.5, rng)},
+                            1, attrs2, "conv2");
+  ir::Node* a = g.add_node("Add", {c2->output(0), r1->output(0)}, 1, {}, "residual");
+  g.add_output(a->output(0));
+  ir::infer_types(g);
+  return g;
+}
+
+// Fires: the conv chain runs NHWC with one permute in (x) and one out (y); the per-channel
+// constant of the Mul between the convs is transposed at compile time, and the filters are KRSC.
+TEST(CodegenLayoutNhwc, TwoConvChainPermutesOnlyAtTheEdges) {
+  codegen::Lowered low;
+  check_graph("two_conv", two_conv_graph(), ir::DType::f16, 4e-3, &low);
+  if (HasFatalFailure()) return;
+  const auto& p = low.plan;
+  EXPECT_EQ(count_steps(p, "conv"), 2);
+  EXPECT_EQ(count_steps(p, "elementwise"), 1);
+  EXPECT_EQ(low.layout_permutes, 2);
+  std::vector<std::vector<int64_t>> perms;
+  for (const auto& s : p.steps)
+    if (s.op == "permute") perms.push_back(perm_of(s));
+  ASSERT_EQ(perms.size(), 2u);
+  EXPECT_EQ(perms[0], (std::vector<int64_t>{0, 2, 3, 1})) << "x enters NHWC";
+  EXPECT_EQ(perms[1], (std::vector<int64_t>{0, 3, 1, 2})) << "y leaves NCHW";
+  for (const auto& s : p.steps) {
+    if (s.op != "conv") continue;
+    const auto& w = p.tensors[static_cast<size_t>(s.inputs[1])];
+    EXPECT_EQ(w.kind, runtime::TensorKind::weight);
+    ASSERT_EQ(w.shape.size(), 4u);
+    EXPECT_EQ(w.shape[3].str(), "8") << "KRSC filter";
+    EXPECT_EQ(w.shape[1].str(), "3") << "KRSC filter";
+    EXPECT_EQ(s.params.get("dispatch")->arr().at(0).get("kernel")->str().rfind("sm80_conv_fprop_nhwc_f16", 0), 0u);
+  }
+  EXPECT_EQ(low.conv_kernels.size(), 2u) << "bias_relu and bias_res";
+  // The output keeps the model's name and NCHW shape.
+  const auto& out = p.tensors[static_cast<size_t>(p.outputs[0])];
+  EXPECT_EQ(out.shape[1].str(), "8");
+  EXPECT_EQ(out.shape[3].str(), "6");
+}
+
+// Refuses: a grouped second conv stays out of the conv table; lowering names it and why, and
+// nothing is half-converted (the error lists it, no plan).
+TEST(CodegenLayoutNhwc, GroupedConvIsRefusedWithReason) {
+  ir::Graph g = partition::partition(transform::canonicalize(two_conv_graph(2)), cutlass_backend::pattern_table()).graph;
+  codegen::LowerOptions o;
+  o.ranges = codegen::parse_dynamic("batch=1..4");
+  o.pick = [](const tune::GemmProblem& p) { return tune::pick_kernels(p, tune::PickOptions{}); };
+  o.pick_conv = test_pick_conv;
+  try {
+    codegen::lower(g, o);
+    FAIL() << "a grouped conv lowered";
+  } catch (const codegen::UnsupportedError& e) {
+    std::string m = e.what();
+    EXPECT_NE(m.find("conv2 (Conv)"), std::string::npos) << m;
+    EXPECT_NE(m.find("pattern table refused"), std::string::npos) << m;
+  }
+}
+
+// Nothing to do: a model without convs gets no permute from the layout assignment.
+TEST(CodegenLayoutNhwc, BertHasNoLayoutPermutes) {
+  std::string path = model_path("bert_tiny");
+  ASSERT_FALSE(path.empty());
+  ir::Graph g = partition::partition(transform::canonicalize(onnx_frontend::import_model(path)),
+                                     cutlass_backend::pattern_table()).graph;
+  codegen::LowerOptions o;
+  o.ranges = codegen::parse_dynamic("batch=1..4,seq=1..16");
+  o.pick = [](const tune::GemmProblem& p) { return tune::pick_kernels(p, tune::PickOptions{}); };
+  o.pick_conv = test_pick_conv;
+  codegen::Lowered low = codegen::lower(g, o);
+  EXPECT_EQ(low.layout_permutes, 0);
+  for (const auto& t : low.plan.tensors) EXPECT_EQ(t.name.find(".nhwc"), std::string::npos) << t.name;
+}
+
+// The generated ResNet block (Conv+BN+Relu, Conv+BN + residual + Relu, MaxPool,
+// GlobalAveragePool, Flatten, Gemm): BatchNorm folded, both convs NHWC, pooling NHWC, one
+// permute (the input) and none at the head: the pooled [N,1,1,C] is the same bytes as [N,C,1,1].
+TEST(CodegenLayoutNhwc, ResnetBlockF16MatchesReference) {
+  std::string path = model_path("resnet_block");
+  ASSERT_FALSE(path.empty()) << "resnet_block.onnx: build the sabre_models target";
+  codegen::Lowered low;
+  check_graph("resnet_block", onnx_frontend::import_model(path), ir::DType::f16, 4e-3, &low);
+  if (HasFatalFailure()) return;
+  const auto& p = low.plan;
+  EXPECT_EQ(count_steps(p, "conv"), 2);
+  EXPECT_EQ(low.layout_permutes, 1);
+  EXPECT_EQ(count_steps(p, "permute"), 1);
+  for (const auto& s : p.steps) {
+    if (s.op == "pool2d" || s.op == "global_average_pool") EXPECT_EQ(s.params.get("layout")->str(), "nhwc") << s.name;
+    if (s.op == "conv") EXPECT_NE(s.params.get("epilogue")->str().find("bias"), std::string::npos) << "BatchNorm folded";
   }
 }
 
