@@ -501,6 +501,12 @@ class Lowerer {
     if (n->domain() != "") return unsupported(n, "no GPU lowering for domain '" + n->domain() + "'");
     if (is_ew(n)) {
       auto it = group_of_.find(n);
+      // A Cast between float types that store alike (f32 -> f32 softmax casts in an f16 plan): a view.
+      if (op == "Cast" && it != group_of_.end() && groups_[it->second].nodes.size() == 1 &&
+          storage(n->input(0)->dtype()) == storage(n->output(0)->dtype())) {
+        step("reshape", n->name(), {tensor(n->input(0))}, {define(n->output(0))}, JObject{});
+        return;
+      }
       if (it != group_of_.end() && groups_[it->second].nodes.back() == n) emit_group(groups_[it->second]);
       return;
     }

@@ -12,6 +12,7 @@
 #include "transform/fuse_layernorm.h"
 #include "transform/layout_weights.h"
 #include "transform/mark_gemm_bias.h"
+#include "transform/unflatten_gemm.h"
 
 namespace sabre::transform {
 
@@ -32,6 +33,7 @@ ir::Graph canonicalize(ir::Graph g, const PassOptions& opts) {
   };
   step("fold_constants", fold_constants);
   step("fold_shapes", fold_shapes);
+  step("unflatten_gemm", unflatten_gemm);
   step("fuse_gelu", fuse_gelu);
   step("fuse_layernorm", fuse_layernorm);
   step("fold_batchnorm", fold_batchnorm);
