@@ -6,6 +6,8 @@
 #include <vector>
 
 #include "backends/cutlass/catalog.h"
+#include "backends/cutlass/conv_emitter.h"
+#include "backends/cutlass/conv_spec.h"
 #include "backends/cutlass/emitter.h"
 #include "backends/cutlass/kernel_spec.h"
 #include "backends/cutlass/nvcc.h"
@@ -22,7 +24,9 @@ const char* kUsage =
     "       sabre kernels emit NAME [-o FILE.cu] [--target-sm 90|80]\n"
     "       sabre kernels build NAME... -o DIR [-j N] [--target-sm 90|80]\n"
     "EPI is an epilogue name such as linear, bias, bias_gelu, bias_res_relu (residual before act),\n"
-    "gelu_res (after); default bias. Activations: relu gelu gelutanh silu sigmoid hardswish.\n";
+    "gelu_res (after); default bias. Activations: relu gelu gelutanh silu sigmoid hardswish.\n"
+    "emit and build also take conv kernel names (docs/KERNELS.md), e.g.\n"
+    "sm80_conv_fprop_optimized_nhwc_f16_f16_f32_128x128x32_w64x64x32_s3_a8_bias_relu.\n";
 
 // Every catalog kernel for target_sm with epilogue `epi`, filtered.
 std::vector<cb::KernelSpec> list_specs(int target_sm, std::optional<cb::Family> fam, std::optional<cb::Elem> dtype,
@@ -130,6 +134,32 @@ int cmd_list(const std::vector<std::string>& args) {
   return kExitOk;
 }
 
+// A convolution kernel (sm80_conv_...; conv_spec.h): no catalog lookup, the name must parse.
+int emit_conv(const std::string& name, const std::string& out, int target_sm) {
+  auto spec = cb::parse_conv_kernel_name(name);
+  if (!spec) {
+    std::fprintf(stderr, "sabre kernels emit: '%s' is not a conv kernel name (e.g. %s)\n", name.c_str(),
+                 "sm80_conv_fprop_optimized_nhwc_f16_f16_f32_128x128x32_w64x64x32_s3_a8_bias_relu");
+    return kExitUsage;
+  }
+  if (auto why = cb::conv_unsupported_reason(*spec, target_sm)) {
+    std::fprintf(stderr, "sabre kernels emit: %s cannot run on sm_%d: %s\n", name.c_str(), target_sm, why->c_str());
+    return kExitError;
+  }
+  std::string text = cb::emit_conv_kernel(*spec, target_sm);
+  if (out.empty()) {
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    return kExitOk;
+  }
+  std::ofstream f(out);
+  f << text;
+  if (!f) {
+    std::fprintf(stderr, "sabre kernels emit: cannot write '%s'\n", out.c_str());
+    return kExitError;
+  }
+  return kExitOk;
+}
+
 int cmd_emit(const std::vector<std::string>& args) {
   std::string name, out;
   int target_sm = 90;
@@ -148,6 +178,7 @@ int cmd_emit(const std::vector<std::string>& args) {
     std::fprintf(stderr, "sabre kernels emit: which kernel? give its NAME\n%s", kUsage);
     return kExitUsage;
   }
+  if (cb::is_conv_kernel_name(name)) return emit_conv(name, out, target_sm);
   auto spec = resolve(name, target_sm);
   if (!spec) return kExitUsage;
   if (auto why = cb::unsupported_reason(*spec, target_sm)) {
@@ -192,7 +223,21 @@ int cmd_build(const std::vector<std::string>& args) {
     return kExitUsage;
   }
   std::vector<cb::KernelSpec> specs;
+  std::vector<cb::ConvSpec> convs;
   for (const auto& n : names) {
+    if (cb::is_conv_kernel_name(n)) {
+      auto c = cb::parse_conv_kernel_name(n);
+      if (!c) {
+        std::fprintf(stderr, "sabre kernels build: '%s' is not a conv kernel name\n", n.c_str());
+        return kExitUsage;
+      }
+      if (auto why = cb::conv_unsupported_reason(*c, opts.target_sm)) {
+        std::fprintf(stderr, "sabre kernels build: %s cannot run on sm_%d: %s\n", n.c_str(), opts.target_sm, why->c_str());
+        return kExitError;
+      }
+      convs.push_back(*c);
+      continue;
+    }
     auto s = resolve(n, opts.target_sm);
     if (!s) return kExitUsage;
     if (auto why = cb::unsupported_reason(*s, opts.target_sm)) {
@@ -202,6 +247,7 @@ int cmd_build(const std::vector<std::string>& args) {
     specs.push_back(*s);
   }
   auto results = cb::compile_kernels(specs, out, opts, jobs);
+  for (auto& r : cb::compile_conv_kernels(convs, out, opts, jobs)) results.push_back(std::move(r));
   int failed = 0;
   for (const auto& r : results) {
     std::printf("%-4s %6.1fs %s\n", r.ok ? "ok" : "FAIL", r.seconds, r.name.c_str());
@@ -226,7 +272,7 @@ int run(const std::vector<std::string>& args) {
   return kExitUsage;
 }
 
-const bool reg = register_command({"kernels", "list, emit and build generated GEMM kernels", run});
+const bool reg = register_command({"kernels", "list, emit and build generated GEMM and conv kernels", run});
 
 }  // namespace
 }  // namespace sabre::cli

@@ -87,10 +87,15 @@ std::vector<std::string> nvcc_command(const KernelSpec& s, const std::string& so
   return cmd;
 }
 
-CompileResult compile_kernel(const KernelSpec& s, const std::string& out_dir, const NvccOptions& opts) {
+namespace {
+
+// Writes `text` to out_dir/NAME.cu, runs `cmd_for(source, library)` and checks that the library
+// holds SASS for `want` (sm_90a, sm_90, ...). Shared by the GEMM and conv kernels.
+template <class CmdFor>
+CompileResult compile_text(const std::string& name, const std::string& text, const std::string& want,
+                           const std::string& out_dir, CmdFor cmd_for) {
   CompileResult r;
-  r.name = kernel_name(s);
-  std::string text = emit_kernel(s, opts.target_sm);
+  r.name = name;
   fs::create_directories(out_dir);
   r.source = (fs::path(out_dir) / (r.name + ".cu")).string();
   r.library = (fs::path(out_dir) / (r.name + ".so")).string();
@@ -102,7 +107,7 @@ CompileResult compile_kernel(const KernelSpec& s, const std::string& out_dir, co
       return r;
     }
   }
-  auto cmd = nvcc_command(s, r.source, r.library, opts);
+  std::vector<std::string> cmd = cmd_for(r.source, r.library);
   for (const auto& a : cmd) r.command += (r.command.empty() ? "" : " ") + a;
   auto t0 = std::chrono::steady_clock::now();
   int rc = run_process(cmd, r.log);
@@ -110,9 +115,6 @@ CompileResult compile_kernel(const KernelSpec& s, const std::string& out_dir, co
   if (rc != 0) {
     r.log += "\nnvcc exited with status " + std::to_string(rc);
   } else {
-    // The SASS must be for the arch the kernel needs: sm_90a for wgmma/TMA kernels (a plain sm_90
-    // cubin of these templates is a stub that prints an error), the target's own SM otherwise.
-    std::string want = s.config.family == Family::sm90 ? "sm_90a" : "sm_" + std::to_string(opts.target_sm);
     std::string elf, tool = cuobjdump_for(cmd[0]);
     int orc = run_process({tool, "--list-elf", r.library}, elf);
     if (orc == 127) {  // no cuobjdump here (a compile-only box): the TU's #error still guards the arch
@@ -137,16 +139,17 @@ CompileResult compile_kernel(const KernelSpec& s, const std::string& out_dir, co
   return r;
 }
 
-std::vector<CompileResult> compile_kernels(const std::vector<KernelSpec>& specs, const std::string& out_dir,
-                                           const NvccOptions& opts, int jobs) {
-  std::vector<CompileResult> results(specs.size());
+// Runs compile(i) for i < n on `jobs` threads; compile may throw (the result then holds the message).
+template <class Compile, class NameOf>
+std::vector<CompileResult> compile_parallel(size_t n, int jobs, Compile compile, NameOf name_of) {
+  std::vector<CompileResult> results(n);
   std::atomic<size_t> next{0};
   auto worker = [&] {
-    for (size_t i; (i = next++) < specs.size();) {
+    for (size_t i; (i = next++) < n;) {
       try {
-        results[i] = compile_kernel(specs[i], out_dir, opts);
+        results[i] = compile(i);
       } catch (const std::exception& e) {
-        results[i].name = kernel_name(specs[i]);
+        results[i].name = name_of(i);
         results[i].log = e.what();
       }
     }
@@ -155,6 +158,48 @@ std::vector<CompileResult> compile_kernels(const std::vector<KernelSpec>& specs,
   for (int j = 0; j < std::max(1, jobs); ++j) pool.emplace_back(worker);
   for (auto& t : pool) t.join();
   return results;
+}
+
+}  // namespace
+
+CompileResult compile_kernel(const KernelSpec& s, const std::string& out_dir, const NvccOptions& opts) {
+  // The SASS must be for the arch the kernel needs: sm_90a for wgmma/TMA kernels (a plain sm_90
+  // cubin of these templates is a stub that prints an error), the target's own SM otherwise.
+  std::string want = s.config.family == Family::sm90 ? "sm_90a" : "sm_" + std::to_string(opts.target_sm);
+  return compile_text(kernel_name(s), emit_kernel(s, opts.target_sm), want, out_dir,
+                      [&](const std::string& src, const std::string& lib) { return nvcc_command(s, src, lib, opts); });
+}
+
+std::vector<CompileResult> compile_kernels(const std::vector<KernelSpec>& specs, const std::string& out_dir,
+                                           const NvccOptions& opts, int jobs) {
+  return compile_parallel(
+      specs.size(), jobs, [&](size_t i) { return compile_kernel(specs[i], out_dir, opts); },
+      [&](size_t i) { return kernel_name(specs[i]); });
+}
+
+std::vector<std::string> nvcc_conv_command(const std::string& source, const std::string& library,
+                                           const NvccOptions& opts) {
+  std::string cutlass = opts.cutlass_dir.empty() ? std::string(SABRE_CUTLASS_DIR) : opts.cutlass_dir;
+  std::string inc = opts.sabre_include.empty() ? default_sabre_include() : opts.sabre_include;
+  std::vector<std::string> cmd = {opts.nvcc.empty() ? find_nvcc() : opts.nvcc,
+                                  "-std=c++17", "-O3", "--expt-relaxed-constexpr", "-DNDEBUG"};
+  for (const auto& f : conv_gencode_flags(opts.target_sm)) cmd.push_back(f);
+  cmd.insert(cmd.end(), {"-I" + cutlass + "/include", "-I" + cutlass + "/tools/util/include", "-I" + inc,
+                         "-Xcompiler", "-fPIC", "-shared", "-o", library, source});
+  for (const auto& f : opts.extra_flags) cmd.push_back(f);
+  return cmd;
+}
+
+CompileResult compile_conv_kernel(const ConvSpec& s, const std::string& out_dir, const NvccOptions& opts) {
+  return compile_text(conv_kernel_name(s), emit_conv_kernel(s, opts.target_sm), "sm_" + std::to_string(opts.target_sm),
+                      out_dir, [&](const std::string& src, const std::string& lib) { return nvcc_conv_command(src, lib, opts); });
+}
+
+std::vector<CompileResult> compile_conv_kernels(const std::vector<ConvSpec>& specs, const std::string& out_dir,
+                                                const NvccOptions& opts, int jobs) {
+  return compile_parallel(
+      specs.size(), jobs, [&](size_t i) { return compile_conv_kernel(specs[i], out_dir, opts); },
+      [&](size_t i) { return conv_kernel_name(specs[i]); });
 }
 
 }  // namespace sabre::cutlass_backend

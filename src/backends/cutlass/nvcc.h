@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "backends/cutlass/conv_emitter.h"
+#include "backends/cutlass/conv_spec.h"
 #include "backends/cutlass/emitter.h"
 #include "backends/cutlass/kernel_spec.h"
 
@@ -40,6 +42,13 @@ CompileResult compile_kernel(const KernelSpec& s, const std::string& out_dir, co
 // compile_kernel for each spec, at most `jobs` nvcc processes at a time; results in spec order.
 std::vector<CompileResult> compile_kernels(const std::vector<KernelSpec>& specs, const std::string& out_dir,
                                            const NvccOptions& opts, int jobs);
+
+// The same for convolution kernels (conv_emitter.h): emit, nvcc for the target's own SASS, check.
+std::vector<std::string> nvcc_conv_command(const std::string& source, const std::string& library,
+                                           const NvccOptions& opts);
+CompileResult compile_conv_kernel(const ConvSpec& s, const std::string& out_dir, const NvccOptions& opts);
+std::vector<CompileResult> compile_conv_kernels(const std::vector<ConvSpec>& specs, const std::string& out_dir,
+                                                const NvccOptions& opts, int jobs);
 
 // Runs `argv` with stdout and stderr into `output`; returns the exit status (-1 if it could not start).
 int run_process(const std::vector<std::string>& argv, std::string& output);

@@ -1,0 +1,230 @@
+#include "backends/cutlass/conv_emitter.h"
+
+#include <stdexcept>
+
+namespace sabre::cutlass_backend {
+namespace {
+
+std::string i(int v) { return std::to_string(v); }
+
+std::string cutlass_elem(Elem e) {
+  switch (e) {
+    case Elem::f16: return "cutlass::half_t";
+    case Elem::bf16: return "cutlass::bfloat16_t";
+    default: break;
+  }
+  throw std::logic_error("invariant: conv kernels are f16 or bf16 (conv_unsupported_reason)");
+}
+
+std::string cutlass_act(Act a) {
+  switch (a) {
+    case Act::none: return "cutlass::epilogue::thread::Identity";
+    case Act::relu: return "cutlass::epilogue::thread::ReLu";
+    case Act::gelu_erf: return "cutlass::epilogue::thread::GELU";
+    case Act::gelu_tanh: return "cutlass::epilogue::thread::GELU_taylor";
+    case Act::silu: return "cutlass::epilogue::thread::SiLu";
+    case Act::sigmoid: return "cutlass::epilogue::thread::Sigmoid";
+    case Act::hardswish: return "cutlass::epilogue::thread::HardSwish";
+    case Act::kCount: break;
+  }
+  throw std::logic_error("invariant: Act is a valid activation");
+}
+
+std::string algebra(const EpilogueSpec& e) {
+  std::string inner = "alpha*conv(X,W)";
+  if (e.bias) inner += " + bias[k]";
+  if (e.residual == Residual::before_act) inner += " + beta*R";
+  std::string out = e.act == Act::none ? inner : std::string(act_name(e.act)) + "(" + inner + ")";
+  if (e.residual == Residual::after_act) out += " + beta*R";
+  return "Y = " + out;
+}
+
+std::string device_types(const ConvSpec& s) {
+  const ConvConfig& c = s.config;
+  const EpilogueSpec& e = s.epi;
+  std::string o;
+  o += "namespace {\n\n";
+  o += "using Element = " + cutlass_elem(s.elem) + ";  // X, W, Y, bias, R\n";
+  o += "using Layout = cutlass::layout::TensorNHWC;  // X [n,h,w,c], W [k,r,s,c], Y and R [n,p,q,k]\n";
+  o += "using ElementAccumulator = float;\nusing ElementCompute = float;\n";
+  o += "constexpr int kAlign = " + i(c.alignment) + ";\n";
+  o += "using ThreadblockShape = cutlass::gemm::GemmShape<" + i(c.tile.m) + ", " + i(c.tile.n) + ", " + i(c.tile.k) + ">;\n";
+  o += "using WarpShape = cutlass::gemm::GemmShape<" + i(c.warp.m) + ", " + i(c.warp.n) + ", " + i(c.warp.k) + ">;\n";
+  o += "using InstructionShape = cutlass::gemm::GemmShape<16, 8, 16>;\n";
+  o += "constexpr int kStages = " + i(c.stages) + ";" +
+       (c.stages == 2 ? "  // register-pipelined mainloop: no cp.async, any alignment\n" : "\n");
+  o += "using Swizzle = cutlass::gemm::threadblock::GemmIdentityThreadblockSwizzle<4>;\n";
+  o += std::string("constexpr auto kIterator = cutlass::conv::IteratorAlgorithm::") +
+       (c.iter == ConvIter::optimized ? "kOptimized;\n" : "kAnalytic;  // recomputes (r,s,c) per access: any alignment\n");
+  o += "constexpr auto kStrides = cutlass::conv::StrideSupport::kStrided;  // any stride, not only 1\n\n";
+  const std::string act = cutlass_act(e.act);
+  o += "// " + algebra(e) + "\n";
+  if (e.residual == Residual::none) {
+    if (e.bias) o += "// The source tensor C is the bias with all strides 0 (one row, broadcast): Y = act(alpha*acc + C).\n";
+    o += "using EpilogueOp = cutlass::epilogue::thread::LinearCombinationGeneric<\n    " + act +
+         ", Element, kAlign, ElementAccumulator, ElementCompute,\n    cutlass::epilogue::thread::ScaleType::" +
+         (e.bias ? "NoBetaScaling" : "OnlyAlphaScaling") + ", cutlass::FloatRoundStyle::round_to_nearest>;\n";
+    o += "using ConvKernel = typename cutlass::conv::kernel::DefaultConv2dFprop<\n";
+  } else {
+    const bool before = e.residual == Residual::before_act;
+    o += "// The residual block epilogue: Y = Unary(plus(Activation(alpha*acc + bias), beta*R)); the source\n"
+         "// tensor C is R, the bias the broadcast vector (read as zeros when absent).\n";
+    o += "using EpilogueOp = cutlass::epilogue::thread::LinearCombinationResidualBlock<\n"
+         "    Element, ElementAccumulator, ElementCompute, Element, kAlign,\n    " +
+         (before ? std::string("cutlass::epilogue::thread::Identity") : act) + ", cutlass::plus,\n    " +
+         (before ? act : std::string("cutlass::epilogue::thread::Identity")) + ">;\n";
+    o += "using ConvKernel = typename cutlass::conv::kernel::DefaultConv2dFpropWithBroadcast<\n";
+  }
+  o += "    Element, Layout, Element, Layout, Element, Layout, ElementAccumulator,\n"
+       "    cutlass::arch::OpClassTensorOp, cutlass::arch::Sm80, ThreadblockShape, WarpShape, InstructionShape,\n"
+       "    EpilogueOp, Swizzle, kStages, cutlass::arch::OpMultiplyAdd, kIterator, kStrides, kAlign, kAlign>::Kernel;\n";
+  o += "using Conv = cutlass::conv::device::ImplicitGemmConvolution<ConvKernel>;\n\n";
+  o += "}  // namespace\n\n";
+  return o;
+}
+
+std::string host_code(const ConvSpec& s, const EmitOptions& opts) {
+  const EpilogueSpec& e = s.epi;
+  const bool res = e.residual != Residual::none;
+  const std::string n = conv_kernel_name(s);
+  std::string o;
+  o += "namespace {\n\n";
+  o += "thread_local std::string g_last_error;\n\n";
+  o += "int fail(int status, std::string msg) {\n  g_last_error = std::move(msg);\n  return status;\n}\n\n";
+  o += "#define SABRE_CHECK_CUTLASS(stmt)                                                             \\\n"
+       "  do {                                                                                    \\\n"
+       "    cutlass::Status st_ = (stmt);                                                         \\\n"
+       "    if (st_ != cutlass::Status::kSuccess)                                                 \\\n"
+       "      return fail(SABRE_CUTLASS_ERROR, std::string(#stmt \" failed: \") +                   \\\n"
+       "                  cutlassGetStatusString(st_) + \" at \" __FILE__ \":\" + std::to_string(__LINE__)); \\\n"
+       "  } while (0)\n"
+       "#define SABRE_CHECK_CUDA(stmt)                                                                \\\n"
+       "  do {                                                                                    \\\n"
+       "    cudaError_t e_ = (stmt);                                                              \\\n"
+       "    if (e_ != cudaSuccess)                                                                \\\n"
+       "      return fail(SABRE_CUDA_ERROR, std::string(#stmt \" failed: \") + cudaGetErrorString(e_) + \\\n"
+       "                  \" at \" __FILE__ \":\" + std::to_string(__LINE__));                       \\\n"
+       "  } while (0)\n\n";
+  o += "constexpr bool kHasBias = " + std::string(e.bias ? "true" : "false") + ";\n";
+  o += "constexpr bool kHasResidual = " + std::string(res ? "true" : "false") + ";\n\n";
+  o += "bool aligned(const void* p) { return reinterpret_cast<uintptr_t>(p) % (kAlign * sizeof(Element)) == 0; }\n";
+  o += "bool fits(int64_t v) { return v <= INT32_MAX; }\n\n";
+  o += "// Why this kernel cannot run these arguments, or nullptr. Covers what CUTLASS leaves to the caller.\n";
+  o += "const char* refuse(const sabre_conv_args* p) {\n";
+  o += "  if (!p) return \"args is NULL\";\n";
+  o += "  if (p->groups != 1) return \"groups != 1 (grouped or depthwise convolution) is not supported by this kernel\";\n";
+  o += "  if (p->n < 0 || p->h < 1 || p->w < 1 || p->c < 1 || p->k < 1 || p->r < 1 || p->s < 1 || p->p < 1 || p->q < 1)\n"
+       "    return \"need n >= 0 and h, w, c, k, r, s, p, q >= 1\";\n";
+  o += "  if (p->pad_h < 0 || p->pad_w < 0 || p->stride_h < 1 || p->stride_w < 1 || p->dil_h < 1 || p->dil_w < 1)\n"
+       "    return \"need pads >= 0, strides and dilations >= 1\";\n";
+  o += "  if (!fits(p->n) || !fits(p->h) || !fits(p->w) || !fits(p->c) || !fits(p->k) || !fits(p->r) || !fits(p->s) ||\n"
+       "      !fits(p->p) || !fits(p->q) || !fits(p->pad_h) || !fits(p->pad_w) || !fits(p->stride_h) ||\n"
+       "      !fits(p->stride_w) || !fits(p->dil_h) || !fits(p->dil_w))\n"
+       "    return \"a dimension exceeds int32\";\n";
+  o += "  if (!fits(p->n * p->p * p->q) || !fits(p->r * p->s * p->c)) return \"implicit GEMM M = n*p*q or K = r*s*c exceeds int32\";\n";
+  o += "  if (!p->x || !p->filter || !p->y) return \"x, filter and y must be non-NULL\";\n";
+  o += "  if (kHasBias && !p->bias) return \"this kernel adds a bias: bias must be non-NULL\";\n";
+  o += "  if (kHasResidual && !p->residual) return \"this kernel adds a residual: residual must be non-NULL\";\n";
+  o += "  if (p->c % kAlign) return \"c (input channels) is not a multiple of the kernel's alignment\";\n";
+  o += "  if (p->k % kAlign) return \"k (output channels) is not a multiple of the kernel's alignment\";\n";
+  o += "  if (!aligned(p->x) || !aligned(p->filter) || !aligned(p->y) || (kHasBias && !aligned(p->bias)) ||\n"
+       "      (kHasResidual && !aligned(p->residual)))\n"
+       "    return \"a pointer is not aligned to the kernel's access width\";\n";
+  o += "  return nullptr;\n}\n\n";
+  o += "typename Conv::Arguments make_args(const sabre_conv_args* p) {\n";
+  o += "  cutlass::conv::Conv2dProblemSize problem(\n"
+       "      int(p->n), int(p->h), int(p->w), int(p->c), int(p->k), int(p->r), int(p->s), int(p->p), int(p->q),\n"
+       "      int(p->pad_h), int(p->pad_w), int(p->stride_h), int(p->stride_w), int(p->dil_h), int(p->dil_w),\n"
+       "      cutlass::conv::Mode::kCrossCorrelation, /*split_k_slices=*/1, /*groups=*/1);\n";
+  o += "  using Ref = cutlass::TensorRef<Element, Layout>;\n";
+  o += "  Ref x(static_cast<Element*>(const_cast<void*>(p->x)), Layout::packed({int(p->n), int(p->h), int(p->w), int(p->c)}));\n";
+  o += "  Ref w(static_cast<Element*>(const_cast<void*>(p->filter)), Layout::packed({int(p->k), int(p->r), int(p->s), int(p->c)}));\n";
+  o += "  Ref y(static_cast<Element*>(p->y), Layout::packed({int(p->n), int(p->p), int(p->q), int(p->k)}));\n";
+  if (!res) {
+    if (e.bias)
+      o += "  Ref c(static_cast<Element*>(const_cast<void*>(p->bias)), Layout::packed({0, 0, 0, 0}));  // strides 0: broadcast\n";
+    else
+      o += "  Ref c(nullptr, Layout::packed({int(p->n), int(p->p), int(p->q), int(p->k)}));  // not read (beta unused)\n";
+    o += "  return typename Conv::Arguments(problem, x, w, c, y, {p->alpha, 0.0f});\n";
+  } else {
+    o += "  Ref r(static_cast<Element*>(const_cast<void*>(p->residual)), Layout::packed({int(p->n), int(p->p), int(p->q), int(p->k)}));\n";
+    o += std::string("  void* bias = ") + (e.bias ? "const_cast<void*>(p->bias);\n" : "nullptr;  // broadcast reads zeros\n");
+    o += "  return typename Conv::Arguments(problem, x, w, r, y, {p->alpha, p->beta}, cutlass::conv::SplitKMode::kSerial,\n"
+         "                                  bias, /*T, not stored*/ nullptr, /*ldr: bias row broadcast*/ 0, 0);\n";
+  }
+  o += "}\n\n";
+  o += "}  // namespace\n\n";
+  o += "extern \"C\" {\n\n";
+  o += "const char* " + n + "_last_error(void) { return g_last_error.c_str(); }\n\n";
+  o += "int " + n + "_can_implement(const sabre_conv_args* p) {\n";
+  o += "  if (const char* why = refuse(p)) return fail(SABRE_NOT_SUPPORTED, why);\n";
+  o += "  if (p->n == 0) return SABRE_OK;\n";
+  o += "  cutlass::Status st = Conv::can_implement(make_args(p));\n";
+  o += "  if (st != cutlass::Status::kSuccess)\n"
+       "    return fail(SABRE_NOT_SUPPORTED, std::string(\"ImplicitGemmConvolution::can_implement: \") + cutlassGetStatusString(st));\n";
+  o += "  return SABRE_OK;\n}\n\n";
+  o += "size_t " + n + "_workspace_size(const sabre_conv_args* p) {\n";
+  o += "  if (refuse(p) || p->n == 0) return 0;\n";
+  o += "  return Conv::get_workspace_size(make_args(p));\n}\n\n";
+  o += "int " + n + "_run(const sabre_conv_args* p, sabre_stream_t stream) {\n";
+  o += "  if (const char* why = refuse(p)) return fail(SABRE_NOT_SUPPORTED, why);\n";
+  o += "  if (p->n == 0) return SABRE_OK;\n";
+  o += "  typename Conv::Arguments args = make_args(p);\n";
+  o += "  size_t need = Conv::get_workspace_size(args);\n";
+  o += "  if (need > 0 && (!p->workspace || p->workspace_size < need))\n"
+       "    return fail(SABRE_BAD_ARGS, \"workspace of \" + std::to_string(need) + \" bytes needed, \" +\n"
+       "                                    std::to_string(p->workspace ? p->workspace_size : 0) + \" given\");\n";
+  o += "  Conv conv;\n";
+  o += "  SABRE_CHECK_CUTLASS(conv.can_implement(args));\n";
+  o += "  SABRE_CHECK_CUTLASS(conv.initialize(args, p->workspace, stream));\n";
+  o += "  SABRE_CHECK_CUTLASS(conv.run(stream));\n";
+  o += "  SABRE_CHECK_CUDA(cudaGetLastError());\n";
+  o += "  return SABRE_OK;\n}\n\n";
+  if (opts.registry) {
+    o += "#ifndef SABRE_NO_REGISTRY\n";
+    o += "const sabre_conv_entry* sabre_conv_registry(int* count, int* abi_version) {\n";
+    o += "  static const sabre_conv_entry entries[] = {\n";
+    o += "      {\"" + n + "\", " + n + "_can_implement, " + n + "_workspace_size, " + n + "_run, " + n + "_last_error}};\n";
+    o += "  if (count) *count = 1;\n  if (abi_version) *abi_version = SABRE_KERNEL_ABI_VERSION;\n  return entries;\n}\n";
+    o += "#endif\n\n";
+  }
+  o += "}  // extern \"C\"\n";
+  return o;
+}
+
+}  // namespace
+
+std::vector<std::string> conv_gencode_flags(int target_sm) {
+  std::string sm = std::to_string(target_sm);
+  return {"-gencode", "arch=compute_" + sm + ",code=sm_" + sm};
+}
+
+std::string emit_conv_kernel(const ConvSpec& s, int target_sm, const EmitOptions& opts) {
+  if (auto why = conv_unsupported_reason(s, target_sm))
+    throw std::invalid_argument("kernel " + conv_kernel_name(s) + " cannot run on sm_" + std::to_string(target_sm) +
+                                ": " + *why);
+  std::string o;
+  o += "// Generated by sabre; do not edit. Kernel: " + conv_kernel_name(s) + "\n";
+  o += "// " + algebra(s.epi) + "; X [n,h,w,c] NHWC, W [k,r,s,c] KRSC, Y and R [n,p,q,k] NHWC.\n";
+  o += "// Build: nvcc -std=c++17 -O3 --expt-relaxed-constexpr";
+  for (const auto& f : conv_gencode_flags(target_sm)) o += " " + f;
+  o += " -I<cutlass>/include -I<sabre>/include -DNDEBUG -Xcompiler -fPIC -shared\n";
+  o += "#include <cstdint>\n#include <string>\n#include <utility>\n\n#include <cuda_runtime.h>\n\n";
+  o += "#include \"cutlass/cutlass.h\"\n";
+  o += "#include \"cutlass/conv/conv2d_problem_size.h\"\n";
+  o += "#include \"cutlass/conv/device/implicit_gemm_convolution.h\"\n";
+  o += s.epi.residual == Residual::none ? "#include \"cutlass/conv/kernel/default_conv2d_fprop.h\"\n"
+                                        : "#include \"cutlass/conv/kernel/default_conv2d_fprop_with_broadcast.h\"\n";
+  o += "#include \"cutlass/epilogue/thread/activation.h\"\n";
+  o += s.epi.residual == Residual::none ? "#include \"cutlass/epilogue/thread/linear_combination_generic.h\"\n"
+                                        : "#include \"cutlass/epilogue/thread/linear_combination_residual_block.h\"\n";
+  o += "#include \"cutlass/functional.h\"\n";
+  o += "#include \"cutlass/gemm/threadblock/threadblock_swizzle.h\"\n";
+  o += "#include \"sabre/kernel_abi.h\"\n\n";
+  o += "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800\n#error \"sm80 conv kernels need compute capability 8.0 or newer\"\n#endif\n\n";
+  o += device_types(s);
+  o += host_code(s, opts);
+  return o;
+}
+
+}  // namespace sabre::cutlass_backend

@@ -1,0 +1,172 @@
+#include "backends/cutlass/conv_spec.h"
+
+#include <array>
+#include <charconv>
+
+namespace sabre::cutlass_backend {
+namespace {
+
+constexpr std::array<std::string_view, size_t(ConvIter::kCount)> kIterNames = {"optimized", "analytic"};
+constexpr std::string_view kPrefix = "sm80_conv_fprop_";
+
+std::string dims(Shape3 s) { return std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k); }
+
+bool is_pow2(int v) { return v > 0 && (v & (v - 1)) == 0; }
+
+// Takes the token before the next '_' (or the rest) off the front of `s`.
+std::optional<std::string_view> take(std::string_view& s) {
+  size_t p = s.find('_');
+  std::string_view t = s.substr(0, p);
+  if (t.empty()) return std::nullopt;
+  s = p == std::string_view::npos ? std::string_view() : s.substr(p + 1);
+  return t;
+}
+
+std::optional<int> to_int(std::string_view s) {
+  int v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (s.empty() || ec != std::errc() || p != s.data() + s.size() || v <= 0) return std::nullopt;
+  return v;
+}
+
+std::optional<Shape3> to_dims(std::string_view s) {
+  size_t a = s.find('x');
+  if (a == std::string_view::npos) return std::nullopt;
+  size_t b = s.find('x', a + 1);
+  if (b == std::string_view::npos) return std::nullopt;
+  auto m = to_int(s.substr(0, a)), n = to_int(s.substr(a + 1, b - a - 1)), k = to_int(s.substr(b + 1));
+  if (!m || !n || !k) return std::nullopt;
+  return Shape3{*m, *n, *k};
+}
+
+}  // namespace
+
+std::string_view conv_iter_name(ConvIter i) { return kIterNames[size_t(i)]; }
+
+bool is_conv_kernel_name(std::string_view name) { return name.starts_with("sm80_conv_"); }
+
+std::string conv_kernel_name(const ConvSpec& s) {
+  const ConvConfig& c = s.config;
+  std::string n(kPrefix);
+  n += conv_iter_name(c.iter);
+  n += "_nhwc_";
+  n += elem_name(s.elem);
+  n += "_";
+  n += elem_name(s.elem);
+  n += "_f32_" + dims(c.tile) + "_w" + dims(c.warp) + "_s" + std::to_string(c.stages) + "_a" +
+       std::to_string(c.alignment) + "_" + epilogue_name(s.epi);
+  return n;
+}
+
+std::optional<ConvSpec> parse_conv_kernel_name(std::string_view name) {
+  if (!name.starts_with(kPrefix)) return std::nullopt;
+  std::string_view rest = name.substr(kPrefix.size());
+  ConvSpec s;
+  auto it = take(rest);
+  if (!it) return std::nullopt;
+  bool found = false;
+  for (size_t i = 0; i < kIterNames.size(); ++i)
+    if (kIterNames[i] == *it) s.config.iter = ConvIter(i), found = true;
+  if (!found || take(rest) != "nhwc") return std::nullopt;
+  auto x = take(rest), y = take(rest), acc = take(rest);
+  if (!x || !y || x != y || acc != "f32") return std::nullopt;
+  auto e = parse_elem(*x);
+  if (!e) return std::nullopt;
+  s.elem = *e;
+  auto tile = take(rest);
+  auto td = tile ? to_dims(*tile) : std::nullopt;
+  if (!td) return std::nullopt;
+  s.config.tile = *td;
+  auto w = take(rest);
+  auto wd = w && w->starts_with('w') ? to_dims(w->substr(1)) : std::nullopt;
+  if (!wd) return std::nullopt;
+  s.config.warp = *wd;
+  auto st = take(rest);
+  auto sv = st && st->starts_with('s') ? to_int(st->substr(1)) : std::nullopt;
+  if (!sv) return std::nullopt;
+  s.config.stages = *sv;
+  auto al = take(rest);
+  auto av = al && al->starts_with('a') ? to_int(al->substr(1)) : std::nullopt;
+  if (!av) return std::nullopt;
+  s.config.alignment = *av;
+  auto epi = parse_epilogue(rest);
+  if (!epi) return std::nullopt;
+  s.epi = *epi;
+  if (conv_kernel_name(s) != name) return std::nullopt;  // one spelling per kernel (no leading zeros)
+  return s;
+}
+
+std::optional<std::string> conv_unsupported_reason(const ConvSpec& s, int target_sm) {
+  const ConvConfig& c = s.config;
+  if (s.elem != Elem::f16 && s.elem != Elem::bf16) return "conv kernels take f16 or bf16 operands";
+  const int bytes = elem_bytes(s.elem);
+  if (target_sm < 80) return "sm80 conv kernels need compute capability 8.0 or newer";
+  if (!is_pow2(c.alignment) || c.alignment * bytes > 16) return "alignment must be a power of two of at most 16 bytes";
+  if (c.stages < 2 || c.stages > 7) return "stages must be 2..7";
+  if (c.stages > 2 && c.alignment * bytes < 4)
+    return "cp.async needs 4-byte accesses: alignment below 4 bytes needs the 2-stage mainloop";
+  if (c.iter == ConvIter::optimized && c.alignment * bytes < 4)
+    return "alignment below 4 bytes is the analytic iterator's fallback";
+  if (c.tile.m <= 0 || c.tile.n <= 0 || c.tile.k <= 0) return "tile dims must be positive";
+  if (c.warp.k != c.tile.k) return "warp tile K must equal the threadblock tile K";
+  if (c.warp.m <= 0 || c.warp.n <= 0 || c.tile.m % c.warp.m || c.tile.n % c.warp.n)
+    return "warp tile must divide the threadblock tile";
+  const int warps = (c.tile.m / c.warp.m) * (c.tile.n / c.warp.n);
+  if (warps != 2 && warps != 4 && warps != 8) return "a threadblock must have 2, 4 or 8 warps";
+  if (c.warp.m % 16 || c.warp.n % 8 || c.tile.k % 16) return "warp tile must be a multiple of the 16x8x16 mma";
+  KernelConfig g;
+  g.tile = c.tile;
+  g.stages = c.stages;
+  if (sm80_mainloop_smem_bytes(g, s.elem) > max_smem_bytes(target_sm))
+    return "mainloop needs " + std::to_string(sm80_mainloop_smem_bytes(g, s.elem) / 1024) +
+           " KiB of shared memory, more than the target's " + std::to_string(max_smem_bytes(target_sm) / 1024) + " KiB";
+  return std::nullopt;
+}
+
+namespace {
+
+// Rows for 16-bit operands: iterator, tile, warp tile (K as the tile's), stages, alignment in bytes.
+struct ConvRow {
+  ConvIter iter;
+  int m, n, k, wm, wn, stages, align_bytes;
+};
+constexpr ConvRow kConvRows[] = {
+    {ConvIter::optimized, 128, 128, 32, 64, 64, 3, 16},  // large K (channels) and N·P·Q
+    {ConvIter::optimized, 128, 64, 32, 64, 32, 4, 16},   // K = 64 layers
+    {ConvIter::optimized, 64, 64, 32, 32, 32, 4, 16},    // small channel counts, small images
+    {ConvIter::optimized, 128, 128, 64, 64, 64, 3, 16},  // deep R·S·C reductions
+    // fallbacks for channel counts that are not a multiple of 8
+    {ConvIter::analytic, 64, 64, 32, 32, 32, 4, 4},  // even C
+    {ConvIter::analytic, 64, 64, 32, 32, 32, 2, 2},  // any C (3): register-pipelined, 1-element accesses
+};
+
+}  // namespace
+
+std::vector<ConvConfig> conv_catalog(Elem elem, int target_sm) {
+  std::vector<ConvConfig> out;
+  if (elem != Elem::f16 && elem != Elem::bf16) return out;
+  const int bytes = elem_bytes(elem);
+  for (const auto& r : kConvRows) {
+    ConvConfig c;
+    c.iter = r.iter;
+    c.tile = {r.m, r.n, r.k};
+    c.warp = {r.wm, r.wn, r.k};
+    c.stages = r.stages;
+    c.alignment = r.align_bytes / bytes;
+    if (!conv_unsupported_reason(ConvSpec{c, elem, EpilogueSpec{}}, target_sm)) out.push_back(c);
+  }
+  return out;
+}
+
+std::vector<EpilogueSpec> conv_epilogues() {
+  std::vector<EpilogueSpec> out;
+  for (Act a : {Act::none, Act::relu, Act::silu, Act::hardswish, Act::sigmoid})
+    for (bool bias : {false, true}) out.push_back({a, bias, Residual::none});
+  // ResNet blocks: y = relu(conv + bias + x) and the variants with the add before or without relu.
+  out.push_back({Act::none, true, Residual::before_act});
+  out.push_back({Act::relu, true, Residual::before_act});
+  out.push_back({Act::relu, true, Residual::after_act});
+  return out;
+}
+
+}  // namespace sabre::cutlass_backend

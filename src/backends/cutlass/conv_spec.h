@@ -1,0 +1,59 @@
+// Convolution kernel specifications as data (issue 7): 2-D forward convolution on NHWC activations
+// and KRSC filters as an implicit GEMM (M = N·P·Q, N = K, K = R·S·C), built from CUTLASS 2.x
+// DefaultConv2dFprop on mma.sync (sm80; runs on sm90 too). The epilogue reuses the GEMM spelling
+// (EpilogueSpec, epilogue_name): Y = act(alpha·acc + bias[k] + beta·R) or act(...) + beta·R.
+// The generated name is the identity of a kernel: cache key, file name, symbol prefix, test name.
+// Tests: tests/unit/conv_spec_test.cpp
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "backends/cutlass/kernel_spec.h"
+
+namespace sabre::cutlass_backend {
+
+// How the mainloop walks the activation: optimized precomputes the filter offsets (the fast path,
+// needs C a multiple of the alignment); analytic recomputes each (R,S,C) coordinate and is the
+// fallback for alignments too small for cp.async (C = 3 with 2 stages).
+enum class ConvIter : uint8_t { optimized, analytic, kCount };
+
+struct ConvConfig {
+  ConvIter iter = ConvIter::optimized;
+  Shape3 tile;     // threadblock tile of the implicit GEMM (M = N·P·Q, N = K, K = R·S·C)
+  Shape3 warp;     // warp tile; K equals the tile's
+  int stages = 3;  // 2: register-pipelined mainloop (any alignment); >2: cp.async multistage
+  int alignment = 8;  // elements, for C (input channels) and K (output channels) and every pointer
+  bool operator==(const ConvConfig&) const = default;
+};
+
+struct ConvSpec {
+  ConvConfig config;
+  Elem elem = Elem::f16;  // X, W, Y, bias and residual; accumulation is f32
+  EpilogueSpec epi;
+  bool operator==(const ConvSpec&) const = default;
+};
+
+std::string_view conv_iter_name(ConvIter i);  // "optimized", "analytic"
+
+// sm80_conv_fprop_optimized_nhwc_f16_f16_f32_128x128x32_w64x64x32_s3_a8_bias_relu
+std::string conv_kernel_name(const ConvSpec& s);
+std::optional<ConvSpec> parse_conv_kernel_name(std::string_view name);
+// True for names of the conv family ("sm80_conv_"), so a caller can tell them from GEMM names.
+bool is_conv_kernel_name(std::string_view name);
+
+// Static filter: why `s` cannot be built or run on a GPU of compute capability target_sm, or nullopt.
+std::optional<std::string> conv_unsupported_reason(const ConvSpec& s, int target_sm);
+
+// Configs for `elem` on target_sm that pass the static filter: a few aligned (16-byte) tiles and
+// the 4-byte and 2-byte (alignment 2 and 1 for 16-bit types) analytic fallbacks for channel
+// counts such as 3 (RGB stems).
+std::vector<ConvConfig> conv_catalog(Elem elem, int target_sm);
+
+// The epilogues conv kernels are generated with: each activation of {none, relu, silu, hardswish,
+// sigmoid} with and without bias, and the residual (ResNet) forms bias_res, bias_res_relu, bias_relu_res.
+std::vector<EpilogueSpec> conv_epilogues();
+
+}  // namespace sabre::cutlass_backend

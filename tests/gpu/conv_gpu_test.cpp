@@ -1,0 +1,326 @@
+// GPU numerical test of the generated convolution kernels (issue 7) against a double-precision CPU
+// reference conv. Compiles a few kernels (parallel nvcc through the product path, compile_conv_kernels),
+// dlopens each, and runs every problem below on random inputs (never zeros) with the output and a
+// guard region after it poisoned with NaN first. A kernel whose alignment does not divide C or K
+// must refuse the problem (NOT_SUPPORTED) rather than run it; groups > 1 must be refused by all.
+// Prints one line per (kernel, problem) and a summary; exits 77 without a GPU, 1 on any failure.
+//
+//   sabre_conv_gpu_test [-j N] [--work DIR] [NAME...]      (default: the kernels in kKernels)
+#include <dlfcn.h>
+
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backends/cutlass/conv_spec.h"
+#include "backends/cutlass/nvcc.h"
+#include "ir/dtype.h"
+#include "sabre/kernel_abi.h"
+
+namespace cb = sabre::cutlass_backend;
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr int kSkip = 77;
+constexpr float kAlpha = 0.75f, kBeta = 0.5f;
+constexpr int64_t kGuard = 256;  // poisoned elements after Y that no kernel may write
+
+// Every activation, bias with and without, the three residual forms, both dtypes, both iterators,
+// every catalog tile shape and the alignment-2 and alignment-1 fallbacks.
+const char* const kKernels[] = {
+    "sm80_conv_fprop_optimized_nhwc_f16_f16_f32_128x128x32_w64x64x32_s3_a8_bias_relu",
+    "sm80_conv_fprop_optimized_nhwc_bf16_bf16_f32_128x64x32_w64x32x32_s4_a8_bias_res_relu",
+    "sm80_conv_fprop_optimized_nhwc_f16_f16_f32_64x64x32_w32x32x32_s4_a8_bias_relu_res",
+    "sm80_conv_fprop_optimized_nhwc_f16_f16_f32_64x64x32_w32x32x32_s4_a8_bias_res",
+    "sm80_conv_fprop_optimized_nhwc_f16_f16_f32_128x64x32_w64x32x32_s4_a8_bias_silu",
+    "sm80_conv_fprop_optimized_nhwc_bf16_bf16_f32_128x128x32_w64x64x32_s3_a8_bias_hardswish",
+    "sm80_conv_fprop_optimized_nhwc_f16_f16_f32_128x128x64_w64x64x64_s3_a8_sigmoid",
+    "sm80_conv_fprop_analytic_nhwc_f16_f16_f32_64x64x32_w32x32x32_s2_a1_bias_relu",
+    "sm80_conv_fprop_analytic_nhwc_bf16_bf16_f32_64x64x32_w32x32x32_s4_a2_linear",
+};
+
+struct Problem {
+  const char* label;
+  int64_t n, h, w, c, k, r, s, pad_h, pad_w, stride_h, stride_w, dil_h, dil_w;
+  int64_t p() const { return (h + 2 * pad_h - dil_h * (r - 1) - 1) / stride_h + 1; }
+  int64_t q() const { return (w + 2 * pad_w - dil_w * (s - 1) - 1) / stride_w + 1; }
+};
+const Problem kProblems[] = {
+    {"3x3_s1_p1_c64", 2, 14, 14, 64, 64, 3, 3, 1, 1, 1, 1, 1, 1},
+    {"3x3_s2_p1_c64_k128_odd", 2, 15, 15, 64, 128, 3, 3, 1, 1, 2, 2, 1, 1},
+    {"1x1_c64_k256", 3, 7, 7, 64, 256, 1, 1, 0, 0, 1, 1, 1, 1},
+    {"1x1_s2_downsample", 2, 14, 14, 64, 64, 1, 1, 0, 0, 2, 2, 1, 1},
+    {"3x3_dil2_p2", 1, 12, 12, 64, 64, 3, 3, 2, 2, 1, 1, 2, 2},
+    {"3x2_s2x1_p1x0_hw_differ", 2, 10, 9, 64, 64, 3, 2, 1, 0, 2, 1, 1, 1},
+    {"7x7_s2_p3_c3_stem", 2, 32, 32, 3, 64, 7, 7, 3, 3, 2, 2, 1, 1},
+    {"3x3_c6_k40", 1, 9, 9, 6, 40, 3, 3, 1, 1, 1, 1, 1, 1},
+};
+
+double tolerance(cb::Elem e) { return e == cb::Elem::f16 ? 5e-3 : 2e-2; }
+
+uint16_t to_bits(cb::Elem e, float v) {
+  return e == cb::Elem::f16 ? sabre::ir::float_to_half(v) : sabre::ir::float_to_bf16(v);
+}
+float from_bits(cb::Elem e, uint16_t b) {
+  return e == cb::Elem::f16 ? sabre::ir::half_to_float(b) : sabre::ir::bf16_to_float(b);
+}
+uint16_t nan_bits(cb::Elem e) { return e == cb::Elem::f16 ? 0x7e00 : 0x7fc0; }
+
+// Random values in [-1, -0.05] U [0.05, 1] (never zero), rounded to the dtype; host bits and the doubles.
+void random_tensor(cb::Elem e, size_t count, std::mt19937& rng, std::vector<uint16_t>& bits, std::vector<double>& vals) {
+  std::uniform_real_distribution<float> mag(0.05f, 1.0f);
+  bits.resize(count);
+  vals.resize(count);
+  for (size_t i = 0; i < count; ++i) {
+    float v = mag(rng) * (rng() & 1 ? 1.0f : -1.0f);
+    bits[i] = to_bits(e, v);
+    vals[i] = from_bits(e, bits[i]);
+  }
+}
+
+double activate(cb::Act a, double x) {
+  switch (a) {
+    case cb::Act::none: return x;
+    case cb::Act::relu: return x > 0 ? x : 0;
+    case cb::Act::silu: return x / (1 + std::exp(-x));
+    case cb::Act::sigmoid: return 1 / (1 + std::exp(-x));
+    case cb::Act::hardswish: return x * std::min(std::max(x + 3, 0.0), 6.0) / 6;
+    case cb::Act::gelu_erf: return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0)));
+    case cb::Act::gelu_tanh:
+      return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+    case cb::Act::kCount: break;
+  }
+  return NAN;
+}
+
+// Y = act(alpha*conv + bias + beta*R) or act(alpha*conv + bias) + beta*R, in double.
+std::vector<double> reference(const Problem& pb, const cb::EpilogueSpec& epi, const std::vector<double>& x,
+                              const std::vector<double>& w, const std::vector<double>& bias,
+                              const std::vector<double>& res) {
+  const int64_t P = pb.p(), Q = pb.q();
+  std::vector<double> y(size_t(pb.n * P * Q * pb.k));
+  for (int64_t n = 0; n < pb.n; ++n)
+    for (int64_t p = 0; p < P; ++p)
+      for (int64_t q = 0; q < Q; ++q)
+        for (int64_t k = 0; k < pb.k; ++k) {
+          double acc = 0;
+          for (int64_t r = 0; r < pb.r; ++r) {
+            int64_t hi = p * pb.stride_h - pb.pad_h + r * pb.dil_h;
+            if (hi < 0 || hi >= pb.h) continue;
+            for (int64_t s = 0; s < pb.s; ++s) {
+              int64_t wi = q * pb.stride_w - pb.pad_w + s * pb.dil_w;
+              if (wi < 0 || wi >= pb.w) continue;
+              const double* xp = &x[size_t(((n * pb.h + hi) * pb.w + wi) * pb.c)];
+              const double* wp = &w[size_t(((k * pb.r + r) * pb.s + s) * pb.c)];
+              for (int64_t c = 0; c < pb.c; ++c) acc += xp[c] * wp[c];
+            }
+          }
+          size_t o = size_t(((n * P + p) * Q + q) * pb.k + k);
+          double v = kAlpha * acc;
+          if (epi.bias) v += bias[size_t(k)];
+          if (epi.residual == cb::Residual::before_act) v += kBeta * res[o];
+          v = activate(epi.act, v);
+          if (epi.residual == cb::Residual::after_act) v += kBeta * res[o];
+          y[o] = v;
+        }
+  return y;
+}
+
+struct Kernel {
+  std::string name;
+  cb::ConvSpec spec;
+  sabre_conv_entry entry{};
+};
+
+#define CUDA_OR_FAIL(stmt)                                                                        \
+  do {                                                                                            \
+    cudaError_t e_ = (stmt);                                                                      \
+    if (e_ != cudaSuccess) {                                                                      \
+      std::printf("FAIL %s %s: %s failed: %s (%s:%d)\n", kn.name.c_str(), pb.label, #stmt,        \
+                  cudaGetErrorString(e_), __FILE__, __LINE__);                                    \
+      return false;                                                                               \
+    }                                                                                             \
+  } while (0)
+
+struct DeviceBuf {
+  void* p = nullptr;
+  ~DeviceBuf() {
+    if (p) cudaFree(p);
+  }
+};
+
+// Runs one kernel on one problem; prints one line; returns false on a failure.
+bool run_case(const Kernel& kn, const Problem& pb, std::mt19937& rng) {
+  const cb::Elem e = kn.spec.elem;
+  const cb::EpilogueSpec& epi = kn.spec.epi;
+  const int64_t P = pb.p(), Q = pb.q();
+  std::vector<uint16_t> xb, wb, bb, rb;
+  std::vector<double> xv, wv, bv, rv;
+  random_tensor(e, size_t(pb.n * pb.h * pb.w * pb.c), rng, xb, xv);
+  random_tensor(e, size_t(pb.k * pb.r * pb.s * pb.c), rng, wb, wv);
+  random_tensor(e, size_t(pb.k), rng, bb, bv);
+  random_tensor(e, size_t(pb.n * P * Q * pb.k), rng, rb, rv);
+  const size_t ycount = size_t(pb.n * P * Q * pb.k);
+
+  DeviceBuf dx, dw, db, dr, dy, dws;
+  CUDA_OR_FAIL(cudaMalloc(&dx.p, xb.size() * 2));
+  CUDA_OR_FAIL(cudaMalloc(&dw.p, wb.size() * 2));
+  CUDA_OR_FAIL(cudaMalloc(&db.p, bb.size() * 2));
+  CUDA_OR_FAIL(cudaMalloc(&dr.p, rb.size() * 2));
+  CUDA_OR_FAIL(cudaMalloc(&dy.p, (ycount + kGuard) * 2));
+  CUDA_OR_FAIL(cudaMemcpy(dx.p, xb.data(), xb.size() * 2, cudaMemcpyHostToDevice));
+  CUDA_OR_FAIL(cudaMemcpy(dw.p, wb.data(), wb.size() * 2, cudaMemcpyHostToDevice));
+  CUDA_OR_FAIL(cudaMemcpy(db.p, bb.data(), bb.size() * 2, cudaMemcpyHostToDevice));
+  CUDA_OR_FAIL(cudaMemcpy(dr.p, rb.data(), rb.size() * 2, cudaMemcpyHostToDevice));
+  std::vector<uint16_t> yb(ycount + kGuard, nan_bits(e));
+  CUDA_OR_FAIL(cudaMemcpy(dy.p, yb.data(), yb.size() * 2, cudaMemcpyHostToDevice));
+
+  sabre_conv_args a{};
+  a.n = pb.n, a.h = pb.h, a.w = pb.w, a.c = pb.c, a.k = pb.k, a.r = pb.r, a.s = pb.s, a.p = P, a.q = Q;
+  a.pad_h = pb.pad_h, a.pad_w = pb.pad_w, a.stride_h = pb.stride_h, a.stride_w = pb.stride_w;
+  a.dil_h = pb.dil_h, a.dil_w = pb.dil_w, a.groups = 1;
+  a.x = dx.p, a.filter = dw.p, a.bias = db.p, a.residual = dr.p, a.y = dy.p;
+  a.alpha = kAlpha, a.beta = kBeta;
+
+  // Grouped convolution is not what these kernels do: all must refuse it.
+  sabre_conv_args g = a;
+  g.groups = 2;
+  if (kn.entry.can_implement(&g) != SABRE_NOT_SUPPORTED) {
+    std::printf("FAIL %s %s: groups=2 was not refused\n", kn.name.c_str(), pb.label);
+    return false;
+  }
+
+  const bool fits = pb.c % kn.spec.config.alignment == 0 && pb.k % kn.spec.config.alignment == 0;
+  int st = kn.entry.can_implement(&a);
+  if (!fits) {
+    if (st != SABRE_NOT_SUPPORTED) {
+      std::printf("FAIL %s %s: c=%ld k=%ld not multiples of alignment %d, but can_implement returned %d\n",
+                  kn.name.c_str(), pb.label, long(pb.c), long(pb.k), kn.spec.config.alignment, st);
+      return false;
+    }
+    std::printf("ok   %s %s: refused as expected (%s)\n", kn.name.c_str(), pb.label, kn.entry.last_error());
+    return true;
+  }
+  if (st != SABRE_OK) {
+    std::printf("FAIL %s %s: can_implement %d: %s\n", kn.name.c_str(), pb.label, st, kn.entry.last_error());
+    return false;
+  }
+  a.workspace_size = kn.entry.workspace_size(&a);
+  if (a.workspace_size) CUDA_OR_FAIL(cudaMalloc(&dws.p, a.workspace_size));
+  a.workspace = dws.p;
+  st = kn.entry.run(&a, nullptr);
+  if (st != SABRE_OK) {
+    std::printf("FAIL %s %s: run %d: %s\n", kn.name.c_str(), pb.label, st, kn.entry.last_error());
+    return false;
+  }
+  CUDA_OR_FAIL(cudaDeviceSynchronize());
+  CUDA_OR_FAIL(cudaMemcpy(yb.data(), dy.p, yb.size() * 2, cudaMemcpyDeviceToHost));
+
+  auto ref = reference(pb, epi, xv, wv, bv, rv);
+  int64_t bad = 0, guard_written = 0;
+  double num = 0, den = 0;
+  for (size_t i = 0; i < ycount; ++i) {
+    double got = from_bits(e, yb[i]);
+    if (!std::isfinite(got)) {
+      ++bad;
+      continue;
+    }
+    num += (got - ref[i]) * (got - ref[i]);
+    den += ref[i] * ref[i];
+  }
+  for (size_t i = ycount; i < yb.size(); ++i) guard_written += yb[i] != nan_bits(e);
+  double rel = std::sqrt(num / std::max(den, 1e-30));
+  bool ok = bad == 0 && guard_written == 0 && rel <= tolerance(e);
+  std::printf("%s %s %s: rel L2 %.2e (tol %.0e)%s%s\n", ok ? "ok  " : "FAIL", kn.name.c_str(), pb.label, rel,
+              tolerance(e), bad ? (", " + std::to_string(bad) + " outputs unwritten or non-finite").c_str() : "",
+              guard_written ? (", " + std::to_string(guard_written) + " elements past Y written").c_str() : "");
+  return ok;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int jobs = 8;
+  std::string work = (fs::temp_directory_path() / "sabre_conv_gpu_test").string();
+  std::vector<std::string> names;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "-j" && i + 1 < argc) jobs = std::max(1, std::atoi(argv[++i]));
+    else if (a == "--work" && i + 1 < argc) work = argv[++i];
+    else if (!a.empty() && a[0] != '-') names.push_back(a);
+    else {
+      std::fprintf(stderr, "usage: sabre_conv_gpu_test [-j N] [--work DIR] [NAME...]\n");
+      return 2;
+    }
+  }
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+    std::printf("no CUDA GPU: conv GPU test skipped\n");
+    return kSkip;
+  }
+  cudaDeviceProp prop{};
+  if (cudaGetDeviceProperties(&prop, 0) != cudaSuccess) {
+    std::printf("cudaGetDeviceProperties failed\n");
+    return 1;
+  }
+  const int sm = prop.major * 10 + prop.minor;
+  std::printf("GPU: %s (sm_%d)\n", prop.name, sm);
+  if (names.empty()) names.assign(std::begin(kKernels), std::end(kKernels));
+
+  std::vector<Kernel> kernels;
+  std::vector<cb::ConvSpec> specs;
+  int failed = 0;
+  for (const auto& n : names) {
+    auto s = cb::parse_conv_kernel_name(n);
+    if (!s) {
+      std::printf("FAIL %s: not a conv kernel name\n", n.c_str());
+      return 1;
+    }
+    if (auto why = cb::conv_unsupported_reason(*s, sm)) {
+      std::printf("skip %s: %s\n", n.c_str(), why->c_str());
+      continue;
+    }
+    kernels.push_back({n, *s, {}});
+    specs.push_back(*s);
+  }
+  cb::NvccOptions opts;
+  opts.target_sm = sm;
+  auto built = cb::compile_conv_kernels(specs, work, opts, jobs);
+  std::vector<Kernel> ready;
+  for (size_t i = 0; i < built.size(); ++i) {
+    const auto& r = built[i];
+    if (!r.ok) {
+      std::printf("FAIL %s: compile (%.0f s):\n%s\n%s\n", r.name.c_str(), r.seconds, r.command.c_str(), r.log.c_str());
+      ++failed;
+      continue;
+    }
+    void* h = dlopen(r.library.c_str(), RTLD_NOW | RTLD_LOCAL);
+    auto reg = h ? reinterpret_cast<sabre_conv_registry_fn>(dlsym(h, SABRE_CONV_REGISTRY_SYMBOL)) : nullptr;
+    int count = 0, abi = 0;
+    const sabre_conv_entry* entries = reg ? reg(&count, &abi) : nullptr;
+    if (!entries || count != 1 || abi != SABRE_KERNEL_ABI_VERSION || kernels[i].name != entries[0].name) {
+      std::printf("FAIL %s: library %s has no matching %s (dlerror: %s)\n", r.name.c_str(), r.library.c_str(),
+                  SABRE_CONV_REGISTRY_SYMBOL, h ? "-" : dlerror());
+      ++failed;
+      continue;
+    }
+    kernels[i].entry = entries[0];
+    ready.push_back(kernels[i]);
+  }
+  std::mt19937 rng(20260702);
+  int cases = 0;
+  for (const auto& k : ready)
+    for (const auto& pb : kProblems) {
+      ++cases;
+      if (!run_case(k, pb, rng)) ++failed;
+    }
+  std::printf("%d kernels built of %zu; %d cases; %d failures\n", int(ready.size()), specs.size(), cases, failed);
+  return failed ? 1 : 0;
+}

@@ -1,0 +1,149 @@
+// Conv kernel specs, names, catalog and emitted text. The name is the identity: it must round-trip.
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "backends/cutlass/conv_emitter.h"
+#include "backends/cutlass/conv_spec.h"
+#include "backends/cutlass/kernel_spec.h"
+
+namespace cb = sabre::cutlass_backend;
+
+namespace {
+
+cb::ConvSpec f16_bias_relu() {
+  cb::ConvSpec s;
+  s.config = {cb::ConvIter::optimized, {128, 128, 32}, {64, 64, 32}, 3, 8};
+  s.elem = cb::Elem::f16;
+  s.epi = {cb::Act::relu, true, cb::Residual::none};
+  return s;
+}
+
+}  // namespace
+
+TEST(ConvSpec, NameOfF16BiasRelu) {
+  EXPECT_EQ(cb::conv_kernel_name(f16_bias_relu()),
+            "sm80_conv_fprop_optimized_nhwc_f16_f16_f32_128x128x32_w64x64x32_s3_a8_bias_relu");
+}
+
+TEST(ConvSpec, NamesRoundTripOverCatalogAndEpilogues) {
+  std::set<std::string> seen;
+  for (cb::Elem e : {cb::Elem::f16, cb::Elem::bf16})
+    for (const auto& c : cb::conv_catalog(e, 90))
+      for (const auto& epi : cb::conv_epilogues()) {
+        cb::ConvSpec s{c, e, epi};
+        std::string n = cb::conv_kernel_name(s);
+        EXPECT_TRUE(cb::is_conv_kernel_name(n)) << n;
+        auto back = cb::parse_conv_kernel_name(n);
+        ASSERT_TRUE(back) << n;
+        EXPECT_EQ(*back, s) << n;
+        EXPECT_TRUE(seen.insert(n).second) << "duplicate name " << n;
+      }
+  EXPECT_GT(seen.size(), 100u);
+}
+
+TEST(ConvSpec, ResidualSpellingsMatchGemm) {
+  cb::ConvSpec s = f16_bias_relu();
+  s.epi.residual = cb::Residual::before_act;
+  EXPECT_TRUE(cb::conv_kernel_name(s).ends_with("_a8_bias_res_relu"));
+  s.epi.residual = cb::Residual::after_act;
+  EXPECT_TRUE(cb::conv_kernel_name(s).ends_with("_a8_bias_relu_res"));
+  s.epi = {};
+  EXPECT_TRUE(cb::conv_kernel_name(s).ends_with("_a8_linear"));
+}
+
+TEST(ConvSpec, ParseRefusesMalformedNames) {
+  const std::string good = "sm80_conv_fprop_optimized_nhwc_f16_f16_f32_128x128x32_w64x64x32_s3_a8_bias_relu";
+  ASSERT_TRUE(cb::parse_conv_kernel_name(good));
+  for (const char* bad : {
+           "sm80_tc_tn_f16_f16_f32_128x128x32_w64x64x32_s3_a8_bias_relu",              // a GEMM name
+           "sm80_conv_fprop_fast_nhwc_f16_f16_f32_128x128x32_w64x64x32_s3_a8_bias_relu",  // unknown iterator
+           "sm80_conv_fprop_optimized_nchw_f16_f16_f32_128x128x32_w64x64x32_s3_a8_bias_relu",
+           "sm80_conv_fprop_optimized_nhwc_f16_bf16_f32_128x128x32_w64x64x32_s3_a8_bias_relu",  // mixed dtypes
+           "sm80_conv_fprop_optimized_nhwc_f16_f16_f16_128x128x32_w64x64x32_s3_a8_bias_relu",   // f16 accumulation
+           "sm80_conv_fprop_optimized_nhwc_f16_f16_f32_128x128_w64x64x32_s3_a8_bias_relu",
+           "sm80_conv_fprop_optimized_nhwc_f16_f16_f32_128x128x32_w64x64x32_s03_a8_bias_relu",  // leading zero
+           "sm80_conv_fprop_optimized_nhwc_f16_f16_f32_128x128x32_w64x64x32_s3_a8",             // no epilogue
+           "sm80_conv_fprop_optimized_nhwc_f16_f16_f32_128x128x32_w64x64x32_s3_a8_bias_relu_",
+           "sm80_conv_fprop_optimized_nhwc_f16_f16_f32_128x128x32_w64x64x32_s3_a8_bias_tanh",
+       })
+    EXPECT_FALSE(cb::parse_conv_kernel_name(bad)) << bad;
+}
+
+TEST(ConvSpec, StaticFilter) {
+  cb::ConvSpec s = f16_bias_relu();
+  EXPECT_FALSE(cb::conv_unsupported_reason(s, 90));
+  EXPECT_FALSE(cb::conv_unsupported_reason(s, 80));
+  EXPECT_TRUE(cb::conv_unsupported_reason(s, 75));
+  auto t = s;
+  t.elem = cb::Elem::f32;
+  EXPECT_TRUE(cb::conv_unsupported_reason(t, 90));
+  t = s;
+  t.config.alignment = 1;  // 2-byte accesses: no cp.async, and not the optimized iterator
+  EXPECT_TRUE(cb::conv_unsupported_reason(t, 90));
+  t.config.iter = cb::ConvIter::analytic;
+  EXPECT_TRUE(cb::conv_unsupported_reason(t, 90));  // still 3 stages
+  t.config.stages = 2;
+  EXPECT_FALSE(cb::conv_unsupported_reason(t, 90));
+  t = s;
+  t.config.warp = {64, 64, 16};
+  EXPECT_TRUE(cb::conv_unsupported_reason(t, 90));
+  t = s;
+  t.config.tile = {256, 256, 64};
+  t.config.warp = {64, 64, 64};
+  t.config.stages = 7;
+  EXPECT_TRUE(cb::conv_unsupported_reason(t, 80));  // shared memory
+}
+
+TEST(ConvSpec, CatalogHasAlignedTilesAndFallbacks) {
+  for (cb::Elem e : {cb::Elem::f16, cb::Elem::bf16}) {
+    auto cat = cb::conv_catalog(e, 90);
+    ASSERT_GE(cat.size(), 5u);
+    bool a8 = false, a1 = false;
+    for (const auto& c : cat) {
+      EXPECT_FALSE(cb::conv_unsupported_reason({c, e, {}}, 90));
+      a8 |= c.alignment == 8 && c.iter == cb::ConvIter::optimized;
+      a1 |= c.alignment == 1 && c.iter == cb::ConvIter::analytic && c.stages == 2;  // C = 3
+    }
+    EXPECT_TRUE(a8);
+    EXPECT_TRUE(a1);
+  }
+  EXPECT_TRUE(cb::conv_catalog(cb::Elem::f32, 90).empty());
+}
+
+TEST(ConvEmitter, TextNamesTheTemplatesAndTheAbi) {
+  cb::ConvSpec s = f16_bias_relu();
+  std::string n = cb::conv_kernel_name(s);
+  std::string t = cb::emit_conv_kernel(s, 90);
+  for (const std::string& want : std::vector<std::string>{"DefaultConv2dFprop<", "IteratorAlgorithm::kOptimized", "StrideSupport::kStrided", "cutlass::half_t",
+        "LinearCombinationGeneric<", "cutlass::epilogue::thread::ReLu", "ScaleType::NoBetaScaling",
+        "Layout::packed({0, 0, 0, 0})", "int " + n + "_can_implement(const sabre_conv_args* p)",
+        "size_t " + n + "_workspace_size(const sabre_conv_args* p)",
+        "int " + n + "_run(const sabre_conv_args* p, sabre_stream_t stream)", "const char* " + n + "_last_error(void)",
+        "sabre_conv_registry", "#ifndef SABRE_NO_REGISTRY", "groups != 1", "SABRE_CHECK_CUTLASS(conv.run(stream))",
+        "SABRE_CHECK_CUDA(cudaGetLastError())", "kCrossCorrelation"})
+    EXPECT_NE(t.find(want), std::string::npos) << want;
+  EXPECT_EQ(t.find("sabre_kernel_registry"), std::string::npos);  // the conv registry, not the GEMM one
+}
+
+TEST(ConvEmitter, ResidualUsesTheBroadcastEpilogue) {
+  cb::ConvSpec s = f16_bias_relu();
+  s.elem = cb::Elem::bf16;
+  s.config = {cb::ConvIter::analytic, {64, 64, 32}, {32, 32, 32}, 2, 1};
+  s.epi.residual = cb::Residual::before_act;
+  std::string t = cb::emit_conv_kernel(s, 90);
+  for (const char* want : {"DefaultConv2dFpropWithBroadcast<", "LinearCombinationResidualBlock<", "cutlass::bfloat16_t",
+                           "IteratorAlgorithm::kAnalytic", "kStages = 2", "{p->alpha, p->beta}"})
+    EXPECT_NE(t.find(want), std::string::npos) << want;
+  cb::EmitOptions no_reg;
+  no_reg.registry = false;
+  EXPECT_EQ(cb::emit_conv_kernel(s, 90, no_reg).find("sabre_conv_registry"), std::string::npos);
+}
+
+TEST(ConvEmitter, RefusesUnsupportedSpec) {
+  cb::ConvSpec s = f16_bias_relu();
+  s.elem = cb::Elem::f32;
+  EXPECT_THROW(cb::emit_conv_kernel(s, 90), std::invalid_argument);
+}
