@@ -123,6 +123,7 @@ CompileSummary compile_model(const std::string& model, const std::string& out_di
       po.jobs = jobs;
       po.quiet = !opts.progress;
       po.cache_dir = opts.cache_dir;
+      po.compiled_lookup = tune::default_lookup_fn(po);  // compile while timing
       auto reports = tune::tune_tasks(tasks, *db, env, po,
                                       tune::batched_in_children(db->path(), env, po.timeout, tune::gpu_in_process_measure_fn()),
                                       tune::default_compile_fn(po));

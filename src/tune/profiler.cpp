@@ -1,16 +1,18 @@
 #include "tune/profiler.h"
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <regex>
 #include <set>
 #include <sstream>
 #include <thread>
-
-#include <unistd.h>
 
 #include "backends/cutlass/emitter.h"
 #include "backends/cutlass/nvcc.h"
@@ -165,16 +167,55 @@ std::vector<WorkloadReport> tune_impl(const std::vector<TuneTask>& tasks, Tuning
     plans.push_back(std::move(p));
   }
 
-  // One parallel batch for everything; kernels do not depend on the shape.
+  // One parallel batch for everything; kernels do not depend on the shape. With a cache lookup
+  // the batch runs in a child process and each point is timed once its kernels are there.
   std::map<std::string, CompileResult> built;
+  std::map<std::string, KernelSpec> spec_of;
+  for (const KernelSpec& k : to_compile) spec_of[kernel_name(k)] = k;
   const auto compile_start = Clock::now();
-  if (!to_compile.empty()) {
+  pid_t compiler = -1;
+  if (!to_compile.empty() && opts.compiled_lookup && tasks.size() > 1) {
+    std::fflush(nullptr);
+    compiler = fork();
+    if (compiler == 0) {
+      int rc = 0;
+      try {
+        compile(to_compile);
+      } catch (...) {
+        rc = 1;
+      }
+      std::fflush(nullptr);
+      _exit(rc);
+    }
+  }
+  double waited_s = 0;
+  auto wait_for = [&](const std::string& kernel) {
+    if (compiler <= 0 || built.count(kernel) || !spec_of.count(kernel)) return;
+    const auto w0 = Clock::now();
+    for (;;) {
+      if (auto r = opts.compiled_lookup(spec_of.at(kernel))) {
+        built[kernel] = *r;
+        break;
+      }
+      int status = 0;
+      if (waitpid(compiler, &status, WNOHANG) == compiler) {  // the batch ended: last look
+        st.compile_s = seconds_since(compile_start);
+        compiler = 0;
+        auto r = opts.compiled_lookup(spec_of.at(kernel));
+        built[kernel] = r ? *r : CompileResult{kernel, false, false, "", "the compile process ended without a result", 0};
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+    waited_s += seconds_since(w0);
+  };
+  if (!to_compile.empty() && compiler < 0) {
     std::vector<CompileResult> res = compile(to_compile);
     if (res.size() != to_compile.size())
       throw std::logic_error("compile function broke its contract: one result per spec, in order");
     for (size_t i = 0; i < res.size(); ++i) built[kernel_name(to_compile[i])] = res[i];
+    st.compile_s = seconds_since(compile_start);
   }
-  st.compile_s = seconds_since(compile_start);
   st.compiled = int(to_compile.size());
 
   std::vector<WorkloadReport> out;
@@ -182,6 +223,7 @@ std::vector<WorkloadReport> tune_impl(const std::vector<TuneTask>& tasks, Tuning
     Plan& p = plans[i];
     std::vector<std::pair<std::string, std::string>> runnable;
     for (const std::string& kernel : p.todo) {
+      wait_for(kernel);
       auto b = built.find(kernel);
       if (b != built.end() && !b->second.ok) {
         db.record(env, {p.workload, kernel, Status::compile_failed, std::numeric_limits<double>::infinity(), 0,
@@ -203,8 +245,16 @@ std::vector<WorkloadReport> tune_impl(const std::vector<TuneTask>& tasks, Tuning
     r.reused = int(p.cutlass.size() + lt_candidates(tasks[i].problem, opts.lt_algos).size()) - measured;
     out.push_back(std::move(r));
   }
+  if (compiler > 0) {  // every point is timed; the batch may still be compiling unused kernels
+    int status = 0;
+    waitpid(compiler, &status, 0);
+    st.compile_s = seconds_since(compile_start);
+  }
   if (!opts.quiet && (st.compiled || st.timing_s > 0))
-    std::fprintf(stderr, "compiled %d kernels in %.1f s, timed in %.1f s\n", st.compiled, st.compile_s, st.timing_s);
+    std::fprintf(stderr, "compiled %d kernels in %.1f s, timed in %.1f s%s\n", st.compiled, st.compile_s, st.timing_s,
+                 waited_s > 0 ? (" (compiling and timing overlapped; " + std::to_string(int(waited_s)) +
+                                 " s waiting for kernels)").c_str()
+                              : "");
   if (stats) *stats = st;
   return out;
 }
@@ -291,31 +341,45 @@ BatchMeasureFn batched_in_children(std::string db_path, Environment env, std::ch
   };
 }
 
+namespace {
+CompileJob make_job(const KernelSpec& s, const ProfileOptions& opts) {
+  NvccOptions nv;
+  nv.target_sm = opts.target_sm;
+  CompileJob j;
+  j.name = kernel_name(s);
+  j.source = emit_kernel(s, opts.target_sm);
+  // nvcc.h's command line without the compiler, the output and the source (the cache adds those).
+  std::vector<std::string> cmd = nvcc_command(s, "@SRC@", "@LIB@", nv);
+  for (size_t i = 1; i < cmd.size(); ++i) {
+    if (cmd[i] == "-o" || cmd[i] == "@LIB@" || cmd[i] == "@SRC@" || cmd[i] == "-shared") continue;
+    if (cmd[i] == "-Xcompiler" && i + 1 < cmd.size() && cmd[i + 1] == "-fPIC") {
+      ++i;  // the cache adds -shared -Xcompiler -fPIC itself
+      continue;
+    }
+    j.flags.push_back(cmd[i]);
+  }
+  return j;
+}
+}  // namespace
+
 CompileFn default_compile_fn(const ProfileOptions& opts) {
   return [opts](const std::vector<KernelSpec>& specs) {
-    NvccOptions nv;
-    nv.target_sm = opts.target_sm;
     const std::string nvcc = find_nvcc();
     CompileCache cache(opts.cache_dir.empty() ? CompileCache::default_dir() : opts.cache_dir, nvcc);
     std::vector<CompileJob> jobs;
-    for (const KernelSpec& s : specs) {
-      CompileJob j;
-      j.name = kernel_name(s);
-      j.source = emit_kernel(s, opts.target_sm);
-      // nvcc.h's command line without the compiler, the output and the source (the cache adds those).
-      std::vector<std::string> cmd = nvcc_command(s, "@SRC@", "@LIB@", nv);
-      for (size_t i = 1; i < cmd.size(); ++i) {
-        if (cmd[i] == "-o" || cmd[i] == "@LIB@" || cmd[i] == "@SRC@" || cmd[i] == "-shared") continue;
-        if (cmd[i] == "-Xcompiler" && i + 1 < cmd.size() && cmd[i + 1] == "-fPIC") {
-          ++i;  // the cache adds -shared -Xcompiler -fPIC itself
-          continue;
-        }
-        j.flags.push_back(cmd[i]);
-      }
-      jobs.push_back(std::move(j));
-    }
+    for (const KernelSpec& s : specs) jobs.push_back(make_job(s, opts));
     int jobs_n = opts.jobs > 0 ? opts.jobs : int(std::max(1u, std::thread::hardware_concurrency()));
     return cache.compile_all(jobs, jobs_n, opts.quiet);
+  };
+}
+
+std::function<std::optional<CompileResult>(const KernelSpec&)> default_lookup_fn(const ProfileOptions& opts) {
+  auto cache = std::make_shared<CompileCache>(opts.cache_dir.empty() ? CompileCache::default_dir() : opts.cache_dir,
+                                              find_nvcc());
+  return [cache, opts](const KernelSpec& s) -> std::optional<CompileResult> {
+    CompileResult r = cache->lookup(make_job(s, opts));
+    if (!r.cached) return std::nullopt;
+    return r;
   };
 }
 

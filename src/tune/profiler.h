@@ -34,6 +34,9 @@ struct ProfileOptions {
   bool quiet = false;     // no progress output
   std::chrono::milliseconds timeout{60000};  // per candidate (compile excluded)
   std::string cache_dir;  // kernel cache; empty: CompileCache::default_dir()
+  // Set (default_lookup_fn): the compile batch runs in a child process while the tuner times each
+  // (workload, M) point as soon as its kernels are in the cache; unset: compile all, then time.
+  std::function<std::optional<CompileResult>(const cutlass_backend::KernelSpec&)> compiled_lookup;
 };
 
 // One unit of tuning work: a problem at one M.
@@ -115,6 +118,10 @@ WorkloadReport report_from_db(const TuneTask& t, const TuningDb& db, const Envir
 // with the nvcc flags of backends/cutlass/nvcc.h. gpu_measure_fn times on GPU 0 in a child
 // process (see gpu_measure.cpp); it exists only in builds with the CUDA toolkit.
 CompileFn default_compile_fn(const ProfileOptions& opts);
+// What default_compile_fn's cache holds for a spec (a library or a recorded failure); nullopt
+// while it is not compiled yet. For ProfileOptions::compiled_lookup.
+std::function<std::optional<CompileResult>(const cutlass_backend::KernelSpec&)> default_lookup_fn(
+    const ProfileOptions& opts);
 bool have_gpu_support();  // this build can time kernels (CUDA toolkit found at configure time)
 MeasureFn gpu_measure_fn(const ProfileOptions& opts);
 // Probes GPU 0 in a child process (the parent never creates a CUDA context: fork would break it).

@@ -4,6 +4,9 @@
 // crashing and hanging candidates (real watchdog children) score +inf and the tuner goes on;
 // winners must be correct; cuBLASLt candidates and their names.
 #include <gtest/gtest.h>
+
+#include <optional>
+#include <thread>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -351,4 +354,48 @@ TEST(Profiler, BatchedChildrenRecordAsTheyGoAndRestartPastFailures) {
   EXPECT_EQ(pids.size(), 4u) << "a child per failure plus the first: segv, hang, reported crash";
   ASSERT_TRUE(reports[0].winner);
   EXPECT_EQ(reports[0].measured, 7);
+}
+
+// compiled_lookup: the compile batch runs in a child process and points are timed as their
+// kernels appear in the "cache" (marker files here), before the whole batch is done; a kernel the
+// child fails to build is recorded as compile_failed, and the rest are timed as usual.
+TEST(Profiler, OverlapsCompilingWithTiming) {
+  const std::string dir = temp_path("overlap");
+  std::filesystem::create_directories(dir);
+  const std::string log = temp_path("overlap_calls.txt");
+  const std::vector<TuneTask> ts = tasks();
+  // The kernel the last task needs first: failed in the child.
+  const std::string bad = rank_candidates(ts[2].problem, ts[2].m, 90, 1)[0].name;
+  CompileFn slow = [dir, bad](const std::vector<cb::KernelSpec>& specs) {
+    std::vector<CompileResult> out;
+    for (const auto& s : specs) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(150));
+      const std::string name = cb::kernel_name(s);
+      std::ofstream(dir + "/" + name + (name == bad ? ".failed" : ".so")) << "x";
+      out.push_back({name, name != bad, false, name != bad ? dir + "/" + name + ".so" : "", dir + "/" + name + ".log", 0});
+    }
+    std::ofstream(dir + "/DONE") << "x";
+    return out;
+  };
+  ProfileOptions o = opts();
+  o.compiled_lookup = [dir](const cb::KernelSpec& s) -> std::optional<CompileResult> {
+    const std::string name = cb::kernel_name(s);
+    if (std::filesystem::exists(dir + "/" + name + ".so")) return CompileResult{name, true, true, dir + "/" + name + ".so", "", 0};
+    if (std::filesystem::exists(dir + "/" + name + ".failed")) return CompileResult{name, false, true, "", dir + "/" + name + ".log", 0};
+    return std::nullopt;
+  };
+  bool timed_before_done = false;
+  MeasureFn measure = [&](const GemmProblem& p, int64_t m, const std::string& kernel, const std::string& library) {
+    if (!std::filesystem::exists(dir + "/DONE")) timed_before_done = true;
+    return fake_measure(log)(p, m, kernel, library);
+  };
+  TuningDb db(":memory:");
+  auto reports = tune_tasks(ts, db, h200(), o, measure, slow);
+  ASSERT_EQ(reports.size(), 3u);
+  EXPECT_TRUE(timed_before_done) << "the first point waited for the whole batch";
+  EXPECT_TRUE(std::filesystem::exists(dir + "/DONE"));  // the child finished before tune_tasks returned
+  auto failed = db.find(h200(), workload_key(ts[2].problem, ts[2].m), bad);
+  ASSERT_TRUE(failed);
+  EXPECT_EQ(failed->status, Status::compile_failed);
+  for (const auto& r : reports) EXPECT_TRUE(r.cutlass_best) << r.workload;
 }

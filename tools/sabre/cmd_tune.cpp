@@ -173,6 +173,7 @@ int run(const std::vector<std::string>& argv) {
     // One child (and CUDA context) per workload, restarted past a crashing or hanging candidate.
     tune::BatchMeasureFn measure = tune::batched_in_children(db.path(), env, po.timeout, tune::gpu_in_process_measure_fn());
     tune::TuneStats stats;
+    po.compiled_lookup = tune::default_lookup_fn(po);  // compile while timing
     auto reports = tune::tune_tasks(tasks, db, env, po, measure, tune::default_compile_fn(po), &stats);
 
     // The deployed kernel is the fastest correct CUTLASS one (pick_kernels); speedups are against it.
