@@ -89,6 +89,9 @@ bool only_user(const ir::Graph& g, const Value* v, const Node* n) {
 
 int64_t norm_axis(int64_t axis, size_t rank) { return axis < 0 ? axis + static_cast<int64_t>(rank) : axis; }
 
+// Thrown where a step would read a value whose producer was refused (tensor id -1).
+struct AfterRefusal {};
+
 struct SoftmaxFusion {
   Value* x = nullptr;
   Value* mask = nullptr;
@@ -110,6 +113,7 @@ class Lowerer {
     fusions();
     mark_needed();
     group_elementwise();
+    assign_layouts();
     if (!unsupported_.empty()) fail();
     for (const Value* v : g_.inputs()) bind_input(v);
     for (Node* n : order_) {
@@ -119,6 +123,8 @@ class Lowerer {
         emit(n);
       } catch (const UnsupportedError& e) {
         unsupported_.push_back(e.what());
+      } catch (const AfterRefusal&) {
+        // reads a value whose producer was refused: that refusal is the error
       }
       // Keep going after a refusal so that one error lists every unsupported node.
       if (unsupported_.size() != before)
@@ -128,6 +134,11 @@ class Lowerer {
     if (!unsupported_.empty()) fail();
     for (const Value* v : g_.outputs()) bind_output(v);
     out_.plan.symbols = symbols_;
+    out_.layout_permutes = permutes_;
+    if (!nhwc_.empty())
+      out_.notes.push_back("NHWC inside conv regions: " + std::to_string(nhwc_.size()) + " values stored NHWC, " +
+                           std::to_string(permutes_) + " NCHW<->NHWC permute" + (permutes_ == 1 ? "" : "s") +
+                           " at the region edges");
     return std::move(out_);
   }
 
@@ -425,9 +436,11 @@ class Lowerer {
     return static_cast<int>(out_.plan.tensors.size()) - 1;
   }
 
-  // The tensor id of a value read by a step (weights are created on first use).
+  // The tensor id of a value read by a step in the model's layout (weights are created on first
+  // use; a value stored NHWC is converted back to NCHW once).
   int tensor(const Value* v) {
     if (!v) return -1;
+    if (nhwc_.count(v)) return convert(v, false);
     if (auto it = tid_.find(v); it != tid_.end()) return it->second;
     if (materialized_.count(v)) {
       JArray values;
@@ -438,20 +451,146 @@ class Lowerer {
     }
     if (!v->is_constant())
       throw std::logic_error("lower: value '" + v->name() + "' read before its producer ran (invariant: topological steps)");
-    ir::Tensor c = v->constant();
+    return tid_[v] = add_weight(v->constant(), info(v, v->dtype(), runtime::TensorKind::weight, v->name()));
+  }
+  // Appends constant `c` (converted to the compute dtype when float) to the weights blob as `t`.
+  int add_weight(ir::Tensor c, runtime::TensorInfo t) {
     if (ir::is_float(c.dtype()) && c.dtype() != o_.dtype) c = c.cast(o_.dtype);
-    runtime::TensorInfo t = info(v, c.dtype(), runtime::TensorKind::weight, v->name());
+    t.dtype = c.dtype();
     size_t off = (out_.weights.size() + 255) / 256 * 256;
     out_.weights.resize(off + c.nbytes(), 0);
     if (c.nbytes()) std::memcpy(out_.weights.data() + off, c.bytes(), c.nbytes());
     t.weight_offset = off;
     t.weight_bytes = c.nbytes();
-    return tid_[v] = add_tensor(std::move(t));
+    return add_tensor(std::move(t));
   }
-  // The tensor a step writes for `v` (an activation in the storage dtype).
+  // The tensor a step writes for `v` (an activation in the storage dtype; [N,H,W,C] when NHWC).
   int define(const Value* v) {
     if (tid_.count(v)) throw std::logic_error("lower: '" + v->name() + "' defined twice (invariant: SSA)");
-    return tid_[v] = add_tensor(info(v, storage(v->dtype()), runtime::TensorKind::activation, v->name()));
+    runtime::TensorInfo t = info(v, storage(v->dtype()), runtime::TensorKind::activation, v->name());
+    if (nhwc_.count(v)) {
+      t.shape = nhwc(t.shape);
+      t.name += ".nhwc";  // the name without suffix is the NCHW tensor, where one is needed
+    }
+    return tid_[v] = add_tensor(std::move(t));
+  }
+
+  // ---- layout: NHWC inside conv regions --------------------------------------------------------
+  // Conv kernels read and write NHWC. Conv outputs are stored NHWC, and so are the outputs of
+  // pooling and elementwise chains that read an NHWC value (and whose other operands can follow:
+  // rank-4 activations, constants, scalars); every other reader sees NCHW through one conversion
+  // per value (tensor()), so permutes appear only where the NHWC region ends or begins.
+  template <typename T>
+  static std::vector<T> nhwc(const std::vector<T>& s) {
+    return {s[0], s[2], s[3], s[1]};
+  }
+  static bool is_conv_region(const Node* n) {
+    return n->domain() == "sabre" && n->op() == "Composite" && n->attr_string("kind", "") == "conv2d_fprop";
+  }
+
+  void assign_layouts() {
+    if (!o_.pick_conv) return;  // conv regions are refused: nothing runs NHWC
+    for (Node* n : order_) {
+      if (!needed_.count(n) || absorbed_.count(n)) continue;
+      if (is_conv_region(n)) {
+        if (n->output(0)->shape().size() == 4) nhwc_.insert(n->output(0));
+        continue;
+      }
+      if (n->domain() != "") continue;
+      const std::string& op = n->op();
+      if ((op == "MaxPool" || op == "AveragePool" || op == "GlobalAveragePool") && n->num_outputs() == 1 &&
+          n->input(0)->shape().size() == 4 && nhwc_.count(n->input(0))) {
+        nhwc_.insert(n->output(0));
+        continue;
+      }
+      if (is_ew(n)) {
+        auto it = group_of_.find(n);
+        if (it == group_of_.end() || groups_[it->second].nodes.back() != n || !nhwc_group(groups_[it->second])) continue;
+        for (Node* m : groups_[it->second].nodes) nhwc_.insert(m->output(0));
+      }
+    }
+  }
+
+  bool nhwc_group(const Group& gr) const {
+    for (const Node* m : gr.nodes)
+      if (m->output(0)->shape().size() != 4) return false;
+    bool reads_nhwc = false;
+    for (const Value* v : gr.inputs) {
+      if (nhwc_.count(v)) reads_nhwc = true;
+      else if (v->is_constant() && !materialized_.count(v)) {
+        if (v->shape().size() > 4) return false;
+      } else if (v->shape().size() != 4) {
+        return false;
+      }
+    }
+    return reads_nhwc;
+  }
+
+  // `v` stored NHWC: its own tensor, a constant transposed at compile time (rank <= 4, right-aligned
+  // to 4 first: a [C,1,1] bias becomes [1,1,1,C]; a filter [K,C,R,S] becomes KRSC), or an NCHW
+  // activation converted once.
+  int tensor_nhwc(const Value* v) {
+    if (!v) return -1;
+    if (nhwc_.count(v)) {
+      auto it = tid_.find(v);
+      if (it == tid_.end())
+        throw std::logic_error("lower: value '" + v->name() + "' read before its producer ran (invariant: topological steps)");
+      return it->second;
+    }
+    if (!v->is_constant() || materialized_.count(v)) return convert(v, true);
+    if (auto it = other_.find(v); it != other_.end()) return it->second;
+    const ir::Tensor& c = v->constant();
+    std::vector<int64_t> d = c.dims();
+    if (d.size() > 4) throw std::logic_error("lower: NHWC constant '" + v->name() + "' has rank > 4 (invariant: nhwc_group)");
+    while (d.size() < 4) d.insert(d.begin(), 1);
+    const int64_t N = d[0], C = d[1], H = d[2], W = d[3];
+    const size_t es = ir::size_of(c.dtype());
+    ir::Tensor t(c.dtype(), {N, H, W, C});
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t ch = 0; ch < C; ++ch)
+        for (int64_t h = 0; h < H; ++h)
+          for (int64_t w = 0; w < W; ++w)
+            std::memcpy(t.mutable_bytes() + static_cast<size_t>(((n * H + h) * W + w) * C + ch) * es,
+                        c.bytes() + static_cast<size_t>(((n * C + ch) * H + h) * W + w) * es, es);
+    runtime::TensorInfo ti;
+    ti.name = v->name() + ".nhwc";
+    ti.kind = runtime::TensorKind::weight;
+    for (int64_t x : t.dims()) ti.shape.push_back(runtime::DimExpr::parse(std::to_string(x)));
+    return other_[v] = add_weight(std::move(t), std::move(ti));
+  }
+
+  // `v` in the other layout than its own: a permute step, or a view where the permutation moves
+  // no bytes (at most one of C, H, W is not 1, e.g. a GlobalAveragePool output before Flatten).
+  int convert(const Value* v, bool to_nhwc) {
+    if (auto it = other_.find(v); it != other_.end()) return it->second;
+    int src;
+    if (to_nhwc) {
+      src = tensor(v);
+    } else {
+      auto it = tid_.find(v);
+      if (it == tid_.end())
+        throw std::logic_error("lower: value '" + v->name() + "' read before its producer ran (invariant: topological steps)");
+      src = it->second;
+    }
+    if (src < 0) return -1;  // its producer was refused; the error lists it
+    runtime::TensorInfo t = info(v, out_.plan.tensors[src].dtype, runtime::TensorKind::activation, v->name());
+    if (to_nhwc) {
+      t.shape = nhwc(t.shape);
+      t.name += ".nhwc";
+    }
+    int id = add_tensor(std::move(t));
+    const auto& s = v->shape();
+    int moved = 0;
+    for (size_t i = 1; i < 4; ++i) moved += !(s[i] == Dim(1));
+    const std::string what = to_nhwc ? " (to NHWC)" : " (to NCHW)";
+    if (moved <= 1) {
+      step("reshape", v->name() + what, {src}, {id}, JObject{});
+    } else {
+      step("permute", v->name() + what, {src}, {id}, JObject{{"perm", jints(to_nhwc ? std::vector<int64_t>{0, 2, 3, 1}
+                                                                                         : std::vector<int64_t>{0, 3, 1, 2})}});
+      ++permutes_;
+    }
+    return other_[v] = id;
   }
 
   void bind_input(const Value* v) {
@@ -546,11 +685,17 @@ class Lowerer {
     if (op.rfind("Reduce", 0) == 0) return emit_reduce(n);
     if (op == "MaxPool" || op == "AveragePool") return emit_pool(n);
     if (op == "GlobalAveragePool" && n->input(0)->shape().size() == 4) {
-      int x = tensor(n->input(0));
-      step("global_average_pool", n->name(), {x}, {define(n->output(0))}, JObject{{"layout", jstr("nchw")}});
+      const bool in_nhwc = nhwc_.count(n->output(0)) != 0;
+      int x = in_nhwc ? tensor_nhwc(n->input(0)) : tensor(n->input(0));
+      step("global_average_pool", n->name(), {x}, {define(n->output(0))},
+           JObject{{"layout", jstr(in_nhwc ? "nhwc" : "nchw")}});
       return;
     }
-    if (op == "Conv") return unsupported(n, "conv offload is not implemented yet (issue 7)");
+    if (op == "Conv") {
+      if (!o_.pick_conv) return unsupported(n, "conv offload is not implemented yet (issue 7)");
+      return unsupported(n, "a Conv the CUTLASS pattern table refused (`sabre partition` says why); sabre has no "
+                            "other conv path");
+    }
     if (op == "Range" && range_operands(n)) {
       auto [start, delta] = *range_operands(n);
       step("iota", n->name(), {}, {define(n->output(0))}, JObject{{"start", jdim(start)}, {"delta", jdim(delta)}});
@@ -565,12 +710,14 @@ class Lowerer {
     native::ElementwiseChain ch;
     std::map<const Value*, int> node_of;
     std::vector<int> step_ins;
+    const bool in_nhwc = nhwc_.count(gr.nodes.back()->output(0)) != 0;
     auto operand = [&](const Value* v) -> int {
       if (auto it = node_of.find(v); it != node_of.end()) return it->second;
       if (scalar_constant(v))  // floats compute in f32; integer and bool constants keep their kind
         return ch.constant(static_cast<float>(v->constant().get_f64(0)), ir::is_float(v->dtype()) ? DType::f32 : v->dtype());
       int slot = static_cast<int>(ch.inputs.size());
-      int t = tensor(v);
+      int t = in_nhwc ? tensor_nhwc(v) : tensor(v);
+      if (t < 0) throw AfterRefusal{};
       ch.inputs.push_back(out_.plan.tensors[t].dtype);
       step_ins.push_back(t);
       return node_of[v] = ch.input(slot);
@@ -733,7 +880,7 @@ class Lowerer {
          JObject{{"starts", jdims(*starts)}, {"ends", jdims(*ends)}, {"axes", jdims(ax)}, {"steps", jdims(st)}});
   }
 
-  // MaxPool / AveragePool over NCHW, explicit pads only.
+  // MaxPool / AveragePool, NCHW or (inside a conv region) NHWC, explicit pads only.
   void emit_pool(Node* n) {
     if (n->input(0)->shape().size() != 4) throw UnsupportedError(where(n) + ": only 2-D pooling (NCHW) runs on the GPU");
     if (n->attr_string("auto_pad", "NOTSET") != "NOTSET" && n->attr_string("auto_pad", "NOTSET") != "VALID")
@@ -741,10 +888,11 @@ class Lowerer {
     if (n->num_outputs() > 1 && (!n->output(1)->users().empty() || g_.is_graph_output(n->output(1))))
       throw UnsupportedError(where(n) + ": the Indices output is not produced on the GPU");
     auto pads = n->attr_ints("pads", {0, 0, 0, 0});
-    int x = tensor(n->input(0));
+    const bool in_nhwc = nhwc_.count(n->output(0)) != 0;
+    int x = in_nhwc ? tensor_nhwc(n->input(0)) : tensor(n->input(0));
     step("pool2d", n->name(), {x}, {define(n->output(0))},
          JObject{{"kind", jstr(n->op() == "MaxPool" ? "max" : "average")},
-                 {"layout", jstr("nchw")},
+                 {"layout", jstr(in_nhwc ? "nhwc" : "nchw")},
                  {"kernel", jints(n->attr_ints("kernel_shape"))},
                  {"stride", jints(n->attr_ints("strides", {1, 1}))},
                  {"dilation", jints(n->attr_ints("dilations", {1, 1}))},
@@ -799,14 +947,8 @@ class Lowerer {
     throw std::logic_error("lower: Composite attribute '" + k + "' is not a dim (invariant: docs/IR.md Composite attrs)");
   }
 
-  void emit_composite(Node* n) {
-    const std::string kind = n->attr_string("kind", "");
-    if (kind == "conv2d_fprop")
-      throw UnsupportedError(where(n) + " [" + n->attr_string("pattern", "") +
-                             "]: conv offload is not implemented yet (issue 7)");
-    if (kind != "gemm" && kind != "batched_gemm")
-      throw UnsupportedError(where(n) + ": unknown Composite kind '" + kind + "'");
-    // Inputs by role.
+  // A Composite's inputs by role (docs/IR.md: comma-joined when one value plays two roles).
+  static std::map<std::string, Value*> roles_of(const Node* n) {
     std::map<std::string, Value*> role;
     std::vector<std::string> roles;
     if (auto it = n->attrs().find("roles"); it != n->attrs().end())
@@ -816,6 +958,94 @@ class Lowerer {
       std::string r;
       while (std::getline(ss, r, ',')) role[r] = n->input(i);
     }
+    return role;
+  }
+
+  // A conv region -> one "conv" step: X and the residual NHWC, the filter KRSC (transposed here,
+  // once), Y NHWC; the kernel from LowerOptions::pick_conv.
+  void emit_conv(Node* n) {
+    const std::string pattern = n->attr_string("pattern", "");
+    if (!o_.pick_conv)
+      throw UnsupportedError(where(n) + " [" + pattern + "]: conv offload is not implemented yet (issue 7): no conv "
+                             "kernel picker in this build");
+    std::map<std::string, Value*> role = roles_of(n);
+    Value* X = role["X"];
+    Value* W = role["W"];
+    Value* bias = role.count("bias") ? role["bias"] : nullptr;
+    Value* res = role.count("residual") ? role["residual"] : nullptr;
+    if (!X || !W) throw std::logic_error("lower: Composite " + n->name() + " lacks an X or W role (invariant: docs/IR.md)");
+    const ir::Node* conv = nullptr;
+    if (const auto& body = n->attr_graph("body"))
+      for (const ir::Node* b : body->nodes())
+        if (b->op() == "Conv") conv = b;
+    if (!conv) throw std::logic_error("lower: conv Composite " + n->name() + " has no Conv in its body (invariant: docs/IR.md)");
+    const auto& xs = X->shape();
+    const auto& ws = W->shape();
+    const Value* Y = n->output(0);
+    const auto& ys = Y->shape();
+    if (xs.size() != 4 || ws.size() != 4 || ys.size() != 4)
+      throw std::logic_error("lower: conv Composite " + n->name() + " is not 2-D (invariant: check_conv)");
+    auto pads = conv->attr_ints("pads", {0, 0, 0, 0});
+    auto strides = conv->attr_ints("strides", {1, 1});
+    auto dil = conv->attr_ints("dilations", {1, 1});
+    const int64_t groups = conv->attr_int("group", 1);
+    if (pads.size() != 4 || strides.size() != 2 || dil.size() != 2)
+      throw UnsupportedError(where(n) + " [" + pattern + "]: pads/strides/dilations are not 2-D");
+    if (pads[0] != pads[2] || pads[1] != pads[3])
+      throw UnsupportedError(where(n) + " [" + pattern + "]: asymmetric pads [" + std::to_string(pads[0]) + "," + std::to_string(pads[1]) + "," +
+                             std::to_string(pads[2]) + "," + std::to_string(pads[3]) + "]" +
+                             ": the conv kernels pad both sides of a dim alike");
+    const std::string epilogue = n->attr_string("epilogue", "linear");
+    const std::string dt(ir::name(o_.dtype));
+    ConvProblem prob;
+    prob.dtype = dt;
+    prob.epilogue = epilogue;
+    prob.n = eval_hi(xs[0]);
+    prob.c = eval_hi(xs[1]);
+    prob.h = eval_hi(xs[2]);
+    prob.w = eval_hi(xs[3]);
+    prob.k = eval_hi(ws[0]);
+    prob.r = eval_hi(ws[2]);
+    prob.s = eval_hi(ws[3]);
+    prob.p = eval_hi(ys[2]);
+    prob.q = eval_hi(ys[3]);
+    prob.pad_h = pads[0];
+    prob.pad_w = pads[1];
+    prob.stride_h = strides[0];
+    prob.stride_w = strides[1];
+    prob.dil_h = dil[0];
+    prob.dil_w = dil[1];
+    prob.groups = groups;
+    prob.alignment = cutlass_backend::max_alignment(o_.dtype);
+    for (const Dim& e : {xs[1], ws[0]})
+      prob.alignment = std::min(prob.alignment, e.is_static() ? cutlass_backend::fallback_alignment(o_.dtype, e.value()) : 1);
+    for (int64_t v : {prob.n, prob.c, prob.h, prob.w, prob.k, prob.r, prob.s, prob.p, prob.q})
+      if (v <= 0) throw UnsupportedError(where(n) + " [" + pattern + "]: conv dims do not evaluate over the symbol ranges");
+    std::string kernel;
+    try {
+      kernel = o_.pick_conv(prob);
+    } catch (const std::invalid_argument& e) {
+      throw UnsupportedError(where(n) + " [" + pattern + "]: no conv kernel: " + e.what());
+    }
+    if (kernel.empty()) throw UnsupportedError(where(n) + " [" + pattern + "]: the conv kernel picker returned no kernel");
+    if (conv_seen_.insert(kernel).second) out_.conv_kernels.push_back(kernel);
+    JObject p{{"n", jdim(xs[0])}, {"h", jdim(xs[2])}, {"w", jdim(xs[3])}, {"c", jdim(xs[1])},
+              {"k", jdim(ws[0])}, {"r", jdim(ws[2])}, {"s", jdim(ws[3])}, {"p", jdim(ys[2])}, {"q", jdim(ys[3])},
+              {"pads", jints(pads)}, {"strides", jints(strides)}, {"dilations", jints(dil)},
+              {"groups", jnum(double(groups))}, {"alpha", jnum(1)}, {"beta", jnum(res ? 1 : 0)},
+              {"dtype", jstr(dt)}, {"epilogue", jstr(epilogue)}, {"pattern", jstr(pattern)},
+              {"dispatch", json::Value(JArray{json::Value(JObject{{"max_m", jnum(-1)}, {"kernel", jstr(kernel)}})})}};
+    std::vector<int> ins{tensor_nhwc(X), tensor_nhwc(W), tensor(bias), tensor_nhwc(res)};
+    if (!nhwc_.count(Y)) throw std::logic_error("lower: conv output '" + Y->name() + "' is not NHWC (invariant: assign_layouts)");
+    step("conv", n->name(), ins, {define(Y)}, p);
+  }
+
+  void emit_composite(Node* n) {
+    const std::string kind = n->attr_string("kind", "");
+    if (kind == "conv2d_fprop") return emit_conv(n);
+    if (kind != "gemm" && kind != "batched_gemm")
+      throw UnsupportedError(where(n) + ": unknown Composite kind '" + kind + "'");
+    std::map<std::string, Value*> role = roles_of(n);
     Value* A = role["A"];
     Value* B = role["B"];
     if (!A || !B) throw std::logic_error("lower: Composite " + n->name() + " lacks an A or B role (invariant: docs/IR.md)");
@@ -942,6 +1172,10 @@ class Lowerer {
   std::set<std::string> ew_seen_, gemm_seen_;
   std::set<const Value*> materialized_;
   std::vector<std::string> unsupported_;
+  std::set<const Value*> nhwc_;         // values stored NHWC
+  std::map<const Value*, int> other_;   // value -> its tensor in the other layout (one conversion each)
+  int permutes_ = 0;
+  std::set<std::string> conv_seen_;
 };
 
 }  // namespace

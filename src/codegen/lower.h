@@ -7,7 +7,9 @@
 // kernel picker; maximal single-consumer chains of elementwise ops become one "elementwise" step
 // (a generated kernel each); Softmax absorbs a preceding scale, additive mask and causal Where;
 // LayerNormalization absorbs its residual Add; shape ops become views; shape subgraphs whose
-// values only feed shapes disappear. Anything the runtime cannot run is reported all at once.
+// values only feed shapes disappear. Conv regions run NHWC: conv outputs, and the pooling and
+// elementwise ops that read them, are stored NHWC (filters KRSC, transposed at compile time);
+// a permute converts a value only where an NCHW reader (or the model's output) needs it. Anything the runtime cannot run is reported all at once.
 // Tests: tests/unit/codegen_lower_test.cpp
 #pragma once
 
@@ -44,10 +46,25 @@ std::pair<int64_t, int64_t> default_range(const std::string& symbol);
 
 using KernelPicker = std::function<std::vector<tune::DispatchEntry>(const tune::GemmProblem&)>;
 
+// One 2-D forward convolution as the conv kernels see it (kernel_abi.h sabre_conv_args: NHWC x,
+// KRSC filter); symbolic dims at their largest value over the symbol ranges.
+struct ConvProblem {
+  std::string dtype;     // "f16" / "bf16"
+  std::string epilogue;  // kernel_spec.h spelling: linear, bias, bias_relu, bias_res_relu, ...
+  int64_t n = 0, h = 0, w = 0, c = 0, k = 0, r = 0, s = 0, p = 0, q = 0;
+  int64_t pad_h = 0, pad_w = 0, stride_h = 1, stride_w = 1, dil_h = 1, dil_w = 1, groups = 1;
+  int alignment = 1;  // elements per 16-byte access that C and K allow
+};
+// The conv kernel's name for a problem; throws std::invalid_argument (with why) when no kernel fits.
+using ConvKernelPicker = std::function<std::string(const ConvProblem&)>;
+
 struct LowerOptions {
   ir::DType dtype = ir::DType::f16;  // compute dtype: f16 or bf16
   DimRanges ranges;                  // symbol ranges; unnamed symbols get default_range()
   KernelPicker pick;                 // required: usually tune::pick_kernels with fixed options
+  // Conv kernels. Unset: conv regions are refused ("conv offload is not implemented yet") and the
+  // graph stays NCHW. Set: conv regions become "conv" steps and the NHWC layout assignment runs.
+  ConvKernelPicker pick_conv;
 };
 
 struct ElementwiseKernel {
@@ -60,6 +77,8 @@ struct Lowered {
   std::vector<uint8_t> weights;                 // weights.bin
   std::vector<std::string> gemm_kernels;        // kernel names from every dispatch table, unique
   std::vector<ElementwiseKernel> ew_kernels;    // unique by name
+  std::vector<std::string> conv_kernels;        // conv kernel names from every conv step, unique
+  int layout_permutes = 0;                      // NCHW<->NHWC permute steps the layout assignment added
   std::vector<std::string> notes;               // what the user should know (default ranges, ...)
 };
 

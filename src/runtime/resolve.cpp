@@ -94,6 +94,47 @@ std::vector<std::string> gemm_step_kernels(const Step& s) {
   return out;
 }
 
+sabre_conv_args conv_args(const Step& s, const Dims& dims) {
+  sabre_conv_args a{};
+  a.n = param_dim(s, "n", dims);
+  a.h = param_dim(s, "h", dims);
+  a.w = param_dim(s, "w", dims);
+  a.c = param_dim(s, "c", dims);
+  a.k = param_dim(s, "k", dims);
+  a.r = param_dim(s, "r", dims);
+  a.s = param_dim(s, "s", dims);
+  a.p = param_dim(s, "p", dims);
+  a.q = param_dim(s, "q", dims);
+  std::vector<int64_t> pads = param_dims(s, "pads", dims), st = param_dims(s, "strides", dims),
+                       dil = param_dims(s, "dilations", dims);
+  if (pads.empty()) pads = {0, 0, 0, 0};
+  if (st.empty()) st = {1, 1};
+  if (dil.empty()) dil = {1, 1};
+  if (pads.size() != 4 || st.size() != 2 || dil.size() != 2)
+    throw PlanError("plan: " + where(s) + " needs pads [4], strides [2] and dilations [2]");
+  if (pads[0] != pads[2] || pads[1] != pads[3])
+    throw PlanError("plan: " + where(s) + " has asymmetric pads; conv kernels pad both sides of a dim alike");
+  a.pad_h = pads[0];
+  a.pad_w = pads[1];
+  a.stride_h = st[0];
+  a.stride_w = st[1];
+  a.dil_h = dil[0];
+  a.dil_w = dil[1];
+  a.groups = param_dim(s, "groups", dims, 1);
+  a.alpha = static_cast<float>(param_num(s, "alpha", 1.0));
+  a.beta = static_cast<float>(param_num(s, "beta", 0.0));
+  auto out_extent = [](int64_t in, int64_t pad, int64_t stride, int64_t dil, int64_t f) {
+    return stride > 0 ? (in + 2 * pad - dil * (f - 1) - 1) / stride + 1 : -1;
+  };
+  if (a.groups < 1 || a.c % a.groups || a.k % a.groups || a.p != out_extent(a.h, a.pad_h, a.stride_h, a.dil_h, a.r) ||
+      a.q != out_extent(a.w, a.pad_w, a.stride_w, a.dil_w, a.s))
+    throw PlanError("plan: " + where(s) + ": dims disagree (n,h,w,c=" + std::to_string(a.n) + "," + std::to_string(a.h) +
+                    "," + std::to_string(a.w) + "," + std::to_string(a.c) + " k,r,s=" + std::to_string(a.k) + "," +
+                    std::to_string(a.r) + "," + std::to_string(a.s) + " p,q=" + std::to_string(a.p) + "," +
+                    std::to_string(a.q) + " groups=" + std::to_string(a.groups) + ")");
+  return a;
+}
+
 int gemm_alignment(const sabre_gemm_args& a, size_t elem_bytes) {
   for (int al : {8, 4, 2}) {
     const int64_t al64 = al;
@@ -204,7 +245,7 @@ std::string dlpack_name(sabre_dtype d) {
 }
 
 const std::vector<std::string>& known_ops() {
-  static const std::vector<std::string> ops = {"gemm",   "softmax", "layernorm", "elementwise", "where",
+  static const std::vector<std::string> ops = {"gemm",   "conv",    "softmax", "layernorm", "elementwise", "where",
                                                "cast",   "reduce",  "permute",   "slice",       "strided_copy",
                                                "concat", "split",   "gather",    "pool2d",      "global_average_pool",
                                                "copy",   "reshape", "fill",     "iota"};

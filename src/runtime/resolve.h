@@ -38,6 +38,11 @@ std::vector<std::string> gemm_step_kernels(const Step& s);
 // and whose byte size divides every operand pointer.
 int gemm_alignment(const sabre_gemm_args& a, size_t elem_bytes);
 
+// The sabre_conv_args of a "conv" step at these dims (pointers null, alpha/beta from the params).
+// Checks what the ABI cannot say (asymmetric pads, non-2-D lists, dims that disagree with the
+// output size) and throws PlanError naming the step. Its kernel is select_gemm_kernel(s, n·p·q).
+sabre_conv_args conv_args(const Step& s, const Dims& dims);
+
 // An elementwise step's "chain" param as a native chain; throws PlanError on unknown op names,
 // bad operands or dtypes (what native::validate rejects).
 native::ElementwiseChain parse_chain(const Step& s);

@@ -68,6 +68,7 @@ struct Session::Impl {
   void* weights_dev = nullptr;
   std::vector<void*> libs;
   std::map<std::string, sabre_kernel_entry> gemm;
+  std::map<std::string, sabre_conv_entry> conv;
   // Per step index: the parsed chain and program (elementwise), the generated launcher or null.
   std::map<size_t, native::ElementwiseChain> chains;
   std::map<size_t, SabreEwProgram> programs;
@@ -137,6 +138,17 @@ Session::Session(const std::string& dir, int device_id) : impl_(std::make_shared
         if (!s.gemm.emplace(entries[i].name, entries[i]).second)
           throw Error(SABRE_ERR_ARTIFACT, std::string("two kernel libraries define kernel ") + entries[i].name);
     }
+    // Conv kernels (issue 7) come in their own registry; a library may have either or both.
+    if (auto reg = reinterpret_cast<sabre_conv_registry_fn>(dlsym(h, SABRE_CONV_REGISTRY_SYMBOL))) {
+      int n = 0, abi = 0;
+      const sabre_conv_entry* entries = reg(&n, &abi);
+      if (abi != SABRE_KERNEL_ABI_VERSION)
+        throw Error(SABRE_ERR_ARTIFACT, path + " has kernel ABI " + std::to_string(abi) + ", this runtime uses " +
+                                            std::to_string(SABRE_KERNEL_ABI_VERSION) + "; recompile the model");
+      for (int i = 0; i < n; ++i)
+        if (!s.conv.emplace(entries[i].name, entries[i]).second)
+          throw Error(SABRE_ERR_ARTIFACT, std::string("two kernel libraries define conv kernel ") + entries[i].name);
+    }
   }
   const Plan& plan = s.art.plan;
   for (size_t i = 0; i < plan.steps.size(); ++i) {
@@ -151,6 +163,13 @@ Session::Session(const std::string& dir, int device_id) : impl_(std::make_shared
         for (const std::string& k : gemm_step_kernels(st))
           if (!s.gemm.count(k))
             throw PlanError("plan: " + where + " dispatches to kernel '" + k + "', which no library in kernels/ defines");
+      } else if (st.op == "conv") {
+        const json::Value* d = st.params.get("dispatch");
+        if (!d || !d->is_array() || d->arr().empty()) throw PlanError("plan: " + where + " has no dispatch table");
+        for (const std::string& k : gemm_step_kernels(st))
+          if (!s.conv.count(k))
+            throw PlanError("plan: " + where + " dispatches to conv kernel '" + k +
+                            "', which no library in kernels/ defines (sabre_conv_registry)");
       } else if (st.op == "elementwise") {
         s.chains[i] = parse_chain(st);
         s.programs[i] = native::compile_program(s.chains[i]);
@@ -260,6 +279,8 @@ struct ExecutionContext::Impl {
   void run(const std::vector<sabre_tensor>& inputs, std::vector<sabre_tensor>& outputs, bool sync);
   Signature& signature(const std::vector<std::vector<int64_t>>& in_shapes);
   sabre_gemm_args gemm_args(const Step& st, const Signature& sig, const std::vector<void*>& ptr) const;
+  sabre_conv_args conv_step_args(const Step& st, const Signature& sig, const std::vector<void*>& ptr) const;
+  const sabre_conv_entry& conv_kernel(const Step& st, const sabre_conv_args& a, std::string* name) const;
   size_t gemm_elem_bytes(const Step& st) const;
   void enqueue(size_t i, const Signature& sig, const std::vector<void*>& ptr);
 };
@@ -431,13 +452,16 @@ void ExecutionContext::Impl::run(const std::vector<sabre_tensor>& inputs, std::v
       sabre_gemm_args a = gemm_args(st, sig, ptr);
       const auto& k = s->gemm.at(select_gemm_kernel(st, a.m, gemm_alignment(a, gemm_elem_bytes(st))));
       ws = std::max(ws, k.workspace_size(&a));
+    } else if (st.op == "conv") {
+      sabre_conv_args a = conv_step_args(st, sig, ptr);
+      ws = std::max(ws, conv_kernel(st, a, nullptr).workspace_size(&a));
     }
   if (ws > workspace_size) {
     cuda_check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
     cudaFree(workspace);
     workspace = nullptr;
     workspace_size = 0;
-    cuda_check(cudaMalloc(&workspace, ws), "allocating the GEMM workspace");
+    cuda_check(cudaMalloc(&workspace, ws), "allocating the GEMM/conv workspace");
     workspace_size = ws;
     ++arena_epoch;
   }
@@ -547,6 +571,39 @@ sabre_gemm_args ExecutionContext::Impl::gemm_args(const Step& st, const Signatur
   return a;
 }
 
+sabre_conv_args ExecutionContext::Impl::conv_step_args(const Step& st, const Signature& sig,
+                                                      const std::vector<void*>& ptr) const {
+  sabre_conv_args a{};
+  try {
+    a = conv_args(st, sig.dims);
+  } catch (const PlanError& e) {
+    throw Error(SABRE_ERR_INTERNAL, e.what());
+  }
+  auto at = [&](size_t slot) -> void* {
+    if (slot >= st.inputs.size() || st.inputs[slot] < 0) return nullptr;
+    return ptr[static_cast<size_t>(st.inputs[slot])];
+  };
+  a.x = at(0);
+  a.filter = at(1);
+  a.bias = at(2);
+  a.residual = at(3);
+  a.y = ptr[static_cast<size_t>(st.outputs.at(0))];
+  return a;
+}
+
+// The conv step's kernel: its dispatch table read at the implicit GEMM's M = n·p·q.
+const sabre_conv_entry& ExecutionContext::Impl::conv_kernel(const Step& st, const sabre_conv_args& a,
+                                                            std::string* name) const {
+  std::string k;
+  try {
+    k = select_gemm_kernel(st, a.n * a.p * a.q);
+  } catch (const PlanError& e) {
+    throw Error(SABRE_ERR_INTERNAL, e.what());
+  }
+  if (name) *name = k;
+  return s->conv.at(k);  // every dispatched name was checked at load
+}
+
 void ExecutionContext::Impl::enqueue(size_t i, const Signature& sig, const std::vector<void*>& ptr) {
   const Step& st = plan().steps[i];
   const std::string where = "step '" + st.name + "' (" + st.op + ")";
@@ -587,6 +644,19 @@ void ExecutionContext::Impl::enqueue(size_t i, const Signature& sig, const std::
         throw Error(rc == SABRE_CUDA_ERROR ? SABRE_ERR_CUDA : SABRE_ERR_INTERNAL,
                     where + ": kernel " + kname + " failed (status " + std::to_string(rc) + ") at m=" + std::to_string(a.m) +
                         " n=" + std::to_string(a.n) + " k=" + std::to_string(a.k) + ": " + (k.last_error ? k.last_error() : ""));
+    } else if (op == "conv") {
+      sabre_conv_args a = conv_step_args(st, sig, ptr);
+      a.workspace = workspace;
+      a.workspace_size = workspace_size;
+      std::string kname;
+      const sabre_conv_entry& k = conv_kernel(st, a, &kname);
+      int rc = k.run(&a, reinterpret_cast<sabre_stream_t>(stream));
+      if (rc != SABRE_OK)
+        throw Error(rc == SABRE_CUDA_ERROR ? SABRE_ERR_CUDA : SABRE_ERR_INTERNAL,
+                    where + ": conv kernel " + kname + " failed (status " + std::to_string(rc) + ") at n,h,w,c=" +
+                        std::to_string(a.n) + "," + std::to_string(a.h) + "," + std::to_string(a.w) + "," +
+                        std::to_string(a.c) + " k,r,s=" + std::to_string(a.k) + "," + std::to_string(a.r) + "," +
+                        std::to_string(a.s) + ": " + (k.last_error ? k.last_error() : ""));
     } else if (op == "softmax") {
       native::SoftmaxArgs a;
       a.dtype = tin(0).dtype;

@@ -95,3 +95,45 @@ TEST(RuntimeResolve, DlpackDtypesMapBothWays) {
   EXPECT_EQ(dlpack_name(to_dlpack(DType::bf16)), "bfloat16");
   EXPECT_FALSE(from_dlpack({SABRE_DTYPE_FLOAT, 16, 4}).has_value());
 }
+
+// A conv step's params -> sabre_conv_args (what the runtime hands the conv kernel), its kernel by
+// M = n·p·q, and the refusals the ABI needs (asymmetric pads; p,q inconsistent with the rest).
+TEST(RuntimeResolve, ConvArgsFromStepParams) {
+  Step s;
+  s.op = "conv";
+  s.name = "/layer1/conv";
+  s.params = sabre::json::parse(
+      R"({"n":"batch","h":"32","w":32,"c":"16","k":"16","r":3,"s":3,"p":"32","q":"32","pads":[1,1,1,1],)"
+      R"("strides":[1,1],"dilations":[1,1],"groups":1,"alpha":1,"beta":1,)"
+      R"("dispatch":[{"max_m":-1,"kernel":"sm80_conv_fprop_nhwc_f16_f16_f32_128x128x32_w64x64x32_s3_a8_bias_res_relu"}]})");
+  sabre_conv_args a = conv_args(s, {{"batch", 3}});
+  EXPECT_EQ(a.n, 3);
+  EXPECT_EQ(a.h, 32);
+  EXPECT_EQ(a.c, 16);
+  EXPECT_EQ(a.k, 16);
+  EXPECT_EQ(a.r, 3);
+  EXPECT_EQ(a.q, 32);
+  EXPECT_EQ(a.pad_h, 1);
+  EXPECT_EQ(a.pad_w, 1);
+  EXPECT_EQ(a.stride_w, 1);
+  EXPECT_EQ(a.dil_h, 1);
+  EXPECT_EQ(a.groups, 1);
+  EXPECT_FLOAT_EQ(a.beta, 1.0f);
+  EXPECT_EQ(a.x, nullptr);
+  EXPECT_EQ(select_gemm_kernel(s, a.n * a.p * a.q),
+            "sm80_conv_fprop_nhwc_f16_f16_f32_128x128x32_w64x64x32_s3_a8_bias_res_relu");
+  EXPECT_TRUE(is_known_op("conv"));
+
+  Step asym = s;
+  asym.params = sabre::json::parse(
+      R"({"n":1,"h":8,"w":8,"c":8,"k":8,"r":3,"s":3,"p":8,"q":8,"pads":[1,1,2,1],"strides":[1,1],"dilations":[1,1]})");
+  EXPECT_THROW(conv_args(asym, {}), PlanError);
+  Step wrong_p = s;
+  wrong_p.params = sabre::json::parse(
+      R"({"n":1,"h":8,"w":8,"c":8,"k":8,"r":3,"s":3,"p":7,"q":8,"pads":[1,1,1,1],"strides":[1,1],"dilations":[1,1]})");
+  EXPECT_THROW(conv_args(wrong_p, {}), PlanError);
+  Step strided = s;
+  strided.params = sabre::json::parse(
+      R"({"n":1,"h":8,"w":8,"c":8,"k":16,"r":3,"s":3,"p":4,"q":4,"pads":[1,1,1,1],"strides":[2,2],"dilations":[1,1]})");
+  EXPECT_EQ(conv_args(strided, {}).stride_h, 2);
+}
