@@ -1,0 +1,115 @@
+#!/usr/bin/env python3
+"""Issue 7's end-to-end evidence on the GPU host, against PyTorch on the same GPU.
+
+  tv_e2e.py compare NAME OUTDIR ARTIFACT SABRE B [B ...]
+      Rebuilds NAME (resnet50 | mobilenet_v2) from OUTDIR/NAME.pt (export_tv.py), runs it in fp16
+      (channels_last) on random images for each batch B, runs the sabre artifact on the same inputs
+      (`sabre run`) and prints the relative L2 error against PyTorch fp16 (target <= 1e-2) and, for
+      scale, PyTorch fp16 against fp32. Exit 1 when over 1e-2.
+  tv_e2e.py latency NAME OUTDIR ARTIFACT SABRE B [B ...]
+      Median latency of PyTorch eager fp16 channels_last, torch.compile(mode="reduce-overhead") and
+      `sabre bench` (CUDA graphs) at each batch, in one run."""
+import copy
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+import torch
+import torchvision
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from export_tv import build  # noqa: E402
+
+
+def load(name, outdir):
+    model = build(name)
+    model.load_state_dict(torch.load(os.path.join(outdir, name + ".pt"), map_location="cpu"))
+    return model.eval()
+
+
+def rel_l2(a, b):
+    a, b = a.astype(np.float64), b.astype(np.float64)
+    return float(np.linalg.norm(a - b) / max(np.linalg.norm(b), 1e-30))
+
+
+def compare(name, outdir, artifact, sabre, batches):
+    model = load(name, outdir)
+    m16 = copy.deepcopy(model).to("cuda", torch.float16).to(memory_format=torch.channels_last)
+    m32 = model.to("cuda")
+    worst = 0.0
+    print(f"{name}: sabre vs PyTorch {torch.__version__} fp16 on {torch.cuda.get_device_name()}")
+    print(f"{'batch':>5}  {'rel L2 vs torch fp16':>21} {'max abs':>9} {'(torch fp16 vs fp32)':>21}")
+    for b in batches:
+        g = torch.Generator().manual_seed(10 + b)
+        x = torch.randn(b, 3, 224, 224, generator=g)
+        with torch.no_grad():
+            want = m16(x.cuda().half().to(memory_format=torch.channels_last)).float().cpu().numpy()
+            want32 = m32(x.cuda()).float().cpu().numpy()
+        with tempfile.TemporaryDirectory() as tmp:
+            np.save(os.path.join(tmp, "images.npy"), x.numpy())
+            r = subprocess.run([sabre, "run", artifact, "--input", f"images={tmp}/images.npy", "-o", f"{tmp}/out"],
+                               capture_output=True, text=True)
+            if r.returncode != 0:
+                print(f"{b:>5}  sabre run failed ({r.returncode}): {r.stderr.strip()[:400]}")
+                worst = float("inf")
+                continue
+            got = np.load(f"{tmp}/out/logits.npy")
+        e = rel_l2(got, want)
+        worst = max(worst, e)
+        print(f"{b:>5}  {e:>21.3e} {np.abs(got - want).max():>9.3e} {rel_l2(want, want32):>21.3e}")
+    print(f"worst rel L2 vs PyTorch fp16: {worst:.3e} (target <= 1e-2)")
+    return 0 if worst <= 1e-2 else 1
+
+
+def cuda_median_ms(fn, iters=100, warmup=20):
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(iters):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        fn()
+        b.record()
+        b.synchronize()
+        times.append(a.elapsed_time(b))
+    return float(np.median(times))
+
+
+def latency(name, outdir, artifact, sabre, batches):
+    model = load(name, outdir).to("cuda", torch.float16).to(memory_format=torch.channels_last)
+    print(f"{name} fp16 on {torch.cuda.get_device_name()}, torch {torch.__version__}, torchvision "
+          f"{torchvision.__version__}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
+    print(f"{'batch':>5} {'eager ms':>9} {'compile ms':>11} {'sabre ms':>9} {'x best torch':>13}")
+    compiled = torch.compile(model, mode="reduce-overhead")
+    for b in batches:
+        x = torch.randn(b, 3, 224, 224, device="cuda", dtype=torch.float16).to(memory_format=torch.channels_last)
+        with torch.no_grad():
+            eager = cuda_median_ms(lambda: model(x))
+            compiled(x)
+            compiled(x)
+            comp = cuda_median_ms(lambda: compiled(x))
+        r = subprocess.run([sabre, "bench", artifact, "--dim", f"batch={b}", "--iters", "300"], capture_output=True,
+                           text=True)
+        m = re.search(r"p50 ([0-9.]+)", r.stdout)
+        ours = float(m.group(1)) if m else float("nan")
+        if not m:
+            print(f"sabre bench failed: {r.stdout[-300:]} {r.stderr[-300:]}")
+        print(f"{b:>5} {eager:>9.3f} {comp:>11.3f} {ours:>9.3f} {min(eager, comp) / ours:>13.2f}", flush=True)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 7:
+        sys.exit(__doc__)
+    cmd, name, outdir, artifact, sabre = sys.argv[1:6]
+    batches = [int(x) for x in sys.argv[6:]]
+    if cmd == "compare":
+        sys.exit(compare(name, outdir, artifact, sabre, batches))
+    elif cmd == "latency":
+        latency(name, outdir, artifact, sabre, batches)
+    else:
+        sys.exit(__doc__)
