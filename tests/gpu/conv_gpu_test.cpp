@@ -247,6 +247,7 @@ bool run_case(const Kernel& kn, const Problem& pb, std::mt19937& rng) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // a crash or a ctest timeout still leaves every finished line
   int jobs = 8;
   std::string work = (fs::temp_directory_path() / "sabre_conv_gpu_test").string();
   std::vector<std::string> names;
