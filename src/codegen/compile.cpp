@@ -7,6 +7,8 @@
 #include <stdexcept>
 #include <thread>
 
+#include "backends/cutlass/conv_emitter.h"
+#include "backends/cutlass/conv_spec.h"
 #include "backends/cutlass/emitter.h"
 #include "backends/cutlass/kernel_spec.h"
 #include "backends/cutlass/nvcc.h"
@@ -40,7 +42,53 @@ std::string elementwise_library_source(const ElementwiseKernel& k) {
                     "  return (int)cudaGetLastError();\n}\n";
 }
 
+std::string analytic_conv_kernel(const ConvProblem& p, int target_sm) {
+  using namespace cutlass_backend;
+  if (p.groups != 1)
+    throw std::invalid_argument("groups=" + std::to_string(p.groups) + ": conv kernels here are not grouped");
+  auto elem = parse_elem(p.dtype);
+  if (!elem) throw std::invalid_argument("dtype " + p.dtype + ": conv kernels take f16 or bf16");
+  auto epi = parse_epilogue(p.epilogue);
+  const auto epis = conv_epilogues();
+  if (!epi || std::find(epis.begin(), epis.end(), *epi) == epis.end())
+    throw std::invalid_argument("epilogue " + p.epilogue + ": conv kernels are not generated with it");
+  std::vector<ConvConfig> cands;
+  int best_align = 0;
+  for (const ConvConfig& c : conv_catalog(*elem, target_sm))
+    if (c.alignment <= p.alignment) best_align = std::max(best_align, c.alignment);
+  for (const ConvConfig& c : conv_catalog(*elem, target_sm))
+    if (c.alignment == best_align) cands.push_back(c);
+  if (cands.empty())
+    throw std::invalid_argument("no conv config for alignment " + std::to_string(p.alignment) + " on sm" +
+                                std::to_string(target_sm));
+  // Tile N covers the output channels: wider tiles waste most of their columns on thin layers.
+  const int want_m = p.k <= 32 ? 64 : 128, want_n = p.k <= 64 ? 64 : 128;
+  const ConvConfig* pick = &cands.front();
+  for (const ConvConfig& c : cands)
+    if (c.tile.m == want_m && c.tile.n == want_n) {
+      pick = &c;
+      break;
+    }
+  return conv_kernel_name(ConvSpec{*pick, *elem, *epi});
+}
+
 namespace {
+
+// nvcc flags of a conv kernel for the compile cache, as gemm_flags below.
+std::vector<std::string> conv_flags(int sm) {
+  cutlass_backend::NvccOptions o;
+  o.target_sm = sm;
+  o.nvcc = "nvcc";
+  auto cmd = cutlass_backend::nvcc_conv_command("@SRC@", "@LIB@", o);
+  std::vector<std::string> out;
+  for (size_t i = 1; i < cmd.size(); ++i) {
+    const std::string& a = cmd[i];
+    if (a == "@SRC@" || a == "@LIB@" || a == "-shared" || a == "-o" || a == "-fPIC") continue;
+    if (a == "-Xcompiler" && i + 1 < cmd.size() && cmd[i + 1] == "-fPIC") continue;
+    out.push_back(a);
+  }
+  return out;
+}
 
 // nvcc flags of a GEMM kernel for the compile cache: nvcc_command's without the tool, I/O and -shared.
 std::vector<std::string> gemm_flags(const cutlass_backend::KernelSpec& s, int sm) {
@@ -82,6 +130,7 @@ CompileSummary compile_model(const std::string& model, const std::string& out_di
   LowerOptions lo;
   lo.dtype = opts.dtype;
   lo.ranges = opts.ranges;
+  lo.pick_conv = [sm](const ConvProblem& p) { return analytic_conv_kernel(p, sm); };
   tune::PickOptions popts;  // analytic picks unless a tuning DB is consulted below
   popts.target_sm = sm;
   popts.env.sm = sm;
@@ -139,6 +188,7 @@ CompileSummary compile_model(const std::string& model, const std::string& out_di
 
   for (const auto& s : low.plan.steps) ++sum.steps_by_op[s.op];
   sum.gemm_kernels = low.gemm_kernels.size();
+  sum.conv_kernels = low.conv_kernels.size();
   sum.elementwise_kernels = low.ew_kernels.size();
   sum.weights_bytes = low.weights.size();
   sum.notes.insert(sum.notes.end(), low.notes.begin(), low.notes.end());
@@ -153,6 +203,11 @@ CompileSummary compile_model(const std::string& model, const std::string& out_di
       auto spec = cutlass_backend::parse_kernel_name(name);
       if (!spec) throw std::logic_error("compile: picker returned '" + name + "', not a kernel name (invariant: catalog names)");
       jobs.push_back({name, cutlass_backend::emit_kernel(*spec, sm), gemm_flags(*spec, sm)});
+    }
+    for (const auto& name : low.conv_kernels) {
+      auto spec = cutlass_backend::parse_conv_kernel_name(name);
+      if (!spec) throw std::logic_error("compile: conv picker returned '" + name + "', not a conv kernel name (invariant: conv_spec.h names)");
+      jobs.push_back({name, cutlass_backend::emit_conv_kernel(*spec, sm), conv_flags(sm)});
     }
     std::string num = opts.arch.substr(3);
     for (const auto& k : low.ew_kernels)

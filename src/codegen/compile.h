@@ -33,7 +33,7 @@ struct CompileOptions {
 
 struct CompileSummary {
   std::map<std::string, int> steps_by_op;
-  size_t gemm_kernels = 0, elementwise_kernels = 0;
+  size_t gemm_kernels = 0, conv_kernels = 0, elementwise_kernels = 0;
   size_t kernels_compiled = 0, kernels_cached = 0;
   uint64_t weights_bytes = 0;
   uint64_t artifact_bytes_without_weights = 0;
@@ -48,6 +48,13 @@ int arch_sm(const std::string& arch);
 // The .cu text of a generated elementwise kernel plus its host launcher
 // `extern "C" int <name>_launch(const SabreEwParams*, unsigned grid, cudaStream_t)` (docs/RUNTIME.md).
 std::string elementwise_library_source(const ElementwiseKernel& k);
+
+// The analytic conv kernel choice (LowerOptions::pick_conv of `sabre compile`): the catalog config
+// (conv_spec.h) with the widest alignment C and K allow, its tile by the output channels (64x64 up
+// to K=32, 128x64 up to 64, else 128x128). Throws std::invalid_argument saying why when no conv
+// kernel fits (grouped convs, an epilogue conv kernels are not generated with, a dtype).
+// Tests: tests/unit/codegen_lower_test.cpp
+std::string analytic_conv_kernel(const ConvProblem& p, int target_sm);
 
 /** Compiles `model` into the artifact directory `out_dir`. Throws onnx_frontend::ImportError,
     UnsupportedError, std::invalid_argument (bad options) or std::runtime_error (a kernel failed to

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <utility>
 
+#include "backends/cutlass/conv_spec.h"
 #include "backends/cutlass/kernel_spec.h"
 #include "backends/cutlass/patterns.h"
 #include "codegen/compile.h"
@@ -171,6 +172,59 @@ TEST(CodegenLower, ConvIsAClearUnsupportedError) {
     EXPECT_NE(std::string(e.what()).find("conv offload is not implemented yet (issue 7)"), std::string::npos) << e.what();
     EXPECT_EQ(std::string(e.what()).find("MaxPool"), std::string::npos) << "pooling lowers: " << e.what();
     EXPECT_EQ(std::string(e.what()).find("GlobalAveragePool"), std::string::npos) << "pooling lowers: " << e.what();
+  }
+}
+
+// The conv picker `sabre compile` uses: catalog names (conv_spec.h), the widest alignment C and K
+// allow, the tile by output channels; refusals say why.
+TEST(CodegenLower, AnalyticConvKernelPicksCatalogNames) {
+  codegen::ConvProblem p;
+  p.dtype = "f16";
+  p.epilogue = "bias_relu";
+  p.n = 8, p.h = p.w = p.p = p.q = 32, p.c = p.k = 16, p.r = p.s = 3, p.pad_h = p.pad_w = 1;
+  p.alignment = 8;
+  std::string name = codegen::analytic_conv_kernel(p, 90);
+  auto spec = cutlass_backend::parse_conv_kernel_name(name);
+  ASSERT_TRUE(spec) << name;
+  EXPECT_EQ(spec->config.alignment, 8) << name;
+  EXPECT_EQ(spec->config.tile.n, 64) << name;
+  EXPECT_EQ(cutlass_backend::epilogue_name(spec->epi), "bias_relu") << name;
+  p.k = 256;
+  p.epilogue = "bias_res_relu";
+  spec = cutlass_backend::parse_conv_kernel_name(codegen::analytic_conv_kernel(p, 90));
+  ASSERT_TRUE(spec);
+  EXPECT_EQ(spec->config.tile.n, 128);
+  p.c = 3;  // an RGB stem: C allows alignment 1
+  p.alignment = 1;
+  spec = cutlass_backend::parse_conv_kernel_name(codegen::analytic_conv_kernel(p, 90));
+  ASSERT_TRUE(spec);
+  EXPECT_EQ(spec->config.alignment, 1);
+  p.alignment = 8;
+  p.groups = 2;
+  EXPECT_THROW(codegen::analytic_conv_kernel(p, 90), std::invalid_argument);
+  p.groups = 1;
+  p.epilogue = "bias_gelu";  // patterns fuse it, conv kernels are not generated with it
+  try {
+    codegen::analytic_conv_kernel(p, 90);
+    FAIL() << "bias_gelu conv picked";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("bias_gelu"), std::string::npos) << e.what();
+  }
+}
+
+// With the analytic conv picker (as `sabre compile` runs it) resnet_block's convs lower; what is
+// left is its 10-class FC head, which the GEMM table refuses (N=10).
+TEST(CodegenLower, ResnetBlockConvsLowerWithTheAnalyticPicker) {
+  auto o = options();
+  o.ranges = codegen::parse_dynamic("batch=1..8");
+  o.pick_conv = [](const codegen::ConvProblem& p) { return codegen::analytic_conv_kernel(p, 90); };
+  try {
+    codegen::lower(partitioned("resnet_block"), o);
+    FAIL() << "resnet_block lowered with its 10-class head";
+  } catch (const codegen::UnsupportedError& e) {
+    std::string m = e.what();
+    EXPECT_NE(m.find("unsupported for GPU (1 node):"), std::string::npos) << m;
+    EXPECT_NE(m.find("/fc/Gemm (Gemm)"), std::string::npos) << m;
   }
 }
 

@@ -97,7 +97,7 @@ int run(const std::vector<std::string>& argv) {
     }
     std::printf("wrote %s\n", out->c_str());
     std::printf("  steps:    %d (%s)\n", total, by_op.c_str());
-    std::printf("  kernels:  %zu GEMM, %zu elementwise%s\n", s.gemm_kernels, s.elementwise_kernels,
+    std::printf("  kernels:  %zu GEMM, %zu conv, %zu elementwise%s\n", s.gemm_kernels, s.conv_kernels, s.elementwise_kernels,
                 o.plan_only ? " (not compiled: --plan-only)"
                             : (" (" + std::to_string(s.kernels_compiled) + " compiled, " +
                                std::to_string(s.kernels_cached) + " from the cache)").c_str());
