@@ -638,6 +638,103 @@ void where_cast_tests() {
   }
 }
 
+// ---- fused attention -------------------------------------------------------------------------
+// Q, K, V and O in BERT's [b, s, h, 64] GEMM-output layout (read through strides), against a
+// double-precision reference on the same rounded inputs. mask_kind as softmax_case.
+void attention_case(DType dt, int64_t b, int64_t h, int64_t sq, int64_t sk, int mask_kind, bool causal) {
+  const std::string name = "Attention_" + dts(dt) + "_b" + std::to_string(b) + "h" + std::to_string(h) + "_q" +
+                           std::to_string(sq) + "k" + std::to_string(sk) + "_mask" + std::to_string(mask_kind) +
+                           (causal ? "_causal" : "");
+  if (!selected(name)) return;
+  const int64_t d = 64;
+  const Tensor q = rnd(dt, {b, sq, h, d}), k = rnd(dt, {b, sk, h, d}), v = rnd(dt, {b, sk, h, d});
+  std::vector<int64_t> mdims = mask_kind == 1 ? std::vector<int64_t>{b, 1, 1, sk}
+                               : mask_kind == 2 ? std::vector<int64_t>{b, 1, sq, sk}
+                                                : std::vector<int64_t>{1};
+  Tensor mask = rnd(DType::f32, mdims, -3, 0);
+  if (mask_kind)
+    for (int64_t i = 0; i < mask.numel(); i += 5) mask.set_f64(i, -10000.0);
+  const float scale = 0.125f;
+  std::vector<double> want(static_cast<size_t>(b * sq * h * d));
+  for (int64_t bi = 0; bi < b; ++bi)
+    for (int64_t hi = 0; hi < h; ++hi)
+      for (int64_t i = 0; i < sq; ++i) {
+        std::vector<double> s(static_cast<size_t>(sk));
+        double mx = -INFINITY;
+        for (int64_t j = 0; j < sk; ++j) {
+          double acc = 0;
+          for (int64_t c = 0; c < d; ++c)
+            acc += q.get_f64(((bi * sq + i) * h + hi) * d + c) * k.get_f64(((bi * sk + j) * h + hi) * d + c);
+          acc *= scale;
+          if (mask_kind == 1) acc += mask.get_f64(bi * sk + j);
+          if (mask_kind == 2) acc += mask.get_f64((bi * sq + i) * sk + j);
+          if (causal && j > i + (sk - sq)) acc = -INFINITY;
+          s[size_t(j)] = acc;
+          mx = std::max(mx, acc);
+        }
+        double sum = 0;
+        for (double& x : s) sum += (x = std::exp(x - mx));
+        for (int64_t c = 0; c < d; ++c) {
+          double o = 0;
+          for (int64_t j = 0; j < sk; ++j) o += s[size_t(j)] / sum * v.get_f64(((bi * sk + j) * h + hi) * d + c);
+          want[size_t(((bi * sq + i) * h + hi) * d + c)] = o;
+        }
+      }
+  Dev dq(q), dk(k), dv(v), dm(mask), dout(size_t(b * sq * h * d) * ir::size_of(dt));
+  native::AttentionArgs a;
+  a.dtype = dt;
+  a.q = dq.p, a.k = dk.p, a.v = dv.p, a.o = dout.p;
+  a.b = b, a.h = h, a.sq = sq, a.sk = sk, a.d = d;
+  const int64_t qs[3] = {sq * h * d, d, h * d}, ks[3] = {sk * h * d, d, h * d};
+  for (int i = 0; i < 3; ++i) a.q_stride[i] = a.o_stride[i] = qs[i], a.k_stride[i] = a.v_stride[i] = ks[i];
+  a.scale = scale;
+  a.causal = causal;
+  if (mask_kind) {
+    a.mask = dm.p;
+    a.mask_dtype = DType::f32;
+    if (mask_kind == 1) a.mask_stride[0] = sk;
+    if (mask_kind == 2) a.mask_stride[0] = sq * sk, a.mask_stride[2] = sk;
+  }
+  CK(native::attention(a, nullptr));
+  const Tensor got = dout.get(dt, {b, sq, h, d});
+  double num = 0, den = 0;
+  bool finite = true;
+  for (int64_t i = 0; i < got.numel(); ++i) {
+    const double g = got.get_f64(i), w = want[size_t(i)];
+    finite = finite && std::isfinite(g);
+    num += (g - w) * (g - w);
+    den += w * w;
+  }
+  const double err = std::sqrt(num / std::max(den, 1e-30)), tol = dt == DType::f16 ? 3e-3 : 2e-2;
+  const bool ok = finite && err <= tol;
+  std::printf("%s %-60s rel_l2=%.3g tol=%.0e%s\n", ok ? "PASS" : "FAIL", name.c_str(), err, tol,
+              finite ? "" : " (non-finite output: unwritten?)");
+  ok ? ++g_pass : ++g_fail;
+}
+
+void attention_tests() {
+  for (DType dt : {DType::f16, DType::bf16}) {
+    attention_case(dt, 2, 12, 128, 128, 1, false);  // BERT-base, padding mask
+    attention_case(dt, 1, 12, 77, 77, 0, true);     // GPT-2, causal, ragged tile
+    attention_case(dt, 3, 2, 9, 300, 2, false);     // more keys than queries, [B,1,Q,K] mask
+    attention_case(dt, 1, 2, 130, 512, 1, true);    // the most keys the kernel takes
+  }
+  // Refusals: head dim 32, too many keys, a misaligned stride.
+  native::AttentionArgs a;
+  a.q = a.k = a.v = reinterpret_cast<void*>(256);
+  a.sq = a.sk = 16;
+  for (int i = 0; i < 3; ++i) a.q_stride[i] = a.k_stride[i] = a.v_stride[i] = 64;
+  int refused = 0;
+  a.d = 32;
+  refused += native::attention(a, nullptr) == cudaErrorNotSupported;
+  a.d = 64, a.sk = 513;
+  refused += native::attention(a, nullptr) == cudaErrorNotSupported;
+  a.sk = 16, a.q_stride[2] = 60;
+  refused += native::attention(a, nullptr) == cudaErrorNotSupported;
+  std::printf("%s %-60s %d of 3 refused\n", refused == 3 ? "PASS" : "FAIL", "Attention_refusals", refused);
+  refused == 3 ? ++g_pass : ++g_fail;
+}
+
 // ---- fill / iota (run-time values: Shape-as-data and Range) --------------------------------
 void fill_iota_tests() {
   for (DType dt : {DType::i64, DType::i32}) {
@@ -774,7 +871,8 @@ int main(int argc, char** argv) {
   const std::pair<const char*, void (*)()> groups[] = {
       {"errors", error_tests},     {"elementwise", elementwise_tests}, {"softmax", softmax_tests},
       {"layernorm", layernorm_tests}, {"reduce", reduce_tests},        {"movement", movement_tests},
-      {"where_cast", where_cast_tests}, {"pool", pool_tests},  {"fill_iota", fill_iota_tests}};
+      {"where_cast", where_cast_tests}, {"pool", pool_tests},  {"fill_iota", fill_iota_tests},
+      {"attention", attention_tests}};
   for (auto [name, fn] : groups) {
     try {
       fn();

@@ -67,6 +67,29 @@ struct SoftmaxArgs {
 };
 cudaError_t softmax(const SoftmaxArgs& a, cudaStream_t stream);
 
+// ---- Fused attention (attention.cu; not yet run on a GPU, not yet emitted by the compiler) ----
+// O[b,h,i,:] = sum_j softmax_j(scale * Q[b,h,i,:]·K[b,h,j,:] + mask[b,h,i,j]) V[b,h,j,:], element
+// (b, h, row, col) of X at X[b*x_stride[0] + h*x_stride[1] + row*x_stride[2] + col] (BERT's
+// [batch, seq, heads*64] GEMM outputs read directly: {seq*768, 64, 768}). Mask as softmax's
+// (strides over b, h, q; keys contiguous); causal as softmax's; fully masked rows give zeros.
+// Head dim 64, at most kMaxAttentionKeys keys, f16/bf16, Q/K/V 16-byte aligned with strides in
+// multiples of 8; attention_unsupported says why not ("" when supported).
+constexpr int64_t kMaxAttentionKeys = 512;
+struct AttentionArgs {
+  DType dtype = DType::f16;
+  const void *q = nullptr, *k = nullptr, *v = nullptr;
+  void* o = nullptr;
+  int64_t b = 1, h = 1, sq = 0, sk = 0, d = 64;
+  int64_t q_stride[3] = {0, 0, 0}, k_stride[3] = {0, 0, 0}, v_stride[3] = {0, 0, 0}, o_stride[3] = {0, 0, 0};
+  float scale = 1.f;
+  const void* mask = nullptr;
+  DType mask_dtype = DType::f32;
+  int64_t mask_stride[3] = {0, 0, 0};
+  bool causal = false;
+};
+std::string attention_unsupported(const AttentionArgs& a);
+cudaError_t attention(const AttentionArgs& a, cudaStream_t stream);
+
 // ---- LayerNormalization over the last axis -------------------------------------------------
 // y = (s - mean(s)) / sqrt(var(s) + eps) * gamma + beta with s = x + residual (residual optional;
 // BERT always adds one). Statistics in f32. gamma/beta: [cols] in `dtype` (beta optional).
