@@ -449,8 +449,12 @@ class Lowerer {
       step("fill", v->name(), {}, {t}, JObject{{"values", json::Value(values)}});
       return t;
     }
-    if (!v->is_constant())
+    if (!v->is_constant()) {
+      // Its producer was unsupported (already reported): a placeholder lets lowering go on and
+      // report every unsupported node at once; no plan is written then.
+      if (!unsupported_.empty()) return define(v);
       throw std::logic_error("lower: value '" + v->name() + "' read before its producer ran (invariant: topological steps)");
+    }
     return tid_[v] = add_weight(v->constant(), info(v, v->dtype(), runtime::TensorKind::weight, v->name()));
   }
   // Appends constant `c` (converted to the compute dtype when float) to the weights blob as `t`.

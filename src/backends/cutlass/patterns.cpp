@@ -168,15 +168,18 @@ CheckResult check_conv(const Match& m, const std::string& epilogue) {
   DType t = x->dtype();
   Dim ci = x->shape()[1];
   Dim k = w->shape()[0];
-  if (auto why = extent_problem("C", ci, t)) return CheckResult::refuse(*why);
-  if (auto why = extent_problem("K", k, t)) return CheckResult::refuse(*why);
+  // Channel counts that break the 16-byte access (the RGB stem's C=3) take the catalog's
+  // narrower-access fallback kernels (conv_spec.h): the region records the alignment they allow.
+  for (auto [what, d] : {std::pair<const char*, Dim>{"C", ci}, {"K", k}})
+    if (!d.is_static()) return CheckResult::refuse(std::string("dynamic ") + what + " (" + what + "=" + d.str() + ")");
   if (auto why = epilogue_problem(m, k)) return CheckResult::refuse(*why);
+  const int align = std::min(fallback_alignment(t, ci.value()), fallback_alignment(t, k.value()));
   CheckResult r;
   r.attrs["kind"] = std::string("conv2d_fprop");
   r.attrs["dtype"] = std::string(ir::name(t));
   // The graph is NCHW; the kernel runs NHWC/KRSC: the emitter converts activations at the region's edge.
   r.attrs["layout"] = std::string("nchw");
-  r.attrs["alignment"] = int64_t{max_alignment(t)};
+  r.attrs["alignment"] = int64_t{align};
   r.attrs["epilogue"] = epilogue;
   return r;
 }
