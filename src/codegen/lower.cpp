@@ -502,6 +502,10 @@ class Lowerer {
       }
       if (n->domain() != "") continue;
       const std::string& op = n->op();
+      if (op == "Conv" && depthwise_problem(n).empty()) {
+        nhwc_.insert(n->output(0));
+        continue;
+      }
       if ((op == "MaxPool" || op == "AveragePool" || op == "GlobalAveragePool") && n->num_outputs() == 1 &&
           n->input(0)->shape().size() == 4 && nhwc_.count(n->input(0))) {
         nhwc_.insert(n->output(0));
@@ -697,6 +701,10 @@ class Lowerer {
     }
     if (op == "Conv") {
       if (!o_.pick_conv) return unsupported(n, "conv offload is not implemented yet (issue 7)");
+      if (n->attr_int("group", 1) != 1) {
+        if (std::string why = depthwise_problem(n); !why.empty()) return unsupported(n, why);
+        return emit_depthwise(n);
+      }
       return unsupported(n, "a Conv the CUTLASS pattern table refused (`sabre partition` says why); sabre has no "
                             "other conv path");
     }
@@ -882,6 +890,59 @@ class Lowerer {
     int x = tensor(n->input(0));
     step("slice", n->name(), {x}, {define(n->output(0))},
          JObject{{"starts", jdims(*starts)}, {"ends", jdims(*ends)}, {"axes", jdims(ax)}, {"steps", jdims(st)}});
+  }
+
+  // A grouped Conv the native depthwise kernel runs ("" when it can): one filter per channel,
+  // constant weights and bias, explicit symmetric pads.
+  std::string depthwise_problem(const Node* n) const {
+    const int64_t group = n->attr_int("group", 1);
+    if (group == 1) return "not grouped";
+    const Value* x = n->input(0);
+    const Value* w = n->input(1);
+    const Value* b = n->num_inputs() > 2 ? n->input(2) : nullptr;
+    if (x->shape().size() != 4 || !w || !w->is_constant() || w->constant().rank() != 4)
+      return "grouped conv: only 2-D convs with constant filters run on the native depthwise kernel";
+    const auto& wd = w->constant().dims();
+    if (!x->shape()[1].is_static() || x->shape()[1].value() != group || wd[0] != group || wd[1] != 1)
+      return "group=" + std::to_string(group) + " with more than one channel per group: only depthwise convs (group = channels, one filter each) have a kernel";
+    if (b && !b->is_constant()) return "depthwise conv: the bias must be a constant";
+    if (n->attr_string("auto_pad", "NOTSET") != "NOTSET") return "depthwise conv: auto_pad (export with explicit pads)";
+    auto pads = n->attr_ints("pads", {0, 0, 0, 0});
+    if (pads.size() != 4 || pads[0] != pads[2] || pads[1] != pads[3]) return "depthwise conv: asymmetric pads";
+    return "";
+  }
+
+  // Depthwise conv -> native "depthwise_conv": NHWC in and out, the filter [C,1,R,S] as [R,S,C].
+  void emit_depthwise(Node* n) {
+    const Value* w = n->input(1);
+    const ir::Tensor wc = w->constant().dtype() == o_.dtype || !ir::is_float(w->constant().dtype())
+                              ? w->constant() : w->constant().cast(o_.dtype);
+    const auto& wd = wc.dims();
+    const int64_t C = wd[0], R = wd[2], S = wd[3];
+    const size_t es = ir::size_of(wc.dtype());
+    ir::Tensor rsc(wc.dtype(), {R, S, C});
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t r = 0; r < R; ++r)
+        for (int64_t q = 0; q < S; ++q)
+          std::memcpy(rsc.mutable_bytes() + static_cast<size_t>((r * S + q) * C + c) * es,
+                      wc.bytes() + static_cast<size_t>((c * R + r) * S + q) * es, es);
+    runtime::TensorInfo ti;
+    ti.name = w->name() + ".rsc";
+    ti.kind = runtime::TensorKind::weight;
+    for (int64_t d : rsc.dims()) ti.shape.push_back(runtime::DimExpr::parse(std::to_string(d)));
+    int wt = add_weight(std::move(rsc), std::move(ti));
+    int x = tensor_nhwc(n->input(0));
+    int b = n->num_inputs() > 2 ? tensor(n->input(2)) : -1;
+    if (!nhwc_.count(n->output(0))) throw std::logic_error("lower: depthwise output not NHWC (invariant: assign_layouts)");
+    const auto& xs = n->input(0)->shape();
+    const auto& ys = n->output(0)->shape();
+    auto pads = n->attr_ints("pads", {0, 0, 0, 0});
+    step("depthwise_conv", n->name(), {x, wt, b}, {define(n->output(0))},
+         JObject{{"n", jdim(xs[0])}, {"h", jdim(xs[2])}, {"w", jdim(xs[3])}, {"c", jnum(double(C))},
+                 {"r", jnum(double(R))}, {"s", jnum(double(S))}, {"p", jdim(ys[2])}, {"q", jdim(ys[3])},
+                 {"pads", jints({pads[0], pads[1]})},
+                 {"strides", jints(n->attr_ints("strides", {1, 1}))},
+                 {"dilations", jints(n->attr_ints("dilations", {1, 1}))}});
   }
 
   // MaxPool / AveragePool, NCHW or (inside a conv region) NHWC, explicit pads only.

@@ -783,6 +783,25 @@ void ExecutionContext::Impl::enqueue(size_t i, const Signature& sig, const std::
         native::pool_output_dims(a, param_bool(st, "ceil_mode", false));
         native_check(native::pool2d(a, stream));
       }
+    } else if (op == "depthwise_conv") {
+      native::DepthwiseArgs a;
+      a.dtype = tin(0).dtype;
+      a.x = in(0);
+      a.w = in(1);
+      a.bias = st.inputs.size() > 2 && st.inputs[2] >= 0 ? in(2) : nullptr;
+      a.y = out(0);
+      a.n = param_dim(st, "n", d), a.h = param_dim(st, "h", d), a.w_ = param_dim(st, "w", d);
+      a.c = param_dim(st, "c", d), a.r = param_dim(st, "r", d), a.s = param_dim(st, "s", d);
+      a.p = param_dim(st, "p", d), a.q = param_dim(st, "q", d);
+      auto two = [&](const char* key, int64_t def) {
+        auto v = param_dims(st, key, d);
+        v.resize(2, def);
+        return v;
+      };
+      auto pads = two("pads", 0), strides = two("strides", 1), dils = two("dilations", 1);
+      a.pad_h = pads[0], a.pad_w = pads[1], a.stride_h = strides[0], a.stride_w = strides[1];
+      a.dil_h = dils[0], a.dil_w = dils[1];
+      native_check(native::depthwise_conv2d(a, stream));
     } else if (op == "fill") {
       native_check(native::fill_values(plan().tensors[static_cast<size_t>(st.outputs[0])].dtype, out(0),
                                        numel(shout(0)), param_dims(st, "values", d), stream));

@@ -106,7 +106,26 @@ class Interp {
   void step(const runtime::Step& s) {
     const std::string& op = s.op;
     const json::Value& P = s.params;
-    if (op == "fill") {
+    if (op == "depthwise_conv") {
+      Buf &x = in(s, 0), &w = in(s, 1), &y = out(s);
+      const Buf* b = s.inputs.size() > 2 && s.inputs[2] >= 0 ? &in(s, 2) : nullptr;
+      int64_t N = dim(P.get("n")), H = dim(P.get("h")), W = dim(P.get("w")), C = dim(P.get("c")), R = dim(P.get("r")),
+              S = dim(P.get("s")), Pp = dim(P.get("p")), Q = dim(P.get("q"));
+      auto pads = dims_list(P.get("pads")), st = dims_list(P.get("strides")), dl = dims_list(P.get("dilations"));
+      for (int64_t n = 0; n < N; ++n)
+        for (int64_t p = 0; p < Pp; ++p)
+          for (int64_t q = 0; q < Q; ++q)
+            for (int64_t c = 0; c < C; ++c) {
+              double acc = b ? b->v[c] : 0;
+              for (int64_t r = 0; r < R; ++r)
+                for (int64_t t = 0; t < S; ++t) {
+                  int64_t ih = p * st[0] - pads[0] + r * dl[0], iw = q * st[1] - pads[1] + t * dl[1];
+                  if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
+                  acc += x.v[((n * H + ih) * W + iw) * C + c] * w.v[(r * S + t) * C + c];
+                }
+              y.v[((n * Pp + p) * Q + q) * C + c] = acc;
+            }
+    } else if (op == "fill") {
       auto vals = dims_list(P.get("values"));
       Buf& y = out(s);
       for (size_t e = 0; e < y.v.size(); ++e) y.v[e] = double(vals.size() == 1 ? vals[0] : vals.at(e));
@@ -241,6 +260,8 @@ class Interp {
         else if (op == "logical_and") v = A() != 0 && B() != 0;
         else if (op == "logical_or") v = A() != 0 || B() != 0;
         else if (op == "logical_not") v = A() == 0;
+        else if (op == "clip") v = std::min(std::max(A(), nd.get("alpha")->num()), nd.get("beta")->num());
+        else if (op == "sigmoid") v = 1 / (1 + std::exp(-A()));
         else if (op == "neg") v = -A();
         else if (op == "exp") v = std::exp(A());
         else if (op == "sqrt") v = std::sqrt(A());
@@ -484,7 +505,9 @@ void check_graph(const std::string& name, const ir::Graph& original, ir::DType d
     for (int64_t i = 0; i < t.numel(); ++i) {
       double x = v->name().find("mask") != std::string::npos ? ((i % shape.back()) < 3 ? 1 : double(rng() % 2))
                  : v->name().find("token_type") != std::string::npos ? double(rng() % 2)
-                                                                     : double(rng() % 60);
+                 : shape.size() == 4 && ir::is_float(v->dtype())  // images
+                     ? double(int64_t(rng() % 2001) - 1000) / 1000.0
+                     : double(rng() % 60);
       t.set_f64(i, x);
       b.v.push_back(x);
     }
@@ -618,8 +641,23 @@ TEST(CodegenLayoutNhwc, GroupedConvIsRefusedWithReason) {
   } catch (const codegen::UnsupportedError& e) {
     std::string m = e.what();
     EXPECT_NE(m.find("conv2 (Conv)"), std::string::npos) << m;
-    EXPECT_NE(m.find("pattern table refused"), std::string::npos) << m;
+    EXPECT_NE(m.find("only depthwise convs"), std::string::npos) << m;
   }
+}
+
+// A depthwise conv (group = channels) in the chain runs on the native depthwise kernel, in NHWC
+// with the rest: the same values, still one permute in and one out.
+TEST(CodegenLayoutNhwc, DepthwiseConvRunsNativeInNhwc) {
+  codegen::Lowered low;
+  check_graph("two_conv_depthwise", two_conv_graph(8), ir::DType::f16, 4e-3, &low);
+  if (HasFatalFailure()) return;
+  int depthwise = 0, permutes = 0;
+  for (const auto& st : low.plan.steps) {
+    depthwise += st.op == "depthwise_conv";
+    permutes += st.op == "permute";
+  }
+  EXPECT_EQ(depthwise, 1);
+  EXPECT_LE(permutes, 2);
 }
 
 // Nothing to do: a model without convs gets no permute from the layout assignment.
@@ -677,6 +715,23 @@ TEST(CodegenLayoutNhwc, ResnetBlockF16MatchesReference) {
   for (const auto& s : p.steps) {
     if (s.op == "pool2d" || s.op == "global_average_pool") EXPECT_EQ(s.params.get("layout")->str(), "nhwc") << s.name;
     if (s.op == "conv") EXPECT_NE(s.params.get("epilogue")->str().find("bias"), std::string::npos) << "BatchNorm folded";
+  }
+}
+
+// torchvision exports (bench/models/export_tv.py writes them): SABRE_TV_MODELS=DIR runs
+// DIR/resnet50.onnx and DIR/mobilenet_v2.onnx (NHWC conv regions, depthwise convs) through the check.
+TEST(CodegenPlanInterp, TorchvisionExportsMatchReference) {
+  const char* dir = std::getenv("SABRE_TV_MODELS");
+  if (!dir) GTEST_SKIP() << "set SABRE_TV_MODELS to the folder export_tv.py wrote";
+  // MobileNetV2 in bf16: with random weights and BatchNorm's default statistics its activations
+  // shrink to ~1e-9 by the last block, below f16's range: PyTorch's own f16 run is 100% off f32
+  // there too (checked with torch on the CPU, 2026-12-02), so f16 says nothing about the lowering.
+  for (auto [m, dt, tol] : {std::tuple<const char*, ir::DType, double>{"resnet50", ir::DType::f16, 1e-2},
+                            {"mobilenet_v2", ir::DType::bf16, 5e-2}}) {
+    std::string p = std::string(dir) + "/" + m + ".onnx";
+    if (!fs::exists(p)) continue;
+    SCOPED_TRACE(p);
+    check_model(fs::absolute(p).string(), dt, tol);
   }
 }
 

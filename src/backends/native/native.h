@@ -67,6 +67,19 @@ struct SoftmaxArgs {
 };
 cudaError_t softmax(const SoftmaxArgs& a, cudaStream_t stream);
 
+// ---- Depthwise convolution (depthwise.cu; not yet run on a GPU) -----------------------------
+// y[n,p,q,c] = bias[c] + sum_{r,s} x[n, p*stride_h - pad_h + r*dil_h, q*stride_w - pad_w + s*dil_w, c]
+// * w[r,s,c]: NHWC x and y, the filter [R,S,C] (ONNX's [C,1,R,S] transposed at compile time),
+// out-of-range taps zero, f32 accumulation. Bias optional.
+struct DepthwiseArgs {
+  DType dtype = DType::f16;
+  const void *x = nullptr, *w = nullptr, *bias = nullptr;
+  void* y = nullptr;
+  int64_t n = 0, h = 0, w_ = 0, c = 0, r = 1, s = 1, p = 0, q = 0;
+  int64_t pad_h = 0, pad_w = 0, stride_h = 1, stride_w = 1, dil_h = 1, dil_w = 1;
+};
+cudaError_t depthwise_conv2d(const DepthwiseArgs& a, cudaStream_t stream);
+
 // ---- Fused attention (attention.cu; not yet run on a GPU, not yet emitted by the compiler) ----
 // O[b,h,i,:] = sum_j softmax_j(scale * Q[b,h,i,:]·K[b,h,j,:] + mask[b,h,i,j]) V[b,h,j,:], element
 // (b, h, row, col) of X at X[b*x_stride[0] + h*x_stride[1] + row*x_stride[2] + col] (BERT's
