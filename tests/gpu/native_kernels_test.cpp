@@ -735,6 +735,40 @@ void attention_tests() {
   refused == 3 ? ++g_pass : ++g_fail;
 }
 
+// ---- depthwise conv (NHWC) against the reference executor's grouped Conv --------------------
+Tensor to_nhwc(const Tensor& t);
+void depthwise_case(DType dt, int64_t n, int64_t c, int64_t hw, int64_t k, int64_t stride, int64_t pad) {
+  const std::string name = "Depthwise_" + dts(dt) + "_n" + std::to_string(n) + "c" + std::to_string(c) + "_" +
+                           std::to_string(hw) + "x" + std::to_string(hw) + "_k" + std::to_string(k) + "s" +
+                           std::to_string(stride) + "p" + std::to_string(pad);
+  if (!selected(name)) return;
+  const Tensor x = rnd(dt, {n, c, hw, hw}), w = rnd(dt, {c, 1, k, k}), b = rnd(dt, {c});
+  const std::vector<int64_t> pads = {pad, pad, pad, pad}, strides = {stride, stride}, ks = {k, k};
+  const Tensor want = to_nhwc(ref_op("Conv", {x, w, b}, {{"group", c}, {"pads", pads}, {"strides", strides},
+                                                           {"kernel_shape", ks}})[0]);
+  const Tensor xn = to_nhwc(x);
+  Tensor rsc(dt, {k, k, c});
+  for (int64_t ch = 0; ch < c; ++ch)
+    for (int64_t i = 0; i < k * k; ++i) rsc.set_f64(i * c + ch, w.get_f64(ch * k * k + i));
+  Dev dx(xn), dw(rsc), db(b), dy(want.nbytes());
+  native::DepthwiseArgs a;
+  a.dtype = dt;
+  a.x = dx.p, a.w = dw.p, a.bias = db.p, a.y = dy.p;
+  a.n = n, a.h = hw, a.w_ = hw, a.c = c, a.r = k, a.s = k;
+  a.p = want.dims()[1], a.q = want.dims()[2];
+  a.pad_h = a.pad_w = pad, a.stride_h = a.stride_w = stride;
+  CK(native::depthwise_conv2d(a, nullptr));
+  check(name, dy.get(dt, want.dims()), want);
+}
+
+void depthwise_tests() {
+  for (DType dt : {DType::f32, DType::f16, DType::bf16}) {
+    depthwise_case(dt, 2, 32, 28, 3, 1, 1);   // MobileNetV2 block
+    depthwise_case(dt, 1, 96, 56, 3, 2, 1);   // the stride-2 ones
+    depthwise_case(dt, 3, 5, 9, 5, 2, 2);     // odd channels, 5x5
+  }
+}
+
 // ---- fill / iota (run-time values: Shape-as-data and Range) --------------------------------
 void fill_iota_tests() {
   for (DType dt : {DType::i64, DType::i32}) {
@@ -872,7 +906,7 @@ int main(int argc, char** argv) {
       {"errors", error_tests},     {"elementwise", elementwise_tests}, {"softmax", softmax_tests},
       {"layernorm", layernorm_tests}, {"reduce", reduce_tests},        {"movement", movement_tests},
       {"where_cast", where_cast_tests}, {"pool", pool_tests},  {"fill_iota", fill_iota_tests},
-      {"attention", attention_tests}};
+      {"attention", attention_tests},   {"depthwise", depthwise_tests}};
   for (auto [name, fn] : groups) {
     try {
       fn();
