@@ -130,6 +130,7 @@ CompileSummary compile_model(const std::string& model, const std::string& out_di
   LowerOptions lo;
   lo.dtype = opts.dtype;
   lo.ranges = opts.ranges;
+  lo.fuse_attention = opts.fuse_attention;
   lo.pick_conv = [sm](const ConvProblem& p) { return analytic_conv_kernel(p, sm); };
   tune::PickOptions popts;  // analytic picks unless a tuning DB is consulted below
   popts.target_sm = sm;

@@ -100,6 +100,17 @@ struct SoftmaxFusion {
   std::vector<Node*> absorbed;
 };
 
+// Softmax(scale·Q·Kᵀ + mask)·V between the Q/K/V projections and the output projection: one
+// native attention step reading the [b, s, h·d] projections through strides (LowerOptions::
+// fuse_attention). Keyed by the Reshape that ends the pattern.
+struct AttentionFusion {
+  Value *q = nullptr, *k = nullptr, *v = nullptr, *mask = nullptr;
+  double scale = 1.0;
+  bool causal = false;
+  Dim b, sq, sk;
+  int64_t heads = 0, d = 0;
+};
+
 class Lowerer {
  public:
   Lowerer(const ir::Graph& g, const LowerOptions& o) : g_(g), o_(o) {}
@@ -192,6 +203,89 @@ class Lowerer {
       if (n->op() == "LayerNormalization") layernorm_fusion(n);
       if (n->op() == "Gather") range_gather(n);
     }
+    if (o_.fuse_attention)
+      for (Node* n : order_)
+        if (n->domain().empty() && n->op() == "Softmax") attention_fusion(n);
+  }
+
+  // The single reader of `v`'s data (Shape/Size readers only see its dims), or nullptr.
+  Node* sole_user(const Value* v) const {
+    if (!v || g_.is_graph_output(v)) return nullptr;
+    Node* only = nullptr;
+    for (Node* u : v->users()) {
+      if (u->domain().empty() && (u->op() == "Shape" || u->op() == "Size")) continue;
+      if (only) return nullptr;
+      only = u;
+    }
+    return only;
+  }
+  static bool perm_is(const Node* n, std::vector<int64_t> want) {
+    return n && n->domain().empty() && n->op() == "Transpose" && n->attr_ints("perm", {}) == want;
+  }
+  static bool linear_batched(const Node* n) {
+    return n && n->domain() == "sabre" && n->op() == "Composite" && n->attr_string("kind", "") == "batched_gemm" &&
+           n->attr_string("epilogue", "linear") == "linear" && n->num_outputs() == 1;
+  }
+  // x4 = Reshape(x3 [b, s, h·d] -> [b, s, h, d]) read only through `t`: x3, else nullptr.
+  Value* heads_source(const Node* t, int64_t* heads, int64_t* d) const {
+    Value* x4 = t->input(0);
+    const Node* r = x4->producer();
+    if (!r || r->op() != "Reshape" || !r->domain().empty() || sole_user(x4) != t) return nullptr;
+    Value* x3 = r->input(0);
+    const auto& s3 = x3->shape();
+    const auto& s4 = x4->shape();
+    if (s3.size() != 3 || s4.size() != 4 || !(s3[0] == s4[0]) || !(s3[1] == s4[1]) || !s4[2].is_static() ||
+        !s4[3].is_static() || !s3[2].is_static() || s3[2].value() != s4[2].value() * s4[3].value())
+      return nullptr;
+    *heads = s4[2].value();
+    *d = s4[3].value();
+    return x3;
+  }
+
+  void attention_fusion(Node* s) {
+    auto it = softmax_.find(s);
+    if (it == softmax_.end()) return;
+    const SoftmaxFusion& f = it->second;
+    Node* qk = f.x->producer();
+    if (!linear_batched(qk) || f.x->users().size() != 1) return;
+    Node* pv = sole_user(s->output(0));
+    if (!linear_batched(pv)) return;
+    auto rq = roles_of(qk), rv = roles_of(pv);
+    if (!rq.count("A") || !rq.count("B") || !rv.count("A") || !rv.count("B") || rv["A"] != s->output(0)) return;
+    Node* tq = rq["A"]->producer();
+    Node* tk = rq["B"]->producer();
+    Node* tv = rv["B"]->producer();
+    // K reaches the product as Kᵀ [b,h,d,s] ("tt") or, when the partitioner absorbed the last
+    // transpose into the region, as K [b,h,s,d] ("tn").
+    const bool kt = qk->attr_string("layout", "tt") == "tt";
+    if (!perm_is(tq, {0, 2, 1, 3}) || !perm_is(tk, kt ? std::vector<int64_t>{0, 2, 3, 1} : std::vector<int64_t>{0, 2, 1, 3}) ||
+        !perm_is(tv, {0, 2, 1, 3}) || pv->attr_string("layout", "tt") != "tt")
+      return;
+    if (sole_user(tq->output(0)) != qk || sole_user(tk->output(0)) != qk || sole_user(tv->output(0)) != pv) return;
+    AttentionFusion a;
+    int64_t hk = 0, dk = 0, hv = 0, dv = 0;
+    a.q = heads_source(tq, &a.heads, &a.d);
+    a.k = heads_source(tk, &hk, &dk);
+    a.v = heads_source(tv, &hv, &dv);
+    if (!a.q || !a.k || !a.v || hk != a.heads || hv != a.heads || dk != a.d || dv != a.d) return;
+    Node* to = sole_user(pv->output(0));
+    if (!perm_is(to, {0, 2, 1, 3})) return;
+    Node* out = sole_user(to->output(0));
+    if (!out || out->op() != "Reshape" || !out->domain().empty() || !(out->output(0)->shape() == a.q->shape())) return;
+    // What the native kernel takes (native::attention_unsupported): head dim 32 or 64, at most
+    // 512 keys over the declared ranges, 16-byte rows.
+    a.b = a.q->shape()[0];
+    a.sq = a.q->shape()[1];
+    a.sk = a.k->shape()[1];
+    const int64_t sk_hi = eval_hi(a.sk);
+    if ((a.d != 32 && a.d != 64) || sk_hi < 1 || sk_hi > 512 || (a.heads * a.d) % 8) return;
+    if (f.mask && (f.mask->shape().size() > 4 || !ir::is_float(f.mask->dtype()))) return;
+    a.mask = f.mask;
+    a.scale = f.scale;
+    a.causal = f.causal;
+    for (Node* n : {qk, s, pv, tq, tk, tv, to, tq->input(0)->producer(), tk->input(0)->producer(), tv->input(0)->producer()})
+      absorbed_.insert(n);
+    attention_[out] = a;
   }
 
   // Softmax(Where(causal, Div(x, c) | Mul(x, c), fill) + mask): one native softmax.
@@ -321,6 +415,11 @@ class Lowerer {
       return v;
     }
     if (op == "Gather" && range_gather_.count(n)) return {n->input(0)};
+    if (auto it = attention_.find(n); it != attention_.end()) {
+      std::vector<Value*> v{it->second.q, it->second.k, it->second.v};
+      if (it->second.mask) v.push_back(it->second.mask);
+      return v;
+    }
     if (op == "Range" && range_operands(n)) return {};
     std::vector<Value*> v;
     for (Value* x : n->inputs())
@@ -657,6 +756,7 @@ class Lowerer {
       if (it != group_of_.end() && groups_[it->second].nodes.back() == n) emit_group(groups_[it->second]);
       return;
     }
+    if (attention_.count(n)) return emit_attention(n, attention_.at(n));
     if (is_view(op)) {
       int x = tensor(n->input(0));
       step("reshape", n->name(), {x}, {define(n->output(0))}, JObject{});
@@ -799,6 +899,30 @@ class Lowerer {
     if (gr.nodes.size() > 1) name += " (+" + std::to_string(gr.nodes.size() - 1) + " fused)";
     step("elementwise", name, step_ins, {define(tail->output(0))},
          JObject{{"chain", json::Value(chain)}, {"kernel", jstr(kname)}});
+  }
+
+  void emit_attention(Node* n, const AttentionFusion& a) {
+    const Dim hd(a.heads * a.d), dd(a.d);
+    JObject p{{"b", jdim(a.b)}, {"h", jnum(double(a.heads))}, {"sq", jdim(a.sq)}, {"sk", jdim(a.sk)},
+              {"d", jnum(double(a.d))}, {"scale", jnum(a.scale)}, {"causal", json::Value(a.causal)},
+              {"q_stride", jdims({a.sq * hd, dd, hd})}, {"k_stride", jdims({a.sk * hd, dd, hd})},
+              {"v_stride", jdims({a.sk * hd, dd, hd})}, {"o_stride", jdims({a.sq * hd, dd, hd})}};
+    if (a.mask) p["mask_stride"] = jdims(mask_strides(a.mask));
+    std::vector<int> ins{tensor(a.q), tensor(a.k), tensor(a.v)};
+    if (a.mask) ins.push_back(tensor(a.mask));
+    step("attention", n->name() + " (attention)", ins, {define(n->output(0))}, p);
+  }
+  // A mask right-aligned to [b, h, q, cols]: element strides over b, h, q (size-1 dims broadcast).
+  static std::vector<Dim> mask_strides(const Value* mask) {
+    std::vector<Dim> m = mask->shape();
+    while (m.size() < 4) m.insert(m.begin(), Dim(1));
+    std::vector<Dim> stride(4, Dim(0));
+    Dim s(1);
+    for (int i = 3; i >= 0; --i) {
+      stride[i] = m[i] == Dim(1) ? Dim(0) : s;
+      s = s * m[i];
+    }
+    return {stride[0], stride[1], stride[2]};
   }
 
   void emit_softmax(Node* n) {
@@ -1236,6 +1360,7 @@ class Lowerer {
   std::map<const Value*, int> tid_;
   std::set<std::string> ew_seen_, gemm_seen_;
   std::set<const Value*> materialized_;
+  std::map<const Node*, AttentionFusion> attention_;
   std::vector<std::string> unsupported_;
   std::set<const Value*> nhwc_;         // values stored NHWC
   std::map<const Value*, int> other_;   // value -> its tensor in the other layout (one conversion each)

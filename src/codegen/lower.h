@@ -65,6 +65,10 @@ struct LowerOptions {
   // Conv kernels. Unset: conv regions are refused ("conv offload is not implemented yet") and the
   // graph stays NCHW. Set: conv regions become "conv" steps and the NHWC layout assignment runs.
   ConvKernelPicker pick_conv;
+  // Attention (Q·Kᵀ, scale, mask, softmax, ·V between the head reshapes) as one native
+  // "attention" step where head dim 32 or 64 and at most 512 keys; experimental: the kernel has not
+  // run on a GPU yet (sabre compile --fuse-attention).
+  bool fuse_attention = false;
 };
 
 struct ElementwiseKernel {

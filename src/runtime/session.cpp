@@ -783,6 +783,29 @@ void ExecutionContext::Impl::enqueue(size_t i, const Signature& sig, const std::
         native::pool_output_dims(a, param_bool(st, "ceil_mode", false));
         native_check(native::pool2d(a, stream));
       }
+    } else if (op == "attention") {
+      native::AttentionArgs a;
+      a.dtype = tin(0).dtype;
+      a.q = in(0), a.k = in(1), a.v = in(2), a.o = out(0);
+      a.b = param_dim(st, "b", d), a.h = param_dim(st, "h", d), a.sq = param_dim(st, "sq", d);
+      a.sk = param_dim(st, "sk", d), a.d = param_dim(st, "d", d);
+      auto three = [&](const char* key, int64_t* dst) {
+        auto v = param_dims(st, key, d);
+        if (v.size() != 3) throw PlanError("plan: " + where + " param '" + key + "' needs 3 strides");
+        for (int i = 0; i < 3; ++i) dst[i] = v[static_cast<size_t>(i)];
+      };
+      three("q_stride", a.q_stride);
+      three("k_stride", a.k_stride);
+      three("v_stride", a.v_stride);
+      three("o_stride", a.o_stride);
+      a.scale = static_cast<float>(param_num(st, "scale", 1.0));
+      a.causal = param_bool(st, "causal", false);
+      if (st.inputs.size() > 3 && st.inputs[3] >= 0) {
+        a.mask = in(3);
+        a.mask_dtype = tin(3).dtype;
+        three("mask_stride", a.mask_stride);
+      }
+      native_check(native::attention(a, stream));
     } else if (op == "depthwise_conv") {
       native::DepthwiseArgs a;
       a.dtype = tin(0).dtype;

@@ -641,12 +641,12 @@ void where_cast_tests() {
 // ---- fused attention -------------------------------------------------------------------------
 // Q, K, V and O in BERT's [b, s, h, 64] GEMM-output layout (read through strides), against a
 // double-precision reference on the same rounded inputs. mask_kind as softmax_case.
-void attention_case(DType dt, int64_t b, int64_t h, int64_t sq, int64_t sk, int mask_kind, bool causal) {
+void attention_case(DType dt, int64_t b, int64_t h, int64_t sq, int64_t sk, int mask_kind, bool causal,
+                    int64_t d = 64) {
   const std::string name = "Attention_" + dts(dt) + "_b" + std::to_string(b) + "h" + std::to_string(h) + "_q" +
-                           std::to_string(sq) + "k" + std::to_string(sk) + "_mask" + std::to_string(mask_kind) +
-                           (causal ? "_causal" : "");
+                           std::to_string(sq) + "k" + std::to_string(sk) + "d" + std::to_string(d) + "_mask" +
+                           std::to_string(mask_kind) + (causal ? "_causal" : "");
   if (!selected(name)) return;
-  const int64_t d = 64;
   const Tensor q = rnd(dt, {b, sq, h, d}), k = rnd(dt, {b, sk, h, d}), v = rnd(dt, {b, sk, h, d});
   std::vector<int64_t> mdims = mask_kind == 1 ? std::vector<int64_t>{b, 1, 1, sk}
                                : mask_kind == 2 ? std::vector<int64_t>{b, 1, sq, sk}
@@ -718,14 +718,15 @@ void attention_tests() {
     attention_case(dt, 1, 12, 77, 77, 0, true);     // GPT-2, causal, ragged tile
     attention_case(dt, 3, 2, 9, 300, 2, false);     // more keys than queries, [B,1,Q,K] mask
     attention_case(dt, 1, 2, 130, 512, 1, true);    // the most keys the kernel takes
+    attention_case(dt, 2, 2, 16, 16, 1, false, 32);  // head dim 32 (the bundled bert_tiny)
   }
-  // Refusals: head dim 32, too many keys, a misaligned stride.
+  // Refusals: head dim 48, too many keys, a misaligned stride.
   native::AttentionArgs a;
   a.q = a.k = a.v = reinterpret_cast<void*>(256);
   a.sq = a.sk = 16;
   for (int i = 0; i < 3; ++i) a.q_stride[i] = a.k_stride[i] = a.v_stride[i] = 64;
   int refused = 0;
-  a.d = 32;
+  a.d = 48;
   refused += native::attention(a, nullptr) == cudaErrorNotSupported;
   a.d = 64, a.sk = 513;
   refused += native::attention(a, nullptr) == cudaErrorNotSupported;

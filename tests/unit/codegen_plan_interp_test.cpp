@@ -106,7 +106,40 @@ class Interp {
   void step(const runtime::Step& s) {
     const std::string& op = s.op;
     const json::Value& P = s.params;
-    if (op == "depthwise_conv") {
+    if (op == "attention") {
+      Buf &q = in(s, 0), &k = in(s, 1), &v = in(s, 2), &o = out(s);
+      const Buf* mask = s.inputs.size() > 3 ? &in(s, 3) : nullptr;
+      int64_t B = dim(P.get("b")), H = dim(P.get("h")), SQ = dim(P.get("sq")), SK = dim(P.get("sk")), D = dim(P.get("d"));
+      auto qs = dims_list(P.get("q_stride")), ks = dims_list(P.get("k_stride")), vs = dims_list(P.get("v_stride")),
+           os = dims_list(P.get("o_stride"));
+      std::vector<int64_t> ms = mask ? dims_list(P.get("mask_stride")) : std::vector<int64_t>{0, 0, 0};
+      double scale = P.get("scale")->num();
+      bool causal = P.get("causal")->boolean();
+      for (int64_t b = 0; b < B; ++b)
+        for (int64_t h = 0; h < H; ++h)
+          for (int64_t i = 0; i < SQ; ++i) {
+            std::vector<double> sc(SK);
+            double mx = -INFINITY;
+            for (int64_t j = 0; j < SK; ++j) {
+              double acc = 0;
+              for (int64_t c = 0; c < D; ++c)
+                acc += q.v[b * qs[0] + h * qs[1] + i * qs[2] + c] * k.v[b * ks[0] + h * ks[1] + j * ks[2] + c];
+              acc = static_cast<float>(acc) * scale;
+              if (mask) acc += mask->v[b * ms[0] + h * ms[1] + i * ms[2] + j];
+              if (causal && j > i + (SK - SQ)) acc = -INFINITY;
+              sc[j] = acc;
+              mx = std::max(mx, acc);
+            }
+            double sum = 0;
+            for (double& x : sc) sum += (x = mx == -INFINITY ? 0 : std::exp(x - mx));
+            for (double& x : sc) x = round_to(dt(s.outputs[0]), sum > 0 ? x / sum : 0);  // P is stored in the dtype
+            for (int64_t c = 0; c < D; ++c) {
+              double acc = 0;
+              for (int64_t j = 0; j < SK; ++j) acc += sc[j] * v.v[b * vs[0] + h * vs[1] + j * vs[2] + c];
+              o.v[b * os[0] + h * os[1] + i * os[2] + c] = acc;
+            }
+          }
+    } else if (op == "depthwise_conv") {
       Buf &x = in(s, 0), &w = in(s, 1), &y = out(s);
       const Buf* b = s.inputs.size() > 2 && s.inputs[2] >= 0 ? &in(s, 2) : nullptr;
       int64_t N = dim(P.get("n")), H = dim(P.get("h")), W = dim(P.get("w")), C = dim(P.get("c")), R = dim(P.get("r")),
@@ -475,22 +508,24 @@ std::string test_pick_conv(const codegen::ConvProblem& p) {
 // The plan `original` lowers to (canonicalize, partition, lower), run by the interpreter at
 // `dims`, against the reference executor on `original`: relative L2 error per output.
 void check_graph(const std::string& name, const ir::Graph& original, ir::DType dtype, double tol,
-                 codegen::Lowered* lowered_out = nullptr);
+                 codegen::Lowered* lowered_out = nullptr, bool fuse_attention = false);
 
-void check_model(const std::string& name, ir::DType dtype, double tol) {
+void check_model(const std::string& name, ir::DType dtype, double tol, bool fuse_attention = false,
+                 codegen::Lowered* lowered_out = nullptr) {
   std::string path = model_path(name);
   ASSERT_FALSE(path.empty()) << name;
-  check_graph(name, onnx_frontend::import_model(path), dtype, tol);
+  check_graph(name, onnx_frontend::import_model(path), dtype, tol, lowered_out, fuse_attention);
 }
 
 void check_graph(const std::string& name, const ir::Graph& original, ir::DType dtype, double tol,
-                 codegen::Lowered* lowered_out) {
+                 codegen::Lowered* lowered_out, bool fuse_attention) {
   ir::Graph g = partition::partition(transform::canonicalize(original.clone()), cutlass_backend::pattern_table()).graph;
   codegen::LowerOptions o;
   o.dtype = dtype;
   for (const std::string& sym : g.symbols()) o.ranges[sym] = {1, sym == "batch" ? 4 : 16};
   o.pick = [](const tune::GemmProblem& p) { return tune::pick_kernels(p, tune::PickOptions{}); };
   o.pick_conv = test_pick_conv;
+  o.fuse_attention = fuse_attention;
   codegen::Lowered low = codegen::lower(g, o);
 
   std::mt19937 rng(7);
@@ -544,6 +579,15 @@ TEST(CodegenPlanInterp, HuggingFaceExportsMatchReference) {
     if (!fs::exists(p)) continue;
     SCOPED_TRACE(p);
     check_model(fs::absolute(p).string(), ir::DType::f16, 1e-2);
+    // With attention fused (BERT-base: 12 attention steps, no permutes left).
+    codegen::Lowered low;
+    check_model(fs::absolute(p).string(), ir::DType::f16, 1e-2, true, &low);
+    if (std::string(m) == "bert_base") {
+      int attention = 0, permutes = 0;
+      for (const auto& st : low.plan.steps) attention += st.op == "attention", permutes += st.op == "permute";
+      EXPECT_EQ(attention, 12);
+      EXPECT_EQ(permutes, 0);
+    }
   }
 }
 
@@ -733,6 +777,22 @@ TEST(CodegenPlanInterp, TorchvisionExportsMatchReference) {
     SCOPED_TRACE(p);
     check_model(fs::absolute(p).string(), dt, tol);
   }
+}
+
+// --fuse-attention: bert_tiny's attention (head dim 32) becomes one step per layer, without the
+// head permutes, and the plan still computes the model.
+TEST(CodegenPlanInterp, BertTinyFusedAttentionMatchesReference) {
+  codegen::Lowered low;
+  check_model("bert_tiny", ir::DType::f16, 4e-3, true, &low);
+  int attention = 0, permutes = 0, softmax = 0;
+  for (const auto& st : low.plan.steps) {
+    attention += st.op == "attention";
+    permutes += st.op == "permute";
+    softmax += st.op == "softmax";
+  }
+  EXPECT_EQ(attention, 2);
+  EXPECT_EQ(permutes, 0);
+  EXPECT_EQ(softmax, 0);
 }
 
 TEST(CodegenPlanInterp, BertTinyF16MatchesReference) { check_model("bert_tiny", ir::DType::f16, 4e-3); }

@@ -20,6 +20,7 @@ const std::vector<FlagSpec> kFlags = {
     {"--db", "", "PATH", "the tuning database (default $XDG_CACHE_HOME/sabre/tuning.db)", false},
     {"--top-k", "", "N", "CUTLASS candidates timed per GEMM workload and M bucket (default 4)", false},
     {"--plan-only", "", "", "write plan, weights and manifest without compiling any kernel", false},
+    {"--fuse-attention", "", "", "experimental: attention (head dim 32/64, <= 512 keys) as one native kernel, not yet run on a GPU", false},
     {"--arch", "", "sm_90a|sm_80", "what kernels are compiled for (default sm_90a)", false},
     {"--jobs", "-j", "N", "compiler processes at a time (default: all cores)", false},
     {"--cache-dir", "", "DIR", "compiled-kernel cache (default $XDG_CACHE_HOME/sabre/kernels)", false},
@@ -73,6 +74,7 @@ int run(const std::vector<std::string>& argv) {
       o.top_k = std::stoi(*k);
     }
     o.plan_only = args.has("--plan-only");
+    o.fuse_attention = args.has("--fuse-attention");
     o.arch = args.value("--arch").value_or("sm_90a");
     try {
       codegen::arch_sm(o.arch);

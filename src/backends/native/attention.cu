@@ -15,10 +15,9 @@ namespace {
 using namespace detail;
 using namespace nvcuda;
 
-constexpr int kD = 64;        // head dim
-constexpr int kBQ = 64;       // query rows per block (4 warps x 16)
-constexpr int kBK = 64;       // keys per tile
-constexpr int kLdT = kD + 8;  // padded row of a Q/K/V tile (elements)
+constexpr int kBQ = 64;  // query rows per block (4 warps x 16)
+constexpr int kBK = 64;  // keys per tile
+// kD: head dim (32 or 64); kLdT: padded row of a Q/K/V tile (elements).
 
 struct AttnParams {
   const void *q, *k, *v;
@@ -34,7 +33,7 @@ struct AttnParams {
   int ppl;  // padded probability row (elements) = keys rounded up to kBK, + 8
 };
 
-template <class T>
+template <class T, int kD, int kLdT = kD + 8>
 __device__ void load_tile(T* dst, const T* src, long long rows_left, long long row_stride) {
   // 64 rows x 64 elements as 16-byte vectors; rows past the end are zero.
   for (int i = threadIdx.x; i < kBQ * (kD / 8); i += blockDim.x) {
@@ -45,8 +44,9 @@ __device__ void load_tile(T* dst, const T* src, long long rows_left, long long r
   }
 }
 
-template <class T>
+template <class T, int kD>
 __global__ void __launch_bounds__(128) attention_kernel(const AttnParams p) {
+  constexpr int kLdT = kD + 8;
   extern __shared__ __align__(16) unsigned char smem[];
   T* sQ = reinterpret_cast<T*>(smem);
   T* sKV = sQ + kBQ * kLdT;
@@ -61,11 +61,11 @@ __global__ void __launch_bounds__(128) attention_kernel(const AttnParams p) {
   const T* V = static_cast<const T*>(p.v) + bi * p.vs[0] + hi * p.vs[1];
   const int tiles = static_cast<int>((p.sk + kBK - 1) / kBK);
 
-  load_tile(sQ, Q, p.sq - q0, p.qs[2]);
+  load_tile<T, kD>(sQ, Q, p.sq - q0, p.qs[2]);
   // 1. S = Q·Kᵀ, one 16-row stripe per warp.
   for (int t = 0; t < tiles; ++t) {
     __syncthreads();  // the previous tile is consumed
-    load_tile(sKV, K + static_cast<long long>(t) * kBK * p.ks[2], p.sk - static_cast<long long>(t) * kBK, p.ks[2]);
+    load_tile<T, kD>(sKV, K + static_cast<long long>(t) * kBK * p.ks[2], p.sk - static_cast<long long>(t) * kBK, p.ks[2]);
     __syncthreads();
     for (int j = 0; j < kBK / 16; ++j) {
       wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
@@ -115,7 +115,7 @@ __global__ void __launch_bounds__(128) attention_kernel(const AttnParams p) {
   for (int j = 0; j < kD / 16; ++j) wmma::fill_fragment(out[j], 0.f);
   for (int t = 0; t < tiles; ++t) {
     __syncthreads();
-    load_tile(sKV, V + static_cast<long long>(t) * kBK * p.vs[2], p.sk - static_cast<long long>(t) * kBK, p.vs[2]);
+    load_tile<T, kD>(sKV, V + static_cast<long long>(t) * kBK * p.vs[2], p.sk - static_cast<long long>(t) * kBK, p.vs[2]);
     __syncthreads();
     for (int kk = 0; kk < kBK / 16; ++kk) {
       wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> a;
@@ -139,8 +139,9 @@ __global__ void __launch_bounds__(128) attention_kernel(const AttnParams p) {
   }
 }
 
-template <class T>
+template <class T, int kD>
 cudaError_t launch(const AttentionArgs& a, cudaStream_t stream) {
+  constexpr int kLdT = kD + 8;
   AttnParams p{};
   p.q = a.q, p.k = a.k, p.v = a.v, p.o = a.o;
   p.h = a.h, p.sq = a.sq, p.sk = a.sk;
@@ -156,9 +157,9 @@ cudaError_t launch(const AttentionArgs& a, cudaStream_t stream) {
   p.skp = keys + 4;
   p.ppl = keys + 8;
   const size_t smem = sizeof(T) * (kBQ * kLdT + kBK * kLdT) + sizeof(float) * kBQ * p.skp + sizeof(T) * kBQ * p.ppl;
-  SABRE_CUDA_TRY(cudaFuncSetAttribute(attention_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+  SABRE_CUDA_TRY(cudaFuncSetAttribute(attention_kernel<T, kD>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
   dim3 grid(static_cast<unsigned>((a.sq + kBQ - 1) / kBQ), static_cast<unsigned>(a.b * a.h));
-  attention_kernel<T><<<grid, 128, smem, stream>>>(p);
+  attention_kernel<T, kD><<<grid, 128, smem, stream>>>(p);
   SABRE_LAUNCH_CHECK();
   return cudaSuccess;
 }
@@ -167,7 +168,7 @@ cudaError_t launch(const AttentionArgs& a, cudaStream_t stream) {
 
 std::string attention_unsupported(const AttentionArgs& a) {
   if (a.dtype != DType::f16 && a.dtype != DType::bf16) return "attention: f16 or bf16 only";
-  if (a.d != kD) return "attention: head dim " + std::to_string(a.d) + ", the kernel has 64";
+  if (a.d != 32 && a.d != 64) return "attention: head dim " + std::to_string(a.d) + ", the kernel has 32 and 64";
   if (a.sk < 1 || a.sk > kMaxAttentionKeys) return "attention: " + std::to_string(a.sk) + " keys, at most " +
                                                    std::to_string(kMaxAttentionKeys);
   if (a.sq < 1 || a.b < 1 || a.h < 1 || a.b * a.h > 65535) return "attention: empty or too many (batch x heads)";
@@ -182,7 +183,8 @@ std::string attention_unsupported(const AttentionArgs& a) {
 
 cudaError_t attention(const AttentionArgs& a, cudaStream_t stream) {
   if (std::string why = attention_unsupported(a); !why.empty()) return fail(cudaErrorNotSupported, why);
-  return a.dtype == DType::f16 ? launch<half>(a, stream) : launch<bf16>(a, stream);
+  if (a.d == 32) return a.dtype == DType::f16 ? launch<half, 32>(a, stream) : launch<bf16, 32>(a, stream);
+  return a.dtype == DType::f16 ? launch<half, 64>(a, stream) : launch<bf16, 64>(a, stream);
 }
 
 }  // namespace sabre::native

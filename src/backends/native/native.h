@@ -85,7 +85,7 @@ cudaError_t depthwise_conv2d(const DepthwiseArgs& a, cudaStream_t stream);
 // (b, h, row, col) of X at X[b*x_stride[0] + h*x_stride[1] + row*x_stride[2] + col] (BERT's
 // [batch, seq, heads*64] GEMM outputs read directly: {seq*768, 64, 768}). Mask as softmax's
 // (strides over b, h, q; keys contiguous); causal as softmax's; fully masked rows give zeros.
-// Head dim 64, at most kMaxAttentionKeys keys, f16/bf16, Q/K/V 16-byte aligned with strides in
+// Head dim 32 or 64, at most kMaxAttentionKeys keys, f16/bf16, Q/K/V 16-byte aligned with strides in
 // multiples of 8; attention_unsupported says why not ("" when supported).
 constexpr int64_t kMaxAttentionKeys = 512;
 struct AttentionArgs {
