@@ -249,9 +249,16 @@ class Lowerer {
     Node* qk = f.x->producer();
     if (!linear_batched(qk) || f.x->users().size() != 1) return;
     Node* pv = sole_user(s->output(0));
+    Node* cast = nullptr;  // GPT-2 casts the probabilities to the model's float type: a no-op here
+    if (pv && pv->domain().empty() && pv->op() == "Cast" && ir::is_float(pv->output(0)->dtype())) {
+      cast = pv;
+      pv = sole_user(cast->output(0));
+    }
     if (!linear_batched(pv)) return;
     auto rq = roles_of(qk), rv = roles_of(pv);
-    if (!rq.count("A") || !rq.count("B") || !rv.count("A") || !rv.count("B") || rv["A"] != s->output(0)) return;
+    if (!rq.count("A") || !rq.count("B") || !rv.count("A") || !rv.count("B") ||
+        rv["A"] != (cast ? cast->output(0) : s->output(0)))
+      return;
     Node* tq = rq["A"]->producer();
     Node* tk = rq["B"]->producer();
     Node* tv = rv["B"]->producer();
@@ -285,6 +292,7 @@ class Lowerer {
     a.causal = f.causal;
     for (Node* n : {qk, s, pv, tq, tk, tv, to, tq->input(0)->producer(), tk->input(0)->producer(), tv->input(0)->producer()})
       absorbed_.insert(n);
+    if (cast) absorbed_.insert(cast);
     attention_[out] = a;
   }
 

@@ -579,15 +579,14 @@ TEST(CodegenPlanInterp, HuggingFaceExportsMatchReference) {
     if (!fs::exists(p)) continue;
     SCOPED_TRACE(p);
     check_model(fs::absolute(p).string(), ir::DType::f16, 1e-2);
-    // With attention fused (BERT-base: 12 attention steps, no permutes left).
+    // With attention fused: 12 attention steps, no permutes left (GPT-2's causal mask and the
+    // Cast of its probabilities included).
     codegen::Lowered low;
     check_model(fs::absolute(p).string(), ir::DType::f16, 1e-2, true, &low);
-    if (std::string(m) == "bert_base") {
-      int attention = 0, permutes = 0;
-      for (const auto& st : low.plan.steps) attention += st.op == "attention", permutes += st.op == "permute";
-      EXPECT_EQ(attention, 12);
-      EXPECT_EQ(permutes, 0);
-    }
+    int attention = 0, permutes = 0;
+    for (const auto& st : low.plan.steps) attention += st.op == "attention", permutes += st.op == "permute";
+    EXPECT_EQ(attention, 12);
+    EXPECT_EQ(permutes, 0);
   }
 }
 
