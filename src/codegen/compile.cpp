@@ -74,36 +74,11 @@ std::string analytic_conv_kernel(const ConvProblem& p, int target_sm) {
 
 namespace {
 
-// nvcc flags of a conv kernel for the compile cache, as gemm_flags below.
+// nvcc flags of a conv kernel for the compile cache.
 std::vector<std::string> conv_flags(int sm) {
   cutlass_backend::NvccOptions o;
   o.target_sm = sm;
-  o.nvcc = "nvcc";
-  auto cmd = cutlass_backend::nvcc_conv_command("@SRC@", "@LIB@", o);
-  std::vector<std::string> out;
-  for (size_t i = 1; i < cmd.size(); ++i) {
-    const std::string& a = cmd[i];
-    if (a == "@SRC@" || a == "@LIB@" || a == "-shared" || a == "-o" || a == "-fPIC") continue;
-    if (a == "-Xcompiler" && i + 1 < cmd.size() && cmd[i + 1] == "-fPIC") continue;
-    out.push_back(a);
-  }
-  return out;
-}
-
-// nvcc flags of a GEMM kernel for the compile cache: nvcc_command's without the tool, I/O and -shared.
-std::vector<std::string> gemm_flags(const cutlass_backend::KernelSpec& s, int sm) {
-  cutlass_backend::NvccOptions o;
-  o.target_sm = sm;
-  o.nvcc = "nvcc";
-  auto cmd = cutlass_backend::nvcc_command(s, "@SRC@", "@LIB@", o);
-  std::vector<std::string> out;
-  for (size_t i = 1; i < cmd.size(); ++i) {
-    const std::string& a = cmd[i];
-    if (a == "@SRC@" || a == "@LIB@" || a == "-shared" || a == "-o" || a == "-fPIC") continue;
-    if (a == "-Xcompiler" && i + 1 < cmd.size() && cmd[i + 1] == "-fPIC") continue;
-    out.push_back(a);
-  }
-  return out;
+  return tune::cache_flags(cutlass_backend::nvcc_conv_command("@SRC@", "@LIB@", o));
 }
 
 }  // namespace
@@ -126,7 +101,7 @@ CompileSummary compile_model(const std::string& model, const std::string& out_di
       std::to_string(pr.refusals.size()) + " refusals");
 
   CompileSummary sum;
-  const int jobs = opts.jobs > 0 ? opts.jobs : int(std::max(1u, std::thread::hardware_concurrency()));
+  const int parallel = opts.jobs > 0 ? opts.jobs : int(std::max(1u, std::thread::hardware_concurrency()));
   LowerOptions lo;
   lo.dtype = opts.dtype;
   lo.ranges = opts.ranges;
@@ -170,7 +145,7 @@ CompileSummary compile_model(const std::string& model, const std::string& out_di
       tune::ProfileOptions po;
       po.top_k = opts.top_k;
       po.target_sm = sm;
-      po.jobs = jobs;
+      po.jobs = parallel;
       po.quiet = !opts.progress;
       po.cache_dir = opts.cache_dir;
       po.compiled_lookup = tune::default_lookup_fn(po);  // compile while timing
@@ -198,12 +173,11 @@ CompileSummary compile_model(const std::string& model, const std::string& out_di
 
   std::vector<std::string> libraries;
   if (!opts.plan_only) {
-    const int njobs = jobs;
     std::vector<tune::CompileJob> jobs;
     for (const auto& name : low.gemm_kernels) {
       auto spec = cutlass_backend::parse_kernel_name(name);
       if (!spec) throw std::logic_error("compile: picker returned '" + name + "', not a kernel name (invariant: catalog names)");
-      jobs.push_back({name, cutlass_backend::emit_kernel(*spec, sm), gemm_flags(*spec, sm)});
+      jobs.push_back(tune::gemm_compile_job(*spec, sm));
     }
     for (const auto& name : low.conv_kernels) {
       auto spec = cutlass_backend::parse_conv_kernel_name(name);
@@ -214,9 +188,9 @@ CompileSummary compile_model(const std::string& model, const std::string& out_di
     for (const auto& k : low.ew_kernels)
       jobs.push_back({k.name, elementwise_library_source(k),
                       {"-std=c++17", "-O3", "-gencode", "arch=compute_" + num + ",code=sm_" + num}});
-    say("build " + std::to_string(jobs.size()) + " kernels (" + std::to_string(njobs) + " at a time)");
+    say("build " + std::to_string(jobs.size()) + " kernels (" + std::to_string(parallel) + " at a time)");
     tune::CompileCache cache(opts.cache_dir.empty() ? tune::CompileCache::default_dir() : opts.cache_dir, opts.nvcc);
-    auto results = cache.compile_all(jobs, njobs, !opts.progress);
+    auto results = cache.compile_all(jobs, parallel, !opts.progress);
     std::string failed;
     for (const auto& r : results) {
       if (!r.ok) failed += "\n  " + r.name + " (log: " + r.log + ")";

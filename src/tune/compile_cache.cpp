@@ -209,4 +209,15 @@ std::vector<CompileResult> CompileCache::compile_all(const std::vector<CompileJo
   return results;
 }
 
+std::vector<std::string> cache_flags(const std::vector<std::string>& command) {
+  std::vector<std::string> out;
+  for (size_t i = 1; i < command.size(); ++i) {
+    const std::string& a = command[i];
+    if (a == "@SRC@" || a == "@LIB@" || a == "-shared" || a == "-o" || a == "-fPIC") continue;
+    if (a == "-Xcompiler" && i + 1 < command.size() && command[i + 1] == "-fPIC") continue;
+    out.push_back(a);
+  }
+  return out;
+}
+
 }  // namespace sabre::tune

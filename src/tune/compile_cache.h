@@ -57,6 +57,12 @@ class CompileCache {
   std::string compiler_version_;
 };
 
+// The flags of a compiler command line built with the placeholders @SRC@ (source) and @LIB@
+// (library), less what the cache adds itself: the compiler, the source, -o and the library,
+// -shared and -Xcompiler -fPIC. Every caller that keys a kernel must use this, so `sabre tune`
+// and `sabre compile` find each other's objects.
+std::vector<std::string> cache_flags(const std::vector<std::string>& command);
+
 // FNV-1a 64; stable across runs and machines.
 uint64_t fnv1a(const std::string& s, uint64_t h = 1469598103934665603ull);
 std::string hex16(uint64_t v);

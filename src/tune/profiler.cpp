@@ -341,33 +341,18 @@ BatchMeasureFn batched_in_children(std::string db_path, Environment env, std::ch
   };
 }
 
-namespace {
-CompileJob make_job(const KernelSpec& s, const ProfileOptions& opts) {
+CompileJob gemm_compile_job(const KernelSpec& s, int target_sm) {
   NvccOptions nv;
-  nv.target_sm = opts.target_sm;
-  CompileJob j;
-  j.name = kernel_name(s);
-  j.source = emit_kernel(s, opts.target_sm);
-  // nvcc.h's command line without the compiler, the output and the source (the cache adds those).
-  std::vector<std::string> cmd = nvcc_command(s, "@SRC@", "@LIB@", nv);
-  for (size_t i = 1; i < cmd.size(); ++i) {
-    if (cmd[i] == "-o" || cmd[i] == "@LIB@" || cmd[i] == "@SRC@" || cmd[i] == "-shared") continue;
-    if (cmd[i] == "-Xcompiler" && i + 1 < cmd.size() && cmd[i + 1] == "-fPIC") {
-      ++i;  // the cache adds -shared -Xcompiler -fPIC itself
-      continue;
-    }
-    j.flags.push_back(cmd[i]);
-  }
-  return j;
+  nv.target_sm = target_sm;
+  return {kernel_name(s), emit_kernel(s, target_sm), cache_flags(nvcc_command(s, "@SRC@", "@LIB@", nv))};
 }
-}  // namespace
 
 CompileFn default_compile_fn(const ProfileOptions& opts) {
   return [opts](const std::vector<KernelSpec>& specs) {
     const std::string nvcc = find_nvcc();
     CompileCache cache(opts.cache_dir.empty() ? CompileCache::default_dir() : opts.cache_dir, nvcc);
     std::vector<CompileJob> jobs;
-    for (const KernelSpec& s : specs) jobs.push_back(make_job(s, opts));
+    for (const KernelSpec& s : specs) jobs.push_back(gemm_compile_job(s, opts.target_sm));
     int jobs_n = opts.jobs > 0 ? opts.jobs : int(std::max(1u, std::thread::hardware_concurrency()));
     return cache.compile_all(jobs, jobs_n, opts.quiet);
   };
@@ -377,7 +362,7 @@ std::function<std::optional<CompileResult>(const KernelSpec&)> default_lookup_fn
   auto cache = std::make_shared<CompileCache>(opts.cache_dir.empty() ? CompileCache::default_dir() : opts.cache_dir,
                                               find_nvcc());
   return [cache, opts](const KernelSpec& s) -> std::optional<CompileResult> {
-    CompileResult r = cache->lookup(make_job(s, opts));
+    CompileResult r = cache->lookup(gemm_compile_job(s, opts.target_sm));
     if (!r.cached) return std::nullopt;
     return r;
   };

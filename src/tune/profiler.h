@@ -118,6 +118,9 @@ WorkloadReport report_from_db(const TuneTask& t, const TuningDb& db, const Envir
 // with the nvcc flags of backends/cutlass/nvcc.h. gpu_measure_fn times on GPU 0 in a child
 // process (see gpu_measure.cpp); it exists only in builds with the CUDA toolkit.
 CompileFn default_compile_fn(const ProfileOptions& opts);
+// The compile-cache job of a CUTLASS GEMM kernel: its name, emitted source and cache_flags of
+// nvcc.h's command. `sabre compile` builds with the same jobs, so the two share cached objects.
+CompileJob gemm_compile_job(const cutlass_backend::KernelSpec& s, int target_sm);
 // What default_compile_fn's cache holds for a spec (a library or a recorded failure); nullopt
 // while it is not compiled yet. For ProfileOptions::compiled_lookup.
 std::function<std::optional<CompileResult>(const cutlass_backend::KernelSpec&)> default_lookup_fn(
