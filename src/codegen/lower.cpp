@@ -950,18 +950,7 @@ class Lowerer {
     }
     JObject p{{"b", jdim(b)}, {"h", jdim(h)}, {"q", jdim(q)}, {"cols", jdim(sh.back())},
               {"scale", jnum(f.scale)}, {"causal", json::Value(f.causal)}};
-    if (f.mask) {
-      // Right-align the mask to [b,h,q,cols]; a size-1 dim broadcasts (stride 0).
-      std::vector<Dim> m = f.mask->shape();
-      while (m.size() < 4) m.insert(m.begin(), Dim(1));
-      std::vector<Dim> stride(4, Dim(0));
-      Dim s(1);
-      for (int i = 3; i >= 0; --i) {
-        stride[i] = m[i] == Dim(1) ? Dim(0) : s;
-        s = s * m[i];
-      }
-      p["mask_stride"] = jdims({stride[0], stride[1], stride[2]});
-    }
+    if (f.mask) p["mask_stride"] = jdims(mask_strides(f.mask));
     step("softmax", n->name(), {x, mask}, {define(n->output(0))}, p);
     if (!f.mask) out_.plan.steps.back().inputs.pop_back();
   }

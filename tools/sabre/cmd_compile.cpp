@@ -68,11 +68,15 @@ int run(const std::vector<std::string>& argv) {
              : args.has("--no-tune") ? codegen::CompileOptions::Tune::never
                                      : codegen::CompileOptions::Tune::automatic;
     if (auto d = args.value("--db")) o.tuning_db = *d;
-    if (auto k = args.value("--top-k")) {
-      if (k->empty() || k->find_first_not_of("0123456789") != std::string::npos || k->size() > 3 || std::stoi(*k) < 1)
-        throw UsageError("--top-k '" + *k + "': give a positive number");
-      o.top_k = std::stoi(*k);
-    }
+    // A positive number of at most 3 digits, or `def` when the flag is absent.
+    auto positive = [&](const char* flag, int def) {
+      auto v = args.value(flag);
+      if (!v) return def;
+      if (v->empty() || v->find_first_not_of("0123456789") != std::string::npos || v->size() > 3 || std::stoi(*v) < 1)
+        throw UsageError(std::string(flag) + " '" + *v + "': give a positive number");
+      return std::stoi(*v);
+    };
+    o.top_k = positive("--top-k", o.top_k);
     o.plan_only = args.has("--plan-only");
     o.fuse_attention = args.has("--fuse-attention");
     o.arch = args.value("--arch").value_or("sm_90a");
@@ -81,11 +85,7 @@ int run(const std::vector<std::string>& argv) {
     } catch (const std::invalid_argument& e) {
       throw UsageError(e.what());
     }
-    if (auto j = args.value("--jobs")) {
-      if (j->empty() || j->find_first_not_of("0123456789") != std::string::npos || j->size() > 3 || std::stoi(*j) < 1)
-        throw UsageError("--jobs '" + *j + "': give a positive number");
-      o.jobs = std::stoi(*j);
-    }
+    o.jobs = positive("--jobs", o.jobs);
     if (auto c = args.value("--cache-dir")) o.cache_dir = *c;
     o.progress = [](const std::string& line) { std::fprintf(stderr, "sabre compile: %s\n", line.c_str()); };
 

@@ -135,18 +135,8 @@ int cmd_list(const std::vector<std::string>& args) {
 }
 
 // A convolution kernel (sm80_conv_...; conv_spec.h): no catalog lookup, the name must parse.
-int emit_conv(const std::string& name, const std::string& out, int target_sm) {
-  auto spec = cb::parse_conv_kernel_name(name);
-  if (!spec) {
-    std::fprintf(stderr, "sabre kernels emit: '%s' is not a conv kernel name (e.g. %s)\n", name.c_str(),
-                 "sm80_conv_fprop_optimized_nhwc_f16_f16_f32_128x128x32_w64x64x32_s3_a8_bias_relu");
-    return kExitUsage;
-  }
-  if (auto why = cb::conv_unsupported_reason(*spec, target_sm)) {
-    std::fprintf(stderr, "sabre kernels emit: %s cannot run on sm_%d: %s\n", name.c_str(), target_sm, why->c_str());
-    return kExitError;
-  }
-  std::string text = cb::emit_conv_kernel(*spec, target_sm);
+// `sabre kernels emit`'s output: the source to stdout, or to OUT when -o was given.
+int write_source(const std::string& text, const std::string& out) {
   if (out.empty()) {
     std::fwrite(text.data(), 1, text.size(), stdout);
     return kExitOk;
@@ -158,6 +148,20 @@ int emit_conv(const std::string& name, const std::string& out, int target_sm) {
     return kExitError;
   }
   return kExitOk;
+}
+
+int emit_conv(const std::string& name, const std::string& out, int target_sm) {
+  auto spec = cb::parse_conv_kernel_name(name);
+  if (!spec) {
+    std::fprintf(stderr, "sabre kernels emit: '%s' is not a conv kernel name (e.g. %s)\n", name.c_str(),
+                 "sm80_conv_fprop_optimized_nhwc_f16_f16_f32_128x128x32_w64x64x32_s3_a8_bias_relu");
+    return kExitUsage;
+  }
+  if (auto why = cb::conv_unsupported_reason(*spec, target_sm)) {
+    std::fprintf(stderr, "sabre kernels emit: %s cannot run on sm_%d: %s\n", name.c_str(), target_sm, why->c_str());
+    return kExitError;
+  }
+  return write_source(cb::emit_conv_kernel(*spec, target_sm), out);
 }
 
 int cmd_emit(const std::vector<std::string>& args) {
@@ -185,18 +189,7 @@ int cmd_emit(const std::vector<std::string>& args) {
     std::fprintf(stderr, "sabre kernels emit: %s cannot run on sm_%d: %s\n", name.c_str(), target_sm, why->c_str());
     return kExitError;
   }
-  std::string text = cb::emit_kernel(*spec, target_sm);
-  if (out.empty()) {
-    std::fwrite(text.data(), 1, text.size(), stdout);
-    return kExitOk;
-  }
-  std::ofstream f(out);
-  f << text;
-  if (!f) {
-    std::fprintf(stderr, "sabre kernels emit: cannot write '%s'\n", out.c_str());
-    return kExitError;
-  }
-  return kExitOk;
+  return write_source(cb::emit_kernel(*spec, target_sm), out);
 }
 
 int cmd_build(const std::vector<std::string>& args) {
