@@ -13,7 +13,6 @@
 Exit status 1 when a comparison is over 1e-2."""
 import copy
 import os
-import re
 import subprocess
 import sys
 import tempfile
@@ -25,6 +24,7 @@ import transformers
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from export_hf import build  # noqa: E402
+from measure import cuda_median_ms, rel_l2, sabre_p50_ms  # noqa: E402
 
 
 def load(name, outdir):
@@ -43,10 +43,6 @@ def make_inputs(name, inputs, b, s, seed):
     ex = {"input_ids": ids, "attention_mask": mask, "token_type_ids": torch.randint(0, 2, (b, s), generator=g)}
     return {k: ex[k] for k in inputs}
 
-
-def rel_l2(a, b):
-    a, b = a.astype(np.float64), b.astype(np.float64)
-    return float(np.linalg.norm(a - b) / max(np.linalg.norm(b), 1e-30))
 
 
 def torch_run(m, feed):
@@ -88,20 +84,6 @@ def compare(name, outdir, artifact, sabre, shapes):
     return 0 if worst <= 1e-2 else 1
 
 
-def cuda_median_ms(fn, iters=100, warmup=20):
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(iters):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b))
-    return float(np.median(times))
-
 
 def latency(name, outdir, artifact, sabre, seq, batches):
     model, inputs, outputs = load(name, outdir)
@@ -119,12 +101,7 @@ def latency(name, outdir, artifact, sabre, seq, batches):
             compiled(**feed)
             ctime = time.time() - t0
             comp = cuda_median_ms(lambda: compiled(**feed))
-        r = subprocess.run([sabre, "bench", artifact, "--dim", f"batch={b}", "--dim", f"seq={seq}", "--iters", "300"],
-                           capture_output=True, text=True)
-        m = re.search(r"p50 ([0-9.]+)", r.stdout)
-        ours = float(m.group(1)) if m else float("nan")
-        if not m:
-            print(f"sabre bench failed: {r.stdout[-300:]} {r.stderr[-300:]}")
+        ours = sabre_p50_ms(sabre, artifact, {"batch": b, "seq": seq})
         print(f"{b:>5} {eager:>9.3f} {comp:>11.3f} {ours:>9.3f} {min(eager, comp) / ours:>13.2f}   "
               f"(torch.compile warm-up {ctime:.0f} s)", flush=True)
 

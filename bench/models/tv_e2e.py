@@ -11,7 +11,6 @@
       `sabre bench` (CUDA graphs) at each batch, in one run."""
 import copy
 import os
-import re
 import subprocess
 import sys
 import tempfile
@@ -23,6 +22,7 @@ import torchvision
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from export_tv import build  # noqa: E402
+from measure import cuda_median_ms, rel_l2, sabre_p50_ms  # noqa: E402
 
 
 def load(name, outdir):
@@ -30,10 +30,6 @@ def load(name, outdir):
     model.load_state_dict(torch.load(os.path.join(outdir, name + ".pt"), map_location="cpu"))
     return model.eval()
 
-
-def rel_l2(a, b):
-    a, b = a.astype(np.float64), b.astype(np.float64)
-    return float(np.linalg.norm(a - b) / max(np.linalg.norm(b), 1e-30))
 
 
 def compare(name, outdir, artifact, sabre, batches):
@@ -65,20 +61,6 @@ def compare(name, outdir, artifact, sabre, batches):
     return 0 if worst <= 1e-2 else 1
 
 
-def cuda_median_ms(fn, iters=100, warmup=20):
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(iters):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b))
-    return float(np.median(times))
-
 
 def latency(name, outdir, artifact, sabre, batches):
     model = load(name, outdir).to("cuda", torch.float16).to(memory_format=torch.channels_last)
@@ -93,12 +75,7 @@ def latency(name, outdir, artifact, sabre, batches):
             compiled(x)
             compiled(x)
             comp = cuda_median_ms(lambda: compiled(x))
-        r = subprocess.run([sabre, "bench", artifact, "--dim", f"batch={b}", "--iters", "300"], capture_output=True,
-                           text=True)
-        m = re.search(r"p50 ([0-9.]+)", r.stdout)
-        ours = float(m.group(1)) if m else float("nan")
-        if not m:
-            print(f"sabre bench failed: {r.stdout[-300:]} {r.stderr[-300:]}")
+        ours = sabre_p50_ms(sabre, artifact, {"batch": b})
         print(f"{b:>5} {eager:>9.3f} {comp:>11.3f} {ours:>9.3f} {min(eager, comp) / ours:>13.2f}", flush=True)
 
 

@@ -8,7 +8,6 @@ OUT=${OUT:-/tmp/sabre-gemm}; mkdir -p "$OUT"
 source scripts/gpu/host_env.sh
 b=/tmp/b
 T0=$SECONDS
-step() { local name=$1; shift; local t0=$SECONDS; echo "== $name"; timeout "${LIMIT:-120}" "$@" > "$OUT/$name.log" 2>&1; local rc=$?; echo "   rc=$rc in $((SECONDS - t0)) s"; tail -${TAIL:-6} "$OUT/$name.log"; return $rc; }
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/gpu.txt"
 step configure cmake -S . -B $b -G Ninja $SABRE_CMAKE_ARGS -DSABRE_TESTS=ON
 LIMIT=200 step build ninja -C $b -j16 sabre gemm_tune_bench native_kernels_test

@@ -2,7 +2,7 @@
 # Sourced on the GPU host (device tool): unpacks the Debian libraries sabre builds against
 # (carried as .debs in .carry/debs, since that host has no package registry) and the CUTLASS
 # headers (.carry/cutlass_inc.tgz, from the nvidia-cutlass wheel) into /opt/sabre-deps, and
-# exports what CMake needs to find them.
+# exports what CMake needs to find them; defines step() for the one-call scripts beside it.
 set -e
 root=$(pwd)
 deps=/opt/sabre-deps
@@ -22,3 +22,7 @@ export SABRE_CMAKE_ARGS="-DCUTLASS_DIR=$CUTLASS_DIR -DProtobuf_INCLUDE_DIR=$deps
  -DSQLite3_INCLUDE_DIR=$deps/usr/include -DSQLite3_LIBRARY=$deps/usr/lib/x86_64-linux-gnu/libsqlite3.so \
  -DGTest_DIR=$deps/usr/lib/x86_64-linux-gnu/cmake/GTest -DCMAKE_CXX_FLAGS=-I$deps/usr/include"
 set +e
+
+# step NAME CMD...: runs CMD with a time limit (LIMIT, default 120 s), its output to $OUT/NAME.log,
+# then prints the exit status, the seconds taken and the log's last TAIL lines (default 6).
+step() { local name=$1; shift; local t0=$SECONDS; echo "== $name"; timeout "${LIMIT:-120}" "$@" > "$OUT/$name.log" 2>&1; local rc=$?; echo "   rc=$rc in $((SECONDS - t0)) s"; tail -${TAIL:-6} "$OUT/$name.log"; return $rc; }

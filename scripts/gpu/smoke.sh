@@ -6,7 +6,6 @@ set -u
 OUT=${OUT:-/tmp/sabre-smoke}; mkdir -p "$OUT"
 source scripts/gpu/host_env.sh
 b=/tmp/b
-step() { local name=$1; shift; local t0=$SECONDS; echo "== $name"; timeout "${LIMIT:-120}" "$@" > "$OUT/$name.log" 2>&1; local rc=$?; echo "   rc=$rc in $((SECONDS - t0)) s"; tail -${TAIL:-6} "$OUT/$name.log"; return $rc; }
 step configure cmake -S . -B $b -G Ninja $SABRE_CMAKE_ARGS -DSABRE_TESTS=ON
 LIMIT=200 step build ninja -C $b -j16 sabre runtime_session_test runtime_gemm_test
 step runtime_session $b/tests/gpu/runtime_session_test
