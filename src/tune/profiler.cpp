@@ -361,8 +361,13 @@ CompileFn default_compile_fn(const ProfileOptions& opts) {
 std::function<std::optional<CompileResult>(const KernelSpec&)> default_lookup_fn(const ProfileOptions& opts) {
   auto cache = std::make_shared<CompileCache>(opts.cache_dir.empty() ? CompileCache::default_dir() : opts.cache_dir,
                                               find_nvcc());
-  return [cache, opts](const KernelSpec& s) -> std::optional<CompileResult> {
-    CompileResult r = cache->lookup(gemm_compile_job(s, opts.target_sm));
+  // The tuner polls while a batch compiles: emit and key each kernel's source once.
+  auto jobs = std::make_shared<std::map<std::string, CompileJob>>();
+  return [cache, jobs, opts](const KernelSpec& s) -> std::optional<CompileResult> {
+    const std::string name = kernel_name(s);
+    auto it = jobs->find(name);
+    if (it == jobs->end()) it = jobs->emplace(name, gemm_compile_job(s, opts.target_sm)).first;
+    CompileResult r = cache->lookup(it->second);
     if (!r.cached) return std::nullopt;
     return r;
   };
