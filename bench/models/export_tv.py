@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Exports torchvision ResNet-50 and MobileNetV2 (random weights from a fixed seed, eval mode) to
-ONNX opset 17 with a dynamic batch, and saves the PyTorch weights so bench/models/tv_e2e.py can
+"""Exports torchvision ResNet-50 and MobileNetV2 (random weights from a fixed seed, BatchNorm
+statistics calibrated on random images, eval mode) to ONNX opset 17 with a dynamic batch, and saves the PyTorch weights so bench/models/tv_e2e.py can
 rebuild the same model (issue 7's evidence).
 
 Usage: export_tv.py OUTDIR [resnet50] [mobilenet_v2]     (both by default)"""
@@ -13,13 +13,30 @@ import torchvision
 
 
 def build(name):
+    """The model with random weights (seed 0), as tv_e2e.py rebuilds it before loading NAME.pt."""
     torch.manual_seed(0)
-    model = getattr(torchvision.models, name)(weights=None)
+    return getattr(torchvision.models, name)(weights=None).eval()
+
+
+def calibrate_batchnorm(model, images=64, batch=16):
+    """Replaces the default BatchNorm statistics (mean 0, variance 1) with those of random images.
+    With the defaults, MobileNetV2's activations shrink block by block to about 1e-9, where fp16
+    underflows and PyTorch's own fp16 output is 100% off its fp32 one, so no fp16 comparison means
+    anything. The weights stay random; only the running statistics become consistent with them."""
+    for m in model.modules():
+        if isinstance(m, torch.nn.modules.batchnorm._BatchNorm):
+            m.reset_running_stats()
+            m.momentum = None  # cumulative average over the calibration batches
+    model.train()
+    g = torch.Generator().manual_seed(1)
+    with torch.no_grad():
+        for _ in range(images // batch):
+            model(torch.randn(batch, 3, 224, 224, generator=g))
     return model.eval()
 
 
 def export(name, outdir):
-    model = build(name)
+    model = calibrate_batchnorm(build(name))
     path = os.path.join(outdir, name + ".onnx")
     t0 = time.time()
     with torch.no_grad():

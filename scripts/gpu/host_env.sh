@@ -23,6 +23,13 @@ export SABRE_CMAKE_ARGS="-DCUTLASS_DIR=$CUTLASS_DIR -DProtobuf_INCLUDE_DIR=$deps
  -DGTest_DIR=$deps/usr/lib/x86_64-linux-gnu/cmake/GTest -DCMAKE_CXX_FLAGS=-I$deps/usr/include"
 set +e
 
-# step NAME CMD...: runs CMD with a time limit (LIMIT, default 120 s), its output to $OUT/NAME.log,
-# then prints the exit status, the seconds taken and the log's last TAIL lines (default 6).
-step() { local name=$1; shift; local t0=$SECONDS; echo "== $name"; timeout "${LIMIT:-120}" "$@" > "$OUT/$name.log" 2>&1; local rc=$?; echo "   rc=$rc in $((SECONDS - t0)) s"; tail -${TAIL:-6} "$OUT/$name.log"; return $rc; }
+# step NAME CMD...: runs CMD with a time limit (LIMIT, default 120 s, cut to what is left before
+# DEADLINE, in the script's $SECONDS, when that is set), its output to $LOGS/NAME.log (LOGS defaults
+# to $OUT), then prints the exit status, the seconds taken and the log's last TAIL lines (default 6).
+step() {
+  local name=$1; shift; local t0=$SECONDS; local limit=${LIMIT:-120}
+  if [ -n "${DEADLINE:-}" ] && [ $((DEADLINE - SECONDS)) -lt "$limit" ]; then limit=$((DEADLINE - SECONDS)); fi
+  if [ "$limit" -lt 5 ]; then echo "== $name: skipped, the call's time is spent"; return 124; fi
+  echo "== $name"; timeout "$limit" "$@" > "${LOGS:-$OUT}/$name.log" 2>&1; local rc=$?
+  echo "   rc=$rc in $((SECONDS - t0)) s"; tail -"${TAIL:-6}" "${LOGS:-$OUT}/$name.log"; return $rc
+}
