@@ -35,6 +35,15 @@ struct RunStats {
   bool graph_replayed = false;  // the shape signature had a captured graph already
 };
 
+// One plan step's GPU time in a profiled run (ExecutionContext::profile, sabre bench --profile).
+struct StepTime {
+  size_t index = 0;
+  std::string op;      // "gemm", "attention", "layernorm", ...
+  std::string name;    // the node or region it came from
+  std::string kernel;  // the dispatched CUTLASS kernel for gemm and conv steps, else empty
+  double us = 0;       // median over the repeats
+};
+
 class ExecutionContext;
 
 class Session {
@@ -70,6 +79,11 @@ class ExecutionContext {
   void run(const std::vector<sabre_tensor>& inputs, std::vector<sabre_tensor>& outputs, bool sync = true);
   void* stream() const;
   const RunStats& last_stats() const;
+  // Runs the plan `repeats` times step by step (no graph) with a CUDA event between steps; the
+  // stream is held until every step of a repeat is enqueued, so the GPU runs them back to back as
+  // it would a graph. Returns each step's median time, in plan order. Synchronizes.
+  std::vector<StepTime> profile(const std::vector<sabre_tensor>& inputs, std::vector<sabre_tensor>& outputs,
+                                int repeats = 20);
 
   struct Impl;
   std::unique_ptr<Impl> impl_;

@@ -1,24 +1,42 @@
 #!/usr/bin/env bash
-# One device call for issue 5's evidence: build, export BERT-base on the host, `sabre tune` it from
-# cold caches and again warm, then the GEMM tuning benchmark for one dtype (DTYPE, default f16)
-# in the time left. Logs go to $OUT. Usage on the GPU host: bash scripts/gpu/tune_evidence.sh
+# One device call for issue 5's evidence and issue 6's latency profile: build; export BERT-base on
+# the host; `sabre tune` it from cold caches (timed) and again warm; compile it with that tuning
+# (plain and --fuse-attention) and profile both with `sabre bench --profile`; then the GEMM tuning
+# benchmark (both dtypes, resuming from .carry/bench.db when present) in the time left.
+# Each step's limit is cut to what is left of DEADLINE (default 570 s); the summary ($OUT/main.log),
+# every log ($OUT/logs.tgz), the tuning DB (tune_db.jsonl) and the bench DB (bench.db) come back.
+# Usage on the GPU host: bash scripts/gpu/tune_evidence.sh
 set -u
 OUT=${OUT:-/tmp/sabre-tune}; mkdir -p "$OUT"
+export LOGS=/tmp/steplogs; mkdir -p $LOGS
+export DEADLINE=${DEADLINE:-570}
 source scripts/gpu/host_env.sh
 b=/tmp/b
-T0=$SECONDS
-nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/gpu.txt"
+export PYTHONUNBUFFERED=1
+{
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+python3 bench/models/export_hf.py /tmp/hf bert > $LOGS/export.log 2>&1 &
+exp=$!
 step configure cmake -S . -B $b -G Ninja $SABRE_CMAKE_ARGS -DSABRE_TESTS=OFF
-LIMIT=200 step build ninja -C $b -j16 sabre gemm_tune_bench
-step export python3 bench/models/export_hf.py /tmp/hf bert
+LIMIT=240 step build ninja -C $b -j16 sabre gemm_tune_bench
+wait $exp; tail -1 $LOGS/export.log
 rm -rf ~/.cache/sabre /tmp/tune.db
-tune=($b/sabre tune /tmp/hf/bert_base.onnx --dim batch=1..32 --dim seq=1..512 --db /tmp/tune.db)
-LIMIT=330 TAIL=40 step tune_cold "${tune[@]}"
-TAIL=12 step tune_warm "${tune[@]}"
+tune=($b/sabre tune /tmp/hf/bert_base.onnx --dim batch=1..32 --dim seq=1..128 --db /tmp/tune.db)
+LIMIT=300 TAIL=45 step tune_cold "${tune[@]}"
+TAIL=6 step tune_warm "${tune[@]}"
 $b/sabre db export --db /tmp/tune.db -o "$OUT/tune_db.jsonl" > /dev/null 2>&1
-left=$(( ${BUDGET:-560} - (SECONDS - T0) ))
-echo "== $left s left for the GEMM benchmark"
-if [ $left -gt 60 ]; then
-  LIMIT=$left TAIL=60 step gemm_bench_${DTYPE:-f16} $b/gemm_tune_bench --dtype ${DTYPE:-f16} --top-k ${TOPK:-6} --db /tmp/bench.db
-fi
+for v in plain fused; do
+  extra=(); [ $v = fused ] && extra=(--fuse-attention)
+  LIMIT=120 TAIL=8 step compile_$v $b/sabre compile /tmp/hf/bert_base.onnx -o /tmp/bert_$v.sabre --dtype fp16 \
+    --dynamic batch=1..32,seq=1..128 --db /tmp/tune.db "${extra[@]}"
+  for bs in 1 32; do
+    LIMIT=40 TAIL=30 step profile_${v}_b$bs $b/sabre bench /tmp/bert_$v.sabre --dim batch=$bs --dim seq=128 --profile
+  done
+done
+[ -f .carry/bench.db ] && cp .carry/bench.db /tmp/bench.db
+LIMIT=600 TAIL=90 step gemm_bench $b/gemm_tune_bench --top-k ${TOPK:-4} --db /tmp/bench.db
+cp /tmp/bench.db "$OUT/bench.db" 2>/dev/null
+} > $OUT/main.log 2>&1
+tar czf $OUT/logs.tgz -C $LOGS .
+cat $OUT/main.log
 exit 0

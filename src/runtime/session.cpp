@@ -4,6 +4,7 @@
 #include "sabre/session.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -276,7 +277,10 @@ struct ExecutionContext::Impl {
 
   const Plan& plan() const { return s->art.plan; }
 
-  void run(const std::vector<sabre_tensor>& inputs, std::vector<sabre_tensor>& outputs, bool sync);
+  // profile: null for a normal run; else `repeats` step-by-step runs, one median per step.
+  void run(const std::vector<sabre_tensor>& inputs, std::vector<sabre_tensor>& outputs, bool sync,
+           std::vector<StepTime>* profile = nullptr, int repeats = 0);
+  void profile_steps(const Signature& sig, const std::vector<void*>& ptr, std::vector<StepTime>& out, int repeats);
   Signature& signature(const std::vector<std::vector<int64_t>>& in_shapes);
   sabre_gemm_args gemm_args(const Step& st, const Signature& sig, const std::vector<void*>& ptr) const;
   sabre_conv_args conv_step_args(const Step& st, const Signature& sig, const std::vector<void*>& ptr) const;
@@ -309,6 +313,79 @@ void ExecutionContext::run(const std::vector<sabre_tensor>& inputs, std::vector<
   impl_->run(inputs, outputs, sync);
 }
 
+std::vector<StepTime> ExecutionContext::profile(const std::vector<sabre_tensor>& inputs, std::vector<sabre_tensor>& outputs,
+                                                int repeats) {
+  if (repeats < 1) throw Error(SABRE_ERR_INVALID_ARGUMENT, "profile needs at least one repeat");
+  std::vector<StepTime> out;
+  impl_->run(inputs, outputs, true, &out, repeats);
+  return out;
+}
+
+namespace {
+// A host callback that holds its stream until the enqueuing thread has queued everything behind it.
+void CUDART_CB hold_stream(void* flag) {
+  auto* go = static_cast<std::atomic<bool>*>(flag);
+  while (!go->load(std::memory_order_acquire)) {
+  }
+}
+}  // namespace
+
+void ExecutionContext::Impl::profile_steps(const Signature& sig, const std::vector<void*>& ptr, std::vector<StepTime>& out,
+                                           int repeats) {
+  const Plan& p = plan();
+  const size_t n = p.steps.size();
+  std::vector<cudaEvent_t> ev(n + 1, nullptr);
+  struct Events {
+    std::vector<cudaEvent_t>& v;
+    ~Events() {
+      for (cudaEvent_t e : v)
+        if (e) cudaEventDestroy(e);
+    }
+  } destroy{ev};
+  for (auto& e : ev) cuda_check(cudaEventCreate(&e), "cudaEventCreate");
+  std::vector<std::vector<float>> ms(n);
+  for (int r = 0; r < repeats; ++r) {
+    std::atomic<bool> go{false};
+    cuda_check(cudaLaunchHostFunc(stream, hold_stream, &go), "cudaLaunchHostFunc");
+    try {
+      cuda_check(cudaEventRecord(ev[0], stream), "cudaEventRecord");
+      for (size_t i = 0; i < n; ++i) {
+        enqueue(i, sig, ptr);
+        cuda_check(cudaEventRecord(ev[i + 1], stream), "cudaEventRecord");
+      }
+    } catch (...) {
+      go.store(true, std::memory_order_release);
+      cudaStreamSynchronize(stream);
+      throw;
+    }
+    go.store(true, std::memory_order_release);
+    cuda_check(cudaStreamSynchronize(stream), "running the model (cudaStreamSynchronize)");
+    for (size_t i = 0; i < n; ++i) {
+      float t = 0;
+      cuda_check(cudaEventElapsedTime(&t, ev[i], ev[i + 1]), "cudaEventElapsedTime");
+      ms[i].push_back(t);
+    }
+  }
+  out.clear();
+  for (size_t i = 0; i < n; ++i) {
+    const Step& st = p.steps[i];
+    StepTime t;
+    t.index = i;
+    t.op = st.op;
+    t.name = st.name;
+    if (st.op == "gemm") {
+      sabre_gemm_args a = gemm_args(st, sig, ptr);
+      t.kernel = select_gemm_kernel(st, a.m, gemm_alignment(a, gemm_elem_bytes(st)));
+    } else if (st.op == "conv") {
+      sabre_conv_args a = conv_step_args(st, sig, ptr);
+      conv_kernel(st, a, &t.kernel);
+    }
+    std::sort(ms[i].begin(), ms[i].end());
+    t.us = 1000.0 * ms[i][ms[i].size() / 2];
+    out.push_back(std::move(t));
+  }
+}
+
 ExecutionContext::Impl::Signature& ExecutionContext::Impl::signature(const std::vector<std::vector<int64_t>>& in_shapes) {
   std::string key;
   for (const auto& sh : in_shapes) key += shape_str(sh);
@@ -334,7 +411,8 @@ ExecutionContext::Impl::Signature& ExecutionContext::Impl::signature(const std::
   return cache.emplace(key, std::move(sig)).first->second;
 }
 
-void ExecutionContext::Impl::run(const std::vector<sabre_tensor>& inputs, std::vector<sabre_tensor>& outputs, bool sync) {
+void ExecutionContext::Impl::run(const std::vector<sabre_tensor>& inputs, std::vector<sabre_tensor>& outputs, bool sync,
+                                 std::vector<StepTime>* profile, int repeats) {
   const Plan& p = plan();
   cuda_check(cudaSetDevice(s->device), "cudaSetDevice");
   // 1. Match inputs by name and check each descriptor.
@@ -470,7 +548,9 @@ void ExecutionContext::Impl::run(const std::vector<sabre_tensor>& inputs, std::v
   for (int id : p.inputs) io.push_back(ptr[static_cast<size_t>(id)]);
   for (int id : p.outputs) io.push_back(ptr[static_cast<size_t>(id)]);
   stats.graph_replayed = false;
-  if (!use_graphs) {
+  if (profile) {
+    profile_steps(sig, ptr, *profile, repeats);
+  } else if (!use_graphs) {
     for (size_t i = 0; i < p.steps.size(); ++i) enqueue(i, sig, ptr);
   } else if (sig.exec && sig.io == io && sig.epoch == arena_epoch) {
     stats.graph_replayed = true;
@@ -858,6 +938,9 @@ ExecutionContext::~ExecutionContext() = default;
 void* ExecutionContext::stream() const { return nullptr; }
 const RunStats& ExecutionContext::last_stats() const { return impl_->stats; }
 void ExecutionContext::run(const std::vector<sabre_tensor>&, std::vector<sabre_tensor>&, bool) {
+  throw Error(SABRE_ERR_NO_DEVICE, "no CUDA device: this sabre was built without the CUDA toolkit");
+}
+std::vector<StepTime> ExecutionContext::profile(const std::vector<sabre_tensor>&, std::vector<sabre_tensor>&, int) {
   throw Error(SABRE_ERR_NO_DEVICE, "no CUDA device: this sabre was built without the CUDA toolkit");
 }
 

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstring>
 #include <cstdio>
+#include <map>
 #include <random>
 #include <set>
 #include <string>
@@ -29,7 +30,35 @@ const std::vector<FlagSpec> kFlags = {
     {"--iters", "", "N", "timed runs (default 200)", false},
     {"--device", "", "N", "the CUDA device (default 0)", false},
     {"--no-graphs", "", "", "launch step by step instead of replaying a CUDA graph", false},
+    {"--profile", "", "", "also time every plan step (events between steps) and print where the time goes", false},
 };
+
+// sabre bench --profile: the time per op kind, then the slowest steps with their kernels.
+void print_profile(const std::vector<StepTime>& steps) {
+  double total = 0;
+  std::map<std::string, std::pair<int, double>> by_op;
+  for (const auto& t : steps) {
+    total += t.us;
+    auto& [count, us] = by_op[t.op];
+    ++count;
+    us += t.us;
+  }
+  std::vector<std::pair<std::string, std::pair<int, double>>> ops(by_op.begin(), by_op.end());
+  std::sort(ops.begin(), ops.end(), [](const auto& a, const auto& b) { return a.second.second > b.second.second; });
+  std::printf("\nprofile      %zu steps, %.1f us in all (step by step, events between steps; median of the repeats)\n",
+              steps.size(), total);
+  std::printf("  %-20s %6s %10s %7s %9s\n", "op", "steps", "total us", "share", "us/step");
+  for (const auto& [op, cu] : ops)
+    std::printf("  %-20s %6d %10.1f %6.1f%% %9.2f\n", op.c_str(), cu.first, cu.second, 100.0 * cu.second / total,
+                cu.second / cu.first);
+  std::vector<const StepTime*> slow;
+  for (const auto& t : steps) slow.push_back(&t);
+  std::sort(slow.begin(), slow.end(), [](const StepTime* a, const StepTime* b) { return a->us > b->us; });
+  std::printf("  slowest steps:\n");
+  for (size_t i = 0; i < std::min<size_t>(slow.size(), 15); ++i)
+    std::printf("  %5zu %-12s %8.2f us  %s%s%s\n", slow[i]->index, slow[i]->op.c_str(), slow[i]->us, slow[i]->name.c_str(),
+                slow[i]->kernel.empty() ? "" : "  ", slow[i]->kernel.c_str());
+}
 
 int64_t positive(const std::optional<std::string>& v, const char* flag, int64_t def) {
   if (!v) return def;
@@ -51,7 +80,8 @@ int bench(const std::vector<std::string>& argv) {
     if (args.help) {
       std::printf("usage: sabre bench MODEL.sabre [--dim NAME=VALUE ...] [--warmup N] [--iters N]\n\n"
                   "Times a compiled artifact on the GPU with random inputs: p50/p90/p99 latency of one run\n"
-                  "(enqueue to stream finished), throughput, and peak activation memory.\n\noptions:\n%s",
+                  "(enqueue to stream finished), throughput, and peak activation memory; with --profile, the GPU\n"
+                  "time of every plan step, summed per op, and the slowest steps with their kernels.\n\noptions:\n%s",
                   flags_help(kFlags).c_str());
       return kExitOk;
     }
@@ -149,6 +179,10 @@ int bench(const std::vector<std::string>& argv) {
                 static_cast<double>(iters * batch) / total_s, static_cast<long long>(batch));
     std::printf("activations  peak %.2f MiB (%.2f MiB without reuse)\n", ctx.last_stats().peak_activation_bytes / 1048576.0,
                 ctx.last_stats().activation_bytes_without_reuse / 1048576.0);
+    if (args.has("--profile")) {
+      for (auto& o : outs) o.data = nullptr;
+      print_profile(ctx.profile(ins, outs, 20));
+    }
     return kExitOk;
 #else
     throw std::runtime_error("this sabre was built without CUDA: it cannot run artifacts on a GPU");
