@@ -627,15 +627,17 @@ void where_cast_tests() {
   const std::pair<DType, DType> casts[] = {{DType::f32, DType::f16}, {DType::f16, DType::f32}, {DType::f32, DType::bf16},
                                            {DType::bf16, DType::f32}, {DType::f32, DType::i64}, {DType::i64, DType::f32},
                                            {DType::f16, DType::bf16}, {DType::i64, DType::i32}, {DType::f32, DType::boolean}};
-  for (auto [from, to] : casts) {
-    const std::string name = "Cast_" + dts(from) + "_to_" + dts(to) + "_1001";
-    if (!selected(name)) continue;
-    const Tensor x = rnd(from, {1001}, -50, 50);
-    const Tensor want = ref_op("Cast", {x}, {{"to", dts(to)}})[0];
-    Dev dx(x), dy(want.nbytes());
-    CK(native::cast(from, to, dx.p, dy.p, 1001, nullptr));
-    check(name, dy.get(to, {1001}), want);
-  }
+  // 1001: the vector kernel's tail; 3 << 20 + 3: more than one grid-stride pass.
+  for (int64_t n : {int64_t{1001}, int64_t{(3 << 20) + 3}})
+    for (auto [from, to] : casts) {
+      const std::string name = "Cast_" + dts(from) + "_to_" + dts(to) + "_" + std::to_string(n);
+      if (!selected(name)) continue;
+      const Tensor x = rnd(from, {n}, -50, 50);
+      const Tensor want = ref_op("Cast", {x}, {{"to", dts(to)}})[0];
+      Dev dx(x), dy(want.nbytes());
+      CK(native::cast(from, to, dx.p, dy.p, n, nullptr));
+      check(name, dy.get(to, {n}), want);
+    }
 }
 
 // ---- fused attention -------------------------------------------------------------------------
@@ -719,6 +721,9 @@ void attention_tests() {
     attention_case(dt, 3, 2, 9, 300, 2, false);     // more keys than queries, [B,1,Q,K] mask
     attention_case(dt, 1, 2, 130, 512, 1, true);    // the most keys the kernel takes
     attention_case(dt, 2, 2, 16, 16, 1, false, 32);  // head dim 32 (the bundled bert_tiny)
+    // The launch's other block sizes: 2 warps (32 query rows), then 4 (64 rows).
+    attention_case(dt, 8, 12, 128, 128, 2, true);
+    attention_case(dt, 24, 12, 100, 100, 1, false);
   }
   // Refusals: head dim 48, too many keys, a misaligned stride.
   native::AttentionArgs a;

@@ -1,10 +1,11 @@
 // Fused attention for short sequences: O = softmax(scale * Q·Kᵀ + mask [causal]) · V in one kernel
-// per (64 query rows, batch, head), reading Q, K, V and writing O through strides, so the
+// per (16·kWarps query rows, batch, head), reading Q, K, V and writing O through strides, so the
 // [batch, seq, heads, 64] GEMM outputs need no permutes. Tensor cores through WMMA (16x16x16, f32
 // accumulation); the whole score row block lives in shared memory (exact softmax, no rescaling),
-// which bounds the key count at kMaxAttentionKeys. NOT YET RUN ON A GPU: tests/gpu/
-// native_kernels_test.cpp (Attention_*) checks it against a double-precision reference; the
-// compiler does not emit it yet.
+// which bounds the key count at kMaxAttentionKeys. Each warp owns 16 query rows; its softmax holds
+// a row in registers (one shared-memory read per element, the mask read once per warp when it does
+// not vary by row). The launch picks 4, 2 or 1 warps per block so small batches still fill the GPU.
+// Tests: tests/gpu/native_kernels_test.cpp (Attention_*) against a double-precision reference.
 #include <mma.h>
 
 #include "backends/native/common.cuh"
@@ -15,8 +16,8 @@ namespace {
 using namespace detail;
 using namespace nvcuda;
 
-constexpr int kBQ = 64;  // query rows per block (4 warps x 16)
-constexpr int kBK = 64;  // keys per tile
+constexpr int kBK = 64;                                 // keys per tile
+constexpr int kMaxCols = int(kMaxAttentionKeys) / 32;   // score elements per lane per row
 // kD: head dim (32 or 64); kLdT: padded row of a Q/K/V tile (elements).
 
 struct AttnParams {
@@ -33,20 +34,34 @@ struct AttnParams {
   int ppl;  // padded probability row (elements) = keys rounded up to kBK, + 8
 };
 
-template <class T, int kD, int kLdT = kD + 8>
-__device__ void load_tile(T* dst, const T* src, long long rows_left, long long row_stride) {
-  // 64 rows x 64 elements as 16-byte vectors; rows past the end are zero.
-  for (int i = threadIdx.x; i < kBQ * (kD / 8); i += blockDim.x) {
-    const int r = i / (kD / 8), c = (i % (kD / 8)) * 8;
-    uint4 val = make_uint4(0, 0, 0, 0);
-    if (r < rows_left) val = *reinterpret_cast<const uint4*>(src + r * row_stride + c);
-    *reinterpret_cast<uint4*>(dst + r * kLdT + c) = val;
+// kRows rows x kD elements as 16-byte vectors (rows past the end are zero): every load issued
+// before any store, so a tile costs one memory latency, not one per vector.
+template <class T, int kD, int kRows, int kThreads, int kLdT = kD + 8>
+__device__ __forceinline__ void load_tile(T* dst, const T* src, long long rows_left, long long row_stride) {
+  constexpr int kVecs = kRows * (kD / 8);
+  constexpr int kIters = (kVecs + kThreads - 1) / kThreads;
+  uint4 val[kIters];
+#pragma unroll
+  for (int it = 0; it < kIters; ++it) {
+    const int i = threadIdx.x + it * kThreads, r = i / (kD / 8), c = (i % (kD / 8)) * 8;
+    val[it] = make_uint4(0, 0, 0, 0);
+    if (i < kVecs && r < rows_left) val[it] = *reinterpret_cast<const uint4*>(src + r * row_stride + c);
+  }
+#pragma unroll
+  for (int it = 0; it < kIters; ++it) {
+    const int i = threadIdx.x + it * kThreads, r = i / (kD / 8), c = (i % (kD / 8)) * 8;
+    if (i < kVecs) *reinterpret_cast<uint4*>(dst + r * kLdT + c) = val[it];
   }
 }
 
-template <class T, int kD>
-__global__ void __launch_bounds__(128) attention_kernel(const AttnParams p) {
-  constexpr int kLdT = kD + 8;
+template <class T>
+__device__ __forceinline__ float mask_at(const AttnParams& p, long long i) {
+  return p.mask_f32 ? static_cast<const float*>(p.mask)[i] : to_float(static_cast<const T*>(p.mask)[i]);
+}
+
+template <class T, int kD, int kWarps>
+__global__ void __launch_bounds__(32 * kWarps) attention_kernel(const AttnParams p) {
+  constexpr int kBQ = 16 * kWarps, kThreads = 32 * kWarps, kLdT = kD + 8;
   extern __shared__ __align__(16) unsigned char smem[];
   T* sQ = reinterpret_cast<T*>(smem);
   T* sKV = sQ + kBQ * kLdT;
@@ -60,16 +75,33 @@ __global__ void __launch_bounds__(128) attention_kernel(const AttnParams p) {
   const T* K = static_cast<const T*>(p.k) + bi * p.ks[0] + hi * p.ks[1];
   const T* V = static_cast<const T*>(p.v) + bi * p.vs[0] + hi * p.vs[1];
   const int tiles = static_cast<int>((p.sk + kBK - 1) / kBK);
+  const int sk = static_cast<int>(p.sk);
 
-  load_tile<T, kD>(sQ, Q, p.sq - q0, p.qs[2]);
+  // A mask that does not vary by query row (BERT's [b, 1, 1, keys]) is read once, into registers,
+  // while the tiles load.
+  const bool row_mask = p.mask && p.ms[2] != 0;
+  float mcol[kMaxCols];
+  if (p.mask && !row_mask) {
+    const long long base = bi * p.ms[0] + hi * p.ms[1];
+#pragma unroll
+    for (int j = 0; j < kMaxCols; ++j) {
+      const int c = lane + 32 * j;
+      mcol[j] = c < sk ? mask_at<T>(p, base + c) : 0.f;
+    }
+  }
+
+  load_tile<T, kD, kBQ, kThreads>(sQ, Q, p.sq - q0, p.qs[2]);
   // 1. S = Q·Kᵀ, one 16-row stripe per warp.
   for (int t = 0; t < tiles; ++t) {
     __syncthreads();  // the previous tile is consumed
-    load_tile<T, kD>(sKV, K + static_cast<long long>(t) * kBK * p.ks[2], p.sk - static_cast<long long>(t) * kBK, p.ks[2]);
+    load_tile<T, kD, kBK, kThreads>(sKV, K + static_cast<long long>(t) * kBK * p.ks[2], p.sk - static_cast<long long>(t) * kBK,
+                                    p.ks[2]);
     __syncthreads();
+#pragma unroll
     for (int j = 0; j < kBK / 16; ++j) {
       wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
       wmma::fill_fragment(acc, 0.f);
+#pragma unroll
       for (int kk = 0; kk < kD / 16; ++kk) {
         wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> a;
         wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::col_major> b;
@@ -81,45 +113,58 @@ __global__ void __launch_bounds__(128) attention_kernel(const AttnParams p) {
     }
   }
   __syncwarp();
-  // 2. Exact softmax of each of the warp's rows; P in T, zero past the last key.
+  // 2. Exact softmax of each of the warp's rows, the row in registers; P in T, zero past the last key.
   const int keys_padded = tiles * kBK;
   for (int r = 0; r < 16; ++r) {
     const long long qi = q0 + warp * 16 + r;
-    float* srow = sS + (warp * 16 + r) * p.skp;
+    const float* srow = sS + (warp * 16 + r) * p.skp;
     T* prow = sP + (warp * 16 + r) * p.ppl;
     const long long qm = qi < p.sq ? qi : p.sq - 1;  // rows past the end: any valid mask row
+    const long long mbase = bi * p.ms[0] + hi * p.ms[1] + qm * p.ms[2];
+    const long long last_key = p.causal ? qm + (p.sk - p.sq) : p.sk;  // keys past it are masked out
+    float x[kMaxCols];
     float mx = -INFINITY;
-    for (int c = lane; c < p.sk; c += 32) {
-      float x = srow[c] * p.scale;
-      if (p.mask) {
-        const long long mi = bi * p.ms[0] + hi * p.ms[1] + qm * p.ms[2] + c;
-        x += p.mask_f32 ? static_cast<const float*>(p.mask)[mi] : to_float(static_cast<const T*>(p.mask)[mi]);
+#pragma unroll
+    for (int j = 0; j < kMaxCols; ++j) {
+      const int c = lane + 32 * j;
+      x[j] = -INFINITY;
+      if (c < sk) {
+        float v = srow[c] * p.scale;
+        if (p.mask) v += row_mask ? mask_at<T>(p, mbase + c) : mcol[j];
+        if (p.causal && c > last_key) v = -INFINITY;
+        x[j] = v;
       }
-      if (p.causal && c > qm + (p.sk - p.sq)) x = -INFINITY;
-      srow[c] = x;
-      mx = fmaxf(mx, x);
+      mx = fmaxf(mx, x[j]);
     }
-    for (int o = 16; o; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+    mx = warp_max(mx);
     float sum = 0.f;
-    for (int c = lane; c < p.sk; c += 32) {
-      const float e = mx == -INFINITY ? 0.f : __expf(srow[c] - mx);
-      srow[c] = e;
-      sum += e;
+#pragma unroll
+    for (int j = 0; j < kMaxCols; ++j) {
+      x[j] = mx == -INFINITY ? 0.f : __expf(x[j] - mx);
+      sum += x[j];
     }
-    for (int o = 16; o; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+    sum = warp_sum(sum);
     const float inv = sum > 0.f ? 1.f / sum : 0.f;  // a fully masked row gives zeros
-    for (int c = lane; c < keys_padded; c += 32) prow[c] = from_float<T>(c < p.sk ? srow[c] * inv : 0.f);
+#pragma unroll
+    for (int j = 0; j < kMaxCols; ++j) {
+      const int c = lane + 32 * j;
+      if (c < keys_padded) prow[c] = from_float<T>(c < sk ? x[j] * inv : 0.f);
+    }
   }
   // 3. O = P·V.
   wmma::fragment<wmma::accumulator, 16, 16, 16, float> out[kD / 16];
+#pragma unroll
   for (int j = 0; j < kD / 16; ++j) wmma::fill_fragment(out[j], 0.f);
   for (int t = 0; t < tiles; ++t) {
     __syncthreads();
-    load_tile<T, kD>(sKV, V + static_cast<long long>(t) * kBK * p.vs[2], p.sk - static_cast<long long>(t) * kBK, p.vs[2]);
+    load_tile<T, kD, kBK, kThreads>(sKV, V + static_cast<long long>(t) * kBK * p.vs[2], p.sk - static_cast<long long>(t) * kBK,
+                                    p.vs[2]);
     __syncthreads();
+#pragma unroll
     for (int kk = 0; kk < kBK / 16; ++kk) {
       wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> a;
       wmma::load_matrix_sync(a, sP + warp * 16 * p.ppl + t * kBK + kk * 16, p.ppl);
+#pragma unroll
       for (int j = 0; j < kD / 16; ++j) {
         wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::row_major> b;
         wmma::load_matrix_sync(b, sKV + kk * 16 * kLdT + j * 16, kLdT);
@@ -127,21 +172,46 @@ __global__ void __launch_bounds__(128) attention_kernel(const AttnParams p) {
       }
     }
   }
-  // 4. Through the warp's own score rows (no longer read) to O.
+  // 4. Through the warp's own score rows (no longer read) to O, 16 bytes per store where O's rows
+  // allow it.
   float* stage = sS + warp * 16 * p.skp;
+#pragma unroll
   for (int j = 0; j < kD / 16; ++j) wmma::store_matrix_sync(stage + j * 16, out[j], p.skp, wmma::mem_row_major);
   __syncwarp();
   T* O = static_cast<T*>(p.o) + bi * p.os[0] + hi * p.os[1];
-  for (int i = lane; i < 16 * kD; i += 32) {
-    const int r = i / kD, c = i % kD;
-    const long long qi = q0 + warp * 16 + r;
-    if (qi < p.sq) O[qi * p.os[2] + c] = from_float<T>(stage[r * p.skp + c]);
+  const bool vec = p.os[2] % 8 == 0 && reinterpret_cast<uintptr_t>(O) % 16 == 0;
+  if (vec) {
+#pragma unroll
+    for (int i = lane; i < 16 * kD / 8; i += 32) {
+      const int r = i / (kD / 8), c = (i % (kD / 8)) * 8;
+      const long long qi = q0 + warp * 16 + r;
+      Pack<T, 8> pk;
+#pragma unroll
+      for (int e = 0; e < 8; ++e) pk.v[e] = from_float<T>(stage[r * p.skp + c + e]);
+      if (qi < p.sq) *reinterpret_cast<Pack<T, 8>*>(O + qi * p.os[2] + c) = pk;
+    }
+  } else {
+    for (int i = lane; i < 16 * kD; i += 32) {
+      const int r = i / kD, c = i % kD;
+      const long long qi = q0 + warp * 16 + r;
+      if (qi < p.sq) O[qi * p.os[2] + c] = from_float<T>(stage[r * p.skp + c]);
+    }
   }
+}
+
+template <class T, int kD, int kWarps>
+cudaError_t launch_warps(const AttnParams& p, long long bh, cudaStream_t stream) {
+  constexpr int kBQ = 16 * kWarps, kLdT = kD + 8;
+  const size_t smem = sizeof(T) * (kBQ * kLdT + kBK * kLdT) + sizeof(float) * kBQ * p.skp + sizeof(T) * kBQ * p.ppl;
+  SABRE_CUDA_TRY(cudaFuncSetAttribute(attention_kernel<T, kD, kWarps>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+  dim3 grid(static_cast<unsigned>((p.sq + kBQ - 1) / kBQ), static_cast<unsigned>(bh));
+  attention_kernel<T, kD, kWarps><<<grid, 32 * kWarps, smem, stream>>>(p);
+  SABRE_LAUNCH_CHECK();
+  return cudaSuccess;
 }
 
 template <class T, int kD>
 cudaError_t launch(const AttentionArgs& a, cudaStream_t stream) {
-  constexpr int kLdT = kD + 8;
   AttnParams p{};
   p.q = a.q, p.k = a.k, p.v = a.v, p.o = a.o;
   p.h = a.h, p.sq = a.sq, p.sk = a.sk;
@@ -156,12 +226,11 @@ cudaError_t launch(const AttentionArgs& a, cudaStream_t stream) {
   const int keys = static_cast<int>((a.sk + kBK - 1) / kBK) * kBK;
   p.skp = keys + 4;
   p.ppl = keys + 8;
-  const size_t smem = sizeof(T) * (kBQ * kLdT + kBK * kLdT) + sizeof(float) * kBQ * p.skp + sizeof(T) * kBQ * p.ppl;
-  SABRE_CUDA_TRY(cudaFuncSetAttribute(attention_kernel<T, kD>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-  dim3 grid(static_cast<unsigned>((a.sq + kBQ - 1) / kBQ), static_cast<unsigned>(a.b * a.h));
-  attention_kernel<T, kD><<<grid, 128, smem, stream>>>(p);
-  SABRE_LAUNCH_CHECK();
-  return cudaSuccess;
+  // Blocks of 64 query rows where that gives two waves of the GPU's SMs, else 32 or 16 rows.
+  const long long bh = a.b * a.h, sms = 132;
+  if (bh * ((a.sq + 63) / 64) >= 2 * sms) return launch_warps<T, kD, 4>(p, bh, stream);
+  if (bh * ((a.sq + 31) / 32) >= sms) return launch_warps<T, kD, 2>(p, bh, stream);
+  return launch_warps<T, kD, 1>(p, bh, stream);
 }
 
 }  // namespace
