@@ -2,9 +2,9 @@
 # One device call: the reworked attention and cast kernels' GPU tests; warm `sabre tune` of
 # BERT-base against the tuning DB an earlier call measured (.carry/tune_db.jsonl); BERT-base with
 # --fuse-attention compiled from that DB, compared with PyTorch fp16, timed against eager and
-# torch.compile and profiled; then the GEMM tuning benchmark, resuming from .carry/bench.db, in
+# torch.compile and profiled; then the GEMM tuning benchmark, resuming from .carry/bench_db.jsonl, in
 # the time left. Each step's limit is cut to what is left of DEADLINE (default 570 s); the summary
-# ($OUT/main.log), every log ($OUT/logs.tgz) and the bench DB ($OUT/bench.db) come back.
+# ($OUT/main.log), every log ($OUT/logs.tgz) and the bench DB ($OUT/bench_db.jsonl) come back.
 # Usage on the GPU host: bash scripts/gpu/final_evidence.sh
 set -u
 OUT=${OUT:-/tmp/sabre-final}; mkdir -p "$OUT"
@@ -30,9 +30,9 @@ LIMIT=150 TAIL=6 step latency_fused python3 bench/models/hf_e2e.py latency bert_
 for bs in 1 32; do
   LIMIT=30 TAIL=30 step profile_fused_b$bs $b/sabre bench /tmp/bert_fused.sabre --dim batch=$bs --dim seq=128 --profile
 done
-cp .carry/bench.db /tmp/bench.db && chmod u+w /tmp/bench.db
+[ -f .carry/bench_db.jsonl ] && $b/sabre db import .carry/bench_db.jsonl --db /tmp/bench.db
 LIMIT=600 TAIL=90 step gemm_bench $b/gemm_tune_bench --top-k ${TOPK:-4} --db /tmp/bench.db
-cp /tmp/bench.db "$OUT/bench.db" 2>/dev/null
+$b/sabre db export --db /tmp/bench.db -o "$OUT/bench_db.jsonl"
 } > $OUT/main.log 2>&1
 tar czf $OUT/logs.tgz -C $LOGS .
 cat $OUT/main.log

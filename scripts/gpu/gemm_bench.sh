@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One device call: the native fill/iota GPU tests and issue 5's GEMM tuning benchmark (DTYPE f16 or
 # bf16, default both; rows print as they are measured). The benchmark's DB is copied to
-# $OUT/bench.db: copy it to .carry/bench.db here and the next call resumes where this one stopped.
+# $OUT/bench_db.jsonl: copy it to .carry/bench_db.jsonl here and the next call resumes where this one stopped.
 # Logs go to $OUT. Usage on the GPU host: [DTYPE=f16] bash scripts/gpu/gemm_bench.sh
 set -u
 OUT=${OUT:-/tmp/sabre-gemm}; mkdir -p "$OUT"
@@ -15,7 +15,7 @@ TAIL=4 step native_fill $b/tests/gpu/native_kernels_test Fill
 TAIL=4 step native_iota $b/tests/gpu/native_kernels_test Iota
 left=$(( ${BUDGET:-540} - (SECONDS - T0) ))
 echo "== $left s left for the GEMM benchmark"
-[ -f .carry/bench.db ] && cp .carry/bench.db /tmp/bench.db
+[ -f .carry/bench_db.jsonl ] && $b/sabre db import .carry/bench_db.jsonl --db /tmp/bench.db
 LIMIT=$left TAIL=70 step gemm_bench $b/gemm_tune_bench --top-k ${TOPK:-4} --db /tmp/bench.db ${DTYPE:+--dtype $DTYPE}
-cp /tmp/bench.db "$OUT/bench.db" 2>/dev/null
+$b/sabre db export --db /tmp/bench.db -o "$OUT/bench_db.jsonl"
 exit 0

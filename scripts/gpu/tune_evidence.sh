@@ -2,9 +2,9 @@
 # One device call for issue 5's evidence and issue 6's latency profile: build; export BERT-base on
 # the host; `sabre tune` it from cold caches (timed) and again warm; compile it with that tuning
 # (plain and --fuse-attention) and profile both with `sabre bench --profile`; then the GEMM tuning
-# benchmark (both dtypes, resuming from .carry/bench.db when present) in the time left.
+# benchmark (both dtypes, resuming from .carry/bench_db.jsonl when present) in the time left.
 # Each step's limit is cut to what is left of DEADLINE (default 570 s); the summary ($OUT/main.log),
-# every log ($OUT/logs.tgz), the tuning DB (tune_db.jsonl) and the bench DB (bench.db) come back.
+# every log ($OUT/logs.tgz), the tuning DB (tune_db.jsonl) and the bench DB (bench_db.jsonl) come back.
 # Usage on the GPU host: bash scripts/gpu/tune_evidence.sh
 set -u
 OUT=${OUT:-/tmp/sabre-tune}; mkdir -p "$OUT"
@@ -33,9 +33,9 @@ for v in plain fused; do
     LIMIT=40 TAIL=30 step profile_${v}_b$bs $b/sabre bench /tmp/bert_$v.sabre --dim batch=$bs --dim seq=128 --profile
   done
 done
-[ -f .carry/bench.db ] && cp .carry/bench.db /tmp/bench.db
+[ -f .carry/bench_db.jsonl ] && $b/sabre db import .carry/bench_db.jsonl --db /tmp/bench.db
 LIMIT=600 TAIL=90 step gemm_bench $b/gemm_tune_bench --top-k ${TOPK:-4} --db /tmp/bench.db
-cp /tmp/bench.db "$OUT/bench.db" 2>/dev/null
+$b/sabre db export --db /tmp/bench.db -o "$OUT/bench_db.jsonl"
 } > $OUT/main.log 2>&1
 tar czf $OUT/logs.tgz -C $LOGS .
 cat $OUT/main.log

@@ -766,11 +766,10 @@ TEST(CodegenLayoutNhwc, ResnetBlockF16MatchesReference) {
 TEST(CodegenPlanInterp, TorchvisionExportsMatchReference) {
   const char* dir = std::getenv("SABRE_TV_MODELS");
   if (!dir) GTEST_SKIP() << "set SABRE_TV_MODELS to the folder export_tv.py wrote";
-  // MobileNetV2 in bf16: with random weights and BatchNorm's default statistics its activations
-  // shrink to ~1e-9 by the last block, below f16's range: PyTorch's own f16 run is 100% off f32
-  // there too (checked with torch on the CPU, 2026-12-02), so f16 says nothing about the lowering.
+  // Both in f16: export_tv.py calibrates the BatchNorm variances, without which MobileNetV2's
+  // activations underflow f16 (its docstring has the numbers).
   for (auto [m, dt, tol] : {std::tuple<const char*, ir::DType, double>{"resnet50", ir::DType::f16, 1e-2},
-                            {"mobilenet_v2", ir::DType::bf16, 5e-2}}) {
+                            {"mobilenet_v2", ir::DType::f16, 1e-2}}) {
     std::string p = std::string(dir) + "/" + m + ".onnx";
     if (!fs::exists(p)) continue;
     SCOPED_TRACE(p);
