@@ -212,6 +212,36 @@ int main() {
         (unsigned long long)ctx.last_stats().peak_activation_bytes);
   sabre::ExecutionContext plain(session, nullptr, /*use_graphs=*/false);
   CHECK(run_once(plain, w, 5, 5) < tol, "without graphs");
+  {
+    // ExecutionContext::profile (sabre bench --profile): one positive time per plan step, in plan
+    // order, and the profiled runs compute the model (poisoned output checked afterwards).
+    const int64_t batch = 16;
+    auto x = random_floats(static_cast<size_t>(batch * kCols), 900, -2.f, 2.f);
+    DeviceBuf dx(x.size() * 4), dy(x.size() * 4);
+    cudaMemcpy(dx.p, x.data(), x.size() * 4, cudaMemcpyHostToDevice);
+    cudaMemset(dy.p, 0xff, x.size() * 4);
+    int64_t shape[2] = {batch, kCols};
+    std::vector<sabre_tensor> outs = {{"y", dy.p, SABRE_DEVICE_CUDA, 0, {SABRE_DTYPE_FLOAT, 32, 1}, 2, shape, nullptr}};
+    std::vector<sabre::StepTime> prof =
+        ctx.profile({{"x", dx.p, SABRE_DEVICE_CUDA, 0, {SABRE_DTYPE_FLOAT, 32, 1}, 2, shape, nullptr}}, outs, 5);
+    CHECK(prof.size() == 5, "profile: %zu steps, the plan has 5", prof.size());
+    for (size_t i = 0; i < prof.size(); ++i) {
+      CHECK(prof[i].index == i && !prof[i].op.empty(), "profile step %zu: index %zu op '%s'", i, prof[i].index, prof[i].op.c_str());
+      // A reshape is a view: nothing runs between its events, so it may read 0.
+      const bool runs = prof[i].op != "reshape";
+      CHECK((runs ? prof[i].us > 0 : prof[i].us >= 0) && prof[i].us < 1e5, "profile step %zu (%s): %g us", i,
+            prof[i].op.c_str(), prof[i].us);
+    }
+    std::vector<float> y(x.size());
+    cudaMemcpy(y.data(), dy.p, y.size() * 4, cudaMemcpyDeviceToHost);
+    auto ref = host_reference(x, w, batch);
+    double e = 0;
+    for (size_t i = 0; i < y.size(); ++i) e = std::isfinite(y[i]) ? std::max(e, std::fabs(double(y[i]) - ref[i])) : 1e30;
+    CHECK(e < tol, "after profile: error %g", e);
+    std::printf("profile: %zu steps,", prof.size());
+    for (const auto& t : prof) std::printf(" %s %.1f us", t.op.c_str(), t.us);
+    std::printf("\n");
+  }
 
   // Error cases: each leaves the context usable.
   DeviceBuf dx(64 * 256 * 4);

@@ -78,7 +78,7 @@ int bench(const std::vector<std::string>& argv) {
   return guarded("bench", [&] {
     ParsedArgs args = parse_args(argv, kFlags);
     if (args.help) {
-      std::printf("usage: sabre bench MODEL.sabre [--dim NAME=VALUE ...] [--warmup N] [--iters N]\n\n"
+      std::printf("usage: sabre bench MODEL.sabre [--dim NAME=VALUE ...] [--warmup N] [--iters N] [--profile]\n\n"
                   "Times a compiled artifact on the GPU with random inputs: p50/p90/p99 latency of one run\n"
                   "(enqueue to stream finished), throughput, and peak activation memory; with --profile, the GPU\n"
                   "time of every plan step, summed per op, and the slowest steps with their kernels.\n\noptions:\n%s",

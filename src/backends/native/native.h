@@ -67,7 +67,7 @@ struct SoftmaxArgs {
 };
 cudaError_t softmax(const SoftmaxArgs& a, cudaStream_t stream);
 
-// ---- Depthwise convolution (depthwise.cu; not yet run on a GPU) -----------------------------
+// ---- Depthwise convolution (depthwise.cu) ------------------------------------------------------
 // y[n,p,q,c] = bias[c] + sum_{r,s} x[n, p*stride_h - pad_h + r*dil_h, q*stride_w - pad_w + s*dil_w, c]
 // * w[r,s,c]: NHWC x and y, the filter [R,S,C] (ONNX's [C,1,R,S] transposed at compile time),
 // out-of-range taps zero, f32 accumulation. Bias optional.
@@ -80,7 +80,7 @@ struct DepthwiseArgs {
 };
 cudaError_t depthwise_conv2d(const DepthwiseArgs& a, cudaStream_t stream);
 
-// ---- Fused attention (attention.cu; not yet run on a GPU, not yet emitted by the compiler) ----
+// ---- Fused attention (attention.cu; emitted by sabre compile --fuse-attention) ---------------
 // O[b,h,i,:] = sum_j softmax_j(scale * Q[b,h,i,:]·K[b,h,j,:] + mask[b,h,i,j]) V[b,h,j,:], element
 // (b, h, row, col) of X at X[b*x_stride[0] + h*x_stride[1] + row*x_stride[2] + col] (BERT's
 // [batch, seq, heads*64] GEMM outputs read directly: {seq*768, 64, 768}). Mask as softmax's
