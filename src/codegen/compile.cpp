@@ -83,6 +83,22 @@ std::vector<std::string> conv_flags(int sm) {
 
 }  // namespace
 
+std::vector<tune::GemmProblem> tuned_gemm_problems(const ir::Graph& partitioned, LowerOptions lo, int target_sm) {
+  tune::PickOptions popts;
+  popts.target_sm = target_sm;
+  popts.env.sm = target_sm;
+  std::vector<tune::GemmProblem> problems;
+  lo.weights = false;
+  lo.pick = [&](const tune::GemmProblem& p) {
+    // Alignment-1 problems are the fallbacks of symbolic-N/K GEMMs (their aligned table is tuned)
+    // or odd static extents; the analytic model picks them, which saves cold time.
+    if (p.alignment > 1 && std::find(problems.begin(), problems.end(), p) == problems.end()) problems.push_back(p);
+    return tune::pick_kernels(p, popts);
+  };
+  lower(partitioned, lo);
+  return problems;
+}
+
 CompileSummary compile_model(const std::string& model, const std::string& out_dir, const CompileOptions& opts) {
   auto t0 = std::chrono::steady_clock::now();
   auto say = [&](const std::string& s) {
@@ -127,15 +143,7 @@ CompileSummary compile_model(const std::string& model, const std::string& out_di
       // Every GEMM workload of the model at once, so all candidates compile in one parallel batch:
       // a first lowering collects the problems, the profiler times them, the second reads winners.
       db = std::make_unique<tune::TuningDb>(opts.tuning_db.empty() ? tune::TuningDb::default_path() : opts.tuning_db);
-      std::vector<tune::GemmProblem> problems;
-      LowerOptions collect = lo;
-      collect.pick = [&](const tune::GemmProblem& p) {
-        // Alignment-1 problems are the fallbacks of symbolic-N/K GEMMs (their aligned table is
-        // tuned) or odd static extents; the analytic model picks them, which saves cold time.
-        if (p.alignment > 1 && std::find(problems.begin(), problems.end(), p) == problems.end()) problems.push_back(p);
-        return tune::pick_kernels(p, popts);
-      };
-      lower(pr.graph, collect);
+      std::vector<tune::GemmProblem> problems = tuned_gemm_problems(pr.graph, lo, sm);
       std::vector<tune::TuneTask> tasks;
       for (const auto& p : problems)
         for (int64_t m : tune::m_buckets(p.m_min, p.m_max)) tasks.push_back({p, m});

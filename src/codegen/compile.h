@@ -57,6 +57,13 @@ std::string elementwise_library_source(const ElementwiseKernel& k);
 // Tests: tests/unit/codegen_lower_test.cpp
 std::string analytic_conv_kernel(const ConvProblem& p, int target_sm);
 
+// The GEMM problems `sabre compile` tunes for a partitioned graph lowered with `lo` (its picker is
+// replaced; weights are laid out, not converted): every problem the lowering asks a picker for with
+// alignment > 1, in first-seen order. Alignment-1 problems (the fallbacks of symbolic-N/K GEMMs, odd
+// static extents) are left to the analytic model. `sabre tune` collects with this call too, so a
+// model it tuned compiles without new measurements. Throws what lower() throws.
+std::vector<tune::GemmProblem> tuned_gemm_problems(const ir::Graph& partitioned, LowerOptions lo, int target_sm);
+
 /** Compiles `model` into the artifact directory `out_dir`. Throws onnx_frontend::ImportError,
     UnsupportedError, std::invalid_argument (bad options) or std::runtime_error (a kernel failed to
     compile: the message names it and its log). Tests: tests/unit/codegen_compile_test.cpp */

@@ -566,13 +566,19 @@ class Lowerer {
   }
   // Appends constant `c` (converted to the compute dtype when float) to the weights blob as `t`.
   int add_weight(ir::Tensor c, runtime::TensorInfo t) {
-    if (ir::is_float(c.dtype()) && c.dtype() != o_.dtype) c = c.cast(o_.dtype);
-    t.dtype = c.dtype();
-    size_t off = (out_.weights.size() + 255) / 256 * 256;
-    out_.weights.resize(off + c.nbytes(), 0);
-    if (c.nbytes()) std::memcpy(out_.weights.data() + off, c.bytes(), c.nbytes());
+    const ir::DType dt = ir::is_float(c.dtype()) ? o_.dtype : c.dtype();
+    size_t bytes = ir::size_of(dt);
+    for (int64_t d : c.dims()) bytes *= static_cast<size_t>(d);
+    const size_t off = (weights_size_ + 255) / 256 * 256;
+    weights_size_ = off + bytes;
+    if (o_.weights) {
+      if (dt != c.dtype()) c = c.cast(dt);
+      out_.weights.resize(weights_size_, 0);
+      if (bytes) std::memcpy(out_.weights.data() + off, c.bytes(), bytes);
+    }
+    t.dtype = dt;
     t.weight_offset = off;
-    t.weight_bytes = c.nbytes();
+    t.weight_bytes = bytes;
     return add_tensor(std::move(t));
   }
   // The tensor a step writes for `v` (an activation in the storage dtype; [N,H,W,C] when NHWC).
@@ -1344,6 +1350,7 @@ class Lowerer {
   const ir::Graph& g_;
   const LowerOptions& o_;
   Lowered out_;
+  size_t weights_size_ = 0;  // the weights blob's size so far (also when LowerOptions::weights is off)
   std::vector<Node*> order_;
   std::map<const Node*, size_t> pos_;
   std::vector<runtime::SymbolRange> symbols_;

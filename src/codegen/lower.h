@@ -69,6 +69,9 @@ struct LowerOptions {
   // "attention" step where head dim 32 or 64 and at most 512 keys; experimental: the kernel has not
   // run on a GPU yet (sabre compile --fuse-attention).
   bool fuse_attention = false;
+  // false: lay the weights out (offsets, sizes, dtypes in the plan) without converting or copying
+  // them; Lowered::weights stays empty. For a lowering that only collects the GEMM problems.
+  bool weights = true;
 };
 
 struct ElementwiseKernel {

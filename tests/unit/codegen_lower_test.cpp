@@ -153,6 +153,38 @@ TEST(CodegenLower, Bf16KeepsNoF32Weights) {
   }
 }
 
+// LowerOptions::weights off (the collecting lowering of sabre compile and sabre tune): the same
+// plan, the same weight offsets, sizes and dtypes, and no blob.
+TEST(CodegenLower, WithoutWeightsLaysOutTheSamePlan) {
+  const ir::Graph g = partitioned("bert_tiny");
+  codegen::Lowered full = codegen::lower(g, options());
+  codegen::LowerOptions o = options();
+  o.weights = false;
+  codegen::Lowered bare = codegen::lower(g, o);
+  EXPECT_FALSE(full.weights.empty());
+  EXPECT_TRUE(bare.weights.empty());
+  EXPECT_EQ(full.plan.to_json(), bare.plan.to_json());
+}
+
+// tuned_gemm_problems is what sabre compile tunes and what sabre tune collects: bert_tiny's
+// attention GEMMs (batched, symbolic N) are among them unless attention is fused.
+TEST(CodegenLower, TunedGemmProblemsFollowTheFusion) {
+  const ir::Graph g = partitioned("bert_tiny");
+  auto batched = [](const std::vector<tune::GemmProblem>& ps) {
+    int n = 0;
+    for (const auto& p : ps) n += p.batch > 1;
+    return n;
+  };
+  codegen::LowerOptions o = options();
+  std::vector<tune::GemmProblem> plain = codegen::tuned_gemm_problems(g, o, 90);
+  o.fuse_attention = true;
+  std::vector<tune::GemmProblem> fused = codegen::tuned_gemm_problems(g, o, 90);
+  EXPECT_EQ(batched(plain), 2) << "Q·Kᵀ and P·V";
+  EXPECT_EQ(batched(fused), 0);
+  EXPECT_EQ(plain.size(), fused.size() + 2);
+  for (const auto& p : plain) EXPECT_GT(p.alignment, 1) << tune::workload_key(p, p.m_max);
+}
+
 TEST(CodegenLower, DefaultRangesAreReported) {
   auto o = options();
   o.ranges.clear();

@@ -11,6 +11,7 @@
 
 #include "backends/cutlass/patterns.h"
 #include "cli_util.h"
+#include "codegen/compile.h"
 #include "command.h"
 #include "frontend/onnx/importer.h"
 #include "partition/partitioner.h"
@@ -32,8 +33,11 @@ const std::vector<FlagSpec> kFlags = {
      false},
     {"--lt-algos", "", "N", "cuBLASLt heuristic algorithms timed per workload (default 16)", false},
     {"--dtype", "", "fp16|bf16", "the precision the model will run in (default fp16)", false},
-    {"--dim", "", "NAME=LO..HI", "range of a symbolic dim (batch=1..32, seq=128); M is tuned at powers of two", true},
-    {"--max-m", "", "N", "largest M for symbolic M without --dim ranges (default 4096)", false},
+    {"--dim", "", "NAME=LO..HI",
+     "range of a symbolic dim (batch=1..32, seq=128), as sabre compile --dynamic; unnamed dims get its defaults "
+     "(batch-like 1..64, others 1..512); M is tuned at powers of two",
+     true},
+    {"--fuse-attention", "", "", "collect the workloads of sabre compile --fuse-attention (no attention GEMMs)", false},
     {"--sm", "", "SM", "target compute capability for --no-tune (default 90)", false},
     {"--no-tune", "", "", "no timing: print the analytic model's picks (no GPU needed)", false},
     {"--no-gpu-check", "", "", "the same as --no-tune: do not look for a GPU at all", false},
@@ -44,8 +48,10 @@ const std::vector<FlagSpec> kFlags = {
 void print_help() {
   std::printf(
       "usage: sabre tune MODEL.onnx [--db PATH] [--top-k N] [--max-kernels N] [--dtype fp16|bf16] [--dim NAME=LO..HI ...]\n"
-      "                  [--no-tune]\n\n"
-      "Partitions MODEL.onnx, collects its unique GEMM workloads (dtype, layout, epilogue, N, K, batch, M range),\n"
+      "                  [--fuse-attention] [--no-tune]\n\n"
+      "Partitions and lowers MODEL.onnx as sabre compile does and collects the GEMM workloads compile would tune\n"
+      "(dtype, layout, epilogue, N, K, batch, M range; the same flags give the same set, so a model tuned here\n"
+      "compiles without new measurements),\n"
       "ranks the CUTLASS catalog for each with the analytic model and times the top-k candidates and cuBLASLt's\n"
       "heuristic algorithms on GPU 0 (compiles cached, each candidate in a watchdog child, timed by CUDA graph\n"
       "replay). The table shows the CUTLASS kernel sabre deploys; cuBLASLt is the yardstick. Every measurement goes\n"
@@ -87,16 +93,6 @@ std::map<std::string, std::pair<int64_t, int64_t>> parse_ranges(const std::vecto
   return out;
 }
 
-// f32 Composites run in the chosen 16-bit precision: the alignment grows with the smaller element
-// (the largest of 8, 4, 2, 1 elements dividing N and K, which are the row strides of A, B and D).
-void retarget(tune::GemmProblem& p, const std::string& dtype) {
-  if (p.dtype == dtype) return;
-  p.dtype = dtype;
-  int a = dtype == "f32" ? 4 : 8;
-  while (a > 1 && (p.n % a || p.k % a)) a /= 2;
-  p.alignment = a;
-}
-
 std::string us(const std::optional<tune::Measurement>& m) {
   if (!m) return "-";
   char buf[32];
@@ -132,16 +128,20 @@ int run(const std::vector<std::string>& argv) {
     po.jobs = args.has("--jobs") ? int(positive(args, "--jobs", 1)) : 0;
     po.quiet = args.has("--quiet");
     po.target_sm = int(positive(args, "--sm", 90));
-    const int64_t max_m = positive(args, "--max-m", 4096);
     auto ranges = parse_ranges(args.all("--dim"));
 
     const auto t0 = std::chrono::steady_clock::now();
     ir::Graph g = transform::canonicalize(onnx_frontend::import_model(args.positional[0]));
     partition::PartitionResult part = partition::partition(std::move(g), cutlass_backend::pattern_table());
-    std::vector<tune::GemmProblem> problems = tune::gemm_problems(part.graph, max_m, ranges);
-    for (auto& p : problems) retarget(p, dtype);
+    // What sabre compile would tune with the same dtype, ranges and fusion: its own collection call.
+    codegen::LowerOptions lo;
+    lo.dtype = dtype == "bf16" ? ir::DType::bf16 : ir::DType::f16;
+    lo.ranges = ranges;
+    lo.fuse_attention = args.has("--fuse-attention");
+    lo.pick_conv = [sm = po.target_sm](const codegen::ConvProblem& p) { return codegen::analytic_conv_kernel(p, sm); };
+    std::vector<tune::GemmProblem> problems = codegen::tuned_gemm_problems(part.graph, lo, po.target_sm);
     if (problems.empty()) {
-      std::printf("no GEMM workloads with static N and K in this model: nothing to tune\n");
+      std::printf("no GEMM workloads to tune in this model\n");
       return kExitOk;
     }
     std::vector<tune::TuneTask> tasks;
