@@ -130,6 +130,7 @@ PartitionReport make_report(const PartitionResult& r, const std::map<std::string
         if (const auto* sv = std::get_if<std::string>(&a)) extra += std::string(k) + "=" + *sv + " ";
         if (const auto* iv = std::get_if<int64_t>(&a)) extra += std::string(k) + "=" + std::to_string(*iv) + " ";
       }
+      if (c->has_attr("alignment_note")) extra += "(" + c->attr_string("alignment_note") + ") ";
       if (c->has_attr("runtime_alignment")) {
         extra += "runtime-alignment(";
         const auto& v = std::get<std::vector<std::string>>(c->attrs().at("runtime_alignment"));

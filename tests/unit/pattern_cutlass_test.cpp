@@ -1,6 +1,7 @@
 // Every entry of the CUTLASS table, from its name: a graph where it fires (one region, that
-// pattern, bit-identical outputs), one with nothing to do (the epilogue without a GEMM/conv), and
-// one its check refuses (an unaligned contraction dim), with the refusal's reason.
+// pattern, bit-identical outputs), one with nothing to do (the epilogue without a GEMM/conv), one
+// with an unaligned contraction dim (fires on the fallback kernels' alignment, and says why), and
+// one its check refuses (grouped convs; f64 GEMMs), with the refusal's reason.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -97,7 +98,7 @@ std::map<std::string, ir::Tensor> inputs_for(const ir::Graph& g) {
 
 class CutlassEntry : public ::testing::TestWithParam<std::string> {};
 
-TEST_P(CutlassEntry, FiresKeepsBitsNothingToDoAndRefusesUnaligned) {
+TEST_P(CutlassEntry, FiresKeepsBitsNothingToDoFallsBackAndRefuses) {
   const std::string entry = GetParam();
   const auto& table = cutlass_backend::pattern_table();
   {
@@ -141,13 +142,25 @@ TEST_P(CutlassEntry, FiresKeepsBitsNothingToDoAndRefusesUnaligned) {
     return;
   }
   {
-    SCOPED_TRACE("refused");
+    // Unaligned contraction dims take the narrower-access fallback kernels (the region says so);
+    // what the GEMM checks refuse is a dtype no kernel takes.
+    SCOPED_TRACE("unaligned fires, f64 refused");
     auto r = partition::partition(parse(graph_for(entry, 12, true)), table);
-    EXPECT_TRUE(r.regions.empty()) << ir::print(r.graph);
+    ASSERT_EQ(r.regions.size(), 1u) << ir::print(r.graph);
+    const ir::Node* comp = nullptr;
+    for (const ir::Node* n : r.graph.nodes())
+      if (n->op() == "Composite") comp = n;
+    ASSERT_TRUE(comp);
+    EXPECT_EQ(comp->attr_int("alignment"), 4);
+    EXPECT_NE(comp->attr_string("alignment_note").find("K=12 not a multiple of 8: alignment-4 fallback kernels"),
+              std::string::npos);
+    std::string f64 = graph_for(entry, 32, true);
+    for (size_t at = f64.find("f16"); at != std::string::npos; at = f64.find("f16", at)) f64.replace(at, 3, "f64");
+    auto rr = partition::partition(parse(f64), table);
+    EXPECT_TRUE(rr.regions.empty()) << ir::print(rr.graph);
     bool said = false;
-    for (const auto& f : r.refusals)
-      said = said || (f.pattern == entry && f.reason.find("not a multiple of 8: needs alignment-4 kernels") != std::string::npos);
-    EXPECT_TRUE(said) << "no refusal of " << entry << " for the unaligned dim 12";
+    for (const auto& f : rr.refusals) said = said || (f.pattern == entry && f.reason.find("dtype f64") != std::string::npos);
+    EXPECT_TRUE(said) << "no refusal of " << entry << " for f64";
   }
 }
 

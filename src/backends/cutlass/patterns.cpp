@@ -34,15 +34,26 @@ std::optional<std::string> dtype_problem(const ir::Value* a, const ir::Value* b)
   return std::nullopt;
 }
 
-// A contiguous extent: static and a multiple of the 16-byte access, else why not.
-std::optional<std::string> extent_problem(const char* what, const Dim& d, DType t) {
+// A contiguous extent must be static. One that is not a multiple of the 16-byte access (a 10-class
+// head's N=10, K=3) takes the catalog's narrower-access fallback kernels, as convs do: the region
+// records the alignment they allow and `alignment_note` says why it is below the widest.
+std::optional<std::string> extent_problem(const char* what, const Dim& d) {
   if (!d.is_static()) return std::string("dynamic ") + what + " (" + what + "=" + d.str() + ")";
-  int64_t v = d.value();
-  int al = max_alignment(t);
-  if (v % al != 0)
-    return std::string(what) + "=" + std::to_string(v) + " not a multiple of " + std::to_string(al) +
-           ": needs alignment-" + std::to_string(fallback_alignment(t, v)) + " kernels";
   return std::nullopt;
+}
+
+// The widest alignment the static extents allow, and the reason when that is below 16 bytes.
+int static_alignment(DType t, std::initializer_list<std::pair<const char*, Dim>> extents, std::string* note) {
+  int align = max_alignment(t);
+  for (const auto& [what, d] : extents) {
+    if (!d.is_static()) continue;
+    const int a = fallback_alignment(t, d.value());
+    if (a < max_alignment(t) && note)
+      *note += std::string(note->empty() ? "" : "; ") + what + "=" + std::to_string(d.value()) + " not a multiple of " +
+               std::to_string(max_alignment(t)) + ": alignment-" + std::to_string(a) + " fallback kernels";
+    align = std::min(align, a);
+  }
+  return align;
 }
 
 // The epilogue's extra operands: bias a vector over N, residual exactly the output's type.
@@ -94,14 +105,17 @@ CheckResult check_gemm(const Match& m, const std::string& epilogue) {
   Dim k = as.back();
   Dim n = tn ? bs[0] : bs[1];
   DType t = a->dtype();
-  if (auto why = extent_problem("K", k, t)) return CheckResult::refuse(*why);
-  if (auto why = extent_problem("N", n, t)) return CheckResult::refuse(*why);
+  if (auto why = extent_problem("K", k)) return CheckResult::refuse(*why);
+  if (auto why = extent_problem("N", n)) return CheckResult::refuse(*why);
   if (auto why = epilogue_problem(m, n)) return CheckResult::refuse(*why);
+  std::string note;
+  const int align = static_alignment(t, {{"K", k}, {"N", n}}, &note);
   CheckResult r;
   r.attrs["kind"] = std::string("gemm");
   r.attrs["dtype"] = std::string(ir::name(t));
   r.attrs["layout"] = std::string(tn ? "tn" : "tt");
-  r.attrs["alignment"] = int64_t{max_alignment(t)};
+  r.attrs["alignment"] = int64_t{align};
+  if (!note.empty()) r.attrs["alignment_note"] = note;
   r.attrs["epilogue"] = epilogue;
   r.attrs["m"] = product(as, 0, as.size() - 1).str();
   r.attrs["n"] = n.value();
@@ -110,7 +124,8 @@ CheckResult check_gemm(const Match& m, const std::string& epilogue) {
 }
 
 // Two activations: K or N may be symbolic (seq), and then the runtime dispatch picks an alignment
-// that divides the actual extent (alignment-1 kernels are the fallback); static ones must align.
+// that divides the actual extent (alignment-1 kernels are the fallback); unaligned static ones take
+// the fallback kernels.
 CheckResult check_batched(const Match& m, const std::string& epilogue) {
   const ir::Value* a = m.value("A");
   const ir::Value* b = m.value("B");
@@ -131,18 +146,16 @@ CheckResult check_batched(const Match& m, const std::string& epilogue) {
   Dim n = tn ? bs[r - 2] : bs[r - 1];
   DType t = a->dtype();
   std::vector<std::string> runtime;
-  for (auto [what, d] : {std::pair<const char*, Dim>{"K", k}, {"N", n}}) {
-    if (!d.is_static()) {
-      runtime.push_back(std::string(what) + "=" + d.str());
-      continue;
-    }
-    if (auto why = extent_problem(what, d, t)) return CheckResult::refuse(*why);
-  }
+  for (auto [what, d] : {std::pair<const char*, Dim>{"K", k}, {"N", n}})
+    if (!d.is_static()) runtime.push_back(std::string(what) + "=" + d.str());
+  std::string note;
+  const int align = static_alignment(t, {{"K", k}, {"N", n}}, &note);
   CheckResult res;
   res.attrs["kind"] = std::string("batched_gemm");
   res.attrs["dtype"] = std::string(ir::name(t));
   res.attrs["layout"] = std::string(tn ? "tn" : "tt");
-  res.attrs["alignment"] = int64_t{max_alignment(t)};
+  res.attrs["alignment"] = int64_t{align};
+  if (!note.empty()) res.attrs["alignment_note"] = note;
   res.attrs["epilogue"] = epilogue;
   res.attrs["batch"] = product(as, 0, r - 2).str();
   res.attrs["m"] = as[r - 2].str();
@@ -173,8 +186,10 @@ CheckResult check_conv(const Match& m, const std::string& epilogue) {
   for (auto [what, d] : {std::pair<const char*, Dim>{"C", ci}, {"K", k}})
     if (!d.is_static()) return CheckResult::refuse(std::string("dynamic ") + what + " (" + what + "=" + d.str() + ")");
   if (auto why = epilogue_problem(m, k)) return CheckResult::refuse(*why);
-  const int align = std::min(fallback_alignment(t, ci.value()), fallback_alignment(t, k.value()));
+  std::string note;
+  const int align = static_alignment(t, {{"C", ci}, {"K", k}}, &note);
   CheckResult r;
+  if (!note.empty()) r.attrs["alignment_note"] = note;
   r.attrs["kind"] = std::string("conv2d_fprop");
   r.attrs["dtype"] = std::string(ir::name(t));
   // The graph is NCHW; the kernel runs NHWC/KRSC: the emitter converts activations at the region's edge.
