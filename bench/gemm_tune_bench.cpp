@@ -101,7 +101,12 @@ int main(int argc, char** argv) {
   std::printf("%-5s %-14s %6s %6s %6s  %-62s %9s %9s %9s %7s %7s %7s\n", "dtype", "epilogue", "M", "N", "K", "winner",
               "tuned us", "lt1 us", "ltbest us", "x lt1", "x best", "model");
   double s1 = 0, sb = 0, sm = 0, min_ratio = 1e9;
-  int n1 = 0, nb = 0, nm = 0;
+  int n1 = 0, nb = 0, nm = 0, rows = 0;
+  // The summary so far, every 10 rows: a run the device's time limit cuts off still says where it stood.
+  auto running = [&] {
+    std::printf("  so far: %d shapes, geomean x lt1 %.3f, x best %.3f, lowest %.3f, model/tuned %.3f\n", n1,
+                n1 ? std::exp(s1 / n1) : NAN, nb ? std::exp(sb / nb) : NAN, min_ratio, nm ? std::exp(sm / nm) : NAN);
+  };
   auto row = [&](const WorkloadReport& r) {
     const auto& p = r.task.problem;
     // Tuned = the fastest correct CUTLASS kernel: what pick_kernels deploys (cuBLASLt is the yardstick).
@@ -115,6 +120,8 @@ int main(int argc, char** argv) {
     if (std::isfinite(l1 / t)) s1 += std::log(l1 / t), ++n1, min_ratio = std::min(min_ratio, l1 / t);
     if (std::isfinite(lb / t)) sb += std::log(lb / t), ++nb, min_ratio = std::min(min_ratio, lb / t);
     if (std::isfinite(am / t)) sm += std::log(am / t), ++nm;
+    if (++rows % 10 == 0) running();
+    std::fflush(stdout);
   };
   BatchMeasureFn in_children = batched_in_children(db.path(), env, po.timeout, gpu_in_process_measure_fn());
   std::set<std::string> printed;

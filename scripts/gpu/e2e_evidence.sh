@@ -7,8 +7,6 @@
 set -u
 OUT=${OUT:-/tmp/sabre-e2e}; mkdir -p "$OUT"
 source scripts/gpu/host_env.sh
-b=/tmp/b
-export PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/gpu.txt"
 step configure cmake -S . -B $b -G Ninja $SABRE_CMAKE_ARGS -DSABRE_TESTS=OFF
 LIMIT=200 step build ninja -C $b -j16 sabre gemm_tune_bench

@@ -7,12 +7,8 @@
 # ($OUT/main.log), every log ($OUT/logs.tgz) and the bench DB ($OUT/bench_db.jsonl) come back.
 # Usage on the GPU host: bash scripts/gpu/final_evidence.sh
 set -u
-OUT=${OUT:-/tmp/sabre-final}; mkdir -p "$OUT"
-export LOGS=/tmp/steplogs; mkdir -p $LOGS
-export DEADLINE=${DEADLINE:-570}
+OUT=${OUT:-/tmp/sabre-final} LOGS=/tmp/steplogs; mkdir -p "$OUT"
 source scripts/gpu/host_env.sh
-b=/tmp/b
-export PYTHONUNBUFFERED=1
 {
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 python3 bench/models/export_hf.py /tmp/hf bert > $LOGS/export.log 2>&1 &
@@ -34,6 +30,5 @@ done
 LIMIT=600 TAIL=90 step gemm_bench $b/gemm_tune_bench --top-k ${TOPK:-4} --db /tmp/bench.db
 $b/sabre db export --db /tmp/bench.db -o "$OUT/bench_db.jsonl"
 } > $OUT/main.log 2>&1
-tar czf $OUT/logs.tgz -C $LOGS .
-cat $OUT/main.log
+finish
 exit 0

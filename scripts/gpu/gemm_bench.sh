@@ -6,7 +6,6 @@
 set -u
 OUT=${OUT:-/tmp/sabre-gemm}; mkdir -p "$OUT"
 source scripts/gpu/host_env.sh
-b=/tmp/b
 T0=$SECONDS
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/gpu.txt"
 step configure cmake -S . -B $b -G Ninja $SABRE_CMAKE_ARGS -DSABRE_TESTS=ON

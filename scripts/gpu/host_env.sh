@@ -13,6 +13,13 @@ if [ ! -f $deps/.done ]; then
   touch $deps/.done
 fi
 export SABRE_DEPS=$deps
+# One call's conventions: step logs in $LOGS (default $OUT; elsewhere, finish tars them into
+# $OUT/logs.tgz, since the device tool returns at most 8 files), a call-wide DEADLINE in seconds of
+# $SECONDS (default 570 of the device tool's 600), the build in $b.
+export LOGS=${LOGS:-$OUT}; mkdir -p "$LOGS"
+export DEADLINE=${DEADLINE:-570}
+export PYTHONUNBUFFERED=1
+b=/tmp/b
 export CUTLASS_DIR=$deps/cutlass
 export LD_LIBRARY_PATH=$deps/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
 export CMAKE_PREFIX_PATH=$deps/usr:${CMAKE_PREFIX_PATH:-}
@@ -33,3 +40,6 @@ step() {
   echo "== $name"; timeout "$limit" "$@" > "${LOGS:-$OUT}/$name.log" 2>&1; local rc=$?
   echo "   rc=$rc in $((SECONDS - t0)) s"; tail -"${TAIL:-6}" "${LOGS:-$OUT}/$name.log"; return $rc
 }
+
+# finish: the step logs into $OUT/logs.tgz (when they are not in $OUT) and the summary ($OUT/main.log) to stdout.
+finish() { [ "$LOGS" = "$OUT" ] || tar czf "$OUT/logs.tgz" -C "$LOGS" .; cat "$OUT/main.log"; }

@@ -5,7 +5,6 @@
 set -u
 OUT=${OUT:-/tmp/sabre-smoke}; mkdir -p "$OUT"
 source scripts/gpu/host_env.sh
-b=/tmp/b
 step configure cmake -S . -B $b -G Ninja $SABRE_CMAKE_ARGS -DSABRE_TESTS=ON
 LIMIT=200 step build ninja -C $b -j16 sabre runtime_session_test runtime_gemm_test
 step runtime_session $b/tests/gpu/runtime_session_test

@@ -96,6 +96,12 @@ std::map<std::string, ir::Tensor> inputs_for(const ir::Graph& g) {
   return ins;
 }
 
+const ir::Node* composite_of(const ir::Graph& g) {
+  for (const ir::Node* n : g.nodes())
+    if (n->op() == "Composite") return n;
+  return nullptr;
+}
+
 class CutlassEntry : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(CutlassEntry, FiresKeepsBitsNothingToDoFallsBackAndRefuses) {
@@ -124,9 +130,7 @@ TEST_P(CutlassEntry, FiresKeepsBitsNothingToDoFallsBackAndRefuses) {
     // C=12 fires with alignment 4; what they refuse is grouped convolution.
     auto r = partition::partition(parse(graph_for(entry, 12, true)), table);
     ASSERT_EQ(r.regions.size(), 1u) << ir::print(r.graph);
-    const ir::Node* comp = nullptr;
-    for (const ir::Node* n : r.graph.nodes())
-      if (n->op() == "Composite") comp = n;
+    const ir::Node* comp = composite_of(r.graph);
     ASSERT_TRUE(comp);
     EXPECT_EQ(comp->attr_int("alignment"), 4);
     std::string grouped = graph_for(entry, 32, true);
@@ -147,9 +151,7 @@ TEST_P(CutlassEntry, FiresKeepsBitsNothingToDoFallsBackAndRefuses) {
     SCOPED_TRACE("unaligned fires, f64 refused");
     auto r = partition::partition(parse(graph_for(entry, 12, true)), table);
     ASSERT_EQ(r.regions.size(), 1u) << ir::print(r.graph);
-    const ir::Node* comp = nullptr;
-    for (const ir::Node* n : r.graph.nodes())
-      if (n->op() == "Composite") comp = n;
+    const ir::Node* comp = composite_of(r.graph);
     ASSERT_TRUE(comp);
     EXPECT_EQ(comp->attr_int("alignment"), 4);
     EXPECT_NE(comp->attr_string("alignment_note").find("K=12 not a multiple of 8: alignment-4 fallback kernels"),
