@@ -111,6 +111,27 @@ struct AttentionFusion {
   int64_t heads = 0, d = 0;
 };
 
+// A grouped Conv the native depthwise kernel runs ("" when it can): one filter per channel,
+// constant weights and bias, explicit symmetric pads.
+std::string depthwise_problem(const ir::Node* n) {
+  const int64_t group = n->attr_int("group", 1);
+  if (group == 1) return "not grouped";
+  const ir::Value* x = n->input(0);
+  const ir::Value* w = n->input(1);
+  const ir::Value* b = n->num_inputs() > 2 ? n->input(2) : nullptr;
+  if (x->shape().size() != 4 || !w || !w->is_constant() || w->constant().rank() != 4)
+    return "grouped conv: only 2-D convs with constant filters run on the native depthwise kernel";
+  const auto& wd = w->constant().dims();
+  if (!x->shape()[1].is_static() || x->shape()[1].value() != group || wd[0] != group || wd[1] != 1)
+    return "group=" + std::to_string(group) + " with more than one channel per group: only depthwise convs (group = channels, one filter each) have a kernel";
+  if (b && !b->is_constant()) return "depthwise conv: the bias must be a constant";
+  if (n->attr_string("auto_pad", "NOTSET") != "NOTSET") return "depthwise conv: auto_pad (export with explicit pads)";
+  auto pads = n->attr_ints("pads", {0, 0, 0, 0});
+  if (pads.size() != 4 || pads[0] != pads[2] || pads[1] != pads[3]) return "depthwise conv: asymmetric pads";
+  return "";
+}
+
+
 class Lowerer {
  public:
   Lowerer(const ir::Graph& g, const LowerOptions& o) : g_(g), o_(o) {}
@@ -1019,26 +1040,6 @@ class Lowerer {
          JObject{{"starts", jdims(*starts)}, {"ends", jdims(*ends)}, {"axes", jdims(ax)}, {"steps", jdims(st)}});
   }
 
-  // A grouped Conv the native depthwise kernel runs ("" when it can): one filter per channel,
-  // constant weights and bias, explicit symmetric pads.
-  std::string depthwise_problem(const Node* n) const {
-    const int64_t group = n->attr_int("group", 1);
-    if (group == 1) return "not grouped";
-    const Value* x = n->input(0);
-    const Value* w = n->input(1);
-    const Value* b = n->num_inputs() > 2 ? n->input(2) : nullptr;
-    if (x->shape().size() != 4 || !w || !w->is_constant() || w->constant().rank() != 4)
-      return "grouped conv: only 2-D convs with constant filters run on the native depthwise kernel";
-    const auto& wd = w->constant().dims();
-    if (!x->shape()[1].is_static() || x->shape()[1].value() != group || wd[0] != group || wd[1] != 1)
-      return "group=" + std::to_string(group) + " with more than one channel per group: only depthwise convs (group = channels, one filter each) have a kernel";
-    if (b && !b->is_constant()) return "depthwise conv: the bias must be a constant";
-    if (n->attr_string("auto_pad", "NOTSET") != "NOTSET") return "depthwise conv: auto_pad (export with explicit pads)";
-    auto pads = n->attr_ints("pads", {0, 0, 0, 0});
-    if (pads.size() != 4 || pads[0] != pads[2] || pads[1] != pads[3]) return "depthwise conv: asymmetric pads";
-    return "";
-  }
-
   // Depthwise conv -> native "depthwise_conv": NHWC in and out, the filter [C,1,R,S] as [R,S,C].
   void emit_depthwise(Node* n) {
     const Value* w = n->input(1);
@@ -1407,5 +1408,12 @@ DimRanges parse_dynamic(const std::string& text) {
 }
 
 Lowered lower(const ir::Graph& g, const LowerOptions& opts) { return Lowerer(g, opts).run(); }
+
+std::string gpu_route(const ir::Node& n, std::string* why) {
+  std::string problem = n.op() == "Conv" ? depthwise_problem(&n) : "";
+  if (n.op() == "Conv" && problem.empty()) return "sabre's native NHWC depthwise kernel (depthwise_conv step)";
+  if (why) *why = n.op() == "Conv" && problem != "not grouped" ? problem : "GEMMs and convs have no GPU path outside the regions";
+  return "";
+}
 
 }  // namespace sabre::codegen

@@ -89,6 +89,11 @@ struct Lowered {
   std::vector<std::string> notes;               // what the user should know (default ranges, ...)
 };
 
+// For the partition report: how the GPU lowering runs a GEMM or conv node that no backend region
+// took. A depthwise Conv runs on the native depthwise kernel (returns its description); anything
+// else has no GPU path (returns "", and *why says so) and makes sabre compile refuse the model.
+std::string gpu_route(const ir::Node& n, std::string* why = nullptr);
+
 /** Lowers `g` (canonicalized and partitioned). Throws UnsupportedError listing every node the
     runtime cannot run. Tests: tests/unit/codegen_lower_test.cpp */
 Lowered lower(const ir::Graph& g, const LowerOptions& opts);

@@ -192,7 +192,9 @@ std::string format_report(const PartitionReport& rep, const std::string& backend
     s += "every GEMM and conv is in a region\n";
   } else {
     s += "left out:\n";
-    for (const auto& lo : rep.left_out) s += "  " + lo.node + " (" + lo.op + " " + lo.operands + "): " + lo.reason + "\n";
+    for (const auto& lo : rep.left_out)
+      s += "  " + lo.node + " (" + lo.op + " " + lo.operands + "): " + lo.reason +
+           (lo.runs_on.empty() ? "" : "\n    -> " + lo.runs_on) + "\n";
   }
   return s;
 }

@@ -22,6 +22,7 @@ std::optional<ir::Dim> gemm_flops(const ir::Node& n);
 struct LeftOut {
   std::string node, op, operands;  // operands: "f32[batch,16] x f32[10,16]"
   std::string reason;
+  std::string runs_on;  // set by the caller that knows the lowering ("" : not said)
 };
 
 struct FlopShare {

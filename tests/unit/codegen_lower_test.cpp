@@ -13,6 +13,7 @@
 #include "backends/cutlass/patterns.h"
 #include "codegen/compile.h"
 #include "codegen/lower.h"
+#include "ir/infer.h"
 #include "frontend/onnx/importer.h"
 #include "partition/partitioner.h"
 #include "runtime/artifact.h"
@@ -183,6 +184,41 @@ TEST(CodegenLower, TunedGemmProblemsFollowTheFusion) {
   EXPECT_EQ(batched(fused), 0);
   EXPECT_EQ(plain.size(), fused.size() + 2);
   for (const auto& p : plain) EXPECT_GT(p.alignment, 1) << tune::workload_key(p, p.m_max);
+}
+
+// gpu_route (what `sabre partition` prints under each left-out GEMM or conv): a depthwise Conv
+// runs on the native kernel; a grouped Conv with two channels per group and a MatMul have no path.
+TEST(CodegenLower, GpuRouteOfLeftOutNodes) {
+  ir::Graph g;
+  const int64_t C = 8;
+  ir::Value* x = g.add_input("x", {ir::DType::f32, {ir::Dim::symbol("batch"), ir::Dim(C), ir::Dim(6), ir::Dim(6)}, true});
+  auto weight = [&](const std::string& name, std::vector<int64_t> dims) {
+    int64_t n = 1;
+    for (int64_t d : dims) n *= d;
+    std::vector<float> v(static_cast<size_t>(n));
+    for (size_t i = 0; i < v.size(); ++i) v[i] = 0.01f * static_cast<float>(i % 17) - 0.08f;
+    return g.add_constant(name, ir::Tensor::from_f32(v, dims));
+  };
+  std::map<std::string, ir::AttrValue> attrs = {{"kernel_shape", std::vector<int64_t>{3, 3}},
+                                                 {"pads", std::vector<int64_t>{1, 1, 1, 1}}};
+  auto conv = [&](const std::string& name, int64_t group) {
+    auto a = attrs;
+    a["group"] = group;
+    return g.add_node("Conv", {x, weight(name + ".w", {C, C / group, 3, 3})}, 1, a, name);
+  };
+  const ir::Node* depthwise = conv("dw", C);
+  const ir::Node* grouped = conv("g2", 4);
+  const ir::Node* dense = conv("dense", 1);
+  const ir::Node* mm = g.add_node("MatMul", {x, weight("m.w", {6, 6})}, 1, {}, "mm");
+  ir::infer_types(g);
+  std::string why;
+  EXPECT_NE(codegen::gpu_route(*depthwise, &why).find("native NHWC depthwise kernel"), std::string::npos);
+  EXPECT_EQ(codegen::gpu_route(*grouped, &why), "");
+  EXPECT_NE(why.find("group=4 with more than one channel per group"), std::string::npos) << why;
+  EXPECT_EQ(codegen::gpu_route(*dense, &why), "");
+  EXPECT_NE(why.find("no GPU path outside the regions"), std::string::npos) << why;
+  EXPECT_EQ(codegen::gpu_route(*mm, &why), "");
+  EXPECT_NE(why.find("no GPU path outside the regions"), std::string::npos) << why;
 }
 
 TEST(CodegenLower, DefaultRangesAreReported) {

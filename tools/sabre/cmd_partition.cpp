@@ -10,6 +10,7 @@
 #include "frontend/onnx/importer.h"
 #include "ir/printer.h"
 #include "partition/partitioner.h"
+#include "codegen/lower.h"
 #include "partition/report.h"
 #include "transform/canonicalize.h"
 
@@ -54,6 +55,15 @@ int run(const std::vector<std::string>& argv) {
     const std::string name = g.name;
     partition::PartitionResult r = partition::partition(std::move(g), cutlass_backend::pattern_table());
     partition::PartitionReport rep = partition::make_report(r, dims);
+    // What runs each left-out GEMM or conv on the GPU: the native depthwise kernel, or nothing.
+    for (auto& lo : rep.left_out)
+      for (const ir::Node* n : r.graph.nodes())
+        if (n->name() == lo.node) {
+          std::string why;
+          std::string route = codegen::gpu_route(*n, &why);
+          lo.runs_on = route.empty() ? "no GPU path (" + why + "): sabre compile refuses the model" : "runs on " + route;
+          break;
+        }
     std::printf("model %s, backend %s\n%s", name.c_str(), backend.c_str(),
                 partition::format_report(rep, backend).c_str());
     if (args.has("--ir")) std::printf("\n%s\n", ir::print(r.graph).c_str());
