@@ -50,12 +50,12 @@ void print_help() {
       "usage: sabre tune MODEL.onnx [--db PATH] [--top-k N] [--max-kernels N] [--dtype fp16|bf16] [--dim NAME=LO..HI ...]\n"
       "                  [--fuse-attention] [--no-tune]\n\n"
       "Partitions and lowers MODEL.onnx as sabre compile does and collects the GEMM workloads compile would tune\n"
-      "(dtype, layout, epilogue, N, K, batch, M range; the same flags give the same set, so a model tuned here\n"
-      "compiles without new measurements),\n"
-      "ranks the CUTLASS catalog for each with the analytic model and times the top-k candidates and cuBLASLt's\n"
-      "heuristic algorithms on GPU 0 (compiles cached, each candidate in a watchdog child, timed by CUDA graph\n"
-      "replay). The table shows the CUTLASS kernel sabre deploys; cuBLASLt is the yardstick. Every measurement goes\n"
-      "to the database at once; a rerun measures only what is missing. Without a GPU it prints the analytic picks\n"
+      "(dtype, layout, epilogue, N, K, batch, M range; with the same --dtype, dims and --fuse-attention a model\n"
+      "tuned here compiles without new measurements). It ranks the CUTLASS catalog for each with the analytic\n"
+      "model and times the top-k candidates and cuBLASLt's heuristic algorithms on GPU 0 (compiles cached, each\n"
+      "candidate in a watchdog child, timed by CUDA graph replay). The table shows the CUTLASS kernel sabre\n"
+      "deploys; cuBLASLt is the yardstick. Every measurement goes to the database at once; a rerun measures only\n"
+      "what is missing. Without a GPU it prints the analytic picks "
       "and exits 3.\n\noptions:\n%s",
       flags_help(kFlags).c_str());
 }
