@@ -1209,9 +1209,10 @@ class Lowerer {
     prob.dil_h = dil[0];
     prob.dil_w = dil[1];
     prob.groups = groups;
-    prob.alignment = cutlass_backend::max_alignment(o_.dtype);
-    for (const Dim& e : {xs[1], ws[0]})
-      prob.alignment = std::min(prob.alignment, e.is_static() ? cutlass_backend::fallback_alignment(o_.dtype, e.value()) : 1);
+    // A symbolic channel count can be anything, so it allows only 1.
+    prob.alignment = xs[1].is_static() && ws[0].is_static()
+                         ? cutlass_backend::static_alignment(o_.dtype, {{"C", xs[1]}, {"K", ws[0]}})
+                         : 1;
     for (int64_t v : {prob.n, prob.c, prob.h, prob.w, prob.k, prob.r, prob.s, prob.p, prob.q})
       if (v <= 0) throw UnsupportedError(where(n) + " [" + pattern + "]: conv dims do not evaluate over the symbol ranges");
     std::string kernel;
@@ -1296,13 +1297,8 @@ class Lowerer {
     prob.batch = eval_hi(batch);
     prob.m_min = eval_lo(m);
     prob.m_max = eval_hi(m);
-    const int max_align = cutlass_backend::max_alignment(o_.dtype);
-    int align = max_align, static_align = max_align;
-    for (const Dim& e : {nn, k}) {
-      int a = e.is_static() ? cutlass_backend::fallback_alignment(o_.dtype, e.value()) : 1;
-      align = std::min(align, a);
-      if (e.is_static()) static_align = std::min(static_align, a);
-    }
+    const int static_align = cutlass_backend::static_alignment(o_.dtype, {{"N", nn}, {"K", k}});
+    const int align = nn.is_static() && k.is_static() ? static_align : 1;
     prob.alignment = align;
     if (prob.n <= 0 || prob.k <= 0 || prob.m_max <= 0 || prob.batch <= 0)
       throw UnsupportedError(where(n) + ": GEMM dims do not evaluate over the symbol ranges");

@@ -18,6 +18,19 @@ int fallback_alignment(DType t, int64_t extent) {
   return a;
 }
 
+int static_alignment(DType t, std::initializer_list<std::pair<const char*, Dim>> extents, std::string* note) {
+  int align = max_alignment(t);
+  for (const auto& [what, d] : extents) {
+    if (!d.is_static()) continue;
+    const int a = fallback_alignment(t, d.value());
+    if (a < max_alignment(t) && note)
+      *note += std::string(note->empty() ? "" : "; ") + what + "=" + std::to_string(d.value()) + " not a multiple of " +
+               std::to_string(max_alignment(t)) + ": alignment-" + std::to_string(a) + " fallback kernels";
+    align = std::min(align, a);
+  }
+  return align;
+}
+
 namespace {
 
 // ---------------------------------------------------------------- checks (no structure here)
@@ -42,19 +55,6 @@ std::optional<std::string> extent_problem(const char* what, const Dim& d) {
   return std::nullopt;
 }
 
-// The widest alignment the static extents allow, and the reason when that is below 16 bytes.
-int static_alignment(DType t, std::initializer_list<std::pair<const char*, Dim>> extents, std::string* note) {
-  int align = max_alignment(t);
-  for (const auto& [what, d] : extents) {
-    if (!d.is_static()) continue;
-    const int a = fallback_alignment(t, d.value());
-    if (a < max_alignment(t) && note)
-      *note += std::string(note->empty() ? "" : "; ") + what + "=" + std::to_string(d.value()) + " not a multiple of " +
-               std::to_string(max_alignment(t)) + ": alignment-" + std::to_string(a) + " fallback kernels";
-    align = std::min(align, a);
-  }
-  return align;
-}
 
 // The epilogue's extra operands: bias a vector over N, residual exactly the output's type.
 std::optional<std::string> epilogue_problem(const Match& m, const Dim& n_dim) {

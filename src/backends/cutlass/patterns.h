@@ -8,7 +8,9 @@
 // Tests: tests/unit/pattern_cutlass_test.cpp, tests/golden/partition/
 #pragma once
 
+#include <initializer_list>
 #include <string>
+#include <utility>
 
 #include "ir/dtype.h"
 #include "partition/partitioner.h"
@@ -22,5 +24,9 @@ const partition::PatternTable& pattern_table();
 int max_alignment(ir::DType t);
 // The largest power of two <= max_alignment(t) that divides `extent`: the kernels `extent` can use.
 int fallback_alignment(ir::DType t, int64_t extent);
+// The widest alignment the static ones of `extents` allow (symbolic ones are skipped); when that is
+// below max_alignment(t), `note` (if given) gets why: "N=10 not a multiple of 8: alignment-2 ...".
+int static_alignment(ir::DType t, std::initializer_list<std::pair<const char*, ir::Dim>> extents,
+                     std::string* note = nullptr);
 
 }  // namespace sabre::cutlass_backend
