@@ -54,6 +54,21 @@ void cuda_check(cudaError_t e, const std::string& what) {
   throw Error(SABRE_ERR_CUDA, what + " failed: " + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")");
 }
 
+// Adds a kernel library's registry (GEMM or conv entries, reached through `reg`) to `into`: its ABI
+// must be this runtime's, and no kernel name may come from two libraries.
+template <class Entry>
+void add_registry(const Entry* (*reg)(int*, int*), const std::string& path, const std::string& what,
+                  std::map<std::string, Entry>& into) {
+  int n = 0, abi = 0;
+  const Entry* entries = reg(&n, &abi);
+  if (abi != SABRE_KERNEL_ABI_VERSION)
+    throw Error(SABRE_ERR_ARTIFACT, path + " has kernel ABI " + std::to_string(abi) + ", this runtime uses " +
+                                        std::to_string(SABRE_KERNEL_ABI_VERSION) + "; recompile the model");
+  for (int i = 0; i < n; ++i)
+    if (!into.emplace(entries[i].name, entries[i]).second)
+      throw Error(SABRE_ERR_ARTIFACT, "two kernel libraries define " + what + " " + entries[i].name);
+}
+
 int64_t numel(const std::vector<int64_t>& s) {
   int64_t n = 1;
   for (int64_t d : s) n *= d;
@@ -129,27 +144,11 @@ Session::Session(const std::string& dir, int device_id) : impl_(std::make_shared
     void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!h) throw Error(SABRE_ERR_ARTIFACT, "cannot load kernel library " + path + ": " + dlerror());
     s.libs.push_back(h);
-    if (auto reg = reinterpret_cast<sabre_kernel_registry_fn>(dlsym(h, SABRE_KERNEL_REGISTRY_SYMBOL))) {
-      int n = 0, abi = 0;
-      const sabre_kernel_entry* entries = reg(&n, &abi);
-      if (abi != SABRE_KERNEL_ABI_VERSION)
-        throw Error(SABRE_ERR_ARTIFACT, path + " has kernel ABI " + std::to_string(abi) + ", this runtime uses " +
-                                            std::to_string(SABRE_KERNEL_ABI_VERSION) + "; recompile the model");
-      for (int i = 0; i < n; ++i)
-        if (!s.gemm.emplace(entries[i].name, entries[i]).second)
-          throw Error(SABRE_ERR_ARTIFACT, std::string("two kernel libraries define kernel ") + entries[i].name);
-    }
+    if (auto reg = reinterpret_cast<sabre_kernel_registry_fn>(dlsym(h, SABRE_KERNEL_REGISTRY_SYMBOL)))
+      add_registry(reg, path, "kernel", s.gemm);
     // Conv kernels (issue 7) come in their own registry; a library may have either or both.
-    if (auto reg = reinterpret_cast<sabre_conv_registry_fn>(dlsym(h, SABRE_CONV_REGISTRY_SYMBOL))) {
-      int n = 0, abi = 0;
-      const sabre_conv_entry* entries = reg(&n, &abi);
-      if (abi != SABRE_KERNEL_ABI_VERSION)
-        throw Error(SABRE_ERR_ARTIFACT, path + " has kernel ABI " + std::to_string(abi) + ", this runtime uses " +
-                                            std::to_string(SABRE_KERNEL_ABI_VERSION) + "; recompile the model");
-      for (int i = 0; i < n; ++i)
-        if (!s.conv.emplace(entries[i].name, entries[i]).second)
-          throw Error(SABRE_ERR_ARTIFACT, std::string("two kernel libraries define conv kernel ") + entries[i].name);
-    }
+    if (auto reg = reinterpret_cast<sabre_conv_registry_fn>(dlsym(h, SABRE_CONV_REGISTRY_SYMBOL)))
+      add_registry(reg, path, "conv kernel", s.conv);
   }
   const Plan& plan = s.art.plan;
   for (size_t i = 0; i < plan.steps.size(); ++i) {
@@ -285,7 +284,7 @@ struct ExecutionContext::Impl {
   sabre_gemm_args gemm_args(const Step& st, const Signature& sig, const std::vector<void*>& ptr) const;
   sabre_conv_args conv_step_args(const Step& st, const Signature& sig, const std::vector<void*>& ptr) const;
   const sabre_conv_entry& conv_kernel(const Step& st, const sabre_conv_args& a, std::string* name) const;
-  size_t gemm_elem_bytes(const Step& st) const;
+  const sabre_kernel_entry& gemm_kernel(const Step& st, const sabre_gemm_args& a, std::string* name) const;
   void enqueue(size_t i, const Signature& sig, const std::vector<void*>& ptr);
 };
 
@@ -374,8 +373,7 @@ void ExecutionContext::Impl::profile_steps(const Signature& sig, const std::vect
     t.op = st.op;
     t.name = st.name;
     if (st.op == "gemm") {
-      sabre_gemm_args a = gemm_args(st, sig, ptr);
-      t.kernel = select_gemm_kernel(st, a.m, gemm_alignment(a, gemm_elem_bytes(st)));
+      gemm_kernel(st, gemm_args(st, sig, ptr), &t.kernel);
     } else if (st.op == "conv") {
       sabre_conv_args a = conv_step_args(st, sig, ptr);
       conv_kernel(st, a, &t.kernel);
@@ -528,8 +526,7 @@ void ExecutionContext::Impl::run(const std::vector<sabre_tensor>& inputs, std::v
   for (const auto& st : p.steps)
     if (st.op == "gemm") {
       sabre_gemm_args a = gemm_args(st, sig, ptr);
-      const auto& k = s->gemm.at(select_gemm_kernel(st, a.m, gemm_alignment(a, gemm_elem_bytes(st))));
-      ws = std::max(ws, k.workspace_size(&a));
+      ws = std::max(ws, gemm_kernel(st, a, nullptr).workspace_size(&a));
     } else if (st.op == "conv") {
       sabre_conv_args a = conv_step_args(st, sig, ptr);
       ws = std::max(ws, conv_kernel(st, a, nullptr).workspace_size(&a));
@@ -610,8 +607,15 @@ void ExecutionContext::Impl::run(const std::vector<sabre_tensor>& inputs, std::v
   stats.activation_bytes_without_reuse = sig.mp.sum_bytes;
 }
 
-size_t ExecutionContext::Impl::gemm_elem_bytes(const Step& st) const {
-  return ir::size_of(plan().tensors[static_cast<size_t>(st.outputs.at(0))].dtype);
+// The gemm step's kernel: its dispatch table read at m and at the alignment the actual extents,
+// strides and pointers allow. Throws PlanError (the caller says which step).
+const sabre_kernel_entry& ExecutionContext::Impl::gemm_kernel(const Step& st, const sabre_gemm_args& a,
+                                                              std::string* name) const {
+  const size_t elem = ir::size_of(plan().tensors[static_cast<size_t>(st.outputs.at(0))].dtype);
+  std::string k = select_gemm_kernel(st, a.m, gemm_alignment(a, elem));
+  const sabre_kernel_entry& e = s->gemm.at(k);  // every dispatched name was checked at load
+  if (name) *name = std::move(k);
+  return e;
 }
 
 sabre_gemm_args ExecutionContext::Impl::gemm_args(const Step& st, const Signature& sig, const std::vector<void*>& ptr) const {
@@ -717,8 +721,8 @@ void ExecutionContext::Impl::enqueue(size_t i, const Signature& sig, const std::
       sabre_gemm_args a = gemm_args(st, sig, ptr);
       a.workspace = workspace;
       a.workspace_size = workspace_size;
-      std::string kname = select_gemm_kernel(st, a.m, gemm_alignment(a, gemm_elem_bytes(st)));
-      const sabre_kernel_entry& k = s->gemm.at(kname);
+      std::string kname;
+      const sabre_kernel_entry& k = gemm_kernel(st, a, &kname);
       int rc = k.run(&a, reinterpret_cast<sabre_stream_t>(stream));
       if (rc != SABRE_OK)
         throw Error(rc == SABRE_CUDA_ERROR ? SABRE_ERR_CUDA : SABRE_ERR_INTERNAL,
