@@ -111,7 +111,9 @@ CompileSummary compile_model(const std::string& model, const std::string& out_di
   say("import " + model);
   ir::Graph g = onnx_frontend::import_model(model);
   say("canonicalize (" + std::to_string(g.num_nodes()) + " nodes)");
-  g = transform::canonicalize(std::move(g));
+  transform::PassOptions passes;
+  passes.merge_qkv = opts.fuse_attention;  // the fused attention reads the joined projections in place
+  g = transform::canonicalize(std::move(g), passes);
   partition::PartitionResult pr = partition::partition(std::move(g), cutlass_backend::pattern_table());
   say("partition: " + std::to_string(pr.regions.size()) + " CUTLASS regions, " +
       std::to_string(pr.refusals.size()) + " refusals");

@@ -105,6 +105,10 @@ struct SoftmaxFusion {
 // fuse_attention). Keyed by the Reshape that ends the pattern.
 struct AttentionFusion {
   Value *q = nullptr, *k = nullptr, *v = nullptr, *mask = nullptr;
+  // When Q, K and V are the outputs of one last-axis Split (GPT-2's c_attn, or the Q/K/V GEMMs
+  // merge_qkv joined): the Split's input, read in place, and each one's column offset.
+  Value* packed = nullptr;
+  int64_t offset[3] = {0, 0, 0};
   double scale = 1.0;
   bool causal = false;
   Dim b, sq, sk;
@@ -263,6 +267,38 @@ class Lowerer {
     return x3;
   }
 
+  // Q, K and V as the three outputs of one Split over the last axis, each read only by its heads
+  // Reshape (one of `heads`' inputs): the Split, with AttentionFusion::packed and the offsets set,
+  // so the kernel reads the projections in place; else nullptr and nothing set.
+  Node* packed_split(AttentionFusion& a, std::initializer_list<const Node*> heads) const {
+    Node* sp = a.q->producer();
+    if (!sp || sp->op() != "Split" || !sp->domain().empty() || sp->num_outputs() != 3 || a.k->producer() != sp ||
+        a.v->producer() != sp)
+      return nullptr;
+    Value* x = sp->input(0);
+    const auto& xs = x->shape();
+    if (xs.size() != 3 || norm_axis(sp->attr_int("axis", 0), 3) != 2 || !xs[2].is_static()) return nullptr;
+    std::set<const Node*> readers;
+    for (const Node* t : heads) readers.insert(t->input(0)->producer());
+    int64_t col = 0;
+    for (int i = 0; i < 3; ++i) {
+      const Value* o = sp->output(static_cast<size_t>(i));
+      if (!readers.count(sole_user(o)) || !o->shape()[2].is_static()) return nullptr;
+      col += o->shape()[2].value();
+    }
+    if (col != xs[2].value() || col % 8) return nullptr;  // 16-byte rows for the kernel
+    a.packed = x;
+    for (int i = 0, off = 0; i < 3; off += static_cast<int>(sp->output(static_cast<size_t>(i))->shape()[2].value()), ++i) {
+      const Value* o = sp->output(static_cast<size_t>(i));
+      a.offset[o == a.q ? 0 : o == a.k ? 1 : 2] = off;
+    }
+    if (a.offset[0] % 8 || a.offset[1] % 8 || a.offset[2] % 8) {
+      a.packed = nullptr;
+      return nullptr;
+    }
+    return sp;
+  }
+
   void attention_fusion(Node* s) {
     auto it = softmax_.find(s);
     if (it == softmax_.end()) return;
@@ -296,6 +332,7 @@ class Lowerer {
     a.k = heads_source(tk, &hk, &dk);
     a.v = heads_source(tv, &hv, &dv);
     if (!a.q || !a.k || !a.v || hk != a.heads || hv != a.heads || dk != a.d || dv != a.d) return;
+    Node* split = packed_split(a, {tq, tk, tv});
     Node* to = sole_user(pv->output(0));
     if (!perm_is(to, {0, 2, 1, 3})) return;
     Node* out = sole_user(to->output(0));
@@ -314,6 +351,7 @@ class Lowerer {
     for (Node* n : {qk, s, pv, tq, tk, tv, to, tq->input(0)->producer(), tk->input(0)->producer(), tv->input(0)->producer()})
       absorbed_.insert(n);
     if (cast) absorbed_.insert(cast);
+    if (split) absorbed_.insert(split);
     attention_[out] = a;
   }
 
@@ -938,12 +976,17 @@ class Lowerer {
 
   void emit_attention(Node* n, const AttentionFusion& a) {
     const Dim hd(a.heads * a.d), dd(a.d);
+    // Rows of the packed Q|K|V projection are as wide as all three.
+    const Dim row = a.packed ? a.packed->shape()[2] : hd;
     JObject p{{"b", jdim(a.b)}, {"h", jnum(double(a.heads))}, {"sq", jdim(a.sq)}, {"sk", jdim(a.sk)},
               {"d", jnum(double(a.d))}, {"scale", jnum(a.scale)}, {"causal", json::Value(a.causal)},
-              {"q_stride", jdims({a.sq * hd, dd, hd})}, {"k_stride", jdims({a.sk * hd, dd, hd})},
-              {"v_stride", jdims({a.sk * hd, dd, hd})}, {"o_stride", jdims({a.sq * hd, dd, hd})}};
+              {"q_stride", jdims({a.sq * row, dd, row})}, {"k_stride", jdims({a.sk * row, dd, row})},
+              {"v_stride", jdims({a.sk * row, dd, row})}, {"o_stride", jdims({a.sq * hd, dd, hd})}};
     if (a.mask) p["mask_stride"] = jdims(mask_strides(a.mask));
-    std::vector<int> ins{tensor(a.q), tensor(a.k), tensor(a.v)};
+    if (a.packed)
+      p["offsets"] = jdims({Dim(a.offset[0]), Dim(a.offset[1]), Dim(a.offset[2])});
+    std::vector<int> ins = a.packed ? std::vector<int>(3, tensor(a.packed))
+                                    : std::vector<int>{tensor(a.q), tensor(a.k), tensor(a.v)};
     if (a.mask) ins.push_back(tensor(a.mask));
     step("attention", n->name() + " (attention)", ins, {define(n->output(0))}, p);
   }

@@ -871,6 +871,14 @@ void ExecutionContext::Impl::enqueue(size_t i, const Signature& sig, const std::
       native::AttentionArgs a;
       a.dtype = tin(0).dtype;
       a.q = in(0), a.k = in(1), a.v = in(2), a.o = out(0);
+      // Q, K and V at column offsets of one packed projection (lower.cpp: packed_split).
+      if (auto off = param_dims(st, "offsets", d); !off.empty()) {
+        if (off.size() != 3) throw PlanError("plan: " + where + " param 'offsets' needs 3 column offsets");
+        const int64_t es = static_cast<int64_t>(ir::size_of(a.dtype));
+        a.q = static_cast<const char*>(a.q) + off[0] * es;
+        a.k = static_cast<const char*>(a.k) + off[1] * es;
+        a.v = static_cast<const char*>(a.v) + off[2] * es;
+      }
       a.b = param_dim(st, "b", d), a.h = param_dim(st, "h", d), a.sq = param_dim(st, "sq", d);
       a.sk = param_dim(st, "sk", d), a.d = param_dim(st, "d", d);
       auto three = [&](const char* key, int64_t* dst) {

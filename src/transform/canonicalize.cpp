@@ -12,6 +12,7 @@
 #include "transform/fuse_layernorm.h"
 #include "transform/layout_weights.h"
 #include "transform/mark_gemm_bias.h"
+#include "transform/merge_qkv.h"
 #include "transform/unflatten_gemm.h"
 
 namespace sabre::transform {
@@ -40,6 +41,7 @@ ir::Graph canonicalize(ir::Graph g, const PassOptions& opts) {
   step("fold_constants", fold_constants);  // what the fusions left constant (e.g. Transpose of a weight)
   step("layout_weights", layout_weights);
   step("mark_gemm_bias", mark_gemm_bias);
+  if (opts.merge_qkv) step("merge_qkv", merge_qkv);
   ir::infer_types(g);
   return g;
 }

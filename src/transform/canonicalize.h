@@ -14,10 +14,13 @@ struct PassOptions {
   bool dump = false;
   // Where dumps go instead of stderr, when set (tests use it).
   std::function<void(const std::string& after, const ir::Graph&)> dump_to;
+  // Join attention blocks' Q, K and V projections into one GEMM (merge_qkv), for plans that fuse
+  // attention and read them in place.
+  bool merge_qkv = false;
 };
 
 /** fold_constants, fold_shapes, fuse_gelu, fuse_layernorm, fold_batchnorm, fold_constants, layout_weights,
-    mark_gemm_bias; types are re-inferred at the end. Tests: tests/unit/canonicalize_test.cpp */
+    mark_gemm_bias, then merge_qkv where asked; types are re-inferred at the end. Tests: tests/unit/canonicalize_test.cpp */
 ir::Graph canonicalize(ir::Graph g, const PassOptions& opts = {});
 
 // Shape inference and reference kernels for the sabre ops the passes create. Idempotent.

@@ -115,6 +115,10 @@ class Interp {
       std::vector<int64_t> ms = mask ? dims_list(P.get("mask_stride")) : std::vector<int64_t>{0, 0, 0};
       double scale = P.get("scale")->num();
       bool causal = P.get("causal")->boolean();
+      // Q, K and V at column offsets of one packed projection.
+      std::vector<int64_t> off = P.get("offsets") ? dims_list(P.get("offsets")) : std::vector<int64_t>{0, 0, 0};
+      EXPECT_EQ(off.size(), 3u);
+      off.resize(3, 0);
       for (int64_t b = 0; b < B; ++b)
         for (int64_t h = 0; h < H; ++h)
           for (int64_t i = 0; i < SQ; ++i) {
@@ -123,7 +127,7 @@ class Interp {
             for (int64_t j = 0; j < SK; ++j) {
               double acc = 0;
               for (int64_t c = 0; c < D; ++c)
-                acc += q.v[b * qs[0] + h * qs[1] + i * qs[2] + c] * k.v[b * ks[0] + h * ks[1] + j * ks[2] + c];
+                acc += q.v[off[0] + b * qs[0] + h * qs[1] + i * qs[2] + c] * k.v[off[1] + b * ks[0] + h * ks[1] + j * ks[2] + c];
               acc = static_cast<float>(acc) * scale;
               if (mask) acc += mask->v[b * ms[0] + h * ms[1] + i * ms[2] + j];
               if (causal && j > i + (SK - SQ)) acc = -INFINITY;
@@ -135,7 +139,7 @@ class Interp {
             for (double& x : sc) x = round_to(dt(s.outputs[0]), sum > 0 ? x / sum : 0);  // P is stored in the dtype
             for (int64_t c = 0; c < D; ++c) {
               double acc = 0;
-              for (int64_t j = 0; j < SK; ++j) acc += sc[j] * v.v[b * vs[0] + h * vs[1] + j * vs[2] + c];
+              for (int64_t j = 0; j < SK; ++j) acc += sc[j] * v.v[off[2] + b * vs[0] + h * vs[1] + j * vs[2] + c];
               o.v[b * os[0] + h * os[1] + i * os[2] + c] = acc;
             }
           }
@@ -519,7 +523,10 @@ void check_model(const std::string& name, ir::DType dtype, double tol, bool fuse
 
 void check_graph(const std::string& name, const ir::Graph& original, ir::DType dtype, double tol,
                  codegen::Lowered* lowered_out, bool fuse_attention) {
-  ir::Graph g = partition::partition(transform::canonicalize(original.clone()), cutlass_backend::pattern_table()).graph;
+  transform::PassOptions passes;
+  passes.merge_qkv = fuse_attention;  // as sabre compile canonicalizes
+  ir::Graph g =
+      partition::partition(transform::canonicalize(original.clone(), passes), cutlass_backend::pattern_table()).graph;
   codegen::LowerOptions o;
   o.dtype = dtype;
   for (const std::string& sym : g.symbols()) o.ranges[sym] = {1, sym == "batch" ? 4 : 16};
@@ -580,13 +587,19 @@ TEST(CodegenPlanInterp, HuggingFaceExportsMatchReference) {
     SCOPED_TRACE(p);
     check_model(fs::absolute(p).string(), ir::DType::f16, 1e-2);
     // With attention fused: 12 attention steps, no permutes left (GPT-2's causal mask and the
-    // Cast of its probabilities included).
+    // Cast of its probabilities included), Q, K and V read in place from one projection (BERT's
+    // three joined by merge_qkv, GPT-2's c_attn as exported), so no split step either.
     codegen::Lowered low;
     check_model(fs::absolute(p).string(), ir::DType::f16, 1e-2, true, &low);
-    int attention = 0, permutes = 0;
-    for (const auto& st : low.plan.steps) attention += st.op == "attention", permutes += st.op == "permute";
+    int attention = 0, permutes = 0, splits = 0, packed = 0;
+    for (const auto& st : low.plan.steps) {
+      attention += st.op == "attention", permutes += st.op == "permute", splits += st.op == "split";
+      packed += st.op == "attention" && st.params.get("offsets");
+    }
     EXPECT_EQ(attention, 12);
     EXPECT_EQ(permutes, 0);
+    EXPECT_EQ(splits, 0);
+    EXPECT_EQ(packed, 12);
   }
 }
 
@@ -756,19 +769,30 @@ TEST(CodegenPlanInterp, TorchvisionExportsMatchReference) {
 }
 
 // --fuse-attention: bert_tiny's attention (head dim 32) becomes one step per layer, without the
-// head permutes, and the plan still computes the model.
+// head permutes, reading Q, K and V in place from one joined projection GEMM (merge_qkv: one GEMM
+// instead of three, no split step), and the plan still computes the model.
 TEST(CodegenPlanInterp, BertTinyFusedAttentionMatchesReference) {
-  codegen::Lowered low;
+  codegen::Lowered plain, low;
+  check_model("bert_tiny", ir::DType::f16, 4e-3, false, &plain);
   check_model("bert_tiny", ir::DType::f16, 4e-3, true, &low);
-  int attention = 0, permutes = 0, softmax = 0;
+  int attention = 0, permutes = 0, softmax = 0, split = 0, gemms = 0, plain_gemms = 0;
   for (const auto& st : low.plan.steps) {
     attention += st.op == "attention";
     permutes += st.op == "permute";
     softmax += st.op == "softmax";
+    split += st.op == "split";
+    gemms += st.op == "gemm";
+    if (st.op != "attention") continue;
+    ASSERT_NE(st.params.get("offsets"), nullptr) << st.name;
+    EXPECT_EQ(st.inputs[0], st.inputs[1]) << "Q and K from one tensor";
+    EXPECT_EQ(st.inputs[0], st.inputs[2]) << "Q and V from one tensor";
   }
+  for (const auto& st : plain.plan.steps) plain_gemms += st.op == "gemm";
   EXPECT_EQ(attention, 2);
   EXPECT_EQ(permutes, 0);
   EXPECT_EQ(softmax, 0);
+  EXPECT_EQ(split, 0);
+  EXPECT_EQ(gemms, plain_gemms - 2 * 2 - 2 * 2) << "per layer: 3 projections joined, 2 batched GEMMs fused";
 }
 
 TEST(CodegenPlanInterp, BertTinyF16MatchesReference) { check_model("bert_tiny", ir::DType::f16, 4e-3); }

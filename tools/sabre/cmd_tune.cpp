@@ -131,7 +131,9 @@ int run(const std::vector<std::string>& argv) {
     auto ranges = parse_ranges(args.all("--dim"));
 
     const auto t0 = std::chrono::steady_clock::now();
-    ir::Graph g = transform::canonicalize(onnx_frontend::import_model(args.positional[0]));
+    transform::PassOptions passes;
+    passes.merge_qkv = args.has("--fuse-attention");  // as sabre compile --fuse-attention canonicalizes
+    ir::Graph g = transform::canonicalize(onnx_frontend::import_model(args.positional[0]), passes);
     partition::PartitionResult part = partition::partition(std::move(g), cutlass_backend::pattern_table());
     // What sabre compile would tune with the same dtype, ranges and fusion: its own collection call.
     codegen::LowerOptions lo;
