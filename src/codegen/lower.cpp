@@ -173,7 +173,7 @@ class Lowerer {
     out_.layout_permutes = permutes_;
     if (!nhwc_.empty())
       out_.notes.push_back("NHWC inside conv regions: " + std::to_string(nhwc_.size()) + " values stored NHWC, " +
-                           std::to_string(permutes_) + " NCHW<->NHWC permute" + (permutes_ == 1 ? "" : "s") +
+                           std::to_string(permutes_) + " NCHW<->NHWC conversion" + (permutes_ == 1 ? "" : "s") +
                            " at the region edges");
     return std::move(out_);
   }
@@ -608,6 +608,13 @@ class Lowerer {
     if (!v) return -1;
     if (nhwc_.count(v)) return convert(v, false);
     if (auto it = tid_.find(v); it != tid_.end()) return it->second;
+    if (auto it = pending_cast_.find(v); it != pending_cast_.end()) {
+      const int raw = it->second;
+      pending_cast_.erase(it);
+      const int c = add_tensor(info(v, storage(v->dtype()), runtime::TensorKind::activation, v->name() + ".compute"));
+      step("cast", v->name() + ".cast", {raw}, {c}, JObject{});
+      return tid_[v] = c;
+    }
     if (materialized_.count(v)) {
       JArray values;
       for (const Dim& d : *v->known_dims()) values.push_back(jdim(d));
@@ -708,44 +715,62 @@ class Lowerer {
 
   // `v` stored NHWC: its own tensor, a constant transposed at compile time (rank <= 4, right-aligned
   // to 4 first: a [C,1,1] bias becomes [1,1,1,C]; a filter [K,C,R,S] becomes KRSC), or an NCHW
-  // activation converted once.
-  int tensor_nhwc(const Value* v) {
+  // activation converted once. c_pad > 0: the channels (the last dim) padded with zeros to c_pad,
+  // for a conv whose C breaks the 16-byte access (emit_conv); only NCHW values and constants can
+  // be padded, since the padding happens in their conversion.
+  int tensor_nhwc(const Value* v, int64_t c_pad = 0) {
     if (!v) return -1;
     if (nhwc_.count(v)) {
+      if (c_pad)
+        throw std::logic_error("lower: NHWC value '" + v->name() +
+                               "' asked for padded channels (invariant: channel_padding pads only values it converts)");
       auto it = tid_.find(v);
       if (it == tid_.end())
         throw std::logic_error("lower: value '" + v->name() + "' read before its producer ran (invariant: topological steps)");
       return it->second;
     }
-    if (!v->is_constant() || materialized_.count(v)) return convert(v, true);
-    if (auto it = other_.find(v); it != other_.end()) return it->second;
+    if (!v->is_constant() || materialized_.count(v)) return convert(v, true, c_pad);
+    auto& cache = c_pad ? padded_[c_pad] : other_;
+    if (auto it = cache.find(v); it != cache.end()) return it->second;
     const ir::Tensor& c = v->constant();
     std::vector<int64_t> d = c.dims();
     if (d.size() > 4) throw std::logic_error("lower: NHWC constant '" + v->name() + "' has rank > 4 (invariant: nhwc_group)");
     while (d.size() < 4) d.insert(d.begin(), 1);
-    const int64_t N = d[0], C = d[1], H = d[2], W = d[3];
+    const int64_t N = d[0], C = d[1], H = d[2], W = d[3], CP = std::max(C, c_pad);
     const size_t es = ir::size_of(c.dtype());
-    ir::Tensor t(c.dtype(), {N, H, W, C});
+    ir::Tensor t(c.dtype(), {N, H, W, CP});
+    std::memset(t.mutable_bytes(), 0, t.nbytes());  // the padding channels: zero taps
     for (int64_t n = 0; n < N; ++n)
       for (int64_t ch = 0; ch < C; ++ch)
         for (int64_t h = 0; h < H; ++h)
           for (int64_t w = 0; w < W; ++w)
-            std::memcpy(t.mutable_bytes() + static_cast<size_t>(((n * H + h) * W + w) * C + ch) * es,
+            std::memcpy(t.mutable_bytes() + static_cast<size_t>(((n * H + h) * W + w) * CP + ch) * es,
                         c.bytes() + static_cast<size_t>(((n * C + ch) * H + h) * W + w) * es, es);
     runtime::TensorInfo ti;
-    ti.name = v->name() + ".nhwc";
+    ti.name = v->name() + ".nhwc" + (c_pad ? "_c" + std::to_string(c_pad) : "");
     ti.kind = runtime::TensorKind::weight;
     for (int64_t x : t.dims()) ti.shape.push_back(runtime::DimExpr::parse(std::to_string(x)));
-    return other_[v] = add_weight(std::move(t), std::move(ti));
+    return cache[v] = add_weight(std::move(t), std::move(ti));
   }
 
-  // `v` in the other layout than its own: a permute step, or a view where the permutation moves
-  // no bytes (at most one of C, H, W is not 1, e.g. a GlobalAveragePool output before Flatten).
-  int convert(const Value* v, bool to_nhwc) {
-    if (auto it = other_.find(v); it != other_.end()) return it->second;
+  // `v` in the other layout than its own: a view where the permutation moves no bytes (at most one
+  // of C, H, W is not 1, e.g. a GlobalAveragePool output before Flatten), else a permute step to
+  // NCHW or an nchw_to_nhwc step to NHWC. The latter also pads the channels with zeros to c_pad
+  // (> 0: emit_conv) and, for a float model input whose compute-dtype copy nothing has read yet,
+  // reads the input itself and casts on the way: the cast step and its pass over the input go.
+  int convert(const Value* v, bool to_nhwc, int64_t c_pad = 0) {
+    auto& cache = c_pad ? padded_[c_pad] : other_;
+    if (auto it = cache.find(v); it != cache.end()) return it->second;
+    const auto& s = v->shape();
+    int moved = 0;
+    for (size_t i = 1; i < 4; ++i) moved += !(s[i] == Dim(1));
+    const bool view = moved <= 1 && !c_pad;
     int src;
+    bool fused_cast = false;
     if (to_nhwc) {
-      src = tensor(v);
+      auto raw = pending_cast_.find(v);
+      fused_cast = !view && raw != pending_cast_.end();
+      src = fused_cast ? raw->second : tensor(v);
     } else {
       auto it = tid_.find(v);
       if (it == tid_.end())
@@ -753,24 +778,31 @@ class Lowerer {
       src = it->second;
     }
     if (src < 0) return -1;  // its producer was refused; the error lists it
-    runtime::TensorInfo t = info(v, out_.plan.tensors[src].dtype, runtime::TensorKind::activation, v->name());
+    runtime::TensorInfo t = info(v, fused_cast ? storage(v->dtype()) : out_.plan.tensors[src].dtype,
+                                 runtime::TensorKind::activation, v->name());
     if (to_nhwc) {
       t.shape = nhwc(t.shape);
       t.name += ".nhwc";
+      if (c_pad) {
+        t.shape[3] = runtime::DimExpr::parse(std::to_string(c_pad));
+        t.name += "_c" + std::to_string(c_pad);
+      }
     }
     int id = add_tensor(std::move(t));
-    const auto& s = v->shape();
-    int moved = 0;
-    for (size_t i = 1; i < 4; ++i) moved += !(s[i] == Dim(1));
-    const std::string what = to_nhwc ? " (to NHWC)" : " (to NCHW)";
-    if (moved <= 1) {
-      step("reshape", v->name() + what, {src}, {id}, JObject{});
+    if (view) {
+      step("reshape", v->name() + (to_nhwc ? " (to NHWC)" : " (to NCHW)"), {src}, {id}, JObject{});
+    } else if (to_nhwc) {
+      std::string what;
+      if (fused_cast)
+        what += ", cast " + std::string(ir::name(v->dtype())) + " -> " + std::string(ir::name(storage(v->dtype())));
+      if (c_pad) what += ", channels padded " + s[1].str() + " -> " + std::to_string(c_pad);
+      step("nchw_to_nhwc", v->name() + " (to NHWC" + what + ")", {src}, {id}, JObject{});
+      ++permutes_;
     } else {
-      step("permute", v->name() + what, {src}, {id}, JObject{{"perm", jints(to_nhwc ? std::vector<int64_t>{0, 2, 3, 1}
-                                                                                         : std::vector<int64_t>{0, 3, 1, 2})}});
+      step("permute", v->name() + " (to NCHW)", {src}, {id}, JObject{{"perm", jints({0, 3, 1, 2})}});
       ++permutes_;
     }
-    return other_[v] = id;
+    return cache[v] = id;
   }
 
   void bind_input(const Value* v) {
@@ -780,9 +812,9 @@ class Lowerer {
       tid_[v] = t;
       return;
     }
-    int c = add_tensor(info(v, storage(v->dtype()), runtime::TensorKind::activation, v->name() + ".compute"));
-    tid_[v] = c;
-    step("cast", v->name() + ".cast", {t}, {c}, JObject{});
+    // The compute-dtype copy is made where something first reads it (tensor()); an input that
+    // only enters NHWC conv regions is cast by its conversion instead (convert()).
+    pending_cast_[v] = t;
   }
 
   void bind_output(const Value* v) {
@@ -1197,6 +1229,25 @@ class Lowerer {
     return role;
   }
 
+  // Channels that break the 16-byte access (the RGB stem's C=3) would put the conv on alignment-1
+  // analytic kernels: ResNet-50's 7x7 stem took 2.0 of its 4.1 ms at batch 32 on the H200 so.
+  // Where X enters NHWC through a conversion (an NCHW activation: the model's images), that
+  // conversion writes C rounded up to the access width, zeros in the new channels, and the filter
+  // gets zero taps there: the same sums, on the aligned kernels. Returns that width, or 0 where
+  // X is already NHWC (a conv's or pool's output: padding would cost a pass), C and K are not
+  // both static, or K breaks the access too.
+  int64_t channel_padding(const Value* X, const Value* W) const {
+    if (nhwc_.count(X) || X->is_constant() || !W->is_constant()) return 0;
+    const auto& xs = X->shape();
+    const auto& ws = W->shape();
+    if (!xs[1].is_static() || !ws[0].is_static() || !ws[1].is_static() || ws[1].value() != xs[1].value()) return 0;
+    const int64_t c = xs[1].value();
+    const int64_t full = cutlass_backend::max_alignment(o_.dtype);
+    const int64_t cp = (c + full - 1) / full * full;
+    if (cp == c || cutlass_backend::static_alignment(o_.dtype, {{"C", Dim(cp)}, {"K", ws[0]}}) != full) return 0;
+    return cp;
+  }
+
   // A conv region -> one "conv" step: X and the residual NHWC, the filter KRSC (transposed here,
   // once), Y NHWC; the kernel from LowerOptions::pick_conv.
   void emit_conv(Node* n) {
@@ -1233,11 +1284,12 @@ class Lowerer {
                              ": the conv kernels pad both sides of a dim alike");
     const std::string epilogue = n->attr_string("epilogue", "linear");
     const std::string dt(ir::name(o_.dtype));
+    const int64_t c_pad = channel_padding(X, W);
     ConvProblem prob;
     prob.dtype = dt;
     prob.epilogue = epilogue;
     prob.n = eval_hi(xs[0]);
-    prob.c = eval_hi(xs[1]);
+    prob.c = c_pad ? c_pad : eval_hi(xs[1]);
     prob.h = eval_hi(xs[2]);
     prob.w = eval_hi(xs[3]);
     prob.k = eval_hi(ws[0]);
@@ -1253,8 +1305,9 @@ class Lowerer {
     prob.dil_w = dil[1];
     prob.groups = groups;
     // A symbolic channel count can be anything, so it allows only 1.
-    prob.alignment = xs[1].is_static() && ws[0].is_static()
-                         ? cutlass_backend::static_alignment(o_.dtype, {{"C", xs[1]}, {"K", ws[0]}})
+    const Dim c_dim = c_pad ? Dim(c_pad) : xs[1];
+    prob.alignment = c_dim.is_static() && ws[0].is_static()
+                         ? cutlass_backend::static_alignment(o_.dtype, {{"C", c_dim}, {"K", ws[0]}})
                          : 1;
     for (int64_t v : {prob.n, prob.c, prob.h, prob.w, prob.k, prob.r, prob.s, prob.p, prob.q})
       if (v <= 0) throw UnsupportedError(where(n) + " [" + pattern + "]: conv dims do not evaluate over the symbol ranges");
@@ -1266,13 +1319,18 @@ class Lowerer {
     }
     if (kernel.empty()) throw UnsupportedError(where(n) + " [" + pattern + "]: the conv kernel picker returned no kernel");
     if (conv_seen_.insert(kernel).second) out_.conv_kernels.push_back(kernel);
-    JObject p{{"n", jdim(xs[0])}, {"h", jdim(xs[2])}, {"w", jdim(xs[3])}, {"c", jdim(xs[1])},
+    if (c_pad)
+      out_.notes.push_back("conv " + n->name() + ": input channels padded " + xs[1].str() + " -> " + std::to_string(c_pad) +
+                           " at the NHWC boundary (zero channels, zero filter taps): alignment-" +
+                           std::to_string(prob.alignment) + " kernels instead of alignment-" +
+                           std::to_string(cutlass_backend::static_alignment(o_.dtype, {{"C", xs[1]}, {"K", ws[0]}})));
+    JObject p{{"n", jdim(xs[0])}, {"h", jdim(xs[2])}, {"w", jdim(xs[3])}, {"c", jdim(c_dim)},
               {"k", jdim(ws[0])}, {"r", jdim(ws[2])}, {"s", jdim(ws[3])}, {"p", jdim(ys[2])}, {"q", jdim(ys[3])},
               {"pads", jints(pads)}, {"strides", jints(strides)}, {"dilations", jints(dil)},
               {"groups", jnum(double(groups))}, {"alpha", jnum(1)}, {"beta", jnum(res ? 1 : 0)},
               {"dtype", jstr(dt)}, {"epilogue", jstr(epilogue)}, {"pattern", jstr(pattern)},
               {"dispatch", json::Value(JArray{json::Value(JObject{{"max_m", jnum(-1)}, {"kernel", jstr(kernel)}})})}};
-    std::vector<int> ins{tensor_nhwc(X), tensor_nhwc(W), tensor(bias), tensor_nhwc(res)};
+    std::vector<int> ins{tensor_nhwc(X, c_pad), tensor_nhwc(W, c_pad), tensor(bias), tensor_nhwc(res)};
     if (!nhwc_.count(Y)) throw std::logic_error("lower: conv output '" + Y->name() + "' is not NHWC (invariant: assign_layouts)");
     step("conv", n->name(), ins, {define(Y)}, p);
   }
@@ -1408,6 +1466,8 @@ class Lowerer {
   std::vector<std::string> unsupported_;
   std::set<const Value*> nhwc_;         // values stored NHWC
   std::map<const Value*, int> other_;   // value -> its tensor in the other layout (one conversion each)
+  std::map<int64_t, std::map<const Value*, int>> padded_;  // c_pad -> value -> its NHWC tensor padded to c_pad channels
+  std::map<const Value*, int> pending_cast_;  // float model input -> its tensor, while no cast to the compute dtype exists
   int permutes_ = 0;
   std::set<std::string> conv_seen_;
 };

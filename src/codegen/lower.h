@@ -9,7 +9,11 @@
 // LayerNormalization absorbs its residual Add; shape ops become views; shape subgraphs whose
 // values only feed shapes disappear. Conv regions run NHWC: conv outputs, and the pooling and
 // elementwise ops that read them, are stored NHWC (filters KRSC, transposed at compile time);
-// a permute converts a value only where an NCHW reader (or the model's output) needs it. Anything the runtime cannot run is reported all at once.
+// a conversion (nchw_to_nhwc in, permute out) appears only where a region begins or ends. The
+// conversion in casts a float model input on the way (no separate cast step) and, for a conv whose
+// C breaks the 16-byte access (the RGB stem's 3), writes C padded with zero channels so that the
+// conv runs on the aligned kernels (filter padded with zero taps; a note says so). Anything the
+// runtime cannot run is reported all at once.
 // Tests: tests/unit/codegen_lower_test.cpp
 #pragma once
 
@@ -85,7 +89,7 @@ struct Lowered {
   std::vector<std::string> gemm_kernels;        // kernel names from every dispatch table, unique
   std::vector<ElementwiseKernel> ew_kernels;    // unique by name
   std::vector<std::string> conv_kernels;        // conv kernel names from every conv step, unique
-  int layout_permutes = 0;                      // NCHW<->NHWC permute steps the layout assignment added
+  int layout_permutes = 0;                      // NCHW<->NHWC conversion steps (nchw_to_nhwc, permute) the layout assignment added
   std::vector<std::string> notes;               // what the user should know (default ranges, ...)
 };
 

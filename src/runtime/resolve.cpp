@@ -248,7 +248,8 @@ const std::vector<std::string>& known_ops() {
   static const std::vector<std::string> ops = {"gemm",   "conv",    "softmax", "layernorm", "elementwise", "where",
                                                "cast",   "reduce",  "permute",   "slice",       "strided_copy",
                                                "concat", "split",   "gather",    "pool2d",      "global_average_pool",
-                                               "copy",   "reshape", "fill",     "iota", "depthwise_conv", "attention"};
+                                               "copy",   "reshape", "fill",     "iota", "depthwise_conv", "attention",
+                                               "nchw_to_nhwc"};
   return ops;
 }
 

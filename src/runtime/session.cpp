@@ -808,6 +808,14 @@ void ExecutionContext::Impl::enqueue(size_t i, const Signature& sig, const std::
       native_check(native::reduce(kind->second, tin(0).dtype, in(0), shin(0), param_dims(st, "axes", d), out(0), stream));
     } else if (op == "permute") {
       native_check(native::permute(ir::size_of(tin(0).dtype), in(0), shin(0), param_dims(st, "perm", d), out(0), stream));
+    } else if (op == "nchw_to_nhwc") {
+      // Dims from the tensors: x [n,c,h,w], y [n,h,w,c_pad]; the dtypes may differ (a fused input cast).
+      const auto& xs = shin(0);
+      const auto& ys = shout(0);
+      if (xs.size() != 4 || ys.size() != 4 || ys[0] != xs[0] || ys[1] != xs[2] || ys[2] != xs[3] || ys[3] < xs[1])
+        throw PlanError("plan: " + where + " needs x [n,c,h,w] and y [n,h,w,c_pad] with c_pad >= c");
+      native_check(native::nchw_to_nhwc(tin(0).dtype, plan().tensors[static_cast<size_t>(st.outputs[0])].dtype, in(0),
+                                        xs[0], xs[1], xs[2], xs[3], ys[3], out(0), stream));
     } else if (op == "slice") {
       auto starts = param_dims(st, "starts", d), ends = param_dims(st, "ends", d), axes = param_dims(st, "axes", d),
            steps = param_dims(st, "steps", d);

@@ -592,7 +592,46 @@ void gather_case(DType dt, std::vector<int64_t> dims, int64_t axis, DType it, st
   check(name, dy.get(dt, want.dims()), want);
 }
 
+Tensor to_nhwc(const Tensor& t);
+
+// nchw_to_nhwc: the reference is Cast (to y's dtype) then Transpose to NHWC, zeros appended as
+// channels c..c_pad-1 (the poisoned output shows any the kernel leaves unwritten). misalign
+// shifts y one element off 16-byte alignment: the scalar store path.
+void nchw_to_nhwc_case(DType xt, DType yt, std::vector<int64_t> dims, int64_t c_pad, bool misalign = false) {
+  const std::string name = "NchwToNhwc_" + dts(xt) + "_to_" + dts(yt) + "_" + shp(dims) + "_cpad" +
+                           std::to_string(c_pad) + (misalign ? "_misaligned" : "");
+  if (!selected(name)) return;
+  const int64_t N = dims[0], C = dims[1], H = dims[2], W = dims[3];
+  const Tensor x = rnd(xt, dims);
+  const Tensor cast = xt == yt ? x : ref_op("Cast", {x}, {{"to", dts(yt)}})[0];
+  const Tensor t = to_nhwc(cast);
+  Tensor want(yt, {N, H, W, c_pad});
+  for (int64_t p = 0; p < N * H * W; ++p)
+    for (int64_t c = 0; c < c_pad; ++c) want.set_f64(p * c_pad + c, c < C ? t.get_f64(p * C + c) : 0.0);
+  const size_t off = misalign ? ir::size_of(yt) : 0;
+  Dev dx(x), dy(want.nbytes() + off);
+  void* y = static_cast<char*>(dy.p) + off;
+  CK(native::nchw_to_nhwc(xt, yt, dx.p, N, C, H, W, c_pad, y, nullptr));
+  CK(cudaDeviceSynchronize());
+  Tensor got(yt, want.dims());
+  CK(cudaMemcpy(got.mutable_bytes(), y, got.nbytes(), cudaMemcpyDeviceToHost));
+  check(name, got, want);
+}
+
 void movement_tests() {
+  // The ResNet/MobileNet stem: f32 images to f16 NHWC padded to 8 channels (16-byte stores).
+  nchw_to_nhwc_case(DType::f32, DType::f16, {2, 3, 224, 224}, 8);
+  nchw_to_nhwc_case(DType::f32, DType::f16, {3, 3, 37, 45}, 8);       // W not a multiple of 32
+  nchw_to_nhwc_case(DType::f32, DType::f16, {3, 3, 17, 19}, 3);       // no padding: scalar stores
+  nchw_to_nhwc_case(DType::f32, DType::f16, {2, 3, 17, 19}, 8, true);  // y off alignment: scalar stores
+  nchw_to_nhwc_case(DType::f32, DType::bf16, {2, 5, 9, 70}, 16);
+  nchw_to_nhwc_case(DType::f16, DType::f16, {2, 64, 14, 14}, 64);     // two 32-channel tiles
+  nchw_to_nhwc_case(DType::f16, DType::f16, {1, 40, 7, 33}, 40);      // tiles of 32 and 8 channels
+  nchw_to_nhwc_case(DType::bf16, DType::bf16, {2, 12, 5, 300}, 16);   // rows wider than one tile
+  nchw_to_nhwc_case(DType::f32, DType::f32, {2, 3, 10, 11}, 4);       // f32 stores, 4 per vector
+  nchw_to_nhwc_case(DType::bf16, DType::f32, {1, 3, 6, 7}, 3);
+  nchw_to_nhwc_case(DType::f16, DType::f16, {1, 1, 1, 1}, 8);
+
   for (DType dt : {DType::f32, DType::f16}) {
     permute_case(dt, {2, 128, 12, 64}, {0, 2, 1, 3});  // BERT heads split: innermost stays
     permute_case(dt, {2, 128, 12, 64}, {0, 2, 3, 1});  // K^T: innermost moves (tiled)
@@ -821,13 +860,18 @@ void fill_iota_tests() {
 // ---- pooling -------------------------------------------------------------------------------
 Tensor to_nhwc(const Tensor& t) { return ref_op("Transpose", {t}, {{"perm", std::vector<int64_t>{0, 2, 3, 1}}})[0]; }
 
-void pool_case(DType dt, bool max, int k, int s, int pad, int dil, bool include_pad, native::Layout layout) {
+// C a multiple of 8 (f16/bf16) or 4 (f32) in NHWC takes the 16-byte vector kernel; misalign
+// shifts x and y one element off 16-byte alignment, which must send it to the scalar kernel.
+void pool_case(DType dt, bool max, int k, int s, int pad, int dil, bool include_pad, native::Layout layout,
+               int64_t C = 3, int64_t H = 17, int64_t W = 19, bool misalign = false) {
   const bool nhwc = layout == native::Layout::nhwc;
   const std::string name = std::string(max ? "Pool_max_" : "Pool_avg_") + dts(dt) + "_k" + std::to_string(k) + "s" +
                            std::to_string(s) + "p" + std::to_string(pad) + "d" + std::to_string(dil) +
-                           (include_pad ? "_incpad" : "") + (nhwc ? "_nhwc" : "_nchw");
+                           (include_pad ? "_incpad" : "") + (nhwc ? "_nhwc" : "_nchw") +
+                           (C != 3 ? "_c" + std::to_string(C) + "_" + std::to_string(H) + "x" + std::to_string(W) : "") +
+                           (misalign ? "_misaligned" : "");
   if (!selected(name)) return;
-  const int64_t N = 2, C = 3, H = 17, W = 19;
+  const int64_t N = 2;
   const Tensor x = rnd(dt, {N, C, H, W});
   std::map<std::string, ir::AttrValue> at = {{"kernel_shape", std::vector<int64_t>{k, k}},
                                              {"strides", std::vector<int64_t>{s, s}},
@@ -848,20 +892,36 @@ void pool_case(DType dt, bool max, int k, int s, int pad, int dil, bool include_
   native::pool_output_dims(a, false);
   const Tensor xin = nhwc ? to_nhwc(x) : x;
   if (nhwc) want = to_nhwc(want);
-  Dev dx(xin), dy(want.nbytes());
-  a.x = dx.p;
-  a.y = dy.p;
+  const size_t off = misalign ? ir::size_of(dt) : 0;
+  Dev dx(xin.nbytes() + off), dy(want.nbytes() + off);
+  CK(cudaMemcpy(static_cast<char*>(dx.p) + off, xin.bytes(), xin.nbytes(), cudaMemcpyHostToDevice));
+  a.x = static_cast<char*>(dx.p) + off;
+  a.y = static_cast<char*>(dy.p) + off;
   CK(native::pool2d(a, nullptr));
-  check(name, dy.get(dt, want.dims()), want);
+  CK(cudaDeviceSynchronize());
+  Tensor got(dt, want.dims());
+  CK(cudaMemcpy(got.mutable_bytes(), a.y, got.nbytes(), cudaMemcpyDeviceToHost));
+  check(name, got, want);
 }
 
 void pool_tests() {
+  // 16-byte vectors of bf16; f32's 4-wide vector where C = 4 but not 8; pointers off alignment.
+  pool_case(DType::bf16, true, 3, 2, 1, 1, false, native::Layout::nhwc, 32, 15, 15);
+  pool_case(DType::bf16, false, 3, 2, 1, 1, true, native::Layout::nhwc, 16, 9, 8);
+  pool_case(DType::f32, true, 3, 2, 1, 1, false, native::Layout::nhwc, 4, 11, 13);
+  pool_case(DType::f16, true, 3, 2, 1, 1, false, native::Layout::nhwc, 64, 23, 21, true);
+  pool_case(DType::f32, false, 3, 2, 1, 1, false, native::Layout::nhwc, 8, 10, 9, true);
   for (DType dt : {DType::f32, DType::f16}) {
     for (auto lay : {native::Layout::nchw, native::Layout::nhwc}) {
       pool_case(dt, true, 3, 2, 1, 1, false, lay);
       pool_case(dt, true, 2, 1, 0, 2, false, lay);
       pool_case(dt, false, 3, 2, 1, 1, false, lay);
       pool_case(dt, false, 3, 2, 1, 1, true, lay);
+      // Channel counts the NHWC vector kernel takes (and, in NCHW, the scalar one still does).
+      pool_case(dt, true, 3, 2, 1, 1, false, lay, 64, 23, 21);  // ResNet's stem pool, small
+      pool_case(dt, true, 2, 1, 0, 2, false, lay, 16, 9, 10);
+      pool_case(dt, false, 3, 2, 1, 1, false, lay, 8, 17, 19);
+      pool_case(dt, false, 3, 2, 1, 1, true, lay, 24, 7, 6);
       const std::string name = "GlobalAveragePool_" + dts(dt) + (lay == native::Layout::nhwc ? "_nhwc" : "_nchw");
       if (!selected(name)) continue;
       const Tensor x = rnd(dt, {2, 5, 7, 9});
@@ -886,8 +946,14 @@ void error_tests() {
   s.cols = 4;
   const bool ok2 = native::softmax(s, nullptr) == cudaErrorNotSupported;
   const bool ok3 = native::permute(4, nullptr, {2, 3}, {0, 0}, nullptr, nullptr) == cudaErrorInvalidValue;
-  std::printf("%s Errors_bad_arguments\n", ok1 && ok2 && ok3 ? "PASS" : "FAIL");
-  (ok1 && ok2 && ok3 ? g_pass : g_fail)++;
+  // c_pad below c, and an integer dtype.
+  void* p16 = reinterpret_cast<void*>(256);
+  const bool ok4 = native::nchw_to_nhwc(DType::f32, DType::f16, p16, 1, 8, 2, 2, 3, p16, nullptr) == cudaErrorInvalidValue &&
+                   native::last_error_message().find("c_pad") != std::string::npos;
+  const bool ok5 = native::nchw_to_nhwc(DType::i64, DType::f16, p16, 1, 3, 2, 2, 8, p16, nullptr) == cudaErrorNotSupported;
+  const bool ok = ok1 && ok2 && ok3 && ok4 && ok5;
+  std::printf("%s Errors_bad_arguments\n", ok ? "PASS" : "FAIL");
+  (ok ? g_pass : g_fail)++;
 }
 
 }  // namespace

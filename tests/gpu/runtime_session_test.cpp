@@ -2,7 +2,8 @@
 // chain) through sabre::Session on the GPU and compares against host loops; then every run-time
 // error case (unknown input, wrong dtype, wrong shape, dim outside its range, host memory), each
 // followed by a good run that must still be right; graph replay per shape signature; four
-// contexts on four threads at once; the C API. Exits 77 without a GPU.
+// contexts on four threads at once; the C API; an nchw_to_nhwc step (fused cast, padded channels).
+// Exits 77 without a GPU.
 #include <cuda_runtime_api.h>
 #include <unistd.h>
 
@@ -139,6 +140,61 @@ double run_once(sabre::ExecutionContext& ctx, const std::vector<float>& w, int64
   double err = 0;
   for (size_t i = 0; i < y.size(); ++i) err = std::isfinite(y[i]) ? std::max(err, std::fabs(double(y[i]) - ref[i])) : 1e30;
   return err;
+}
+
+double half_bits_to_double(uint16_t h) {
+  const int e = (h >> 10) & 0x1f, m = h & 0x3ff;
+  const double v = e == 0 ? std::ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY) : std::ldexp(1024 + m, e - 25);
+  return h & 0x8000 ? -v : v;
+}
+
+// The step that starts a conv region (nchw_to_nhwc): f32 images [batch,3,5,7] in, f16 NHWC with
+// 8 channels out (the cast fused, 5 zero channels), at two batch sizes through a captured graph.
+void check_nchw_to_nhwc_step(int sm) {
+  Plan p;
+  p.symbols = {{"batch", 1, 8}};
+  auto b = DimExpr::parse("batch");
+  p.tensors = {{"images", DType::f32, {b, 3, 5, 7}, TensorKind::input, 0, 0},
+               {"images.nhwc_c8", DType::f16, {b, 5, 7, 8}, TensorKind::output, 0, 0}};
+  p.inputs = {0};
+  p.outputs = {1};
+  p.steps = {{"nchw_to_nhwc", "images (to NHWC, cast f32 -> f16, channels padded 3 -> 8)", {0}, {1},
+              sabre::json::Value(sabre::json::Object{})}};
+  ManifestInfo m;
+  m.sm = sm;
+  m.arch = "sm_" + std::to_string(sm);
+  std::string dir = (fs::temp_directory_path() / ("sabre_rt_gpu_nhwc_" + std::to_string(::getpid()))).string();
+  fs::remove_all(dir);
+  write_artifact(dir, p, {}, {}, m);
+  sabre::Session session(dir);
+  sabre::ExecutionContext ctx(session);
+  for (int64_t batch : {3, 8}) {
+    const size_t pixels = static_cast<size_t>(batch * 5 * 7);
+    auto x = random_floats(pixels * 3, 40 + static_cast<unsigned>(batch), -2.f, 2.f);
+    DeviceBuf dx(x.size() * 4), dy(pixels * 8 * 2);
+    cudaMemcpy(dx.p, x.data(), x.size() * 4, cudaMemcpyHostToDevice);
+    cudaMemset(dy.p, 0xff, pixels * 8 * 2);  // NaN poison
+    int64_t xs[4] = {batch, 3, 5, 7}, ys[4] = {batch, 5, 7, 8};
+    std::vector<sabre_tensor> outs = {{"images.nhwc_c8", dy.p, SABRE_DEVICE_CUDA, 0, {SABRE_DTYPE_FLOAT, 16, 1}, 4, ys, nullptr}};
+    ctx.run({{"images", dx.p, SABRE_DEVICE_CUDA, 0, {SABRE_DTYPE_FLOAT, 32, 1}, 4, xs, nullptr}}, outs);
+    std::vector<uint16_t> y(pixels * 8);
+    cudaMemcpy(y.data(), dy.p, y.size() * 2, cudaMemcpyDeviceToHost);
+    // Rounding to f16 moves a value by at most half a unit in the last place (2^-11 relative, 2^-25
+    // among subnormals); the padding channels must be +0 exactly.
+    int bad = 0;
+    for (size_t px = 0; px < pixels; ++px)
+      for (size_t c = 0; c < 8; ++c) {
+        const uint16_t got = y[px * 8 + c];
+        if (c >= 3) {
+          bad += got != 0;
+          continue;
+        }
+        const double want = x[(px / 35 * 3 + c) * 35 + px % 35];
+        bad += !(std::fabs(half_bits_to_double(got) - want) <= std::max(std::fabs(want) * 0x1p-11, 0x1p-25));
+      }
+    CHECK(bad == 0, "nchw_to_nhwc step at batch %lld: %d of %zu elements differ from cast-then-transpose", (long long)batch,
+          bad, y.size());
+  }
 }
 
 std::string error_of(sabre::ExecutionContext& ctx, std::vector<sabre_tensor> ins, sabre_rt_status* code) {
@@ -324,6 +380,8 @@ int main() {
   CHECK(std::string(sabre_last_error()).find("unknown input 'nope'") != std::string::npos, "%s", sabre_last_error());
   sabre_context_free(cc);
   sabre_session_free(cs);
+
+  check_nchw_to_nhwc_step(sm);
 
   // The wrong arch: an artifact for another sm.
   std::vector<float> w2;

@@ -209,6 +209,17 @@ class Interp {
         for (size_t d = 0; d < y.dims.size(); ++d) src += ((e / ys[d]) % y.dims[d]) * xs[perm[d]];
         y.v[e] = x.v[src];
       }
+    } else if (op == "nchw_to_nhwc") {
+      // y [n,h,w,c_pad] from x [n,c,h,w], zeros in the padding channels; finish() rounds to y's dtype.
+      Buf &x = in(s, 0), &y = out(s);
+      const int64_t N = x.dims[0], C = x.dims[1], H = x.dims[2], W = x.dims[3], CP = y.dims.at(3);
+      EXPECT_EQ(y.dims, (std::vector<int64_t>{N, H, W, CP})) << s.name;
+      EXPECT_GE(CP, C) << s.name;
+      for (int64_t n = 0; n < N; ++n)
+        for (int64_t h = 0; h < H; ++h)
+          for (int64_t w = 0; w < W; ++w)
+            for (int64_t c = 0; c < CP; ++c)
+              y.v[((n * H + h) * W + w) * CP + c] = c < C ? x.v[((n * C + c) * H + h) * W + w] : 0.0;
     } else if (op == "strided_copy") {
       Buf &x = in(s, 0), &y = out(s);
       auto str = dims_list(P.get("strides"));
@@ -651,8 +662,21 @@ ir::Graph two_conv_graph(int64_t group2 = 1) {
   return g;
 }
 
-// Fires: the conv chain runs NHWC with one permute in (x) and one out (y); the per-channel
-// constant of the Mul between the convs is transposed at compile time, and the filters are KRSC.
+// The one nchw_to_nhwc step of a plan (a failure when there is not exactly one).
+const runtime::Step* only_nchw_to_nhwc(const runtime::Plan& p) {
+  const runtime::Step* found = nullptr;
+  for (const auto& s : p.steps) {
+    if (s.op != "nchw_to_nhwc") continue;
+    EXPECT_EQ(found, nullptr) << "a second nchw_to_nhwc step: " << s.name;
+    found = &s;
+  }
+  EXPECT_NE(found, nullptr) << "no nchw_to_nhwc step";
+  return found;
+}
+
+// Fires: the conv chain runs NHWC with one conversion in (x, cast from f32 on the way: no cast
+// step) and one permute out (y); the per-channel constant of the Mul between the convs is
+// transposed at compile time, and the filters are KRSC. C = 8 needs no padding.
 TEST(CodegenLayoutNhwc, TwoConvChainPermutesOnlyAtTheEdges) {
   codegen::Lowered low;
   check_graph("two_conv", two_conv_graph(), ir::DType::f16, 4e-3, &low);
@@ -661,12 +685,18 @@ TEST(CodegenLayoutNhwc, TwoConvChainPermutesOnlyAtTheEdges) {
   EXPECT_EQ(count_steps(p, "conv"), 2);
   EXPECT_EQ(count_steps(p, "elementwise"), 1);
   EXPECT_EQ(low.layout_permutes, 2);
+  const runtime::Step* in = only_nchw_to_nhwc(p);
+  ASSERT_NE(in, nullptr);
+  EXPECT_EQ(in->inputs.at(0), p.inputs.at(0)) << "x enters NHWC straight from the f32 input";
+  EXPECT_EQ(p.tensors[static_cast<size_t>(in->outputs.at(0))].dtype, ir::DType::f16);
+  EXPECT_EQ(p.tensors[static_cast<size_t>(in->outputs.at(0))].shape.at(3).str(), "8") << "no padding";
+  EXPECT_EQ(count_steps(p, "cast"), 1) << "only the output's; the input's is fused";
   std::vector<std::vector<int64_t>> perms;
   for (const auto& s : p.steps)
     if (s.op == "permute") perms.push_back(perm_of(s));
-  ASSERT_EQ(perms.size(), 2u);
-  EXPECT_EQ(perms[0], (std::vector<int64_t>{0, 2, 3, 1})) << "x enters NHWC";
-  EXPECT_EQ(perms[1], (std::vector<int64_t>{0, 3, 1, 2})) << "y leaves NCHW";
+  ASSERT_EQ(perms.size(), 1u);
+  EXPECT_EQ(perms[0], (std::vector<int64_t>{0, 3, 1, 2})) << "y leaves NCHW";
+  for (const auto& n : low.notes) EXPECT_EQ(n.find("padded"), std::string::npos) << n;
   for (const auto& s : p.steps) {
     if (s.op != "conv") continue;
     const auto& w = p.tensors[static_cast<size_t>(s.inputs[1])];
@@ -743,13 +773,144 @@ TEST(CodegenLayoutNhwc, ResnetBlockF16MatchesReference) {
   EXPECT_EQ(count_steps(p, "conv"), 2);
   EXPECT_EQ(count_steps(p, "gemm"), 1);
   EXPECT_EQ(low.layout_permutes, 1);
-  EXPECT_EQ(count_steps(p, "permute"), 1);
+  EXPECT_EQ(count_steps(p, "nchw_to_nhwc"), 1);
+  EXPECT_EQ(count_steps(p, "permute"), 0);
   for (const auto& s : p.steps) {
     if (s.op == "pool2d" || s.op == "global_average_pool") EXPECT_EQ(s.params.get("layout")->str(), "nhwc") << s.name;
     if (s.op == "conv") EXPECT_NE(s.params.get("epilogue")->str().find("bias"), std::string::npos) << "BatchNorm folded";
   }
   ASSERT_FALSE(low.gemm_kernels.empty());
   for (const auto& k : low.gemm_kernels) EXPECT_NE(k.find("_a2_"), std::string::npos) << k;
+}
+
+// x [batch, c_in, 16, 16] f32 -> relu(conv 7x7/2 pad 3 (K=k1) + b) -> MaxPool 3x3/2 -> conv 3x3
+// (K=8) + b -> y: ResNet's stem at toy size. nchw_reader: sigmoid(x) as a second output, a
+// reader of x outside the conv region.
+ir::Graph stem_graph(int64_t c_in, int64_t k1, bool nchw_reader = false) {
+  std::mt19937 rng(5);
+  ir::Graph g;
+  g.name = "stem";
+  ir::Value* x = g.add_input("images", {ir::DType::f32, {ir::Dim::symbol("batch"), ir::Dim(c_in), ir::Dim(16), ir::Dim(16)}, true});
+  ir::Node* c1 = g.add_node("Conv", {x, random_const(g, "w1", {k1, c_in, 7, 7}, 0.3, rng), random_const(g, "b1", {k1}, 0.5, rng)},
+                            1, {{"kernel_shape", std::vector<int64_t>{7, 7}}, {"pads", std::vector<int64_t>{3, 3, 3, 3}},
+                                {"strides", std::vector<int64_t>{2, 2}}},
+                            "stem_conv");
+  ir::Node* r1 = g.add_node("Relu", {c1->output(0)}, 1, {}, "stem_relu");
+  ir::Node* mp = g.add_node("MaxPool", {r1->output(0)}, 1,
+                            {{"kernel_shape", std::vector<int64_t>{3, 3}}, {"pads", std::vector<int64_t>{1, 1, 1, 1}},
+                             {"strides", std::vector<int64_t>{2, 2}}},
+                            "stem_pool");
+  ir::Node* c2 = g.add_node("Conv", {mp->output(0), random_const(g, "w2", {8, k1, 3, 3}, 0.3, rng), random_const(g, "b2", {8}, 0.5, rng)},
+                            1, {{"kernel_shape", std::vector<int64_t>{3, 3}}, {"pads", std::vector<int64_t>{1, 1, 1, 1}}},
+                            "conv2");
+  g.add_output(c2->output(0));
+  if (nchw_reader) {
+    g.add_output(g.add_node("Sigmoid", {x}, 1, {}, "gate")->output(0));
+  }
+  ir::infer_types(g);
+  return g;
+}
+
+// The i-th conv step of a plan (the stem's convs run in graph order: 0 the stem, 1 conv2).
+const runtime::Step* conv_step(const runtime::Plan& p, int i) {
+  int seen = 0;
+  for (const auto& s : p.steps)
+    if (s.op == "conv" && seen++ == i) return &s;
+  ADD_FAILURE() << "no conv step " << i;
+  return nullptr;
+}
+std::string kernel_of(const runtime::Step& s) { return s.params.get("dispatch")->arr().at(0).get("kernel")->str(); }
+int64_t num_param(const runtime::Step& s, const char* k) {
+  const json::Value* v = s.params.get(k);
+  return v->is_number() ? static_cast<int64_t>(v->num()) : std::stoll(v->str());
+}
+
+// Fires: the stem's C = 3 would take alignment-1 kernels; the images' conversion to NHWC writes 8
+// channels (5 of zeros) and casts f32 -> f16 on the way, the filter gets zero taps, the conv runs
+// on alignment-8 kernels, the same values come out, and a note says what happened. The conv after
+// the pool (C = 8 already) is untouched.
+TEST(CodegenLayoutNhwc, StemConvChannelsPaddedAtTheBoundary) {
+  codegen::Lowered low;
+  check_graph("stem", stem_graph(3, 8), ir::DType::f16, 4e-3, &low);
+  if (HasFatalFailure()) return;
+  const auto& p = low.plan;
+  const runtime::Step* in = only_nchw_to_nhwc(p);
+  ASSERT_NE(in, nullptr);
+  EXPECT_EQ(in->inputs.at(0), p.inputs.at(0)) << "reads the f32 images: the cast is fused";
+  const auto& xt = p.tensors[static_cast<size_t>(in->outputs.at(0))];
+  EXPECT_EQ(xt.dtype, ir::DType::f16);
+  ASSERT_EQ(xt.shape.size(), 4u);
+  EXPECT_EQ(xt.shape[3].str(), "8");
+  EXPECT_NE(in->name.find("channels padded 3 -> 8"), std::string::npos) << in->name;
+  EXPECT_EQ(count_steps(p, "cast"), 1) << "only the output's";
+  const runtime::Step* stem = conv_step(p, 0);
+  ASSERT_NE(stem, nullptr);
+  EXPECT_EQ(stem->inputs.at(0), in->outputs.at(0));
+  EXPECT_EQ(num_param(*stem, "c"), 8);
+  EXPECT_NE(kernel_of(*stem).find("_a8"), std::string::npos) << kernel_of(*stem);
+  // The KRSC filter [8,7,7,8]: the padding taps are zeros, the others the model's (none zero).
+  const auto& wt = p.tensors[static_cast<size_t>(stem->inputs.at(1))];
+  ASSERT_EQ(wt.kind, runtime::TensorKind::weight);
+  std::vector<std::string> wshape;
+  for (const auto& d : wt.shape) wshape.push_back(d.str());
+  EXPECT_EQ(wshape, (std::vector<std::string>{"8", "7", "7", "8"}));
+  ASSERT_EQ(wt.weight_bytes, size_t{8 * 7 * 7 * 8 * 2});
+  ir::Tensor w(wt.dtype, {8, 7, 7, 8}, nullptr, low.weights.data() + wt.weight_offset);
+  int zeros_in_pad = 0, zeros_in_data = 0;
+  for (int64_t i = 0; i < w.numel(); ++i) (i % 8 >= 3 ? zeros_in_pad : zeros_in_data) += w.get_f64(i) == 0;
+  EXPECT_EQ(zeros_in_pad, 8 * 7 * 7 * 5);
+  EXPECT_EQ(zeros_in_data, 0);
+  const runtime::Step* c2 = conv_step(p, 1);
+  ASSERT_NE(c2, nullptr);
+  EXPECT_EQ(num_param(*c2, "c"), 8);
+  EXPECT_NE(kernel_of(*c2).find("_a8"), std::string::npos) << kernel_of(*c2);
+  int notes = 0;
+  for (const auto& n : low.notes)
+    if (n.find("padded") != std::string::npos) {
+      ++notes;
+      EXPECT_NE(n.find(stem->name), std::string::npos) << n;
+      EXPECT_NE(n.find("input channels padded 3 -> 8 at the NHWC boundary"), std::string::npos) << n;
+      EXPECT_NE(n.find("alignment-1"), std::string::npos) << n;
+    }
+  EXPECT_EQ(notes, 1);
+}
+
+// The images also read in NCHW (sigmoid(x) as a second output): that reader gets the one cast
+// of the images (the conversion reads whichever copy exists first), the stem still pads; both
+// outputs match.
+TEST(CodegenLayoutNhwc, StemPaddingWithAnNchwReaderOfTheImages) {
+  codegen::Lowered low;
+  check_graph("stem_nchw_reader", stem_graph(3, 8, true), ir::DType::f16, 4e-3, &low);
+  if (HasFatalFailure()) return;
+  const auto& p = low.plan;
+  const runtime::Step* in = only_nchw_to_nhwc(p);
+  ASSERT_NE(in, nullptr);
+  EXPECT_EQ(p.tensors[static_cast<size_t>(in->outputs.at(0))].shape.at(3).str(), "8");
+  EXPECT_EQ(num_param(*conv_step(p, 0), "c"), 8);
+  int input_casts = 0;
+  for (const auto& s : p.steps) input_casts += s.op == "cast" && s.inputs.at(0) == p.inputs.at(0);
+  EXPECT_EQ(input_casts, 1) << "the NCHW reader's copy in the compute dtype";
+}
+
+// Refuses: a C = 3 conv whose input is already NHWC (another conv's output) keeps the alignment-1
+// kernels (padding would cost a pass of its own), and so does one whose K (3) breaks the access
+// too; the images enter unpadded, no note. The values still match.
+TEST(CodegenLayoutNhwc, NoChannelPaddingWhereTheBoundaryIsNotTheInputOrKIsUnaligned) {
+  codegen::Lowered low;
+  check_graph("stem_k3", stem_graph(3, 3), ir::DType::f16, 4e-3, &low);
+  if (HasFatalFailure()) return;
+  const auto& p = low.plan;
+  const runtime::Step* in = only_nchw_to_nhwc(p);
+  ASSERT_NE(in, nullptr);
+  EXPECT_EQ(p.tensors[static_cast<size_t>(in->outputs.at(0))].shape.at(3).str(), "3") << "K=3: not padded";
+  const runtime::Step* stem = conv_step(p, 0);
+  const runtime::Step* c2 = conv_step(p, 1);
+  ASSERT_TRUE(stem && c2);
+  EXPECT_EQ(num_param(*stem, "c"), 3);
+  EXPECT_EQ(num_param(*c2, "c"), 3) << "X is the pool's NHWC output";
+  EXPECT_NE(kernel_of(*stem).find("_a1"), std::string::npos) << kernel_of(*stem);
+  EXPECT_NE(kernel_of(*c2).find("_a1"), std::string::npos) << kernel_of(*c2);
+  for (const auto& n : low.notes) EXPECT_EQ(n.find("padded"), std::string::npos) << n;
 }
 
 // torchvision exports (bench/models/export_tv.py writes them): SABRE_TV_MODELS=DIR runs

@@ -133,6 +133,9 @@ TEST_P(CutlassEntry, FiresKeepsBitsNothingToDoFallsBackAndRefuses) {
     const ir::Node* comp = composite_of(r.graph);
     ASSERT_TRUE(comp);
     EXPECT_EQ(comp->attr_int("alignment"), 4);
+    // The lowering pads such a C at the NHWC boundary (CodegenLayoutNhwc.StemConvChannelsPadded...).
+    EXPECT_NE(comp->attr_string("alignment_note").find("sabre compile zero-pads C"), std::string::npos)
+        << comp->attr_string("alignment_note");
     std::string grouped = graph_for(entry, 32, true);
     const std::string conv_attrs = "{kernel_shape=[3, 3], pads=[1, 1, 1, 1]}";
     grouped.replace(grouped.find(conv_attrs), conv_attrs.size(), "{group=2, kernel_shape=[3, 3], pads=[1, 1, 1, 1]}");

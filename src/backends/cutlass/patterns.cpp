@@ -188,6 +188,11 @@ CheckResult check_conv(const Match& m, const std::string& epilogue) {
   if (auto why = epilogue_problem(m, k)) return CheckResult::refuse(*why);
   std::string note;
   const int align = static_alignment(t, {{"C", ci}, {"K", k}}, &note);
+  // The region cannot know where X comes from; the lowering lifts an unaligned C (K aligned) where
+  // X enters NHWC from an NCHW value (codegen/lower.cpp, channel_padding), so the report says so.
+  if (fallback_alignment(t, ci.value()) < max_alignment(t) && fallback_alignment(t, k.value()) == max_alignment(t))
+    note += "; sabre compile zero-pads C to the 16-byte access where X enters NHWC from an NCHW value (the model's "
+            "images), which takes the aligned kernels";
   CheckResult r;
   if (!note.empty()) r.attrs["alignment_note"] = note;
   r.attrs["kind"] = std::string("conv2d_fprop");

@@ -132,6 +132,13 @@ cudaError_t reduce(ReduceOp op, DType dt, const void* x, const std::vector<int64
 // axis moves; row copies, vectorized, when it stays.
 cudaError_t permute(size_t elem_size, const void* x, const std::vector<int64_t>& dims,
                     const std::vector<int64_t>& perm, void* y, cudaStream_t stream);
+// The NCHW -> NHWC conversion at a conv region's edge (layout.cu): y[n,h,w,k] = x[n,k,h,w] for
+// k < c and 0 for c <= k < c_pad, converted from x_dtype to y_dtype (f32/f16/bf16, rounded as
+// cast() rounds, so the result equals cast then permute bit for bit). x [n,c,h,w] and y
+// [n,h,w,c_pad] dense. Zero padding lets a conv whose C breaks the 16-byte access (C = 3) run on
+// the aligned kernels with zero filter taps in the new channels.
+cudaError_t nchw_to_nhwc(DType x_dtype, DType y_dtype, const void* x, int64_t n, int64_t c, int64_t h, int64_t w,
+                         int64_t c_pad, void* y, cudaStream_t stream);
 // Any strided read into a dense output: y[i...] = x[offset + sum_k i_k * strides[k]] (elements,
 // strides may be 0 or negative). Slice, Expand and general permutes reduce to this.
 cudaError_t strided_copy(size_t elem_size, const void* x, int64_t offset, const std::vector<int64_t>& out_dims,
