@@ -1,5 +1,6 @@
-// Bandwidth of sabre's native kernels at BERT-base shapes (seq 128, hidden 768, 12 heads):
-// prints GB/s (bytes read + written once / time) per kernel and batch. Not a test.
+// Bandwidth of sabre's native kernels at BERT-base shapes (seq 128, hidden 768, 12 heads) and
+// ResNet-50's stem (224x224 images into NHWC, the 3x3/2 max pool): prints GB/s (bytes read +
+// written once / time) per kernel and batch. Not a test.
 // Run: build-g/native_bench   (docs/NATIVE.md)
 #include <cuda_runtime.h>
 
@@ -21,19 +22,49 @@ using ir::DType;
     }                                                                                                  \
   } while (0)
 
-static float time_ms(const std::function<cudaError_t()>& f) {
-  cudaEvent_t a, b;
-  cudaEventCreate(&a);
-  cudaEventCreate(&b);
-  for (int i = 0; i < 10; ++i) f();
+// One launch's time in ms two ways: back to back on a stream (what a plan without CUDA graphs
+// pays, host launch cost included when it exceeds the kernel's) and as CUDA graph replay of the
+// same launches (the kernel's own time, as sabre's runtime replays plans).
+struct Times {
+  float stream_ms = 0, graph_ms = 0;
+};
+static Times time_ms(const std::function<cudaError_t(cudaStream_t)>& f) {
   const int iters = 200;
-  cudaEventRecord(a);
-  for (int i = 0; i < iters; ++i) f();
-  cudaEventRecord(b);
+  Times t;
+  cudaStream_t s;
+  cudaEvent_t a, b;
+  cudaGraph_t g = nullptr;
+  cudaGraphExec_t ge = nullptr;
+  if (cudaStreamCreate(&s) != cudaSuccess || cudaEventCreate(&a) != cudaSuccess || cudaEventCreate(&b) != cudaSuccess)
+    return {-1, -1};
+  for (int i = 0; i < 10; ++i) f(s);
+  cudaEventRecord(a, s);
+  for (int i = 0; i < iters; ++i) f(s);
+  cudaEventRecord(b, s);
   cudaEventSynchronize(b);
-  float ms = 0;
-  cudaEventElapsedTime(&ms, a, b);
-  return ms / iters;
+  cudaEventElapsedTime(&t.stream_ms, a, b);
+  t.stream_ms /= iters;
+  t.graph_ms = -1;
+  if (cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal) == cudaSuccess) {
+    for (int i = 0; i < iters; ++i) f(s);
+    if (cudaStreamEndCapture(s, &g) == cudaSuccess && cudaGraphInstantiate(&ge, g, 0) == cudaSuccess) {
+      cudaGraphLaunch(ge, s);  // warm-up
+      cudaEventRecord(a, s);
+      cudaGraphLaunch(ge, s);
+      cudaEventRecord(b, s);
+      if (cudaEventSynchronize(b) == cudaSuccess && cudaEventElapsedTime(&t.graph_ms, a, b) == cudaSuccess)
+        t.graph_ms /= iters;
+      else
+        t.graph_ms = -1;
+    }
+  }
+  if (cudaGetLastError() != cudaSuccess) t.graph_ms = -1;  // a launch refused under capture
+  if (ge) cudaGraphExecDestroy(ge);
+  if (g) cudaGraphDestroy(g);
+  cudaEventDestroy(a);
+  cudaEventDestroy(b);
+  cudaStreamDestroy(s);
+  return t;
 }
 
 int main() {
@@ -56,26 +87,34 @@ int main() {
   CK(cudaMemset(g, 0x3c, 1 << 20));
   CK(cudaMemset(bt, 0, 1 << 20));
   CK(cudaMemset(idx, 0, 1 << 20));
-  std::printf("%-34s %6s %10s %9s\n", "kernel (f16)", "batch", "time_us", "GB/s");
+  // ResNet-50 at batch 32: the images [32,3,224,224] f32 are 19 MB, the pool's input 51 MB.
+  const size_t cnn = size_t{64} << 20;
+  void *cx, *cy;
+  CK(cudaMalloc(&cx, cnn));
+  CK(cudaMalloc(&cy, cnn));
+  CK(cudaMemset(cx, 0x3c, cnn));
+  std::printf("%-42s %6s %10s %10s %9s\n", "kernel (f16)", "batch", "stream_us", "graph_us", "GB/s");
   for (int64_t b : {1, 8, 32}) {
     const int64_t rows = b * 128, es = 2;
-    auto row = [&](const char* name, double bytes, float ms) {
-      std::printf("%-34s %6lld %10.2f %9.0f\n", name, (long long)b, ms * 1e3, bytes / (ms * 1e-3) / 1e9);
+    // GB/s from the graph time (the kernel's own).
+    auto row = [&](const char* name, double bytes, Times t) {
+      std::printf("%-42s %6lld %10.2f %10.2f %9.0f\n", name, (long long)b, t.stream_ms * 1e3, t.graph_ms * 1e3,
+                  bytes / (t.graph_ms * 1e-3) / 1e9);
     };
     {
       native::SoftmaxArgs a;
       a.x = x, a.y = y, a.b = b, a.h = 12, a.q = 128, a.cols = 128, a.scale = 0.125f;
       a.mask = r, a.mask_dtype = DType::f16, a.mask_stride[0] = 128;
       row("softmax [B,12,128,128] + mask", 2.0 * b * 12 * 128 * 128 * es,
-          time_ms([&] { return native::softmax(a, nullptr); }));
+          time_ms([&](cudaStream_t s) { return native::softmax(a, s); }));
     }
     {
       native::LayerNormArgs a;
       a.x = x, a.residual = r, a.gamma = g, a.beta = bt, a.y = y, a.rows = rows, a.cols = 768;
-      row("layernorm(x + r) [B*128,768]", 3.0 * rows * 768 * es, time_ms([&] { return native::layernorm(a, nullptr); }));
+      row("layernorm(x + r) [B*128,768]", 3.0 * rows * 768 * es, time_ms([&](cudaStream_t s) { return native::layernorm(a, s); }));
     }
-    row("gather embeddings [B*128,768]", 2.0 * rows * 768 * es, time_ms([&] {
-          return native::gather(2, x, {30522, 768}, 0, idx, DType::i64, rows, y, nullptr);
+    row("gather embeddings [B*128,768]", 2.0 * rows * 768 * es, time_ms([&](cudaStream_t s) {
+          return native::gather(2, x, {30522, 768}, 0, idx, DType::i64, rows, y, s);
         }));
     {
       native::ElementwiseChain ch;
@@ -84,33 +123,51 @@ int main() {
       const SabreEwProgram prog = native::compile_program(ch);
       const SabreEwParams p = native::prepare_params(ch, {rows, 3072}, {{rows, 3072}, {3072}}, {x, g}, {y});
       row("bias+gelu interp [B*128,3072]", 2.0 * rows * 3072 * es,
-          time_ms([&] { return native::elementwise_run(prog, p, nullptr); }));
+          time_ms([&](cudaStream_t s) { return native::elementwise_run(prog, p, s); }));
     }
-    row("permute heads [B,128,12,64]->[B,12,128,64]", 2.0 * rows * 768 * es, time_ms([&] {
-          return native::permute(2, x, {b, 128, 12, 64}, {0, 2, 1, 3}, y, nullptr);
+    row("permute heads [B,128,12,64]->[B,12,128,64]", 2.0 * rows * 768 * es, time_ms([&](cudaStream_t s) {
+          return native::permute(2, x, {b, 128, 12, 64}, {0, 2, 1, 3}, y, s);
         }));
     {
       // Fused attention as BERT-base runs it: Q, K, V read in place from [B,128,12,64] GEMM outputs,
-      // [B,1,1,128] mask. Bytes: Q, K, V and O once. (41 us per layer at batch 1 inside the model.)
+      // [B,1,1,128] mask. Bytes: Q, K, V and O once.
       native::AttentionArgs a;
       a.q = a.k = a.v = x, a.o = y;
       a.b = b, a.h = 12, a.sq = a.sk = 128, a.d = 64, a.scale = 0.125f;
       for (int64_t* st : {a.q_stride, a.k_stride, a.v_stride, a.o_stride}) st[0] = 128 * 768, st[1] = 64, st[2] = 768;
       a.mask = r, a.mask_dtype = DType::f16, a.mask_stride[0] = 128;
-      row("attention [B,12,128,64] + mask", 4.0 * rows * 768 * es, time_ms([&] { return native::attention(a, nullptr); }));
+      row("attention [B,12,128,64] + mask", 4.0 * rows * 768 * es, time_ms([&](cudaStream_t s) { return native::attention(a, s); }));
     }
-    row("cast f16->f32 [B*128,768]", 6.0 * rows * 768, time_ms([&] {
-          return native::cast(DType::f16, DType::f32, x, y, rows * 768, nullptr);
+    row("cast f16->f32 [B*128,768]", 6.0 * rows * 768, time_ms([&](cudaStream_t s) {
+          return native::cast(DType::f16, DType::f32, x, y, rows * 768, s);
         }));
+    const double px = double(b) * 224 * 224;
+    row("images f32 [B,3,224,224]->f16 NHWC c8", px * (3 * 4 + 8 * 2), time_ms([&](cudaStream_t s) {
+          return native::nchw_to_nhwc(DType::f32, DType::f16, cx, b, 3, 224, 224, 8, cy, s);
+        }));
+    row("permute f16 [B,3,224,224]->NHWC (before)", px * 3 * 2 * 2, time_ms([&](cudaStream_t s) {
+          return native::permute(2, cx, {b, 3, 224, 224}, {0, 2, 3, 1}, cy, s);
+        }));
+    {
+      native::PoolArgs a;
+      a.layout = native::Layout::nhwc;
+      a.x = cx, a.y = cy, a.n = b, a.c = 64, a.h = 112, a.w = 112;
+      a.kernel[0] = a.kernel[1] = 3;
+      a.stride[0] = a.stride[1] = 2;
+      a.pad_begin[0] = a.pad_begin[1] = a.pad_end[0] = a.pad_end[1] = 1;
+      native::pool_output_dims(a, false);
+      row("maxpool 3x3/2 NHWC [B,112,112,64]", double(b) * 64 * 2 * (112 * 112 + 56 * 56),
+          time_ms([&](cudaStream_t s) { return native::pool2d(a, s); }));
+    }
   }
   {
     const int64_t n = int64_t{1} << 28;  // 512 MiB of f16 each way: the copy ceiling
     void *a, *c;
     CK(cudaMalloc(&a, n * 2));
     CK(cudaMalloc(&c, n * 2));
-    std::printf("%-34s %6s %10.2f %9.0f\n", "cudaMemcpy D2D 512 MiB", "-",
-                time_ms([&] { return cudaMemcpyAsync(c, a, n * 2, cudaMemcpyDeviceToDevice); }) * 1e3,
-                4.0 * n / (time_ms([&] { return cudaMemcpyAsync(c, a, n * 2, cudaMemcpyDeviceToDevice); }) * 1e-3) / 1e9);
+    const Times t = time_ms([&](cudaStream_t s) { return cudaMemcpyAsync(c, a, n * 2, cudaMemcpyDeviceToDevice, s); });
+    std::printf("%-42s %6s %10.2f %10.2f %9.0f\n", "cudaMemcpy D2D 512 MiB", "-", t.stream_ms * 1e3, t.graph_ms * 1e3,
+                4.0 * n / (t.graph_ms * 1e-3) / 1e9);
   }
   return 0;
 }

@@ -7,9 +7,10 @@
       attention mask with right padding (batch > 1), runs the sabre artifact on the same inputs
       (`sabre run`), and prints per output the relative L2 error against PyTorch fp16 (the
       target: <= 1e-2) and, for scale, PyTorch fp16 against PyTorch fp32.
-  hf_e2e.py latency NAME OUTDIR ARTIFACT SABRE SEQ B [B ...]
+  hf_e2e.py latency NAME OUTDIR ARTIFACT[,ARTIFACT...] SABRE SEQ B [B ...]
       Median latency of PyTorch eager fp16, torch.compile(mode="reduce-overhead") fp16 and
-      `sabre bench` (CUDA graphs) at each batch B and sequence length SEQ, in one run.
+      `sabre bench` (CUDA graphs) of each artifact at each batch B and sequence length SEQ, in one
+      run; "x best torch" is the faster torch time over the first artifact's.
 Exit status 1 when a comparison is over 1e-2."""
 import copy
 import os
@@ -85,12 +86,16 @@ def compare(name, outdir, artifact, sabre, shapes):
 
 
 
-def latency(name, outdir, artifact, sabre, seq, batches):
+def latency(name, outdir, artifacts, sabre, seq, batches):
     model, inputs, outputs = load(name, outdir)
     model = model.to("cuda", torch.float16)
+    arts = artifacts.split(",")
     print(f"{name} fp16 seq {seq} on {torch.cuda.get_device_name()}, torch {torch.__version__}, "
           f"transformers {transformers.__version__}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
-    print(f"{'batch':>5} {'eager ms':>9} {'compile ms':>11} {'sabre ms':>9} {'x best torch':>13}")
+    if len(arts) > 1:
+        print("sabre ms columns: " + ", ".join(os.path.basename(a) for a in arts))
+    heads = "".join(f"{'sabre ms':>9} " for _ in arts)
+    print(f"{'batch':>5} {'eager ms':>9} {'compile ms':>11} {heads}{'x best torch':>13}")
     compiled = torch.compile(model, mode="reduce-overhead")
     for b in batches:
         feed = {k: v.cuda() for k, v in make_inputs(name, inputs, b, seq, seed=b).items()}
@@ -101,8 +106,9 @@ def latency(name, outdir, artifact, sabre, seq, batches):
             compiled(**feed)
             ctime = time.time() - t0
             comp = cuda_median_ms(lambda: compiled(**feed))
-        ours = sabre_p50_ms(sabre, artifact, {"batch": b, "seq": seq})
-        print(f"{b:>5} {eager:>9.3f} {comp:>11.3f} {ours:>9.3f} {min(eager, comp) / ours:>13.2f}   "
+        ours = [sabre_p50_ms(sabre, a, {"batch": b, "seq": seq}) for a in arts]
+        cols = "".join(f"{t:>9.3f} " for t in ours)
+        print(f"{b:>5} {eager:>9.3f} {comp:>11.3f} {cols}{min(eager, comp) / ours[0]:>13.2f}   "
               f"(torch.compile warm-up {ctime:.0f} s)", flush=True)
 
 
