@@ -48,7 +48,19 @@ namespace {
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int64_t round_up(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
 
+// Output tiles of the data-parallel grid: a cluster launches whole, so partial clusters still count.
+int64_t output_tiles(const KernelConfig& c, const GemmShape& shape) {
+  return round_up(ceil_div(shape.m, c.tile.m), c.cluster_m) * round_up(ceil_div(shape.n, c.tile.n), c.cluster_n) *
+         shape.batch;
+}
+
 }  // namespace
+
+bool split_k_offered(const KernelConfig& c, const GemmShape& shape, const GpuModel& gpu) {
+  if (c.schedule != Schedule::splitk) return true;
+  const int64_t tiles = output_tiles(c, shape);
+  return 2 * tiles < gpu.sms && tiles * c.splits <= gpu.sms && ceil_div(shape.k, c.tile.k) >= 2 * c.splits;
+}
 
 double predict_us(const KernelSpec& s, const GemmShape& shape, int problem_alignment, const GpuModel& gpu,
                   int target_sm) {
@@ -70,9 +82,7 @@ double predict_us(const KernelSpec& s, const GemmShape& shape, int problem_align
   if (c.family == Family::sm80 && c.stages <= 2) eff *= 0.7;
 
   // Tile and cluster quantization: a cluster launches whole, so partial clusters still cost.
-  const int64_t tiles_m = round_up(ceil_div(shape.m, tm), c.cluster_m);
-  const int64_t tiles_n = round_up(ceil_div(shape.n, tn), c.cluster_n);
-  const int64_t tiles = tiles_m * tiles_n * shape.batch;
+  const int64_t tiles = output_tiles(c, shape);
   const int64_t k_iters = ceil_div(shape.k, tk);
   // Multicast halves one operand's L2 reads; it helps once the machine is full.
   if (c.cluster_m * c.cluster_n > 1 && tiles >= gpu.sms) eff *= 1.03;
@@ -91,6 +101,15 @@ double predict_us(const KernelSpec& s, const GemmShape& shape, int problem_align
       const int64_t splits = std::min<int64_t>(k_iters, ceil_div(gpu.sms, tiles));
       if (splits > 1) t_compute += (splits - 1) * tm * tn * 4.0 / (gpu.l2_tbps * 1e12 / gpu.sms) * 0.25 + 0.5e-6;
     }
+  } else if (c.schedule == Schedule::splitk) {
+    // `splits` CTAs per tile, each over its share of the k-iterations. The deterministic reduction
+    // is a turnstile: the earlier splits add their f32 partial tile into the workspace one after
+    // another, then the last reads the sum and runs the epilogue; each pass moves a partial tile
+    // through L2 (as a stream-K fixup does) and hands the lock on.
+    const int64_t splits = c.splits;
+    const double t_pass = tm * tn * 4.0 / (gpu.l2_tbps * 1e12 / gpu.sms) * 0.25 + gpu.lock_handoff_us * 1e-6;
+    const int64_t waves = ceil_div(tiles * splits, gpu.sms);
+    t_compute = waves * (ceil_div(k_iters, splits) * t_iter + splits * t_pass + t_epi);
   } else {
     const int64_t waves = ceil_div(tiles, gpu.sms);
     t_compute = waves * (k_iters * t_iter + t_epi);
@@ -116,6 +135,7 @@ std::vector<Candidate> rank_candidates(const GemmProblem& p, int64_t m, int targ
     for (const KernelConfig& c : catalog(f, ops, target_sm)) {
       KernelSpec s{c, ops, epi};
       if (unsupported_reason(s, target_sm)) continue;  // the epilogue may rule out what the catalog allowed
+      if (!split_k_offered(c, shape, gpu)) continue;
       double t = predict_us(s, shape, p.alignment, gpu, target_sm);
       if (!std::isfinite(t)) continue;
       out.push_back({s, kernel_name(s), t});

@@ -21,6 +21,9 @@ struct GpuModel {
   double l2_tbps = 11;
   double sm80_on_sm90 = 0.6;  // mma.sync kernels reach about this share of wgmma peak on Hopper
   double launch_us = 2.5;     // launch + pipeline fill + epilogue drain, per kernel
+  // Split-K's deterministic reduction hands a lock from one split to the next through L2 (a fence,
+  // an atomic and the next CTA's poll): an estimate, to check against the tuner's measurements.
+  double lock_handoff_us = 0.3;
   static GpuModel for_sm(int target_sm);  // 90: H100/H200; 80: A100 (108 SMs, 312 TFLOPs)
 };
 
@@ -43,8 +46,15 @@ cutlass_backend::EpilogueSpec problem_epilogue(const GemmProblem& p);
 double predict_us(const cutlass_backend::KernelSpec& s, const GemmShape& shape, int problem_alignment,
                   const GpuModel& gpu, int target_sm);
 
+// Whether a split-K kernel (schedule splitk) is worth offering for `shape`: the data-parallel grid
+// would fill fewer than half the SMs (tiles < SMs/2), all splits × tiles CTAs fit in one wave, and
+// every split keeps at least 2 k-iterations (K/tileK >= 2·splits). True for every other schedule.
+// Keeps split-K candidates, and their compiles, to the small-M problems they are for.
+bool split_k_offered(const cutlass_backend::KernelConfig& c, const GemmShape& shape, const GpuModel& gpu);
+
 // The catalog kernels (sm90 and the sm80 fallbacks on sm90 targets; sm80 on sm80) that pass the
-// static filter and the problem's alignment, fastest predicted first. `limit` 0: all of them.
+// static filter, the problem's alignment and split_k_offered, fastest predicted first. `limit` 0:
+// all of them.
 std::vector<Candidate> rank_candidates(const GemmProblem& p, int64_t m, int target_sm, size_t limit = 0);
 
 }  // namespace sabre::tune

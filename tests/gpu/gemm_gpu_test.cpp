@@ -5,7 +5,8 @@
 //
 //   sabre_gemm_gpu_test [--out FILE] [-j N] [--timeout S] [--work DIR] [--quick] [NAME...]
 // Default names: every catalog config with the bias epilogue in f16 and bf16 (tn), every epilogue
-// kind on one config per family in f16 and bf16, the tt layout and TF32 on a few, and cuBLASLt.
+// kind on one config per family in f16 and bf16, each kind of epilogue on a split-K config, the tt
+// layout and TF32 on a few, and cuBLASLt.
 #include <dlfcn.h>
 #include <poll.h>
 #include <signal.h>
@@ -48,13 +49,14 @@ struct Shape {
   int64_t m, n, k, batch;
 };
 // M=1; M not a multiple of any tile; N=91, K=3 (only alignment-1 kernels may take it, the others
-// must refuse); large M; strided batched.
+// must refuse); large M; strided batched; small M with long K (split-K's case: 48 k-iterations over
+// 12 tiles of 128x64, split 2, 4 or 8 ways).
 const Shape kShapes[] = {
     {"m1", 1, 256, 128, 1},           {"m_ragged", 333, 200, 264, 1},    {"n91_k3", 77, 91, 3, 1},
-    {"large", 4096, 768, 3072, 1},    {"batched", 128, 128, 64, 12},
+    {"large", 4096, 768, 3072, 1},    {"batched", 128, 128, 64, 12},     {"m16_k3072", 16, 768, 3072, 1},
 };
 const Shape kQuickShapes[] = {{"m1", 1, 256, 128, 1}, {"m_ragged", 333, 200, 264, 1}, {"n91_k3", 77, 91, 3, 1},
-                              {"batched", 128, 128, 64, 3}};
+                              {"batched", 128, 128, 64, 3}, {"m16_k3072", 16, 768, 3072, 1}};
 
 // Relative L2 error tolerance per output dtype (f32 operands run as TF32).
 double tolerance(cb::Elem e) {
@@ -295,8 +297,31 @@ void child_run(const Candidate& c, const std::string& lib, const std::vector<con
         fail("ERROR", cuda_err("cudaMalloc workspace", ce));
         continue;
       }
+      if (wsz) {
+        // The reported size is what run needs: a byte less is refused. The runtime shares one
+        // workspace among all GEMMs, so the kernel finds another's bytes there: it must clear what
+        // it relies on (stream-K and split-K locks) itself.
+        a.workspace = ws, a.workspace_size = wsz - 1;
+        if (r.run(&a, nullptr) != SABRE_BAD_ARGS) {
+          fail("FAIL", "ran with less workspace than workspace_size reported");
+          continue;
+        }
+        if ((ce = cudaMemset(ws, 0xA5, wsz))) {
+          fail("ERROR", cuda_err("cudaMemset workspace", ce));
+          continue;
+        }
+      }
       a.workspace = ws, a.workspace_size = wsz;
       st = r.run(&a, nullptr);
+      // Again on the workspace the first run left (its locks at their final counts), D poisoned
+      // again: what a replayed CUDA graph does.
+      if (st == SABRE_OK && wsz) {
+        if ((ce = cudaMemset(dd, 0xFF, dsize))) {
+          fail("ERROR", cuda_err("cudaMemset D", ce));
+          continue;
+        }
+        st = r.run(&a, nullptr);
+      }
       err = r.last_error();
     }
     if (st != SABRE_OK) {
@@ -462,6 +487,23 @@ std::vector<Candidate> default_candidates(int sm, bool quick) {
       add({cb::catalog(f, {e, e, cb::Layout::tt}, sm).front(), {e, e, cb::Layout::tt}, {cb::Act::gelu_erf, true, cb::Residual::none}});
     }
   }
+  // Split-K (sm90): the partial accumulators are reduced before the epilogue, which must then apply
+  // once per tile. Each kind of epilogue on one split-K config: fusion op without and with bias and
+  // activation, the residual as the source tensor, the EVT tree (residual after the activation).
+  if (sm == 90)
+    for (cb::Elem e : {cb::Elem::f16, cb::Elem::bf16}) {
+      if (quick && e != cb::Elem::f16) continue;
+      cb::GemmOperands ops{e, e, cb::Layout::tn};
+      for (const auto& c : cb::catalog(cb::Family::sm90, ops, sm)) {
+        if (c.schedule != cb::Schedule::splitk || c.splits != 4) continue;
+        for (const cb::EpilogueSpec& epi :
+             {cb::EpilogueSpec{}, cb::EpilogueSpec{cb::Act::gelu_erf, true, cb::Residual::none},
+              cb::EpilogueSpec{cb::Act::none, true, cb::Residual::before_act},
+              cb::EpilogueSpec{cb::Act::gelu_erf, true, cb::Residual::after_act}})
+          add({c, ops, epi});
+        break;
+      }
+    }
   for (cb::Family f : fams) {
     cb::GemmOperands ops{cb::Elem::f32, cb::Elem::f32, cb::Layout::tn};
     auto cat = cb::catalog(f, ops, sm);

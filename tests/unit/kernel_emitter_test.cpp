@@ -56,9 +56,49 @@ TEST(Emitter, Sm90SchedulesAndLayouts) {
     auto t = cb::emit_kernel({c, {cb::Elem::f16, cb::Elem::f16, cb::Layout::tt}, {}});
     EXPECT_TRUE(has(t, "using LayoutB = cutlass::layout::RowMajor;"));
     if (c.schedule == cb::Schedule::pingpong) EXPECT_TRUE(has(t, "KernelTmaWarpSpecializedPingpong"));
-    if (c.schedule == cb::Schedule::streamk) EXPECT_TRUE(has(t, "StreamKScheduler"));
+    if (c.schedule == cb::Schedule::streamk || c.schedule == cb::Schedule::splitk) {
+      EXPECT_TRUE(has(t, "using TileScheduler = cutlass::gemm::StreamKScheduler;"));
+    }
     if (c.schedule == cb::Schedule::coop) EXPECT_TRUE(has(t, "using TileScheduler = void;"));
+    // Only split-K overrides the scheduler's own decomposition.
+    EXPECT_EQ(has(t, "args.scheduler."), c.schedule == cb::Schedule::splitk) << cb::kernel_name({c, {}, {}});
   }
+}
+
+// Split-K is the stream-K kernel with the decomposition forced. The arguments are set in make_args,
+// which can_implement, workspace_size and run all build their Gemm::Arguments with, so the
+// workspace the caller is told to provide is the one split-K uses.
+TEST(Emitter, Sm90SplitKForcesTheSplitKDecomposition) {
+  for (const cb::EpilogueSpec& epi : {cb::EpilogueSpec{}, cb::EpilogueSpec{cb::Act::gelu_erf, true, cb::Residual::none},
+                                      cb::EpilogueSpec{cb::Act::none, true, cb::Residual::before_act},
+                                      cb::EpilogueSpec{cb::Act::gelu_erf, true, cb::Residual::after_act}}) {
+    auto spec = cb::parse_kernel_name("sm90_ws_splitk4_tn_f16_f16_f32_128x64x64_c1x1_a8_" + cb::epilogue_name(epi));
+    ASSERT_TRUE(spec.has_value());
+    const std::string t = cb::emit_kernel(*spec);
+    EXPECT_TRUE(has(t, "KernelTmaWarpSpecializedCooperative"));
+    EXPECT_TRUE(has(t, "using TileScheduler = cutlass::gemm::StreamKScheduler;"));
+    EXPECT_TRUE(has(t, "constexpr int kSplits = 4;"));
+    const size_t make_args = t.find("int make_args("), body_end = t.find("  return SABRE_OK;\n}", make_args);
+    ASSERT_NE(make_args, std::string::npos);
+    for (const char* line : {"  args.scheduler.splits = kSplits;\n",
+                             "  args.scheduler.decomposition_mode = cutlass::gemm::kernel::detail::DecompositionMode::SplitK;\n",
+                             "  args.scheduler.reduction_mode = cutlass::gemm::kernel::detail::ReductionMode::Deterministic;\n"}) {
+      const size_t at = t.find(line);
+      EXPECT_TRUE(at > make_args && at < body_end) << line << " inside make_args";
+    }
+    const std::string n = cb::kernel_name(*spec);
+    for (const char* fn : {"_can_implement(", "_workspace_size(", "_run("}) {
+      const size_t entry = t.find(n + fn);
+      ASSERT_NE(entry, std::string::npos) << fn;
+      EXPECT_NE(t.find("make_args(p, args)", entry), std::string::npos) << fn;
+    }
+    // run refuses a workspace smaller than CUTLASS asks for, then lets CUTLASS clear its locks.
+    EXPECT_TRUE(has(t, "size_t need = Gemm::get_workspace_size(args);"));
+    EXPECT_TRUE(has(t, "SABRE_CHECK_CUTLASS(gemm.initialize(args, p->workspace, stream));"));
+  }
+  auto two = cb::parse_kernel_name("sm90_ws_splitk2_tn_bf16_bf16_f32_128x128x64_c1x1_a8_bias");
+  ASSERT_TRUE(two.has_value());
+  EXPECT_TRUE(has(cb::emit_kernel(*two), "constexpr int kSplits = 2;"));
 }
 
 TEST(Emitter, Sm80EpiloguesUseLinearCombinations) {

@@ -41,6 +41,18 @@ cb::KernelSpec sm80_spec() {
 TEST(KernelSpec, NamesSayWhatTheKernelIs) {
   EXPECT_EQ(cb::kernel_name(sm90_spec()), "sm90_ws_coop_tn_f16_f16_f32_128x256x64_c1x2_a8_bias_gelu");
   EXPECT_EQ(cb::kernel_name(sm80_spec()), "sm80_tc_tt_bf16_bf16_f32_128x128x32_w64x64x32_s4_a8_bias_relu_res");
+  auto sk = sm90_spec();
+  sk.config.schedule = cb::Schedule::splitk;
+  sk.config.splits = 4;
+  sk.config.tile.n = 64;
+  sk.config.cluster_n = 1;
+  sk.epi = {cb::Act::none, true, cb::Residual::before_act};
+  EXPECT_EQ(cb::kernel_name(sk), "sm90_ws_splitk4_tn_f16_f16_f32_128x64x64_c1x1_a8_bias_res");
+  auto parsed = cb::parse_kernel_name("sm90_ws_splitk8_tn_bf16_bf16_f32_128x128x64_c1x1_a8_bias_gelu");
+  ASSERT_TRUE(parsed.has_value());
+  EXPECT_EQ(parsed->config.schedule, cb::Schedule::splitk);
+  EXPECT_EQ(parsed->config.splits, 8);
+  EXPECT_EQ(cb::parse_kernel_name(cb::kernel_name(sm90_spec()))->config.splits, 1);
 }
 
 TEST(KernelSpec, EpilogueNamesRoundTripAndOrderMeansOrder) {
@@ -85,6 +97,10 @@ TEST(KernelSpec, MalformedNamesAreRejected) {
                           std::string("sm90_ws_coop_tn_f16_f16_f32_128x256_c1x2_a8_bias_gelu"),
                           std::string("sm80_tc_tn_f16_f16_f32_128x128x32_s4_w64x64x32_a8_bias")})
     EXPECT_FALSE(cb::parse_kernel_name(bad).has_value()) << bad;
+  // The split count is part of the schedule token: present, at least 2, one spelling.
+  for (const char* sched : {"splitk", "splitk1", "splitk0", "splitk04", "splitkx", "splitk-4", "splitk4x", "streamk4"})
+    EXPECT_FALSE(cb::parse_kernel_name(std::string("sm90_ws_") + sched + "_tn_f16_f16_f32_128x64x64_c1x1_a8_bias"))
+        << sched;
 }
 
 TEST(Catalog, HasEnoughConfigsPerArch) {
@@ -106,8 +122,27 @@ TEST(Catalog, HasEnoughConfigsPerArch) {
     tile_n.insert(c.tile.n);
   }
   EXPECT_EQ(clusters.size(), 3u);
-  EXPECT_EQ(schedules.size(), 3u);
+  EXPECT_EQ(schedules.size(), 4u);
   EXPECT_TRUE(tile_m.count(64) && tile_m.count(256) && tile_n.count(64) && tile_n.count(256));
+}
+
+TEST(Catalog, SplitKRowsSplitTwoFourAndEightWays) {
+  for (cb::Elem e : {cb::Elem::f16, cb::Elem::bf16, cb::Elem::f32}) {
+    std::set<int> splits;
+    for (const auto& c : cb::catalog(cb::Family::sm90, {e, e, cb::Layout::tn}, 90)) {
+      if (c.schedule != cb::Schedule::splitk) {
+        EXPECT_EQ(c.splits, 1);
+        continue;
+      }
+      splits.insert(c.splits);
+      // Cooperative tiles (pingpong has no stream-K scheduler), no cluster: small M has no tile to share.
+      EXPECT_EQ(c.tile.m, 128);
+      EXPECT_EQ(c.cluster_m * c.cluster_n, 1);
+    }
+    EXPECT_EQ(splits, (std::set<int>{2, 4, 8})) << cb::elem_name(e);
+  }
+  for (const auto& c : cb::catalog(cb::Family::sm80, {cb::Elem::f16, cb::Elem::f16, cb::Layout::tn}, 90))
+    EXPECT_EQ(c.splits, 1);
 }
 
 TEST(Catalog, HasAnAlignmentOneFallbackForEveryDtype) {
@@ -141,6 +176,20 @@ TEST(StaticFilter, RefusesWhatCannotRun) {
   t = s;
   t.ops.d = cb::Elem::bf16;
   EXPECT_TRUE(cb::unsupported_reason(t, 90));
+  t = s;
+  t.config.schedule = cb::Schedule::splitk;
+  t.config.splits = 4;
+  EXPECT_FALSE(cb::unsupported_reason(t, 90));
+  t.config.splits = 1;
+  EXPECT_TRUE(cb::unsupported_reason(t, 90)) << "split-K needs at least 2 splits";
+  t.config.splits = 17;
+  EXPECT_TRUE(cb::unsupported_reason(t, 90));
+  t.config.splits = 4;
+  t.config.tile.m = 64;
+  EXPECT_TRUE(cb::unsupported_reason(t, 90)) << "split-K runs the cooperative mainloop: tile M >= 128";
+  t = s;
+  t.config.splits = 2;
+  EXPECT_TRUE(cb::unsupported_reason(t, 90)) << "only the split-K schedule splits";
 
   auto a = sm80_spec();
   EXPECT_FALSE(cb::unsupported_reason(a, 80));
@@ -160,6 +209,9 @@ TEST(StaticFilter, RefusesWhatCannotRun) {
   EXPECT_FALSE(cb::unsupported_reason(a, 90));
   a.config.warp = {48, 64, 32};
   EXPECT_TRUE(cb::unsupported_reason(a, 90));
+  a = sm80_spec();
+  a.config.splits = 2;
+  EXPECT_TRUE(cb::unsupported_reason(a, 90)) << "sm80 kernels have no split-K schedule";
   a = sm80_spec();
   a.config.alignment = 16;
   EXPECT_TRUE(cb::unsupported_reason(a, 90)) << "more than 16 bytes per access";

@@ -52,7 +52,9 @@ TEST(Rank, SmallProblemGetsSmallTilesOrStreamK) {
   auto r = rank_candidates(problem("f16", 768, 768, 128), 128, 90);
   ASSERT_FALSE(r.empty());
   const cb::KernelConfig& c = r[0].spec.config;
-  EXPECT_TRUE(c.tile.m * c.tile.n <= 128 * 64 || c.schedule == cb::Schedule::streamk) << r[0].name;
+  EXPECT_TRUE(c.tile.m * c.tile.n <= 128 * 64 || c.schedule == cb::Schedule::streamk ||
+              c.schedule == cb::Schedule::splitk)
+      << r[0].name;
   // The big-tile kernel that wins 4096^3 leaves most SMs idle here: it must rank below the pick.
   auto big = rank_candidates(problem("f16", 4096, 4096, 4096), 4096, 90)[0];
   for (const Candidate& x : r)
@@ -73,8 +75,50 @@ TEST(Rank, NeverOffersUnsupportedOrMisalignedKernels) {
               EXPECT_EQ(align % c.spec.config.alignment, 0) << c.name << " on alignment " << align;
               EXPECT_EQ(c.name, cb::kernel_name(c.spec));
               EXPECT_EQ(cb::epilogue_name(c.spec.epi), epi);
+              EXPECT_TRUE(split_k_offered(c.spec.config, {1000, 768, 3072, 1}, GpuModel::for_sm(sm))) << c.name;
             }
         }
+}
+
+// Split-K is for few tiles and long K: offered where the data-parallel grid leaves most SMs idle,
+// all its CTAs fit in one wave and every split keeps 2+ k-iterations; never for big problems.
+TEST(Rank, SplitKIsOfferedForSmallMAndLongKOnly) {
+  const GpuModel g = GpuModel::for_sm(90);
+  auto cfg = [](const char* name) { return cb::parse_kernel_name(name)->config; };
+  const auto sk2 = cfg("sm90_ws_splitk2_tn_f16_f16_f32_128x64x64_c1x1_a8_bias");
+  const auto sk4 = cfg("sm90_ws_splitk4_tn_f16_f16_f32_128x64x64_c1x1_a8_bias");
+  const auto sk8 = cfg("sm90_ws_splitk8_tn_f16_f16_f32_128x64x64_c1x1_a8_bias");
+  EXPECT_TRUE(split_k_offered(sk8, {16, 768, 3072, 1}, g));    // 12 tiles x 8 = 96 CTAs, 6 k-iterations each
+  EXPECT_TRUE(split_k_offered(sk4, {128, 768, 512, 1}, g));    // 8 k-iterations: 2 per split
+  EXPECT_FALSE(split_k_offered(sk8, {128, 768, 512, 1}, g));   // 1 per split
+  EXPECT_FALSE(split_k_offered(sk2, {1024, 768, 3072, 1}, g)); // 96 tiles: the grid fills the GPU already
+  EXPECT_TRUE(split_k_offered(sk2, {16, 3072, 768, 1}, g));    // 48 tiles x 2 = 96 CTAs
+  EXPECT_FALSE(split_k_offered(sk4, {16, 3072, 768, 1}, g));   // 192 CTAs: a second wave
+  EXPECT_FALSE(split_k_offered(sk2, {16, 768, 768, 8}, g));    // the batch counts as tiles: 96
+  EXPECT_TRUE(split_k_offered(cfg("sm90_ws_coop_tn_f16_f16_f32_128x64x64_c1x1_a8_bias"), {1, 8, 64, 1}, g));
+
+  // m=16 n=768 k=3072 (BERT's FFN down-projection at one short sequence): 12 tiles of 128x64 each
+  // loop over 48 k-iterations without split-K. A split-K kernel ranks among the 4 the tuner times,
+  // and splitting beats the same tile unsplit.
+  GemmProblem small = problem("f16", 768, 3072, 16, "bias_res");
+  auto r = rank_candidates(small, 16, 90);
+  bool split_in_top = false;
+  for (size_t i = 0; i < 4 && i < r.size(); ++i) split_in_top |= r[i].spec.config.schedule == cb::Schedule::splitk;
+  EXPECT_TRUE(split_in_top) << r[0].name;
+  auto unsplit = *cb::parse_kernel_name("sm90_ws_coop_tn_f16_f16_f32_128x64x64_c1x1_a8_bias_res");
+  auto split = *cb::parse_kernel_name("sm90_ws_splitk4_tn_f16_f16_f32_128x64x64_c1x1_a8_bias_res");
+  EXPECT_LT(predict_us(split, {16, 768, 3072, 1}, 8, g, 90), predict_us(unsplit, {16, 768, 3072, 1}, 8, g, 90));
+  // The deterministic reduction is a chain of passes: at short K more splits cost more than they save.
+  auto split8 = *cb::parse_kernel_name("sm90_ws_splitk8_tn_f16_f16_f32_128x64x64_c1x1_a8_bias_res");
+  EXPECT_GT(predict_us(split8, {16, 768, 1024, 1}, 8, g, 90), predict_us(split, {16, 768, 1024, 1}, 8, g, 90));
+
+  // Ordinary problems: no split-K candidate at all (at M=1024 the 48 tiles of 128x128 would still
+  // leave 84 SMs idle: split in two they are offered).
+  for (int64_t m : {2048, 4096})
+    for (const Candidate& c : rank_candidates(problem("f16", 768, 3072, m, "bias_res"), m, 90))
+      EXPECT_NE(c.spec.config.schedule, cb::Schedule::splitk) << c.name << " at M " << m;
+  for (const Candidate& c : rank_candidates(problem("f16", 4096, 4096, 4096), 4096, 90))
+    EXPECT_NE(c.spec.config.schedule, cb::Schedule::splitk) << c.name;
 }
 
 TEST(Rank, UnalignedProblemFallsBackToNarrowAccessKernels) {

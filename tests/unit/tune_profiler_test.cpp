@@ -216,6 +216,32 @@ TEST(Profiler, CapsKernelsPerProblemAndAlwaysTimesEachBucketsAnalyticPick) {
   for (size_t i = 0; i < ts.size(); ++i) EXPECT_EQ(lists[i].size(), rank_candidates(ts[i].problem, ts[i].m, 90, 6).size());
 }
 
+// Split-K kernels are timed at the small-M buckets of a long-K problem, where the model ranks them
+// high, and nowhere the grid already fills the GPU; they take places under the per-problem cap
+// rather than adding compiles.
+TEST(Profiler, SplitKCandidatesOnlyAtSmallMAndWithinTheCap) {
+  const GemmProblem p = problem(768, 3072, "bias_res");
+  std::vector<TuneTask> ts;
+  for (int64_t m : m_buckets(1, 4096)) ts.push_back({p, m});
+  ProfileOptions o = opts();
+  std::set<std::string> top1;
+  for (const TuneTask& t : ts) top1.insert(rank_candidates(t.problem, t.m, 90, 1)[0].name);
+  auto lists = cutlass_candidates(ts, o);
+  std::set<std::string> all;
+  bool split_at_small_m = false;
+  for (size_t i = 0; i < ts.size(); ++i)
+    for (const Candidate& c : lists[i]) {
+      all.insert(c.name);
+      const bool split = c.spec.config.schedule == cb::Schedule::splitk;
+      split_at_small_m |= split && ts[i].m <= 128;
+      if (ts[i].m >= 2048) {
+        EXPECT_FALSE(split) << c.name << " at M " << ts[i].m;
+      }
+    }
+  EXPECT_TRUE(split_at_small_m);
+  EXPECT_LE(all.size(), std::max<size_t>(size_t(o.max_kernels_per_problem), top1.size()));
+}
+
 TEST(Profiler, ResumesAfterSigkillWithoutLosingOrRepeatingMeasurements) {
   const std::string dbpath = temp_path("resume.db");
   const std::string log = temp_path("resume_calls.txt");

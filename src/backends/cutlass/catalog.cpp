@@ -3,10 +3,12 @@
 namespace sabre::cutlass_backend {
 namespace {
 
-// sm90 rows: schedule, tile M×N (K is 128 bytes), cluster. The builder picks the stage count.
+// sm90 rows: schedule, tile M×N (K is 128 bytes), cluster, split count (split-K rows only). The
+// builder picks the stage count.
 struct Sm90Row {
   Schedule schedule;
   int m, n, cm, cn;
+  int splits = 1;
 };
 constexpr Sm90Row kSm90[] = {
     // cooperative: two consumer warpgroups split the tile's M
@@ -22,6 +24,12 @@ constexpr Sm90Row kSm90[] = {
     // stream-K: cooperative mainloop, K split across CTAs to fill the machine on few tiles
     {Schedule::streamk, 128, 128, 1, 1},  {Schedule::streamk, 128, 256, 1, 1},  {Schedule::streamk, 256, 128, 1, 1},
     {Schedule::streamk, 128, 128, 2, 1},
+    // split-K: the stream-K kernel with every tile's K split S ways, for small M (few tiles, long K)
+    // where the data-parallel grid leaves most SMs idle. Cooperative tiles only (pingpong has no
+    // stream-K scheduler), 1x1 clusters (a small M has no second tile to multicast to); the tuner
+    // offers them only to problems with few tiles and long K (tune/rank.h, split_k_offered).
+    {Schedule::splitk, 128, 64, 1, 1, 2},   {Schedule::splitk, 128, 64, 1, 1, 4},   {Schedule::splitk, 128, 64, 1, 1, 8},
+    {Schedule::splitk, 128, 128, 1, 1, 2},  {Schedule::splitk, 128, 128, 1, 1, 4},  {Schedule::splitk, 128, 128, 1, 1, 8},
 };
 
 // sm80 rows, written for 16-bit operands: tile, warp tile (K as the tile's), stages, alignment in
@@ -58,6 +66,7 @@ std::vector<KernelConfig> catalog(Family family, const GemmOperands& ops, int ta
       c.cluster_m = r.cm;
       c.cluster_n = r.cn;
       c.alignment = 16 / bytes;
+      c.splits = r.splits;
       keep(c);
     }
   } else {

@@ -179,8 +179,11 @@ std::string emit_sm90(const KernelSpec& s) {
   } else {
     o += "using KernelSchedule = cutlass::gemm::KernelTmaWarpSpecializedCooperative;\n";
     o += "using EpilogueSchedule = cutlass::epilogue::TmaWarpSpecializedCooperative;\n";
-    o += std::string("using TileScheduler = ") + (c.schedule == Schedule::streamk ? "cutlass::gemm::StreamKScheduler;\n" : "void;\n");
+    const bool sk = c.schedule == Schedule::streamk || c.schedule == Schedule::splitk;
+    o += std::string("using TileScheduler = ") + (sk ? "cutlass::gemm::StreamKScheduler;\n" : "void;\n");
   }
+  if (c.schedule == Schedule::splitk)
+    o += "constexpr int kSplits = " + i(c.splits) + ";  // CTAs per output tile, each over 1/kSplits of K\n";
   o += "constexpr auto kRound = cutlass::FloatRoundStyle::round_to_nearest;\n\n";
   const std::string act = cutlass_act(e.act);
   o += "// " + algebra(e) + "\n";
@@ -242,6 +245,19 @@ std::string emit_sm90(const KernelSpec& s) {
   o += has_c ? "      {{}, static_cast<const ElementD*>(p->residual), sc, static_cast<ElementD*>(p->d), sd},\n"
              : "      {{}, nullptr, sc, static_cast<ElementD*>(p->d), sd},\n";
   o += "      hw};\n";
+  if (c.schedule == Schedule::splitk) {
+    // Left to itself the stream-K scheduler picks a decomposition by its own heuristic (our stream-K
+    // kernels ran 2-3x slower than cuBLASLt at small M); split-K asks for one. can_implement,
+    // workspace_size and run all build their arguments here, so the workspace reported and checked
+    // is the one kSplits-way split-K uses (a partial tile and a lock per output tile).
+    o += "  // Split-K: kSplits CTAs per output tile, each over its share of K (CUTLASS lowers kSplits to the\n"
+         "  // tile's k-iterations). Partial f32 accumulators meet in the workspace; the CTA of the last split\n"
+         "  // adds them to its own and alone runs the epilogue (bias, activation, residual), once per tile.\n"
+         "  // Deterministic: the splits add in K order, so results are bitwise the same run to run.\n";
+    o += "  args.scheduler.splits = kSplits;\n";
+    o += "  args.scheduler.decomposition_mode = cutlass::gemm::kernel::detail::DecompositionMode::SplitK;\n";
+    o += "  args.scheduler.reduction_mode = cutlass::gemm::kernel::detail::ReductionMode::Deterministic;\n";
+  }
   if (e.residual == Residual::after_act) {
     o += "  // Tree arguments in the tree's order: children first, then the node's op.\n";
     o += "  args.epilogue.thread = {\n";

@@ -15,7 +15,8 @@ namespace sabre::cutlass_backend {
 enum class Family : uint8_t { sm90, sm80, kCount };
 // sm90: TMA warp-specialized kernels from the 3.x CollectiveBuilder; sm80: 2.x GemmUniversal,
 // whose only schedule is the multistage (or, with 2 stages, register-pipelined) mainloop.
-enum class Schedule : uint8_t { coop, pingpong, streamk, multistage, kCount };
+// splitk is the stream-K kernel told to split every tile's K exactly KernelConfig::splits ways.
+enum class Schedule : uint8_t { coop, pingpong, streamk, splitk, multistage, kCount };
 // f32 operands run on tensor cores as TF32; accumulation is always f32.
 enum class Elem : uint8_t { f16, bf16, f32, kCount };
 // A is always [M,K] row-major. tn: B is [N,K], K contiguous. tt: B is [K,N], N contiguous.
@@ -36,6 +37,7 @@ struct KernelConfig {
   Shape3 warp;             // sm80 only
   int stages = 0;          // sm80 only; sm90 picks its stage count from the shared memory left
   int alignment = 8;       // elements, for A, B, C and D
+  int splits = 1;          // splitk only (2..16): CTAs that share one output tile's K; 1 otherwise
   bool operator==(const KernelConfig&) const = default;
 };
 
@@ -76,6 +78,7 @@ std::string epilogue_name(const EpilogueSpec& e);
 std::optional<EpilogueSpec> parse_epilogue(std::string_view s);
 
 // sm90_ws_coop_tn_f16_f16_f32_128x256x64_c1x2_a8_bias_gelu
+// sm90_ws_splitk4_tn_f16_f16_f32_128x64x64_c1x1_a8_bias_res (split-K: the split count follows the schedule)
 // sm80_tc_tn_f16_f16_f32_128x128x32_w64x64x32_s3_a8_bias_relu
 std::string kernel_name(const KernelSpec& s);
 std::optional<KernelSpec> parse_kernel_name(std::string_view name);
