@@ -20,7 +20,7 @@ const std::vector<FlagSpec> kFlags = {
     {"--db", "", "PATH", "the tuning database (default $XDG_CACHE_HOME/sabre/tuning.db)", false},
     {"--top-k", "", "N", "CUTLASS candidates timed per GEMM workload and M bucket (default 4)", false},
     {"--plan-only", "", "", "write plan, weights and manifest without compiling any kernel", false},
-    {"--fuse-attention", "", "", "experimental: attention (head dim 32/64, <= 512 keys) as one native kernel; correct on the H200, not yet faster", false},
+    {"--fuse-attention", "", "", "attention (head dim 32/64, <= 512 keys) as one native kernel reading Q/K/V from one joined projection GEMM (H200: BERT-base 0.84/1.13/2.24 ms at batch 1/8/32 vs 1.07/1.47/2.96 unfused); off by default for now", false},
     {"--arch", "", "sm_90a|sm_80", "what kernels are compiled for (default sm_90a)", false},
     {"--jobs", "-j", "N", "compiler processes at a time (default: all cores)", false},
     {"--cache-dir", "", "DIR", "compiled-kernel cache (default $XDG_CACHE_HOME/sabre/kernels)", false},
