@@ -83,6 +83,12 @@ std::vector<std::string> conv_flags(int sm) {
 
 }  // namespace
 
+ir::Graph canonicalize_model(ir::Graph g, bool fuse_attention) {
+  transform::PassOptions passes;
+  passes.merge_qkv = fuse_attention;
+  return transform::canonicalize(std::move(g), passes);
+}
+
 std::vector<tune::GemmProblem> tuned_gemm_problems(const ir::Graph& partitioned, LowerOptions lo, int target_sm) {
   tune::PickOptions popts;
   popts.target_sm = target_sm;
@@ -111,9 +117,7 @@ CompileSummary compile_model(const std::string& model, const std::string& out_di
   say("import " + model);
   ir::Graph g = onnx_frontend::import_model(model);
   say("canonicalize (" + std::to_string(g.num_nodes()) + " nodes)");
-  transform::PassOptions passes;
-  passes.merge_qkv = opts.fuse_attention;  // the fused attention reads the joined projections in place
-  g = transform::canonicalize(std::move(g), passes);
+  g = canonicalize_model(std::move(g), opts.fuse_attention);
   partition::PartitionResult pr = partition::partition(std::move(g), cutlass_backend::pattern_table());
   say("partition: " + std::to_string(pr.regions.size()) + " CUTLASS regions, " +
       std::to_string(pr.refusals.size()) + " refusals");

@@ -57,6 +57,11 @@ std::string elementwise_library_source(const ElementwiseKernel& k);
 // Tests: tests/unit/codegen_lower_test.cpp
 std::string analytic_conv_kernel(const ConvProblem& p, int target_sm);
 
+// canonicalize() as `sabre compile` runs it: with fuse_attention (LowerOptions::fuse_attention) the
+// Q/K/V projections are joined too (merge_qkv), which the fused attention reads in place. `sabre
+// tune` canonicalizes with this call, so both see the same GEMM workloads.
+ir::Graph canonicalize_model(ir::Graph g, bool fuse_attention);
+
 // The GEMM problems `sabre compile` tunes for a partitioned graph lowered with `lo` (its picker is
 // replaced; weights are laid out, not converted): every problem the lowering asks a picker for with
 // alignment > 1, in first-seen order. Alignment-1 problems (the fallbacks of symbolic-N/K GEMMs, odd

@@ -280,21 +280,19 @@ class Lowerer {
     if (xs.size() != 3 || norm_axis(sp->attr_int("axis", 0), 3) != 2 || !xs[2].is_static()) return nullptr;
     std::set<const Node*> readers;
     for (const Node* t : heads) readers.insert(t->input(0)->producer());
-    int64_t col = 0;
+    // Column offsets in output order; each a multiple of 8 and the row too (16-byte rows and starts).
+    int64_t off[3], col = 0;
     for (int i = 0; i < 3; ++i) {
       const Value* o = sp->output(static_cast<size_t>(i));
-      if (!readers.count(sole_user(o)) || !o->shape()[2].is_static()) return nullptr;
+      if (!readers.count(sole_user(o)) || !o->shape()[2].is_static() || col % 8) return nullptr;
+      off[i] = col;
       col += o->shape()[2].value();
     }
-    if (col != xs[2].value() || col % 8) return nullptr;  // 16-byte rows for the kernel
+    if (col != xs[2].value() || col % 8) return nullptr;
     a.packed = x;
-    for (int i = 0, off = 0; i < 3; off += static_cast<int>(sp->output(static_cast<size_t>(i))->shape()[2].value()), ++i) {
+    for (int i = 0; i < 3; ++i) {
       const Value* o = sp->output(static_cast<size_t>(i));
-      a.offset[o == a.q ? 0 : o == a.k ? 1 : 2] = off;
-    }
-    if (a.offset[0] % 8 || a.offset[1] % 8 || a.offset[2] % 8) {
-      a.packed = nullptr;
-      return nullptr;
+      a.offset[o == a.q ? 0 : o == a.k ? 1 : 2] = off[i];
     }
     return sp;
   }

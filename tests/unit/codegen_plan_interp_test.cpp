@@ -8,6 +8,7 @@
 #include <random>
 
 #include "backends/cutlass/patterns.h"
+#include "codegen/compile.h"
 #include "codegen/lower.h"
 #include "frontend/onnx/importer.h"
 #include "ir/infer.h"
@@ -534,10 +535,8 @@ void check_model(const std::string& name, ir::DType dtype, double tol, bool fuse
 
 void check_graph(const std::string& name, const ir::Graph& original, ir::DType dtype, double tol,
                  codegen::Lowered* lowered_out, bool fuse_attention) {
-  transform::PassOptions passes;
-  passes.merge_qkv = fuse_attention;  // as sabre compile canonicalizes
-  ir::Graph g =
-      partition::partition(transform::canonicalize(original.clone(), passes), cutlass_backend::pattern_table()).graph;
+  ir::Graph g = partition::partition(codegen::canonicalize_model(original.clone(), fuse_attention),
+                                     cutlass_backend::pattern_table()).graph;
   codegen::LowerOptions o;
   o.dtype = dtype;
   for (const std::string& sym : g.symbols()) o.ranges[sym] = {1, sym == "batch" ? 4 : 16};

@@ -6,6 +6,7 @@
 #include <random>
 
 #include "ir/infer.h"
+#include "random_tensor.h"
 #include "reference/reference.h"
 #include "transform/canonicalize.h"
 
@@ -15,14 +16,7 @@ namespace {
 using ir::Dim;
 using ir::DType;
 
-ir::Tensor random_f32(std::vector<int64_t> dims, std::mt19937& rng) {
-  std::uniform_real_distribution<float> u(-1, 1);
-  int64_t n = 1;
-  for (int64_t d : dims) n *= d;
-  std::vector<float> v(static_cast<size_t>(n));
-  for (float& x : v) x = u(rng);
-  return ir::Tensor::from_f32(v, dims);
-}
+using test_util::random_f32;
 
 // x [batch, seq, 16] -> `count` x (MatMul(x, W_i[16, 8]) + b_i -> Reshape [0, 0, 2, 4]) -> outputs;
 // with `extra_reader`, the first projection is also a graph output (read by something else).

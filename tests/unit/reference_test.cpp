@@ -9,6 +9,7 @@
 #include <random>
 
 #include "ir/graph.h"
+#include "random_tensor.h"
 #include "reference/reference.h"
 
 namespace {
@@ -31,12 +32,7 @@ Tensor seq(std::vector<int64_t> dims, double phase = 0.5) {
 
 Tensor random_f32(std::vector<int64_t> dims, uint32_t seed) {
   std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-1.f, 1.f);
-  int64_t n = 1;
-  for (int64_t d : dims) n *= d;
-  std::vector<float> v(n);
-  for (float& e : v) e = u(rng);
-  return Tensor::from_f32(v, std::move(dims));
+  return sabre::test_util::random_f32(std::move(dims), rng);
 }
 
 Tensor i64(std::vector<int64_t> v) { return Tensor::from_i64(v, {static_cast<int64_t>(v.size())}); }

@@ -5,6 +5,7 @@
 #include <random>
 
 #include "ir/infer.h"
+#include "random_tensor.h"
 #include "reference/reference.h"
 #include "transform/unflatten_gemm.h"
 
@@ -14,14 +15,7 @@ namespace {
 using ir::Dim;
 using ir::DType;
 
-ir::Tensor random_f32(std::vector<int64_t> dims, std::mt19937& rng) {
-  std::uniform_real_distribution<float> u(-1, 1);
-  int64_t n = 1;
-  for (int64_t d : dims) n *= d;
-  std::vector<float> v(static_cast<size_t>(n));
-  for (float& x : v) x = u(rng);
-  return ir::Tensor::from_f32(v, dims);
-}
+using test_util::random_f32;
 
 // x [batch, seq, 8] -> Reshape [-1, 8] -> Gemm(W, C) -> Reshape [0, 0, 16] (GPT-2's Conv1D form).
 ir::Graph conv1d(bool trans_b, double alpha, bool bias_2d, std::mt19937& rng) {

@@ -15,7 +15,6 @@
 #include "command.h"
 #include "frontend/onnx/importer.h"
 #include "partition/partitioner.h"
-#include "transform/canonicalize.h"
 #include "tune/db.h"
 #include "tune/profiler.h"
 #include "tune/rank.h"
@@ -131,9 +130,7 @@ int run(const std::vector<std::string>& argv) {
     auto ranges = parse_ranges(args.all("--dim"));
 
     const auto t0 = std::chrono::steady_clock::now();
-    transform::PassOptions passes;
-    passes.merge_qkv = args.has("--fuse-attention");  // as sabre compile --fuse-attention canonicalizes
-    ir::Graph g = transform::canonicalize(onnx_frontend::import_model(args.positional[0]), passes);
+    ir::Graph g = codegen::canonicalize_model(onnx_frontend::import_model(args.positional[0]), args.has("--fuse-attention"));
     partition::PartitionResult part = partition::partition(std::move(g), cutlass_backend::pattern_table());
     // What sabre compile would tune with the same dtype, ranges and fusion: its own collection call.
     codegen::LowerOptions lo;
