@@ -2,6 +2,8 @@
 #include "codegen/compile.h"
 
 #include <chrono>
+#include <cmath>
+#include <limits>
 #include <filesystem>
 #include <memory>
 #include <stdexcept>
@@ -20,6 +22,7 @@
 #include "tune/compile_cache.h"
 #include "tune/db.h"
 #include "tune/profiler.h"
+#include "tune/rank.h"
 #include "tune/select.h"
 
 namespace sabre::codegen {
@@ -61,15 +64,34 @@ std::string analytic_conv_kernel(const ConvProblem& p, int target_sm) {
   if (cands.empty())
     throw std::invalid_argument("no conv config for alignment " + std::to_string(p.alignment) + " on sm" +
                                 std::to_string(target_sm));
-  // Tile N covers the output channels: wider tiles waste most of their columns on thin layers.
-  const int want_m = p.k <= 32 ? 64 : 128, want_n = p.k <= 64 ? 64 : 128;
-  const ConvConfig* pick = &cands.front();
-  for (const ConvConfig& c : cands)
-    if (c.tile.m == want_m && c.tile.n == want_n) {
-      pick = &c;
-      break;
+  // The implicit GEMM (M = N·P·Q, N = K, K = R·S·C) ranked by the GEMM model (tune/rank.h): tile and
+  // wave quantization, operand intensity, split-K's serial passes. Splits only where every slice
+  // gets whole channel tiles at each filter tap (the iterators interleave slices over C), so a
+  // slice never walks masked-out k-tiles.
+  const tune::GemmShape shape{p.n * p.p * p.q, p.k, p.r * p.s * p.c, 1};
+  const tune::GpuModel gpu = tune::GpuModel::for_sm(target_sm);
+  const GemmOperands ops{*elem, *elem, Layout::tn};
+  std::string best;
+  double best_us = std::numeric_limits<double>::infinity();
+  for (const ConvConfig& base : cands)
+    for (int split = 1; split <= kMaxConvSplitK; split *= 2) {
+      ConvConfig c = base;
+      c.split_k = split;
+      if (split > 1 && (!conv_split_k_allowed(*epi) || p.c % (int64_t(c.tile.k) * split) != 0)) continue;
+      const ConvSpec spec{c, *elem, *epi};
+      if (conv_unsupported_reason(spec, target_sm)) continue;
+      KernelConfig g;
+      g.family = Family::sm80;
+      g.schedule = split > 1 ? Schedule::splitk : Schedule::multistage;
+      g.tile = c.tile, g.warp = c.warp, g.stages = c.stages, g.alignment = c.alignment, g.splits = split;
+      if (!tune::split_k_offered(g, shape, gpu)) continue;
+      const double us = tune::predict_us(KernelSpec{g, ops, *epi}, shape, p.alignment, gpu, target_sm);
+      const std::string name = conv_kernel_name(spec);
+      if (us < best_us || (us == best_us && name < best)) best_us = us, best = name;
     }
-  return conv_kernel_name(ConvSpec{*pick, *elem, *epi});
+  if (best.empty())
+    throw std::invalid_argument("no conv config the model can time for alignment " + std::to_string(p.alignment));
+  return best;
 }
 
 namespace {

@@ -50,9 +50,10 @@ int arch_sm(const std::string& arch);
 // `extern "C" int <name>_launch(const SabreEwParams*, unsigned grid, cudaStream_t)` (docs/RUNTIME.md).
 std::string elementwise_library_source(const ElementwiseKernel& k);
 
-// The analytic conv kernel choice (LowerOptions::pick_conv of `sabre compile`): the catalog config
-// (conv_spec.h) with the widest alignment C and K allow, its tile by the output channels (64x64 up
-// to K=32, 128x64 up to 64, else 128x128). Throws std::invalid_argument saying why when no conv
+// The analytic conv kernel choice (LowerOptions::pick_conv of `sabre compile`) for a problem at its
+// batch p.n: among the catalog configs (conv_spec.h) with the widest alignment C and K allow, and
+// their serial split-K variants where the output tiles leave SMs idle, the one the GEMM model
+// (tune/rank.h) predicts fastest on the implicit GEMM. Throws std::invalid_argument saying why when no conv
 // kernel fits (grouped convs, an epilogue conv kernels are not generated with, a dtype).
 // Tests: tests/unit/codegen_lower_test.cpp
 std::string analytic_conv_kernel(const ConvProblem& p, int target_sm);

@@ -1309,14 +1309,31 @@ class Lowerer {
                          : 1;
     for (int64_t v : {prob.n, prob.c, prob.h, prob.w, prob.k, prob.r, prob.s, prob.p, prob.q})
       if (v <= 0) throw UnsupportedError(where(n) + " [" + pattern + "]: conv dims do not evaluate over the symbol ranges");
-    std::string kernel;
-    try {
-      kernel = o_.pick_conv(prob);
-    } catch (const std::invalid_argument& e) {
-      throw UnsupportedError(where(n) + " [" + pattern + "]: no conv kernel: " + e.what());
+    // One pick per batch bucket (powers of two over the batch range, as GEMM M buckets): a batch-1
+    // layer leaves most SMs idle where batch 32 fills them, so they want other tiles and splits. The
+    // runtime reads the table at M = n·p·q (resolve.h), so each entry ends at its batch times p·q.
+    const int64_t n_lo = std::max<int64_t>(1, eval_lo(xs[0]));
+    JArray dispatch;
+    std::string last;
+    for (int64_t nb : tune::m_buckets(std::min(n_lo, prob.n), prob.n)) {
+      ConvProblem at = prob;
+      at.n = nb;
+      std::string kernel;
+      try {
+        kernel = o_.pick_conv(at);
+      } catch (const std::invalid_argument& e) {
+        throw UnsupportedError(where(n) + " [" + pattern + "]: no conv kernel: " + e.what());
+      }
+      if (kernel.empty()) throw UnsupportedError(where(n) + " [" + pattern + "]: the conv kernel picker returned no kernel");
+      if (conv_seen_.insert(kernel).second) out_.conv_kernels.push_back(kernel);
+      const double max_m = double(nb * prob.p * prob.q);
+      if (kernel == last)
+        dispatch.back() = json::Value(JObject{{"max_m", jnum(max_m)}, {"kernel", jstr(kernel)}});
+      else
+        dispatch.push_back(json::Value(JObject{{"max_m", jnum(max_m)}, {"kernel", jstr(kernel)}}));
+      last = kernel;
     }
-    if (kernel.empty()) throw UnsupportedError(where(n) + " [" + pattern + "]: the conv kernel picker returned no kernel");
-    if (conv_seen_.insert(kernel).second) out_.conv_kernels.push_back(kernel);
+    dispatch.back() = json::Value(JObject{{"max_m", jnum(-1)}, {"kernel", jstr(last)}});  // the last covers any m
     if (c_pad)
       out_.notes.push_back("conv " + n->name() + ": input channels padded " + xs[1].str() + " -> " + std::to_string(c_pad) +
                            " at the NHWC boundary (zero channels, zero filter taps): alignment-" +
@@ -1327,7 +1344,7 @@ class Lowerer {
               {"pads", jints(pads)}, {"strides", jints(strides)}, {"dilations", jints(dil)},
               {"groups", jnum(double(groups))}, {"alpha", jnum(1)}, {"beta", jnum(res ? 1 : 0)},
               {"dtype", jstr(dt)}, {"epilogue", jstr(epilogue)}, {"pattern", jstr(pattern)},
-              {"dispatch", json::Value(JArray{json::Value(JObject{{"max_m", jnum(-1)}, {"kernel", jstr(kernel)}})})}};
+              {"dispatch", json::Value(dispatch)}};
     std::vector<int> ins{tensor_nhwc(X, c_pad), tensor_nhwc(W, c_pad), tensor(bias), tensor_nhwc(res)};
     if (!nhwc_.count(Y)) throw std::logic_error("lower: conv output '" + Y->name() + "' is not NHWC (invariant: assign_layouts)");
     step("conv", n->name(), ins, {define(Y)}, p);

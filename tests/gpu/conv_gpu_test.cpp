@@ -44,6 +44,12 @@ const char* const kKernels[] = {
     "sm80_conv_fprop_optimized_nhwc_f16_f16_f32_128x128x64_w64x64x64_s3_a8_sigmoid",
     "sm80_conv_fprop_analytic_nhwc_f16_f16_f32_64x64x32_w32x32x32_s2_a1_bias_relu",
     "sm80_conv_fprop_analytic_nhwc_bf16_bf16_f32_64x64x32_w32x32x32_s4_a2_linear",
+    // Serial split-K (partials through Y, activation and residual by the last slice): the bias form,
+    // both residual forms it allows, both dtypes; on the C = 8 stem and C = 6 problems some slices
+    // walk only masked channels and must still take their turn.
+    "sm80_conv_fprop_optimized_nhwc_f16_f16_f32_64x64x32_w32x32x32_s4_a8_splitk4_bias_relu",
+    "sm80_conv_fprop_optimized_nhwc_bf16_bf16_f32_128x128x32_w64x64x32_s3_a8_splitk2_bias_res_relu",
+    "sm80_conv_fprop_optimized_nhwc_f16_f16_f32_128x64x32_w64x32x32_s4_a8_splitk8_bias_res",
 };
 
 struct Problem {
@@ -64,6 +70,8 @@ const Problem kProblems[] = {
     // (optimized, a8) kernels run it with C below the tile's K of 32 (codegen channel_padding).
     {"7x7_s2_p3_c8_padded_stem", 2, 32, 32, 8, 64, 7, 7, 3, 3, 2, 2, 1, 1},
     {"3x3_c6_k40", 1, 9, 9, 6, 40, 3, 3, 1, 1, 1, 1, 1, 1},
+    // ResNet-50's last 3x3 layer at batch 1: few output tiles over a deep R·S·C, the split-K case.
+    {"3x3_c512_k512_7x7_batch1", 1, 7, 7, 512, 512, 3, 3, 1, 1, 1, 1, 1, 1},
 };
 
 double tolerance(cb::Elem e) { return e == cb::Elem::f16 ? 5e-3 : 2e-2; }

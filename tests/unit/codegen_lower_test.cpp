@@ -17,6 +17,7 @@
 #include "frontend/onnx/importer.h"
 #include "partition/partitioner.h"
 #include "runtime/artifact.h"
+#include "runtime/resolve.h"
 #include "transform/canonicalize.h"
 
 namespace sabre {
@@ -25,7 +26,7 @@ namespace {
 namespace fs = std::filesystem;
 
 std::string model_path(const std::string& name) {
-  for (const std::string dir : {std::string(SABRE_SOURCE_DIR) + "/models", std::string(SABRE_BINARY_DIR) + "/models"}) {
+  for (const std::string& dir : {std::string(SABRE_SOURCE_DIR) + "/models", std::string(SABRE_BINARY_DIR) + "/models"}) {
     std::string p = dir + "/" + name + ".onnx";
     if (fs::exists(p)) return p;
   }
@@ -124,7 +125,9 @@ TEST(CodegenLower, BertTinyF16PlanValidatesAndFuses) {
       EXPECT_EQ(t.weight_offset % 256, 0u) << t.name;
       EXPECT_LE(t.weight_offset + t.weight_bytes, low.weights.size()) << t.name;
     }
-    if (t.kind == runtime::TensorKind::activation) EXPECT_NE(t.dtype, ir::DType::f32) << t.name;
+    if (t.kind == runtime::TensorKind::activation) {
+      EXPECT_NE(t.dtype, ir::DType::f32) << t.name;
+    }
   }
   ASSERT_EQ(plan.inputs.size(), 2u);
   for (int i : plan.inputs) EXPECT_EQ(plan.tensors[i].dtype, ir::DType::i64);
@@ -244,7 +247,7 @@ TEST(CodegenLower, ConvIsAClearUnsupportedError) {
 }
 
 // The conv picker `sabre compile` uses: catalog names (conv_spec.h), the widest alignment C and K
-// allow, the tile by output channels; refusals say why.
+// allow, tiles and split-K by the model (few output tiles: split; many: none); refusals say why.
 TEST(CodegenLower, AnalyticConvKernelPicksCatalogNames) {
   codegen::ConvProblem p;
   p.dtype = "f16";
@@ -255,13 +258,35 @@ TEST(CodegenLower, AnalyticConvKernelPicksCatalogNames) {
   auto spec = cutlass_backend::parse_conv_kernel_name(name);
   ASSERT_TRUE(spec) << name;
   EXPECT_EQ(spec->config.alignment, 8) << name;
-  EXPECT_EQ(spec->config.tile.n, 64) << name;
+  EXPECT_EQ(spec->config.tile.n, 64) << name;  // 16 output channels: the narrowest tile
   EXPECT_EQ(cutlass_backend::epilogue_name(spec->epi), "bias_relu") << name;
+  // ResNet-50's last 3x3 layer: at batch 1 (M = 49) a few output tiles over K = 4608 leave most of
+  // the 132 SMs idle, so the pick splits K; at batch 256 the tiles fill the GPU and nothing splits.
+  codegen::ConvProblem deep = p;
+  deep.n = 1, deep.h = deep.w = deep.p = deep.q = 7, deep.c = deep.k = 512;
+  for (const char* epi : {"bias_relu", "bias_res_relu"}) {
+    deep.epilogue = epi;
+    name = codegen::analytic_conv_kernel(deep, 90);
+    spec = cutlass_backend::parse_conv_kernel_name(name);
+    ASSERT_TRUE(spec) << name;
+    EXPECT_GT(spec->config.split_k, 1) << name;
+    EXPECT_FALSE(cutlass_backend::conv_unsupported_reason(*spec, 90)) << name;
+  }
+  deep.n = 256;
+  spec = cutlass_backend::parse_conv_kernel_name(codegen::analytic_conv_kernel(deep, 90));
+  ASSERT_TRUE(spec);
+  EXPECT_EQ(spec->config.split_k, 1);
+  EXPECT_EQ(spec->config.tile.m, 128);
+  deep.n = 1;
+  deep.epilogue = "relu";  // no bias: the partial sums would have no source, so no split
+  spec = cutlass_backend::parse_conv_kernel_name(codegen::analytic_conv_kernel(deep, 90));
+  ASSERT_TRUE(spec);
+  EXPECT_EQ(spec->config.split_k, 1);
   p.k = 256;
   p.epilogue = "bias_res_relu";
   spec = cutlass_backend::parse_conv_kernel_name(codegen::analytic_conv_kernel(p, 90));
   ASSERT_TRUE(spec);
-  EXPECT_EQ(spec->config.tile.n, 128);
+  EXPECT_EQ(spec->config.tile.m, 128);  // M = 8192: large tiles
   p.c = 3;  // an RGB stem: C allows alignment 1
   p.alignment = 1;
   spec = cutlass_backend::parse_conv_kernel_name(codegen::analytic_conv_kernel(p, 90));
@@ -290,6 +315,38 @@ TEST(CodegenLower, ResnetBlockConvsLowerWithTheAnalyticPicker) {
   ASSERT_FALSE(low.conv_kernels.empty());
   ASSERT_EQ(low.gemm_kernels.size(), 1u);
   EXPECT_NE(low.gemm_kernels[0].find("_a2_"), std::string::npos) << low.gemm_kernels[0];
+  // Each conv step's table, read at M = n·p·q as the runtime reads it, gives the picker's kernel for
+  // that batch's bucket (powers of two up to 8); entries ascend and the last covers any M.
+  int convs = 0;
+  for (const runtime::Step& st : low.plan.steps) {
+    if (st.op != "conv") continue;
+    ++convs;
+    const auto& disp = st.params.get("dispatch")->arr();
+    ASSERT_FALSE(disp.empty()) << st.name;
+    EXPECT_EQ(disp.back().get("max_m")->num(), -1) << st.name;
+    for (size_t i = 1; i + 1 < disp.size(); ++i)
+      EXPECT_LT(disp[i - 1].get("max_m")->num(), disp[i].get("max_m")->num()) << st.name;
+    codegen::ConvProblem cp;
+    cp.dtype = st.params.get("dtype")->str();
+    cp.epilogue = st.params.get("epilogue")->str();
+    auto num = [&](const char* key) { return std::stoll(st.params.get(key)->str()); };  // static dims, as text
+    cp.h = num("h"), cp.w = num("w"), cp.c = num("c"), cp.k = num("k"), cp.r = num("r"), cp.s = num("s");
+    cp.p = num("p"), cp.q = num("q");
+    const auto& pads = st.params.get("pads")->arr();
+    const auto& strides = st.params.get("strides")->arr();
+    cp.pad_h = static_cast<int64_t>(pads[0].num()), cp.pad_w = static_cast<int64_t>(pads[1].num());
+    cp.stride_h = static_cast<int64_t>(strides[0].num()), cp.stride_w = static_cast<int64_t>(strides[1].num());
+    cp.alignment = 8;  // 16 bytes of f16, halved until it divides both channel counts
+    while (cp.c % cp.alignment || cp.k % cp.alignment) cp.alignment /= 2;
+    for (int64_t n = 1; n <= 8; ++n) {
+      int64_t bucket = 1;
+      while (bucket < n) bucket *= 2;
+      cp.n = bucket;
+      EXPECT_EQ(runtime::select_gemm_kernel(st, n * cp.p * cp.q), codegen::analytic_conv_kernel(cp, 90))
+          << st.name << " at batch " << n;
+    }
+  }
+  EXPECT_GT(convs, 0);
 }
 
 TEST(CodegenLower, UnsupportedOpsAreListedAtOnce) {

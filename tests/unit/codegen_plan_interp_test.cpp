@@ -507,7 +507,7 @@ class Interp {
 
 std::string model_path(const std::string& name) {
   if (fs::path(name).is_absolute()) return fs::exists(name) ? name : "";
-  for (const std::string dir : {std::string(SABRE_SOURCE_DIR) + "/models", std::string(SABRE_BINARY_DIR) + "/models"}) {
+  for (const std::string& dir : {std::string(SABRE_SOURCE_DIR) + "/models", std::string(SABRE_BINARY_DIR) + "/models"}) {
     std::string p = dir + "/" + name + ".onnx";
     if (fs::exists(p)) return p;
   }
@@ -775,8 +775,12 @@ TEST(CodegenLayoutNhwc, ResnetBlockF16MatchesReference) {
   EXPECT_EQ(count_steps(p, "nchw_to_nhwc"), 1);
   EXPECT_EQ(count_steps(p, "permute"), 0);
   for (const auto& s : p.steps) {
-    if (s.op == "pool2d" || s.op == "global_average_pool") EXPECT_EQ(s.params.get("layout")->str(), "nhwc") << s.name;
-    if (s.op == "conv") EXPECT_NE(s.params.get("epilogue")->str().find("bias"), std::string::npos) << "BatchNorm folded";
+    if (s.op == "pool2d" || s.op == "global_average_pool") {
+      EXPECT_EQ(s.params.get("layout")->str(), "nhwc") << s.name;
+    }
+    if (s.op == "conv") {
+      EXPECT_NE(s.params.get("epilogue")->str().find("bias"), std::string::npos) << "BatchNorm folded";
+    }
   }
   ASSERT_FALSE(low.gemm_kernels.empty());
   for (const auto& k : low.gemm_kernels) EXPECT_NE(k.find("_a2_"), std::string::npos) << k;

@@ -68,6 +68,11 @@ TEST(ConvSpec, ParseRefusesMalformedNames) {
            "sm80_conv_fprop_optimized_nhwc_f16_f16_f32_128x128x32_w64x64x32_s3_a8",             // no epilogue
            "sm80_conv_fprop_optimized_nhwc_f16_f16_f32_128x128x32_w64x64x32_s3_a8_bias_relu_",
            "sm80_conv_fprop_optimized_nhwc_f16_f16_f32_128x128x32_w64x64x32_s3_a8_bias_tanh",
+           "sm80_conv_fprop_optimized_nhwc_f16_f16_f32_128x128x32_w64x64x32_s3_a8_splitk1_bias_relu",  // 1 is unnamed
+           "sm80_conv_fprop_optimized_nhwc_f16_f16_f32_128x128x32_w64x64x32_s3_a8_splitk04_bias_relu",
+           "sm80_conv_fprop_optimized_nhwc_f16_f16_f32_128x128x32_w64x64x32_s3_a8_splitk0_bias_relu",
+           "sm80_conv_fprop_optimized_nhwc_f16_f16_f32_128x128x32_w64x64x32_s3_a8_splitk_bias_relu",
+           "sm80_conv_fprop_optimized_nhwc_f16_f16_f32_128x128x32_w64x64x32_s3_a8_bias_relu_splitk4",
        })
     EXPECT_FALSE(cb::parse_conv_kernel_name(bad)) << bad;
 }
@@ -95,6 +100,40 @@ TEST(ConvSpec, StaticFilter) {
   t.config.warp = {64, 64, 64};
   t.config.stages = 7;
   EXPECT_TRUE(cb::conv_unsupported_reason(t, 80));  // shared memory
+}
+
+// Split-K is in the name (after the alignment) only when it splits, and only epilogues whose
+// non-final slices store a plain partial sum allow it.
+TEST(ConvSpec, SplitKNamesAndEpilogues) {
+  cb::ConvSpec s = f16_bias_relu();
+  s.config.split_k = 4;
+  const std::string n = cb::conv_kernel_name(s);
+  EXPECT_EQ(n, "sm80_conv_fprop_optimized_nhwc_f16_f16_f32_128x128x32_w64x64x32_s3_a8_splitk4_bias_relu");
+  auto back = cb::parse_conv_kernel_name(n);
+  ASSERT_TRUE(back);
+  EXPECT_EQ(*back, s);
+  EXPECT_FALSE(cb::conv_unsupported_reason(s, 90));
+  EXPECT_TRUE(cb::emit_conv_kernel(s, 90).find("/*split_k_slices=*/4") != std::string::npos);
+  EXPECT_TRUE(cb::emit_conv_kernel(f16_bias_relu(), 90).find("/*split_k_slices=*/1") != std::string::npos);
+  for (const auto& epi : cb::conv_epilogues()) {
+    s.epi = epi;
+    // Without a residual the last slice applies the activation (needs the bias as the source); the
+    // residual block applies its inner activation in every slice, so only an identity one splits.
+    const bool want = epi.residual == cb::Residual::none
+                          ? epi.bias
+                          : epi.residual == cb::Residual::before_act || epi.act == cb::Act::none;
+    EXPECT_EQ(cb::conv_split_k_allowed(epi), want) << cb::epilogue_name(epi);
+    auto why = cb::conv_unsupported_reason(s, 90);
+    EXPECT_EQ(!why, cb::conv_split_k_allowed(epi)) << cb::epilogue_name(epi);
+    if (why) {
+      EXPECT_NE(why->find(cb::epilogue_name(epi)), std::string::npos) << *why;
+    }
+  }
+  s = f16_bias_relu();
+  s.config.split_k = cb::kMaxConvSplitK + 1;
+  EXPECT_TRUE(cb::conv_unsupported_reason(s, 90));
+  s.config.split_k = 0;
+  EXPECT_TRUE(cb::conv_unsupported_reason(s, 90));
 }
 
 TEST(ConvSpec, CatalogHasAlignedTilesAndFallbacks) {

@@ -135,7 +135,11 @@ std::string host_code(const ConvSpec& s, const EmitOptions& opts) {
   o += "  cutlass::conv::Conv2dProblemSize problem(\n"
        "      int(p->n), int(p->h), int(p->w), int(p->c), int(p->k), int(p->r), int(p->s), int(p->p), int(p->q),\n"
        "      int(p->pad_h), int(p->pad_w), int(p->stride_h), int(p->stride_w), int(p->dil_h), int(p->dil_w),\n"
-       "      cutlass::conv::Mode::kCrossCorrelation, /*split_k_slices=*/1, /*groups=*/1);\n";
+       "      cutlass::conv::Mode::kCrossCorrelation, /*split_k_slices=*/" + i(s.config.split_k) + ", /*groups=*/1);\n";
+  if (s.config.split_k > 1)
+    o += "  // Serial split-K: " + i(s.config.split_k) + " CTAs per output tile over interleaved k-tiles of R*S*C; each adds\n"
+         "  // its partial into Y after the one before (a semaphore per tile in the workspace, zeroed by\n"
+         "  // initialize), the last applies bias, activation and residual. Deterministic: fixed order.\n";
   o += "  using Ref = cutlass::TensorRef<Element, Layout>;\n";
   o += "  Ref x(static_cast<Element*>(const_cast<void*>(p->x)), Layout::packed({int(p->n), int(p->h), int(p->w), int(p->c)}));\n";
   o += "  Ref w(static_cast<Element*>(const_cast<void*>(p->filter)), Layout::packed({int(p->k), int(p->r), int(p->s), int(p->c)}));\n";

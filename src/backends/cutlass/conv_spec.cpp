@@ -54,7 +54,9 @@ std::string conv_kernel_name(const ConvSpec& s) {
   n += "_";
   n += elem_name(s.elem);
   n += "_f32_" + dims(c.tile) + "_w" + dims(c.warp) + "_s" + std::to_string(c.stages) + "_a" +
-       std::to_string(c.alignment) + "_" + epilogue_name(s.epi);
+       std::to_string(c.alignment) + "_";
+  if (c.split_k > 1) n += "splitk" + std::to_string(c.split_k) + "_";
+  n += epilogue_name(s.epi);
   return n;
 }
 
@@ -89,11 +91,23 @@ std::optional<ConvSpec> parse_conv_kernel_name(std::string_view name) {
   auto av = al && al->starts_with('a') ? to_int(al->substr(1)) : std::nullopt;
   if (!av) return std::nullopt;
   s.config.alignment = *av;
+  if (rest.starts_with("splitk")) {
+    rest.remove_prefix(6);
+    auto sk = take(rest);
+    auto skv = sk ? to_int(*sk) : std::nullopt;
+    if (!skv) return std::nullopt;
+    s.config.split_k = *skv;
+  }
   auto epi = parse_epilogue(rest);
   if (!epi) return std::nullopt;
   s.epi = *epi;
   if (conv_kernel_name(s) != name) return std::nullopt;  // one spelling per kernel (no leading zeros)
   return s;
+}
+
+bool conv_split_k_allowed(const EpilogueSpec& epi) {
+  if (epi.residual == Residual::none) return epi.bias;
+  return epi.residual == Residual::before_act || epi.act == Act::none;
 }
 
 std::optional<std::string> conv_unsupported_reason(const ConvSpec& s, int target_sm) {
@@ -107,6 +121,11 @@ std::optional<std::string> conv_unsupported_reason(const ConvSpec& s, int target
     return "cp.async needs 4-byte accesses: alignment below 4 bytes needs the 2-stage mainloop";
   if (c.iter == ConvIter::optimized && c.alignment * bytes < 4)
     return "alignment below 4 bytes is the analytic iterator's fallback";
+  if (c.split_k < 1 || c.split_k > kMaxConvSplitK)
+    return "split_k must be 1.." + std::to_string(kMaxConvSplitK);
+  if (c.split_k > 1 && !conv_split_k_allowed(s.epi))
+    return "split-K needs an epilogue that stays linear until the last slice and reads a source (bias or residual); " +
+           epilogue_name(s.epi) + " does not";
   if (c.tile.m <= 0 || c.tile.n <= 0 || c.tile.k <= 0) return "tile dims must be positive";
   if (c.warp.k != c.tile.k) return "warp tile K must equal the threadblock tile K";
   if (c.warp.m <= 0 || c.warp.n <= 0 || c.tile.m % c.warp.m || c.tile.n % c.warp.n)

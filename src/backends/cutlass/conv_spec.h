@@ -26,6 +26,12 @@ struct ConvConfig {
   Shape3 warp;     // warp tile; K equals the tile's
   int stages = 3;  // 2: register-pipelined mainloop (any alignment); >2: cp.async multistage
   int alignment = 8;  // elements, for C (input channels) and K (output channels) and every pointer
+  // Serial split-K slices (1: none): CTAs that share one output tile, each over every split_k-th
+  // k-tile of R·S·C; they add into Y in slice order (a semaphore per tile), the last one applies
+  // the bias, activation and residual. For problems whose output tiles cannot fill the GPU (small
+  // batch, 7x7 and 14x14 layers). Only epilogues that stay linear until the last slice allow it
+  // (conv_split_k_allowed). Not a catalog row: the picker chooses it per problem.
+  int split_k = 1;
   bool operator==(const ConvConfig&) const = default;
 };
 
@@ -38,11 +44,20 @@ struct ConvSpec {
 
 std::string_view conv_iter_name(ConvIter i);  // "optimized", "analytic"
 
-// sm80_conv_fprop_optimized_nhwc_f16_f16_f32_128x128x32_w64x64x32_s3_a8_bias_relu
+// sm80_conv_fprop_optimized_nhwc_f16_f16_f32_128x128x32_w64x64x32_s3_a8_bias_relu, and with split-K
+// sm80_conv_fprop_optimized_nhwc_f16_f16_f32_64x64x32_w32x32x32_s4_a8_splitk4_bias_relu
 std::string conv_kernel_name(const ConvSpec& s);
 std::optional<ConvSpec> parse_conv_kernel_name(std::string_view name);
 // True for names of the conv family ("sm80_conv_"), so a caller can tell them from GEMM names.
 bool is_conv_kernel_name(std::string_view name);
+
+// Whether serial split-K computes `epi` right. Slices but the last store alpha·acc plus what they
+// read (the first: the bias or R; the others: the partial sum in Y). Without a residual the
+// activation waits for the last slice, and the bias must be there to make Y the source (the
+// no-bias epilogue reads none); the residual block applies its inner activation in every slice,
+// so it splits only with the residual before the activation or no activation.
+bool conv_split_k_allowed(const EpilogueSpec& epi);
+constexpr int kMaxConvSplitK = 16;
 
 // Static filter: why `s` cannot be built or run on a GPU of compute capability target_sm, or nullopt.
 std::optional<std::string> conv_unsupported_reason(const ConvSpec& s, int target_sm);
