@@ -22,7 +22,7 @@ struct CompileOptions {
   Tune tune = Tune::automatic;
   std::string tuning_db;             // empty: TuningDb::default_path()
   int top_k = 4;                     // CUTLASS candidates timed per (workload, M bucket)
-  bool fuse_attention = false;       // LowerOptions::fuse_attention (experimental)
+  bool fuse_attention = true;        // LowerOptions::fuse_attention (sabre compile --no-fuse-attention: false)
   bool plan_only = false;            // write the artifact without kernels; compile nothing
   std::string arch = "sm_90a";       // what kernels are compiled for
   int jobs = 0;                      // parallel compiler processes; 0: all cores

@@ -12,7 +12,7 @@ namespace sabre::transform {
     the fused attention reads Q, K and V in place from its output (codegen: packed_split). Each output
     element is the same dot product plus the same bias as before: the reference results are
     bit-identical. Runs after layout_weights and mark_gemm_bias, only where PassOptions::merge_qkv asks
-    (sabre compile/tune --fuse-attention): without the fused attention the Split is one more copy.
+    (sabre compile/tune, unless --no-fuse-attention): without the fused attention the Split is one more copy.
     Tests: tests/unit/merge_qkv_test.cpp */
 ir::Graph merge_qkv(ir::Graph g);
 

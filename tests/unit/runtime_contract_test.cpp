@@ -22,7 +22,7 @@ namespace fs = std::filesystem;
 using namespace runtime;
 
 std::string model_path(const std::string& name) {
-  for (const std::string dir : {std::string(SABRE_SOURCE_DIR) + "/models", std::string(SABRE_BINARY_DIR) + "/models"}) {
+  for (const std::string& dir : {std::string(SABRE_SOURCE_DIR) + "/models", std::string(SABRE_BINARY_DIR) + "/models"}) {
     std::string p = dir + "/" + name + ".onnx";
     if (fs::exists(p)) return p;
   }
@@ -75,7 +75,9 @@ void check_plan(const Plan& plan, const Dims& dims) {
       for (size_t k = 0; k < st.outputs.size(); ++k) outs.push_back(fake);
       EXPECT_NO_THROW(native::prepare_params(c, shapes[static_cast<size_t>(st.outputs[0])], in_dims, ins, outs));
     } else if (st.op == "softmax") {
-      if (st.inputs.size() > 1 && st.inputs[1] >= 0) EXPECT_EQ(param_dims(st, "mask_stride", dims).size(), 3u);
+      if (st.inputs.size() > 1 && st.inputs[1] >= 0) {
+        EXPECT_EQ(param_dims(st, "mask_stride", dims).size(), 3u);
+      }
       for (const char* k : {"b", "h", "q", "cols"}) EXPECT_NO_THROW(param_dim(st, k, dims, 1)) << k;
     } else if (st.op == "slice") {
       EXPECT_NO_THROW(param_dims(st, "starts", dims));

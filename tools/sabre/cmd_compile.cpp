@@ -20,7 +20,8 @@ const std::vector<FlagSpec> kFlags = {
     {"--db", "", "PATH", "the tuning database (default $XDG_CACHE_HOME/sabre/tuning.db)", false},
     {"--top-k", "", "N", "CUTLASS candidates timed per GEMM workload and M bucket (default 4)", false},
     {"--plan-only", "", "", "write plan, weights and manifest without compiling any kernel", false},
-    {"--fuse-attention", "", "", "attention (head dim 32/64, <= 512 keys) as one native kernel reading Q/K/V from one joined projection GEMM (H200: BERT-base 0.84/1.13/2.24 ms at batch 1/8/32 vs 1.07/1.47/2.96 unfused); off by default for now", false},
+    {"--no-fuse-attention", "", "", "keep attention as GEMMs, softmax and permutes (default: attention with head dim 32/64 and <= 512 keys is one native kernel reading Q/K/V from one joined projection GEMM; H200: BERT-base 0.84/1.13/2.24 ms at batch 1/8/32, 1.07/1.47/2.96 unfused)", false},
+    {"--fuse-attention", "", "", "the default; kept so older scripts run", false},
     {"--arch", "", "sm_90a|sm_80", "what kernels are compiled for (default sm_90a)", false},
     {"--jobs", "-j", "N", "compiler processes at a time (default: all cores)", false},
     {"--cache-dir", "", "DIR", "compiled-kernel cache (default $XDG_CACHE_HOME/sabre/kernels)", false},
@@ -78,7 +79,9 @@ int run(const std::vector<std::string>& argv) {
     };
     o.top_k = positive("--top-k", o.top_k);
     o.plan_only = args.has("--plan-only");
-    o.fuse_attention = args.has("--fuse-attention");
+    if (args.has("--fuse-attention") && args.has("--no-fuse-attention"))
+      throw UsageError("--fuse-attention and --no-fuse-attention contradict each other: give one");
+    o.fuse_attention = !args.has("--no-fuse-attention");
     o.arch = args.value("--arch").value_or("sm_90a");
     try {
       codegen::arch_sm(o.arch);

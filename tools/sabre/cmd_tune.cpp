@@ -36,7 +36,8 @@ const std::vector<FlagSpec> kFlags = {
      "range of a symbolic dim (batch=1..32, seq=128), as sabre compile --dynamic; unnamed dims get its defaults "
      "(batch-like 1..64, others 1..512); M is tuned at powers of two",
      true},
-    {"--fuse-attention", "", "", "collect the workloads of sabre compile --fuse-attention (no attention GEMMs)", false},
+    {"--no-fuse-attention", "", "", "collect the workloads of sabre compile --no-fuse-attention (with attention's GEMMs)", false},
+    {"--fuse-attention", "", "", "the default (fused attention has no attention GEMMs); kept so older scripts run", false},
     {"--sm", "", "SM", "target compute capability for --no-tune (default 90)", false},
     {"--no-tune", "", "", "no timing: print the analytic model's picks (no GPU needed)", false},
     {"--no-gpu-check", "", "", "the same as --no-tune: do not look for a GPU at all", false},
@@ -47,9 +48,9 @@ const std::vector<FlagSpec> kFlags = {
 void print_help() {
   std::printf(
       "usage: sabre tune MODEL.onnx [--db PATH] [--top-k N] [--max-kernels N] [--dtype fp16|bf16] [--dim NAME=LO..HI ...]\n"
-      "                  [--fuse-attention] [--no-tune]\n\n"
+      "                  [--no-fuse-attention] [--no-tune]\n\n"
       "Partitions and lowers MODEL.onnx as sabre compile does and collects the GEMM workloads compile would tune\n"
-      "(dtype, layout, epilogue, N, K, batch, M range; with the same --dtype, dims and --fuse-attention a model\n"
+      "(dtype, layout, epilogue, N, K, batch, M range; with the same --dtype, dims and attention flag a model\n"
       "tuned here compiles without new measurements). It ranks the CUTLASS catalog for each with the analytic\n"
       "model and times the top-k candidates and cuBLASLt's heuristic algorithms on GPU 0 (compiles cached, each\n"
       "candidate in a watchdog child, timed by CUDA graph replay). The table shows the CUTLASS kernel sabre\n"
@@ -128,15 +129,18 @@ int run(const std::vector<std::string>& argv) {
     po.quiet = args.has("--quiet");
     po.target_sm = int(positive(args, "--sm", 90));
     auto ranges = parse_ranges(args.all("--dim"));
+    if (args.has("--fuse-attention") && args.has("--no-fuse-attention"))
+      throw UsageError("--fuse-attention and --no-fuse-attention contradict each other: give one");
+    const bool fuse = !args.has("--no-fuse-attention");
 
     const auto t0 = std::chrono::steady_clock::now();
-    ir::Graph g = codegen::canonicalize_model(onnx_frontend::import_model(args.positional[0]), args.has("--fuse-attention"));
+    ir::Graph g = codegen::canonicalize_model(onnx_frontend::import_model(args.positional[0]), fuse);
     partition::PartitionResult part = partition::partition(std::move(g), cutlass_backend::pattern_table());
     // What sabre compile would tune with the same dtype, ranges and fusion: its own collection call.
     codegen::LowerOptions lo;
     lo.dtype = dtype == "bf16" ? ir::DType::bf16 : ir::DType::f16;
     lo.ranges = ranges;
-    lo.fuse_attention = args.has("--fuse-attention");
+    lo.fuse_attention = fuse;
     lo.pick_conv = [sm = po.target_sm](const codegen::ConvProblem& p) { return codegen::analytic_conv_kernel(p, sm); };
     std::vector<tune::GemmProblem> problems = codegen::tuned_gemm_problems(part.graph, lo, po.target_sm);
     if (problems.empty()) {
