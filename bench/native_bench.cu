@@ -137,6 +137,14 @@ int main() {
       for (int64_t* st : {a.q_stride, a.k_stride, a.v_stride, a.o_stride}) st[0] = 128 * 768, st[1] = 64, st[2] = 768;
       a.mask = r, a.mask_dtype = DType::f16, a.mask_stride[0] = 128;
       row("attention [B,12,128,64] + mask", 4.0 * rows * 768 * es, time_ms([&](cudaStream_t s) { return native::attention(a, s); }));
+      // As the fused plan runs it: Q, K, V in place in the joined QKV GEMM's [B,128,3*768] output
+      // (row stride 2304), the [B,1,1,128] mask in f32.
+      const char* base = static_cast<const char*>(x);
+      a.q = base, a.k = base + 768 * es, a.v = base + 2 * 768 * es;
+      for (int64_t* st : {a.q_stride, a.k_stride, a.v_stride}) st[0] = 128 * 2304, st[1] = 64, st[2] = 2304;
+      a.mask_dtype = DType::f32;
+      row("attention packed QKV [B,128,2304] f32 mask", 4.0 * rows * 768 * es,
+          time_ms([&](cudaStream_t s) { return native::attention(a, s); }));
     }
     row("cast f16->f32 [B*128,768]", 6.0 * rows * 768, time_ms([&](cudaStream_t s) {
           return native::cast(DType::f16, DType::f32, x, y, rows * 768, s);

@@ -681,18 +681,21 @@ void where_cast_tests() {
 
 // ---- fused attention -------------------------------------------------------------------------
 // Q, K, V and O in BERT's [b, s, h, 64] GEMM-output layout (read through strides), against a
-// double-precision reference on the same rounded inputs. mask_kind as softmax_case.
+// double-precision reference on the same rounded inputs. mask_kind as softmax_case, the mask in
+// mask_dt. packed (sq = sk): Q, K and V read in place from one [b, s, 3, h, d] tensor, as the fused
+// plan reads the joined QKV GEMM's output.
 void attention_case(DType dt, int64_t b, int64_t h, int64_t sq, int64_t sk, int mask_kind, bool causal,
-                    int64_t d = 64) {
+                    int64_t d = 64, bool packed = false, DType mask_dt = DType::f32) {
   const std::string name = "Attention_" + dts(dt) + "_b" + std::to_string(b) + "h" + std::to_string(h) + "_q" +
                            std::to_string(sq) + "k" + std::to_string(sk) + "d" + std::to_string(d) + "_mask" +
-                           std::to_string(mask_kind) + (causal ? "_causal" : "");
+                           std::to_string(mask_kind) + (mask_kind && mask_dt != DType::f32 ? dts(mask_dt) : "") +
+                           (causal ? "_causal" : "") + (packed ? "_packedqkv" : "");
   if (!selected(name)) return;
   const Tensor q = rnd(dt, {b, sq, h, d}), k = rnd(dt, {b, sk, h, d}), v = rnd(dt, {b, sk, h, d});
   std::vector<int64_t> mdims = mask_kind == 1 ? std::vector<int64_t>{b, 1, 1, sk}
                                : mask_kind == 2 ? std::vector<int64_t>{b, 1, sq, sk}
                                                 : std::vector<int64_t>{1};
-  Tensor mask = rnd(DType::f32, mdims, -3, 0);
+  Tensor mask = rnd(mask_kind ? mask_dt : DType::f32, mdims, -3, 0);
   if (mask_kind)
     for (int64_t i = 0; i < mask.numel(); i += 5) mask.set_f64(i, -10000.0);
   const float scale = 0.125f;
@@ -714,25 +717,43 @@ void attention_case(DType dt, int64_t b, int64_t h, int64_t sq, int64_t sk, int 
           mx = std::max(mx, acc);
         }
         double sum = 0;
-        for (double& x : s) sum += (x = std::exp(x - mx));
+        for (double& x : s) sum += (x = mx == -INFINITY ? 0.0 : std::exp(x - mx));  // fully masked: zeros
+        const double inv = sum > 0 ? 1 / sum : 0.0;
         for (int64_t c = 0; c < d; ++c) {
           double o = 0;
-          for (int64_t j = 0; j < sk; ++j) o += s[size_t(j)] / sum * v.get_f64(((bi * sk + j) * h + hi) * d + c);
+          for (int64_t j = 0; j < sk; ++j) o += s[size_t(j)] * inv * v.get_f64(((bi * sk + j) * h + hi) * d + c);
           want[size_t(((bi * sq + i) * h + hi) * d + c)] = o;
         }
       }
-  Dev dq(q), dk(k), dv(v), dm(mask), dout(size_t(b * sq * h * d) * ir::size_of(dt));
+  const int64_t hd = h * d;
+  Tensor qkv(dt, packed ? std::vector<int64_t>{b, sq, 3, h, d} : std::vector<int64_t>{1});
+  if (packed)
+    for (int64_t r = 0; r < b * sq; ++r)
+      for (int64_t c = 0; c < hd; ++c) {
+        qkv.set_f64((r * 3 + 0) * hd + c, q.get_f64(r * hd + c));
+        qkv.set_f64((r * 3 + 1) * hd + c, k.get_f64(r * hd + c));
+        qkv.set_f64((r * 3 + 2) * hd + c, v.get_f64(r * hd + c));
+      }
+  Dev dq(q), dk(k), dv(v), dqkv(qkv), dm(mask), dout(size_t(b * sq * h * d) * ir::size_of(dt));
   native::AttentionArgs a;
   a.dtype = dt;
   a.q = dq.p, a.k = dk.p, a.v = dv.p, a.o = dout.p;
+  if (packed) {
+    uint8_t* base = static_cast<uint8_t*>(dqkv.p);
+    a.q = base, a.k = base + hd * ir::size_of(dt), a.v = base + 2 * hd * ir::size_of(dt);
+  }
   a.b = b, a.h = h, a.sq = sq, a.sk = sk, a.d = d;
-  const int64_t qs[3] = {sq * h * d, d, h * d}, ks[3] = {sk * h * d, d, h * d};
-  for (int i = 0; i < 3; ++i) a.q_stride[i] = a.o_stride[i] = qs[i], a.k_stride[i] = a.v_stride[i] = ks[i];
+  const int64_t qs[3] = {sq * hd, d, hd}, ks[3] = {sk * hd, d, hd}, qkvs[3] = {sq * 3 * hd, d, 3 * hd};
+  for (int i = 0; i < 3; ++i) {
+    a.o_stride[i] = qs[i];
+    a.q_stride[i] = packed ? qkvs[i] : qs[i];
+    a.k_stride[i] = a.v_stride[i] = packed ? qkvs[i] : ks[i];
+  }
   a.scale = scale;
   a.causal = causal;
   if (mask_kind) {
     a.mask = dm.p;
-    a.mask_dtype = DType::f32;
+    a.mask_dtype = mask_dt;
     if (mask_kind == 1) a.mask_stride[0] = sk;
     if (mask_kind == 2) a.mask_stride[0] = sq * sk, a.mask_stride[2] = sk;
   }
@@ -760,9 +781,21 @@ void attention_tests() {
     attention_case(dt, 3, 2, 9, 300, 2, false);     // more keys than queries, [B,1,Q,K] mask
     attention_case(dt, 1, 2, 130, 512, 1, true);    // the most keys the kernel takes
     attention_case(dt, 2, 2, 16, 16, 1, false, 32);  // head dim 32 (the bundled bert_tiny)
-    // The launch's other block sizes: 2 warps (32 query rows), then 4 (64 rows).
+    // The cases above take 16-row blocks with four warps splitting each key tile (small grids); these
+    // the other block shapes: 32 rows with two warps per 16 rows, then 64 rows with one.
     attention_case(dt, 8, 12, 128, 128, 2, true);
     attention_case(dt, 24, 12, 100, 100, 1, false);
+    // BERT-base at batch 1 as the fused plan runs it (16-row blocks, keys split four ways).
+    attention_case(dt, 1, 12, 128, 128, 1, false, 64, true);
+    // Split keys over four tiles with causal tile skipping, per-row mask, packed Q/K/V.
+    attention_case(dt, 1, 4, 200, 200, 2, true, 64, true);
+    // Causal with fewer keys than queries: the first 16 rows see no key and give zeros.
+    attention_case(dt, 2, 3, 40, 24, 1, true);
+    // 32-row blocks: head dim 32 with ragged rows and keys; a per-row mask in the tensor dtype.
+    attention_case(dt, 6, 12, 100, 100, 1, false, 32);
+    attention_case(dt, 6, 12, 100, 100, 2, true, 64, false, dt);
+    // 64-row blocks: head dim 32, per-row mask, causal.
+    attention_case(dt, 24, 12, 100, 100, 2, true, 32);
   }
   // Refusals: head dim 48, too many keys, a misaligned stride.
   native::AttentionArgs a;
