@@ -21,9 +21,13 @@ struct GpuModel {
   double l2_tbps = 11;
   double sm80_on_sm90 = 0.6;  // mma.sync kernels reach about this share of wgmma peak on Hopper
   double launch_us = 2.5;     // launch + pipeline fill + epilogue drain, per kernel
-  // Split-K's deterministic reduction hands a lock from one split to the next through L2 (a fence,
-  // an atomic and the next CTA's poll): an estimate, to check against the tuner's measurements.
-  double lock_handoff_us = 0.3;
+  // Split-K's serial reduction hands a lock from one split to the next through L2 (a fence, an
+  // atomic, the next CTA's poll and its pass over the partial tile). Measured on the H200
+  // 2026-12-03 (bench/results/convsk_h200_2026-12-03.txt), both fitting 2.7-3 us a pass: the SM90
+  // split-K GEMM 128x64 splitk4 at M=128, N=768, K=3072 took 17.8 us (12 k-iterations a split),
+  // the SM80 conv 64x64 splitk8 and splitk4 at ResNet-50's batch-1 7x7 and 14x14 layers 27 and 18 us.
+  // (The first estimate, 0.3 us, made the model pick split-K where it lost to one CTA per tile.)
+  double lock_handoff_us = 2.7;
   static GpuModel for_sm(int target_sm);  // 90: H100/H200; 80: A100 (108 SMs, 312 TFLOPs)
 };
 
