@@ -202,4 +202,29 @@ std::vector<CompileResult> compile_conv_kernels(const std::vector<ConvSpec>& spe
       [&](size_t i) { return conv_kernel_name(specs[i]); });
 }
 
+std::vector<std::string> nvcc_sm90_conv_command(const std::string& source, const std::string& library,
+                                                const NvccOptions& opts) {
+  std::string cutlass = opts.cutlass_dir.empty() ? std::string(SABRE_CUTLASS_DIR) : opts.cutlass_dir;
+  std::string inc = opts.sabre_include.empty() ? default_sabre_include() : opts.sabre_include;
+  std::vector<std::string> cmd = {opts.nvcc.empty() ? find_nvcc() : opts.nvcc,
+                                  "-std=c++17", "-O3", "--expt-relaxed-constexpr", "-DNDEBUG"};
+  for (const auto& f : sm90_conv_gencode_flags()) cmd.push_back(f);
+  cmd.insert(cmd.end(), {"-I" + cutlass + "/include", "-I" + cutlass + "/tools/util/include", "-I" + inc,
+                         "-Xcompiler", "-fPIC", "-shared", "-o", library, source});
+  for (const auto& f : opts.extra_flags) cmd.push_back(f);
+  return cmd;
+}
+
+CompileResult compile_sm90_conv_kernel(const Sm90ConvSpec& s, const std::string& out_dir, const NvccOptions& opts) {
+  return compile_text(sm90_conv_kernel_name(s), emit_sm90_conv_kernel(s, opts.target_sm), "sm_90a", out_dir,
+                      [&](const std::string& src, const std::string& lib) { return nvcc_sm90_conv_command(src, lib, opts); });
+}
+
+std::vector<CompileResult> compile_sm90_conv_kernels(const std::vector<Sm90ConvSpec>& specs,
+                                                     const std::string& out_dir, const NvccOptions& opts, int jobs) {
+  return compile_parallel(
+      specs.size(), jobs, [&](size_t i) { return compile_sm90_conv_kernel(specs[i], out_dir, opts); },
+      [&](size_t i) { return sm90_conv_kernel_name(specs[i]); });
+}
+
 }  // namespace sabre::cutlass_backend

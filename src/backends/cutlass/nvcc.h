@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "backends/cutlass/conv_emitter.h"
+#include "backends/cutlass/conv_sm90.h"
 #include "backends/cutlass/conv_spec.h"
 #include "backends/cutlass/emitter.h"
 #include "backends/cutlass/kernel_spec.h"
@@ -49,6 +50,14 @@ std::vector<std::string> nvcc_conv_command(const std::string& source, const std:
 CompileResult compile_conv_kernel(const ConvSpec& s, const std::string& out_dir, const NvccOptions& opts);
 std::vector<CompileResult> compile_conv_kernels(const std::vector<ConvSpec>& specs, const std::string& out_dir,
                                                 const NvccOptions& opts, int jobs);
+
+// The same for the sm90 conv family (conv_sm90.h): sm_90a code (sm90_conv_gencode_flags), checked for
+// an sm_90a cubin; opts.target_sm must be 90 (compile_sm90_conv_kernel throws std::invalid_argument else).
+std::vector<std::string> nvcc_sm90_conv_command(const std::string& source, const std::string& library,
+                                                const NvccOptions& opts);
+CompileResult compile_sm90_conv_kernel(const Sm90ConvSpec& s, const std::string& out_dir, const NvccOptions& opts);
+std::vector<CompileResult> compile_sm90_conv_kernels(const std::vector<Sm90ConvSpec>& specs,
+                                                     const std::string& out_dir, const NvccOptions& opts, int jobs);
 
 // Runs `argv` with stdout and stderr into `output`; returns the exit status (-1 if it could not start).
 int run_process(const std::vector<std::string>& argv, std::string& output);

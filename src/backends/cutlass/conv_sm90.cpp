@@ -1,0 +1,473 @@
+#include "backends/cutlass/conv_sm90.h"
+
+#include <charconv>
+#include <stdexcept>
+
+namespace sabre::cutlass_backend {
+namespace {
+
+constexpr std::string_view kPrefix = "sm90_conv_fprop_";
+
+std::string i(int v) { return std::to_string(v); }
+
+std::string dims(Shape3 s) { return i(s.m) + "x" + i(s.n) + "x" + i(s.k); }
+
+// Takes the token before the next '_' (or the rest) off the front of `s`.
+std::optional<std::string_view> take(std::string_view& s) {
+  size_t p = s.find('_');
+  std::string_view t = s.substr(0, p);
+  if (t.empty()) return std::nullopt;
+  s = p == std::string_view::npos ? std::string_view() : s.substr(p + 1);
+  return t;
+}
+
+std::optional<int> to_int(std::string_view s) {
+  int v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (s.empty() || ec != std::errc() || p != s.data() + s.size() || v <= 0) return std::nullopt;
+  return v;
+}
+
+// "128x128x64" (3 parts) or "2x1" (2 parts).
+std::optional<std::vector<int>> to_dims(std::string_view s, size_t parts) {
+  std::vector<int> out;
+  while (true) {
+    size_t p = s.find('x');
+    auto v = to_int(s.substr(0, p));
+    if (!v) return std::nullopt;
+    out.push_back(*v);
+    if (p == std::string_view::npos) break;
+    s = s.substr(p + 1);
+  }
+  if (out.size() != parts) return std::nullopt;
+  return out;
+}
+
+std::string cutlass_elem(Elem e) {
+  switch (e) {
+    case Elem::f16: return "cutlass::half_t";
+    case Elem::bf16: return "cutlass::bfloat16_t";
+    default: break;
+  }
+  throw std::logic_error("invariant: sm90 conv kernels are f16 or bf16 (sm90_conv_unsupported_reason)");
+}
+
+// The activation functor template, applied to scalars by the fusion ops and the EVT nodes.
+std::string cutlass_act(Act a) {
+  switch (a) {
+    case Act::none: return "cutlass::epilogue::thread::Identity";
+    case Act::relu: return "cutlass::epilogue::thread::ReLu";
+    case Act::gelu_erf: return "cutlass::epilogue::thread::GELU";
+    case Act::gelu_tanh: return "cutlass::epilogue::thread::GELU_taylor";
+    case Act::silu: return "cutlass::epilogue::thread::SiLu";
+    case Act::sigmoid: return "cutlass::epilogue::thread::Sigmoid";
+    case Act::hardswish: return "cutlass::epilogue::thread::HardSwish";
+    case Act::kCount: break;
+  }
+  throw std::logic_error("invariant: Act is a valid activation");
+}
+
+std::string algebra(const EpilogueSpec& e) {
+  std::string inner = "alpha*conv(X,W)";
+  if (e.bias) inner += " + bias[k]";
+  if (e.residual == Residual::before_act) inner += " + beta*R";
+  std::string out = e.act == Act::none ? inner : std::string(act_name(e.act)) + "(" + inner + ")";
+  if (e.residual == Residual::after_act) out += " + beta*R";
+  return "Y = " + out;
+}
+
+// Rows for 16-bit operands (tile K is always 64: 128 bytes, one swizzled TMA row).
+struct Row {
+  int m, n, cm, cn;
+};
+constexpr Row kRows[] = {
+    // The workhorse: large N·P·Q with K >= 128 (ResNet-50 stages 2-4 at batch 32); 128 accumulator
+    // registers per thread, the most one consumer warpgroup holds without spilling.
+    {128, 128, 1, 1},
+    // The same tile in a 2x1 cluster: both CTAs of a column pair get each filter tile by one TMA
+    // multicast, halving the filter's L2 traffic on deep R·S·C layers (CUTLASS's own sm90 conv
+    // library uses 2x1 and 1x2 clusters).
+    {128, 128, 2, 1},
+    // K = 64 layers (ResNet-50 stage 1, 1x1 and 3x3 with 64 output channels): an N tile of 64 wastes
+    // no half tile; M 128 keeps the CTA count sane on 32x56x56 outputs.
+    {128, 64, 1, 1},
+    // Small N·P·Q (7x7 and 14x14 maps at small batch): half the M tile doubles the CTAs that fill the
+    // 132 SMs. CUTLASS prefers 64x128 to 128x64 on sm90 for such shapes.
+    {64, 128, 1, 1},
+};
+// Not offered: 128x256 (the natural big tile of the GEMM family) would need 256 f32 accumulator
+// registers per thread in the single consumer warpgroup, past the 255-register limit: it spills.
+
+// ---- emitted text ----------------------------------------------------------------------------
+
+std::string device_types(const Sm90ConvSpec& s) {
+  const Sm90ConvConfig& c = s.config;
+  const EpilogueSpec& e = s.epi;
+  const bool has_c = e.residual != Residual::none;
+  std::string o;
+  o += "namespace {\nusing namespace cute;\n\n";
+  o += "using Element = " + cutlass_elem(s.elem) + ";  // X, W, Y, bias, R\n";
+  o += "using Layout = cutlass::layout::TensorNHWC;  // X [n,h,w,c], W [k,r,s,c], Y and R [n,p,q,k]\n";
+  o += std::string("using ElementC = ") + (has_c ? "Element;  // the source tensor C is the residual R\n"
+                                                 : "void;  // no source tensor is read\n");
+  o += "using ElementAccumulator = float;\nusing ElementCompute = float;\n";
+  o += "constexpr int kAlign = " + i(c.alignment) + ";  // 16 bytes: TMA's alignment of every channel row\n";
+  o += "// The conv K mode is (C,S,R): its tile is a one-mode shape of 64 channels; (R,S) are k-iterations.\n";
+  o += "using TileShape = Shape<_" + i(c.tile.m) + ", _" + i(c.tile.n) + ", Shape<_" + i(c.tile.k) + ">>;\n";
+  o += "using ClusterShape = Shape<_" + i(c.cluster_m) + ", _" + i(c.cluster_n) + ", _1>;\n";
+  o += "// The only sm90 conv schedule in CUTLASS 4.2 (persistent schedules are refused for conv): one TMA\n"
+       "// producer warp and one consumer warpgroup; the matching epilogue is the non-cooperative TMA one.\n";
+  o += "using KernelSchedule = cutlass::conv::KernelImplicitTmaWarpSpecializedSm90;\n";
+  o += "using EpilogueSchedule = cutlass::epilogue::TmaWarpSpecialized;\n";
+  o += "constexpr auto kRound = cutlass::FloatRoundStyle::round_to_nearest;\n\n";
+  const std::string act = cutlass_act(e.act);
+  o += "// " + algebra(e) + "\n";
+  o += "// The output channel k is the GEMM column (N): bias[k] is a per-column (row-broadcast) vector.\n";
+  if (e.residual == Residual::after_act) {
+    o += "// The residual comes after the activation, which no predefined fusion op does: an EVT tree.\n";
+    o += "using namespace cutlass::epilogue::fusion;\n";
+    o += "using ScalarArg = Sm90ScalarBroadcast<ElementCompute, Stride<_0, _0, int64_t>>;\n";
+    if (e.bias) {
+      o += "using Linear = Sm90EVT<Sm90Compute<cutlass::homogeneous_multiply_add, ElementCompute, ElementCompute, kRound>,\n"
+           "                       ScalarArg, Sm90AccFetch,\n"
+           "                       Sm90RowBroadcast<0, TileShape, Element, ElementCompute, Stride<_0, _1, int64_t>, kAlign>>;  // alpha*acc + bias[k]\n";
+    } else {
+      o += "using Linear = Sm90EVT<Sm90Compute<cutlass::multiplies, ElementCompute, ElementCompute, kRound>,\n"
+           "                       ScalarArg, Sm90AccFetch>;  // alpha*acc\n";
+    }
+    o += "using Activated = Sm90EVT<Sm90Compute<" + act + ", ElementCompute, ElementCompute, kRound>, Linear>;\n";
+    o += "using FusionOp = Sm90EVT<Sm90Compute<cutlass::homogeneous_multiply_add, Element, ElementCompute, kRound>,\n"
+         "                         ScalarArg, Sm90SrcFetch<Element>, Activated>;  // beta*R + act(...)\n\n";
+  } else if (e.bias) {
+    if (has_c) o += "// The residual before the activation is the fusion op's source term: C = R, scaled by beta.\n";
+    o += "using FusionOp = cutlass::epilogue::fusion::LinCombPerColBiasEltAct<\n    " + act +
+         ", Element, ElementCompute, Element, Element, ElementCompute, kAlign, kRound>;\n\n";
+  } else {
+    if (has_c) o += "// The residual before the activation is the fusion op's source term: C = R, scaled by beta.\n";
+    o += "using FusionOp = cutlass::epilogue::fusion::LinCombEltAct<\n    " + act +
+         ", Element, ElementCompute, Element, ElementCompute, kRound>;\n\n";
+  }
+  o += "using CollectiveEpilogue = typename cutlass::epilogue::collective::CollectiveBuilder<\n"
+       "    cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, TileShape, ClusterShape,\n"
+       "    cutlass::epilogue::collective::EpilogueTileAuto, ElementAccumulator, ElementCompute,\n"
+       "    ElementC, Layout, kAlign, Element, Layout, kAlign, EpilogueSchedule, FusionOp>::CollectiveOp;\n\n";
+  o += "using CollectiveMainloop = typename cutlass::conv::collective::CollectiveBuilder<\n"
+       "    cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, cutlass::conv::Operator::kFprop,\n"
+       "    Element, Layout, kAlign, Element, Layout, kAlign, ElementAccumulator, TileShape, ClusterShape,\n"
+       "    cutlass::conv::collective::StageCountAutoCarveout<static_cast<int>(\n"
+       "        sizeof(typename CollectiveEpilogue::SharedStorage))>,\n"
+       "    KernelSchedule>::CollectiveOp;\n\n";
+  o += "using ProblemShape = cutlass::conv::ConvProblemShape<cutlass::conv::Operator::kFprop,\n"
+       "                                                     CollectiveMainloop::NumSpatialDimensions>;\n";
+  o += "static_assert(ProblemShape::RankS == 2, \"2-D convolution: NHWC activations, KRSC filters\");\n";
+  o += "using ConvKernel = cutlass::conv::kernel::ConvUniversal<ProblemShape, CollectiveMainloop, CollectiveEpilogue>;\n";
+  o += "using Conv = cutlass::conv::device::ConvUniversalAdapter<ConvKernel>;\n";
+  o += "constexpr int kTileN = " + i(c.tile.n) + ";\n\n";
+  o += "}  // namespace\n\n";
+  return o;
+}
+
+std::string host_code(const Sm90ConvSpec& s, const EmitOptions& opts) {
+  const EpilogueSpec& e = s.epi;
+  const bool res = e.residual != Residual::none;
+  const std::string n = sm90_conv_kernel_name(s);
+  std::string o;
+  o += "namespace {\n\n";
+  o += "thread_local std::string g_last_error;\n\n";
+  o += "int fail(int status, std::string msg) {\n  g_last_error = std::move(msg);\n  return status;\n}\n\n";
+  o += "#define SABRE_CHECK_CUTLASS(stmt)                                                             \\\n"
+       "  do {                                                                                    \\\n"
+       "    cutlass::Status st_ = (stmt);                                                         \\\n"
+       "    if (st_ != cutlass::Status::kSuccess)                                                 \\\n"
+       "      return fail(SABRE_CUTLASS_ERROR, std::string(#stmt \" failed: \") +                   \\\n"
+       "                  cutlassGetStatusString(st_) + \" at \" __FILE__ \":\" + std::to_string(__LINE__)); \\\n"
+       "  } while (0)\n"
+       "#define SABRE_CHECK_CUDA(stmt)                                                                \\\n"
+       "  do {                                                                                    \\\n"
+       "    cudaError_t e_ = (stmt);                                                              \\\n"
+       "    if (e_ != cudaSuccess)                                                                \\\n"
+       "      return fail(SABRE_CUDA_ERROR, std::string(#stmt \" failed: \") + cudaGetErrorString(e_) + \\\n"
+       "                  \" at \" __FILE__ \":\" + std::to_string(__LINE__));                       \\\n"
+       "  } while (0)\n\n";
+  o += "constexpr bool kHasBias = " + std::string(e.bias ? "true" : "false") + ";\n";
+  o += "constexpr bool kHasResidual = " + std::string(res ? "true" : "false") + ";\n";
+  o += "constexpr int64_t kElemBytes = int64_t(sizeof(Element));\n\n";
+  o += "bool aligned(const void* p) { return reinterpret_cast<uintptr_t>(p) % (kAlign * kElemBytes) == 0; }\n";
+  o += "bool fits(int64_t v) { return v <= INT32_MAX; }\n";
+  o += "// a*b*c <= limit for non-negative factors, without overflow.\n";
+  o += "bool product_at_most(int64_t a, int64_t b, int64_t c, int64_t limit) {\n"
+       "  if (a == 0 || b == 0 || c == 0) return true;\n"
+       "  return a <= limit / b && a * b <= limit / c;\n}\n\n";
+  o += "// End padding u >= 0 with which CUTLASS's output extent 1 + (in + pad + u - span) / stride (span =\n"
+       "// (filt-1)*dil + 1) is `out`: the begin padding when that gives it (symmetric, the common case), else the\n"
+       "// smallest that does (the extent floors, so it may be below the exact (out-1)*stride + span - in - pad);\n"
+       "// -1 when none does (out below what zero end padding gives, or the filter not fitting).\n"
+       "// Only the extent depends on it: inputs outside [0, in) read as zero either way.\n";
+  o += "int64_t end_padding(int64_t in, int64_t filt, int64_t out, int64_t pad, int64_t dil, int64_t stride) {\n"
+       "  const int64_t span = (filt - 1) * dil + 1;\n"
+       "  auto extent = [&](int64_t u) {\n"
+       "    const int64_t room = in + pad + u - span;\n"
+       "    return room < 0 ? int64_t(-1) : 1 + room / stride;\n"
+       "  };\n"
+       "  if (extent(pad) == out) return pad;\n"
+       "  int64_t u = (out - 1) * stride + span - in - pad;\n"
+       "  if (u < 0) u = 0;\n"
+       "  return extent(u) == out ? u : -1;\n}\n\n";
+  o += "// Why this kernel cannot run these arguments, or nullptr. Covers what CUTLASS leaves to the caller,\n"
+       "// and the TMA im2col limits (cuTensorMapEncodeIm2col, rank-4 tensor) that a release build would not\n"
+       "// report: CUTLASS only asserts the encode's result, so a descriptor out of range would be garbage.\n";
+  o += "const char* refuse(const sabre_conv_args* p) {\n";
+  o += "  if (!p) return \"args is NULL\";\n";
+  o += "  if (p->groups != 1) return \"groups != 1 (grouped or depthwise convolution) is not supported by this kernel\";\n";
+  o += "  if (p->n < 0 || p->h < 1 || p->w < 1 || p->c < 1 || p->k < 1 || p->r < 1 || p->s < 1 || p->p < 1 || p->q < 1)\n"
+       "    return \"need n >= 0 and h, w, c, k, r, s, p, q >= 1\";\n";
+  o += "  if (p->pad_h < 0 || p->pad_w < 0 || p->stride_h < 1 || p->stride_w < 1 || p->dil_h < 1 || p->dil_w < 1)\n"
+       "    return \"need pads >= 0, strides and dilations >= 1\";\n";
+  o += "  if (!fits(p->n) || !fits(p->h) || !fits(p->w) || !fits(p->c) || !fits(p->k) || !fits(p->r) || !fits(p->s) ||\n"
+       "      !fits(p->p) || !fits(p->q) || !fits(p->pad_h) || !fits(p->pad_w) || !fits(p->stride_h) ||\n"
+       "      !fits(p->stride_w) || !fits(p->dil_h) || !fits(p->dil_w))\n"
+       "    return \"a dimension exceeds int32\";\n";
+  o += "  if (!product_at_most(p->n, p->p, p->q, INT32_MAX) || !product_at_most(p->r, p->s, p->c, INT32_MAX))\n"
+       "    return \"implicit GEMM M = n*p*q or K = r*s*c exceeds int32\";\n";
+  o += "  if ((p->k + kTileN - 1) / kTileN > 65535) return \"k (output channels) needs more than 65535 CTA columns\";\n";
+  o += "  if (!p->x || !p->filter || !p->y) return \"x, filter and y must be non-NULL\";\n";
+  o += "  if (kHasBias && !p->bias) return \"this kernel adds a bias: bias must be non-NULL\";\n";
+  o += "  if (kHasResidual && !p->residual) return \"this kernel adds a residual: residual must be non-NULL\";\n";
+  o += "  if (p->c % kAlign) return \"c (input channels) is not a multiple of the kernel's alignment (TMA rows are 16-byte aligned)\";\n";
+  o += "  if (p->k % kAlign) return \"k (output channels) is not a multiple of the kernel's alignment (TMA rows are 16-byte aligned)\";\n";
+  o += "  if (!aligned(p->x) || !aligned(p->filter) || !aligned(p->y) || (kHasBias && !aligned(p->bias)) ||\n"
+       "      (kHasResidual && !aligned(p->residual)))\n"
+       "    return \"a pointer is not aligned to 16 bytes (TMA)\";\n";
+  o += "  const int64_t up_h = end_padding(p->h, p->r, p->p, p->pad_h, p->dil_h, p->stride_h);\n";
+  o += "  const int64_t up_w = end_padding(p->w, p->s, p->q, p->pad_w, p->dil_w, p->stride_w);\n";
+  o += "  if (up_h < 0 || up_w < 0)\n"
+       "    return \"p or q is not an output extent of h or w with these pads, strides and dilations (no end padding >= 0 gives it)\";\n";
+  o += "  if (p->stride_h > 8 || p->stride_w > 8) return \"stride above 8: TMA im2col traverses with element strides of at most 8\";\n";
+  o += "  if ((p->r - 1) * p->dil_h > 254 || (p->s - 1) * p->dil_w > 254)\n"
+       "    return \"(r-1)*dil_h or (s-1)*dil_w above 254: TMA im2col filter offsets are 8-bit\";\n";
+  o += "  if (p->pad_h > 128 || p->pad_w > 128) return \"padding above 128: TMA im2col box corners are 8-bit signed\";\n";
+  o += "  const int64_t corner_h = up_h - (p->r - 1) * p->dil_h, corner_w = up_w - (p->s - 1) * p->dil_w;\n";
+  o += "  if (corner_h < -128 || corner_h > 127 || corner_w < -128 || corner_w > 127)\n"
+       "    return \"end padding minus the dilated filter extent is outside [-128, 127]: TMA im2col box corners are 8-bit signed\";\n";
+  o += "  if (!product_at_most(p->h, p->w, p->c * kElemBytes, (int64_t(1) << 40) - 1) ||\n"
+       "      !product_at_most(p->p, p->q, p->k * kElemBytes, (int64_t(1) << 40) - 1) ||\n"
+       "      !product_at_most(p->r, p->s, p->c * kElemBytes, (int64_t(1) << 40) - 1))\n"
+       "    return \"an image or a filter exceeds 2^40 bytes (TMA stride limit)\";\n";
+  o += "  return nullptr;\n}\n\n";
+  o += "// Builds the CUTLASS arguments of an unrefused problem: NHWC, KRSC and NPQK tensors, all packed.\n";
+  o += "int make_args(const sabre_conv_args* p, typename Conv::Arguments& args) {\n";
+  o += "  const int up_h = int(end_padding(p->h, p->r, p->p, p->pad_h, p->dil_h, p->stride_h));\n";
+  o += "  const int up_w = int(end_padding(p->w, p->s, p->q, p->pad_w, p->dil_w, p->stride_w));\n";
+  o += "  ProblemShape problem(cutlass::conv::Mode::kCrossCorrelation,\n"
+       "                       {int(p->n), int(p->h), int(p->w), int(p->c)},   // activation nhwc\n"
+       "                       {int(p->k), int(p->r), int(p->s), int(p->c)},   // filter krsc\n"
+       "                       {int(p->pad_h), int(p->pad_w)},                 // lower padding\n"
+       "                       {up_h, up_w},                                   // upper padding\n"
+       "                       {int(p->stride_h), int(p->stride_w)},           // traversal stride\n"
+       "                       {int(p->dil_h), int(p->dil_w)},                 // dilation\n"
+       "                       /*groups=*/1);\n";
+  o += "  if (problem.shape_C[1] != p->p || problem.shape_C[2] != p->q)  // invariant of end_padding\n"
+       "    return fail(SABRE_NOT_SUPPORTED, \"output extent \" + std::to_string(problem.shape_C[1]) + \"x\" +\n"
+       "                                         std::to_string(problem.shape_C[2]) + \" differs from p x q\");\n";
+  o += "  // Y and R are (m = (q,p,n), k): strides of q, p and n in elements, k contiguous.\n";
+  o += "  using StrideD = typename Conv::ConvKernel::StrideD;\n";
+  o += "  StrideD sd{};\n";
+  o += "  cute::get<0, 0>(sd) = problem.stride_C[2];\n"
+       "  cute::get<0, 1>(sd) = problem.stride_C[1];\n"
+       "  cute::get<0, 2>(sd) = problem.stride_C[0];\n";
+  o += "  using StrideC = typename Conv::ConvKernel::StrideC;\n";
+  o += "  StrideC sc{};\n";
+  o += "  cute::get<0, 0>(sc) = problem.stride_C[2];\n"
+       "  cute::get<0, 1>(sc) = problem.stride_C[1];\n"
+       "  cute::get<0, 2>(sc) = problem.stride_C[0];\n";
+  o += "  args = typename Conv::Arguments(\n"
+       "      problem,\n"
+       "      {static_cast<const Element*>(p->x), static_cast<const Element*>(p->filter)},\n";
+  o += res ? "      {{}, static_cast<const Element*>(p->residual), sc, static_cast<Element*>(p->y), sd});\n"
+           : "      {{}, nullptr, sc, static_cast<Element*>(p->y), sd});\n";
+  if (e.residual == Residual::after_act) {
+    o += "  // Tree arguments in the tree's order: children first, then the node's op.\n";
+    o += "  args.epilogue.thread = {\n";
+    o += "      {{p->beta}, {nullptr}, {}},  // beta\n";
+    o += "      {},                          // R\n";
+    o += "      {                            // act(...)\n";
+    if (e.bias)
+      o += "          {{{p->alpha}, {nullptr}, {}}, {}, {static_cast<const Element*>(p->bias), Element(0), {}}, {}},\n";
+    else
+      o += "          {{{p->alpha}, {nullptr}, {}}, {}, {}},\n";
+    o += "          {}},\n";
+    o += "      {}};\n";
+  } else {
+    o += "  args.epilogue.thread.alpha = p->alpha;\n";
+    o += res ? "  args.epilogue.thread.beta = p->beta;\n" : "  args.epilogue.thread.beta = 0.0f;\n";
+    if (e.bias) o += "  args.epilogue.thread.bias_ptr = static_cast<const Element*>(p->bias);\n";
+  }
+  o += "  return SABRE_OK;\n}\n\n";
+  o += "}  // namespace\n\n";
+  o += "extern \"C\" {\n\n";
+  o += "const char* " + n + "_last_error(void) { return g_last_error.c_str(); }\n\n";
+  o += "int " + n + "_can_implement(const sabre_conv_args* p) {\n";
+  o += "  if (const char* why = refuse(p)) return fail(SABRE_NOT_SUPPORTED, why);\n";
+  o += "  if (p->n == 0) return SABRE_OK;\n";
+  o += "  typename Conv::Arguments args;\n";
+  o += "  if (int st = make_args(p, args)) return st;\n";
+  o += "  cutlass::Status st = Conv::can_implement(args);\n";
+  o += "  if (st != cutlass::Status::kSuccess)\n"
+       "    return fail(SABRE_NOT_SUPPORTED, std::string(\"ConvUniversalAdapter::can_implement: \") + cutlassGetStatusString(st) +\n"
+       "                                         \" (TMA alignment, im2col padding, corner or filter-offset limits)\");\n";
+  o += "  return SABRE_OK;\n}\n\n";
+  o += "size_t " + n + "_workspace_size(const sabre_conv_args* p) {\n";
+  o += "  if (refuse(p) || p->n == 0) return 0;\n";
+  o += "  typename Conv::Arguments args;\n";
+  o += "  if (make_args(p, args)) return 0;\n";
+  o += "  return Conv::get_workspace_size(args);\n}\n\n";
+  o += "int " + n + "_run(const sabre_conv_args* p, sabre_stream_t stream) {\n";
+  o += "  if (const char* why = refuse(p)) return fail(SABRE_NOT_SUPPORTED, why);\n";
+  o += "  if (p->n == 0) return SABRE_OK;\n";
+  o += "  typename Conv::Arguments args;\n";
+  o += "  if (int st = make_args(p, args)) return st;\n";
+  o += "  size_t need = Conv::get_workspace_size(args);\n";
+  o += "  if (need > 0 && (!p->workspace || p->workspace_size < need))\n"
+       "    return fail(SABRE_BAD_ARGS, \"workspace of \" + std::to_string(need) + \" bytes needed, \" +\n"
+       "                                    std::to_string(p->workspace ? p->workspace_size : 0) + \" given\");\n";
+  o += "  Conv conv;\n";
+  o += "  SABRE_CHECK_CUTLASS(conv.can_implement(args));\n";
+  o += "  SABRE_CHECK_CUTLASS(conv.initialize(args, p->workspace, stream));  // builds the TMA descriptors\n";
+  o += "  SABRE_CHECK_CUTLASS(conv.run(stream));\n";
+  o += "  SABRE_CHECK_CUDA(cudaGetLastError());\n";
+  o += "  return SABRE_OK;\n}\n\n";
+  if (opts.registry) {
+    o += "#ifndef SABRE_NO_REGISTRY\n";
+    o += "const sabre_conv_entry* sabre_conv_registry(int* count, int* abi_version) {\n";
+    o += "  static const sabre_conv_entry entries[] = {\n";
+    o += "      {\"" + n + "\", " + n + "_can_implement, " + n + "_workspace_size, " + n + "_run, " + n + "_last_error}};\n";
+    o += "  if (count) *count = 1;\n  if (abi_version) *abi_version = SABRE_KERNEL_ABI_VERSION;\n  return entries;\n}\n";
+    o += "#endif\n\n";
+  }
+  o += "}  // extern \"C\"\n";
+  return o;
+}
+
+}  // namespace
+
+bool is_sm90_conv_kernel_name(std::string_view name) { return name.starts_with("sm90_conv_"); }
+
+std::string sm90_conv_kernel_name(const Sm90ConvSpec& s) {
+  const Sm90ConvConfig& c = s.config;
+  std::string n(kPrefix);
+  n += "nhwc_";
+  n += elem_name(s.elem);
+  n += "_";
+  n += elem_name(s.elem);
+  n += "_f32_" + dims(c.tile) + "_c" + i(c.cluster_m) + "x" + i(c.cluster_n) + "_a" + i(c.alignment) + "_";
+  n += epilogue_name(s.epi);
+  return n;
+}
+
+std::optional<Sm90ConvSpec> parse_sm90_conv_kernel_name(std::string_view name) {
+  if (!name.starts_with(kPrefix)) return std::nullopt;
+  std::string_view rest = name.substr(kPrefix.size());
+  Sm90ConvSpec s;
+  if (take(rest) != "nhwc") return std::nullopt;
+  auto x = take(rest), y = take(rest), acc = take(rest);
+  if (!x || !y || x != y || acc != "f32") return std::nullopt;
+  auto e = parse_elem(*x);
+  if (!e) return std::nullopt;
+  s.elem = *e;
+  auto tile = take(rest);
+  auto td = tile ? to_dims(*tile, 3) : std::nullopt;
+  if (!td) return std::nullopt;
+  s.config.tile = {(*td)[0], (*td)[1], (*td)[2]};
+  auto cl = take(rest);
+  auto cd = cl && cl->starts_with('c') ? to_dims(cl->substr(1), 2) : std::nullopt;
+  if (!cd) return std::nullopt;
+  s.config.cluster_m = (*cd)[0], s.config.cluster_n = (*cd)[1];
+  auto al = take(rest);
+  auto av = al && al->starts_with('a') ? to_int(al->substr(1)) : std::nullopt;
+  if (!av) return std::nullopt;
+  s.config.alignment = *av;
+  auto epi = parse_epilogue(rest);
+  if (!epi) return std::nullopt;
+  s.epi = *epi;
+  if (sm90_conv_kernel_name(s) != name) return std::nullopt;  // one spelling per kernel (no leading zeros)
+  return s;
+}
+
+std::optional<std::string> sm90_conv_unsupported_reason(const Sm90ConvSpec& s, int target_sm) {
+  const Sm90ConvConfig& c = s.config;
+  if (target_sm != 90)
+    return "sm90 conv kernels (wgmma, TMA im2col) run only on compute capability 9.0 (sm_90a); use the sm80 conv family";
+  if (s.elem != Elem::f16 && s.elem != Elem::bf16) return "sm90 conv kernels take f16 or bf16 operands";
+  const int bytes = elem_bytes(s.elem);
+  if (c.alignment * bytes != 16)
+    return "TMA needs 16-byte aligned channel rows: alignment must be " + i(16 / bytes) + " (C and K multiples of it)";
+  if (c.tile.m <= 0 || c.tile.n <= 0 || c.tile.k <= 0) return "tile dims must be positive";
+  if (c.tile.k * bytes != 128)
+    return "tile K must be " + i(128 / bytes) + " channels (128 bytes: one swizzled TMA im2col row, 4 wgmma k-steps)";
+  if (c.tile.m != 64 && c.tile.m != 128)
+    return "tile M must be 64 or 128: the one consumer warpgroup of the sm90 conv schedule issues 64-row wgmma";
+  if (c.tile.n % 16 || c.tile.n < 16 || c.tile.n > 256) return "tile N must be a multiple of 16 in 16..256";
+  if (c.tile.m * c.tile.n > 128 * 128)
+    return "tile " + dims(c.tile) + " needs " + i(c.tile.m * c.tile.n / 128) +
+           " f32 accumulator registers per thread in one warpgroup (at most 128 without spilling)";
+  if (c.cluster_m < 1 || c.cluster_n < 1 || c.cluster_m * c.cluster_n > 2) return "cluster must be 1x1, 2x1 or 1x2";
+  if (s.epi.act == Act::kCount || s.epi.residual == Residual::kCount) return "invalid epilogue";
+  if (s.epi.residual == Residual::after_act && s.epi.act == Act::none)
+    return "a residual after no activation is the residual-before-activation form (one name per kernel)";
+  return std::nullopt;
+}
+
+std::vector<Sm90ConvConfig> sm90_conv_catalog(Elem elem) {
+  std::vector<Sm90ConvConfig> out;
+  if (elem != Elem::f16 && elem != Elem::bf16) return out;
+  const int bytes = elem_bytes(elem);
+  for (const Row& r : kRows) {
+    Sm90ConvConfig c;
+    c.tile = {r.m, r.n, 128 / bytes};
+    c.cluster_m = r.cm, c.cluster_n = r.cn;
+    c.alignment = 16 / bytes;
+    if (sm90_conv_unsupported_reason(Sm90ConvSpec{c, elem, EpilogueSpec{}}, 90))
+      throw std::logic_error("invariant: every sm90 conv catalog row passes the static filter");
+    out.push_back(c);
+  }
+  return out;
+}
+
+std::vector<std::string> sm90_conv_gencode_flags() { return {"-gencode", "arch=compute_90a,code=sm_90a"}; }
+
+std::string emit_sm90_conv_kernel(const Sm90ConvSpec& s, int target_sm, const EmitOptions& opts) {
+  if (auto why = sm90_conv_unsupported_reason(s, target_sm))
+    throw std::invalid_argument("kernel " + sm90_conv_kernel_name(s) + " cannot run on sm_" + std::to_string(target_sm) +
+                                ": " + *why);
+  std::string o;
+  o += "// Generated by sabre; do not edit. Kernel: " + sm90_conv_kernel_name(s) + "\n";
+  o += "// " + algebra(s.epi) + "; X [n,h,w,c] NHWC, W [k,r,s,c] KRSC, Y and R [n,p,q,k] NHWC.\n";
+  o += "// Implicit GEMM on Hopper: M = n*p*q output pixels, N = k, K = r*s*c; TMA im2col loads X, wgmma multiplies.\n";
+  o += "// Build: nvcc -std=c++17 -O3 --expt-relaxed-constexpr";
+  for (const auto& f : sm90_conv_gencode_flags()) o += " " + f;
+  o += " -I<cutlass>/include -I<sabre>/include -DNDEBUG -Xcompiler -fPIC -shared\n";
+  o += "#include <cstdint>\n#include <string>\n#include <utility>\n\n#include <cuda_runtime.h>\n\n";
+  o += "#include \"cute/tensor.hpp\"\n";
+  o += "#include \"cutlass/cutlass.h\"\n";
+  o += "// Before the conv collectives: their sm100 header names KernelHardwareInfo without including it.\n";
+  o += "#include \"cutlass/kernel_hardware_info.hpp\"\n";
+  o += "#include \"cutlass/conv/convnd_problem_shape.hpp\"\n";
+  o += "#include \"cutlass/conv/device/conv_universal_adapter.hpp\"\n";
+  o += "#include \"cutlass/conv/kernel/conv_universal.hpp\"\n";
+  o += "#include \"cutlass/conv/collective/collective_builder.hpp\"\n";
+  o += "#include \"cutlass/conv/dispatch_policy.hpp\"\n";
+  o += "#include \"cutlass/epilogue/collective/collective_builder.hpp\"\n";
+  o += "#include \"cutlass/epilogue/fusion/operations.hpp\"\n";
+  o += "#include \"cutlass/epilogue/fusion/sm90_callbacks_tma_warpspecialized.hpp\"\n";
+  o += "#include \"cutlass/epilogue/thread/activation.h\"\n";
+  o += "#include \"sabre/kernel_abi.h\"\n\n";
+  o += "// wgmma and TMA exist only in the arch-specific sm_90a target; a plain sm_90 build compiles these\n"
+       "// kernels to stubs that print an error at run time, so refuse it here.\n";
+  o += "#if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)\n";
+  o += "#error \"sm90 conv kernels need -gencode arch=compute_90a,code=sm_90a\"\n#endif\n\n";
+  o += device_types(s);
+  o += host_code(s, opts);
+  return o;
+}
+
+}  // namespace sabre::cutlass_backend

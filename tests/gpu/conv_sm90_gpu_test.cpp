@@ -1,0 +1,384 @@
+// GPU numerical test of the sm90 conv kernels (conv_sm90.h: TMA im2col + warp-specialized wgmma,
+// 3.x epilogues) against a double-precision CPU reference conv. Compiles the kernels below
+// (parallel nvcc through the product path, compile_sm90_conv_kernels), dlopens each, and runs every
+// problem on random inputs (never zeros) with the output and a guard region after it poisoned with
+// NaN first. Problems the kernels cannot take (C or K not a multiple of 8, stride above 8, groups > 1)
+// must be refused with NOT_SUPPORTED and a message, never run. Needs an sm_90 GPU: exits 77 without
+// a GPU or on another arch, 1 on any failure.
+//
+//   sabre_conv_sm90_gpu_test [-j N] [--work DIR] [NAME...]      (default: the kernels in kKernels)
+#include <dlfcn.h>
+
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backends/cutlass/conv_sm90.h"
+#include "backends/cutlass/nvcc.h"
+#include "ir/dtype.h"
+#include "sabre/kernel_abi.h"
+
+namespace cb = sabre::cutlass_backend;
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr int kSkip = 77;
+constexpr float kAlpha = 0.75f, kBeta = 0.5f;
+constexpr int64_t kGuard = 256;  // poisoned elements after Y that no kernel may write
+
+// Every epilogue form (per-column bias fusion op with and without the residual as its source, the
+// no-bias fusion op with and without it, the EVT tree with and without the bias), both dtypes, every
+// catalog row (128x128 c1x1 and c2x1, 128x64, 64x128) and a 1x2 cluster (X tiles multicast).
+const char* const kKernels[] = {
+    "sm90_conv_fprop_nhwc_f16_f16_f32_128x128x64_c1x1_a8_bias_relu",
+    "sm90_conv_fprop_nhwc_bf16_bf16_f32_128x128x64_c1x1_a8_bias_relu",
+    "sm90_conv_fprop_nhwc_f16_f16_f32_128x64x64_c1x1_a8_bias_res_relu",
+    "sm90_conv_fprop_nhwc_bf16_bf16_f32_128x128x64_c2x1_a8_bias_relu_res",
+    "sm90_conv_fprop_nhwc_f16_f16_f32_64x128x64_c1x1_a8_bias_res",
+    "sm90_conv_fprop_nhwc_f16_f16_f32_64x128x64_c1x1_a8_silu",
+    "sm90_conv_fprop_nhwc_bf16_bf16_f32_128x64x64_c1x1_a8_bias_hardswish",
+    "sm90_conv_fprop_nhwc_f16_f16_f32_128x128x64_c2x1_a8_relu_res",
+    "sm90_conv_fprop_nhwc_bf16_bf16_f32_64x128x64_c1x1_a8_res_relu",
+    "sm90_conv_fprop_nhwc_f16_f16_f32_128x64x64_c1x1_a8_linear",
+    "sm90_conv_fprop_nhwc_f16_f16_f32_64x128x64_c1x2_a8_bias_sigmoid",
+};
+
+struct Problem {
+  const char* label;
+  int64_t n, h, w, c, k, r, s, pad_h, pad_w, stride_h, stride_w, dil_h, dil_w;
+  int64_t pad_h_end = -1, pad_w_end = -1;  // -1: the begin padding (symmetric)
+  const char* refusal = nullptr;           // substring of the message every kernel must refuse with
+  int64_t p() const { return (h + pad_h + (pad_h_end < 0 ? pad_h : pad_h_end) - dil_h * (r - 1) - 1) / stride_h + 1; }
+  int64_t q() const { return (w + pad_w + (pad_w_end < 0 ? pad_w : pad_w_end) - dil_w * (s - 1) - 1) / stride_w + 1; }
+};
+const Problem kProblems[] = {
+    {"3x3_s1_p1_c64", 2, 14, 14, 64, 64, 3, 3, 1, 1, 1, 1, 1, 1},
+    {"3x3_s2_p1_c64_k128_odd", 2, 15, 15, 64, 128, 3, 3, 1, 1, 2, 2, 1, 1},
+    {"1x1_c64_k256", 3, 7, 7, 64, 256, 1, 1, 0, 0, 1, 1, 1, 1},
+    {"1x1_c256_k64_28x28", 4, 28, 28, 256, 64, 1, 1, 0, 0, 1, 1, 1, 1},
+    {"1x1_s2_downsample", 2, 14, 14, 64, 64, 1, 1, 0, 0, 2, 2, 1, 1},
+    {"3x3_dil2_p2", 1, 12, 12, 64, 64, 3, 3, 2, 2, 1, 1, 2, 2},
+    {"3x3_dil3_s2_p1", 2, 17, 17, 64, 64, 3, 3, 1, 1, 2, 2, 3, 3},
+    {"3x2_s2x1_p1x0_hw_differ", 2, 10, 9, 64, 64, 3, 2, 1, 0, 2, 1, 1, 1},
+    // The stem as sabre compile lowers it (C padded to 8): C far below the tile's 64 channels, 7x7, stride 2.
+    {"7x7_s2_p3_c8_padded_stem", 2, 32, 32, 8, 64, 7, 7, 3, 3, 2, 2, 1, 1},
+    {"7x7_s1_p3_c16_k32", 1, 10, 10, 16, 32, 7, 7, 3, 3, 1, 1, 1, 1},
+    // Channel counts that are multiples of 8 but not of the tiles: partial k-blocks and N tiles.
+    {"3x3_c24_k40", 1, 9, 9, 24, 40, 3, 3, 1, 1, 1, 1, 1, 1},
+    {"3x3_c96_k72", 2, 11, 11, 96, 72, 3, 3, 1, 1, 1, 1, 1, 1},
+    // ResNet-50's last 3x3 layer at batch 1: few output tiles over a deep R·S·C.
+    {"3x3_c512_k512_7x7_batch1", 1, 7, 7, 512, 512, 3, 3, 1, 1, 1, 1, 1, 1},
+    // Asymmetric padding (ONNX pads end != begin): only p and q say so; the kernel derives the end padding.
+    {"3x3_p1_end0", 1, 10, 10, 64, 64, 3, 3, 1, 1, 1, 1, 1, 1, 0, 0},
+    {"3x3_s2_p0_end1", 2, 14, 14, 64, 64, 3, 3, 0, 0, 2, 2, 1, 1, 1, 1},
+    // End padding 0 where the exact one, (p-1)*stride + span - h - pad, is -1: the extent floors.
+    {"3x3_dil2_s2_p2_end0", 2, 14, 14, 64, 64, 3, 3, 2, 2, 2, 2, 2, 2, 0, 0},
+    // Refusals: TMA needs 16-byte channel rows; its im2col traversal stride is at most 8.
+    {"3x3_c6_k40_refused", 1, 9, 9, 6, 40, 3, 3, 1, 1, 1, 1, 1, 1, -1, -1, "alignment"},
+    {"7x7_s2_p3_c3_stem_refused", 2, 32, 32, 3, 64, 7, 7, 3, 3, 2, 2, 1, 1, -1, -1, "alignment"},
+    {"3x3_c64_k36_refused", 1, 9, 9, 64, 36, 3, 3, 1, 1, 1, 1, 1, 1, -1, -1, "alignment"},
+    {"1x1_s9_refused", 1, 19, 19, 64, 64, 1, 1, 0, 0, 9, 9, 1, 1, -1, -1, "stride above 8"},
+};
+
+double tolerance(cb::Elem e) { return e == cb::Elem::f16 ? 5e-3 : 2e-2; }
+
+uint16_t to_bits(cb::Elem e, float v) {
+  return e == cb::Elem::f16 ? sabre::ir::float_to_half(v) : sabre::ir::float_to_bf16(v);
+}
+float from_bits(cb::Elem e, uint16_t b) {
+  return e == cb::Elem::f16 ? sabre::ir::half_to_float(b) : sabre::ir::bf16_to_float(b);
+}
+uint16_t nan_bits(cb::Elem e) { return e == cb::Elem::f16 ? 0x7e00 : 0x7fc0; }
+
+// Random values in [-1, -0.05] U [0.05, 1] (never zero), rounded to the dtype; host bits and the doubles.
+void random_tensor(cb::Elem e, size_t count, std::mt19937& rng, std::vector<uint16_t>& bits, std::vector<double>& vals) {
+  std::uniform_real_distribution<float> mag(0.05f, 1.0f);
+  bits.resize(count);
+  vals.resize(count);
+  for (size_t i = 0; i < count; ++i) {
+    float v = mag(rng) * (rng() & 1 ? 1.0f : -1.0f);
+    bits[i] = to_bits(e, v);
+    vals[i] = from_bits(e, bits[i]);
+  }
+}
+
+double activate(cb::Act a, double x) {
+  switch (a) {
+    case cb::Act::none: return x;
+    case cb::Act::relu: return x > 0 ? x : 0;
+    case cb::Act::silu: return x / (1 + std::exp(-x));
+    case cb::Act::sigmoid: return 1 / (1 + std::exp(-x));
+    case cb::Act::hardswish: return x * std::min(std::max(x + 3, 0.0), 6.0) / 6;
+    case cb::Act::gelu_erf: return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0)));
+    case cb::Act::gelu_tanh:
+      return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+    case cb::Act::kCount: break;
+  }
+  return NAN;
+}
+
+// Y = act(alpha*conv + bias + beta*R) or act(alpha*conv + bias) + beta*R, in double. Only the begin
+// padding places the window; the end padding only sets p and q.
+std::vector<double> reference(const Problem& pb, const cb::EpilogueSpec& epi, const std::vector<double>& x,
+                              const std::vector<double>& w, const std::vector<double>& bias,
+                              const std::vector<double>& res) {
+  const int64_t P = pb.p(), Q = pb.q();
+  std::vector<double> y(size_t(pb.n * P * Q * pb.k));
+  for (int64_t n = 0; n < pb.n; ++n)
+    for (int64_t p = 0; p < P; ++p)
+      for (int64_t q = 0; q < Q; ++q)
+        for (int64_t k = 0; k < pb.k; ++k) {
+          double acc = 0;
+          for (int64_t r = 0; r < pb.r; ++r) {
+            int64_t hi = p * pb.stride_h - pb.pad_h + r * pb.dil_h;
+            if (hi < 0 || hi >= pb.h) continue;
+            for (int64_t s = 0; s < pb.s; ++s) {
+              int64_t wi = q * pb.stride_w - pb.pad_w + s * pb.dil_w;
+              if (wi < 0 || wi >= pb.w) continue;
+              const double* xp = &x[size_t(((n * pb.h + hi) * pb.w + wi) * pb.c)];
+              const double* wp = &w[size_t(((k * pb.r + r) * pb.s + s) * pb.c)];
+              for (int64_t c = 0; c < pb.c; ++c) acc += xp[c] * wp[c];
+            }
+          }
+          size_t o = size_t(((n * P + p) * Q + q) * pb.k + k);
+          double v = kAlpha * acc;
+          if (epi.bias) v += bias[size_t(k)];
+          if (epi.residual == cb::Residual::before_act) v += kBeta * res[o];
+          v = activate(epi.act, v);
+          if (epi.residual == cb::Residual::after_act) v += kBeta * res[o];
+          y[o] = v;
+        }
+  return y;
+}
+
+struct Kernel {
+  std::string name;
+  cb::Sm90ConvSpec spec;
+  sabre_conv_entry entry{};
+};
+
+#define CUDA_OR_FAIL(stmt)                                                                        \
+  do {                                                                                            \
+    cudaError_t e_ = (stmt);                                                                      \
+    if (e_ != cudaSuccess) {                                                                      \
+      std::printf("FAIL %s %s: %s failed: %s (%s:%d)\n", kn.name.c_str(), pb.label, #stmt,        \
+                  cudaGetErrorString(e_), __FILE__, __LINE__);                                    \
+      return false;                                                                               \
+    }                                                                                             \
+  } while (0)
+
+struct DeviceBuf {
+  void* p = nullptr;
+  ~DeviceBuf() {
+    if (p) cudaFree(p);
+  }
+};
+
+// Runs one kernel on one problem; prints one line; returns false on a failure.
+bool run_case(const Kernel& kn, const Problem& pb, std::mt19937& rng) {
+  const cb::Elem e = kn.spec.elem;
+  const cb::EpilogueSpec& epi = kn.spec.epi;
+  const int64_t P = pb.p(), Q = pb.q();
+  std::vector<uint16_t> xb, wb, bb, rb;
+  std::vector<double> xv, wv, bv, rv;
+  random_tensor(e, size_t(pb.n * pb.h * pb.w * pb.c), rng, xb, xv);
+  random_tensor(e, size_t(pb.k * pb.r * pb.s * pb.c), rng, wb, wv);
+  random_tensor(e, size_t(pb.k), rng, bb, bv);
+  random_tensor(e, size_t(pb.n * P * Q * pb.k), rng, rb, rv);
+  const size_t ycount = size_t(pb.n * P * Q * pb.k);
+
+  DeviceBuf dx, dw, db, dr, dy, dws;
+  CUDA_OR_FAIL(cudaMalloc(&dx.p, xb.size() * 2));
+  CUDA_OR_FAIL(cudaMalloc(&dw.p, wb.size() * 2));
+  CUDA_OR_FAIL(cudaMalloc(&db.p, bb.size() * 2));
+  CUDA_OR_FAIL(cudaMalloc(&dr.p, rb.size() * 2));
+  CUDA_OR_FAIL(cudaMalloc(&dy.p, (ycount + kGuard) * 2));
+  CUDA_OR_FAIL(cudaMemcpy(dx.p, xb.data(), xb.size() * 2, cudaMemcpyHostToDevice));
+  CUDA_OR_FAIL(cudaMemcpy(dw.p, wb.data(), wb.size() * 2, cudaMemcpyHostToDevice));
+  CUDA_OR_FAIL(cudaMemcpy(db.p, bb.data(), bb.size() * 2, cudaMemcpyHostToDevice));
+  CUDA_OR_FAIL(cudaMemcpy(dr.p, rb.data(), rb.size() * 2, cudaMemcpyHostToDevice));
+  std::vector<uint16_t> yb(ycount + kGuard, nan_bits(e));
+  CUDA_OR_FAIL(cudaMemcpy(dy.p, yb.data(), yb.size() * 2, cudaMemcpyHostToDevice));
+
+  sabre_conv_args a{};
+  a.n = pb.n, a.h = pb.h, a.w = pb.w, a.c = pb.c, a.k = pb.k, a.r = pb.r, a.s = pb.s, a.p = P, a.q = Q;
+  a.pad_h = pb.pad_h, a.pad_w = pb.pad_w, a.stride_h = pb.stride_h, a.stride_w = pb.stride_w;
+  a.dil_h = pb.dil_h, a.dil_w = pb.dil_w, a.groups = 1;
+  a.x = dx.p, a.filter = dw.p, a.bias = db.p, a.residual = dr.p, a.y = dy.p;
+  a.alpha = kAlpha, a.beta = kBeta;
+
+  // Grouped convolution is not what these kernels do: all must refuse it, in can_implement and run.
+  sabre_conv_args g = a;
+  g.groups = 2;
+  if (kn.entry.can_implement(&g) != SABRE_NOT_SUPPORTED || kn.entry.run(&g, nullptr) != SABRE_NOT_SUPPORTED) {
+    std::printf("FAIL %s %s: groups=2 was not refused\n", kn.name.c_str(), pb.label);
+    return false;
+  }
+
+  int st = kn.entry.can_implement(&a);
+  if (pb.refusal) {
+    if (st != SABRE_NOT_SUPPORTED || !std::strstr(kn.entry.last_error(), pb.refusal)) {
+      std::printf("FAIL %s %s: must be refused with '%s', can_implement returned %d (%s)\n", kn.name.c_str(), pb.label,
+                  pb.refusal, st, st ? kn.entry.last_error() : "");
+      return false;
+    }
+    if (kn.entry.run(&a, nullptr) != SABRE_NOT_SUPPORTED) {
+      std::printf("FAIL %s %s: run did not refuse what can_implement refused\n", kn.name.c_str(), pb.label);
+      return false;
+    }
+    CUDA_OR_FAIL(cudaMemcpy(yb.data(), dy.p, yb.size() * 2, cudaMemcpyDeviceToHost));
+    for (uint16_t b : yb)
+      if (b != nan_bits(e)) {
+        std::printf("FAIL %s %s: refused, yet Y was written\n", kn.name.c_str(), pb.label);
+        return false;
+      }
+    std::printf("ok   %s %s: refused as expected (%s)\n", kn.name.c_str(), pb.label, kn.entry.last_error());
+    return true;
+  }
+  if (st != SABRE_OK) {
+    std::printf("FAIL %s %s: can_implement %d: %s\n", kn.name.c_str(), pb.label, st, kn.entry.last_error());
+    return false;
+  }
+  a.workspace_size = kn.entry.workspace_size(&a);
+  if (a.workspace_size) CUDA_OR_FAIL(cudaMalloc(&dws.p, a.workspace_size));
+  a.workspace = dws.p;
+  st = kn.entry.run(&a, nullptr);
+  if (st != SABRE_OK) {
+    std::printf("FAIL %s %s: run %d: %s\n", kn.name.c_str(), pb.label, st, kn.entry.last_error());
+    return false;
+  }
+  CUDA_OR_FAIL(cudaDeviceSynchronize());
+  CUDA_OR_FAIL(cudaMemcpy(yb.data(), dy.p, yb.size() * 2, cudaMemcpyDeviceToHost));
+
+  auto ref = reference(pb, epi, xv, wv, bv, rv);
+  int64_t bad = 0, guard_written = 0;
+  double num = 0, den = 0;
+  for (size_t i = 0; i < ycount; ++i) {
+    double got = from_bits(e, yb[i]);
+    if (!std::isfinite(got)) {
+      ++bad;
+      continue;
+    }
+    num += (got - ref[i]) * (got - ref[i]);
+    den += ref[i] * ref[i];
+  }
+  for (size_t i = ycount; i < yb.size(); ++i) guard_written += yb[i] != nan_bits(e);
+  double rel = std::sqrt(num / std::max(den, 1e-30));
+  bool ok = bad == 0 && guard_written == 0 && rel <= tolerance(e);
+  std::printf("%s %s %s: rel L2 %.2e (tol %.0e)%s%s\n", ok ? "ok  " : "FAIL", kn.name.c_str(), pb.label, rel,
+              tolerance(e), bad ? (", " + std::to_string(bad) + " outputs unwritten or non-finite").c_str() : "",
+              guard_written ? (", " + std::to_string(guard_written) + " elements past Y written").c_str() : "");
+  return ok;
+}
+
+// n = 0 is an empty no-op that must not touch Y (and needs no pointers to be read).
+bool run_empty(const Kernel& kn) {
+  sabre_conv_args a{};
+  a.n = 0, a.h = a.w = 8, a.c = a.k = 64, a.r = a.s = 3, a.p = a.q = 8;
+  a.pad_h = a.pad_w = 1, a.stride_h = a.stride_w = 1, a.dil_h = a.dil_w = 1, a.groups = 1;
+  // 16-byte aligned, never dereferenced.
+  a.x = a.filter = a.bias = a.residual = reinterpret_cast<void*>(uintptr_t(256));
+  a.y = reinterpret_cast<void*>(uintptr_t(256));
+  bool ok = kn.entry.can_implement(&a) == SABRE_OK && kn.entry.workspace_size(&a) == 0 &&
+            kn.entry.run(&a, nullptr) == SABRE_OK;
+  std::printf("%s %s n=0: empty no-op%s%s\n", ok ? "ok  " : "FAIL", kn.name.c_str(), ok ? "" : ": ",
+              ok ? "" : kn.entry.last_error());
+  return ok;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // a crash or a ctest timeout still leaves every finished line
+  int jobs = 8;
+  std::string work = (fs::temp_directory_path() / "sabre_conv_sm90_gpu_test").string();
+  std::vector<std::string> names;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "-j" && i + 1 < argc) jobs = std::max(1, std::atoi(argv[++i]));
+    else if (a == "--work" && i + 1 < argc) work = argv[++i];
+    else if (!a.empty() && a[0] != '-') names.push_back(a);
+    else {
+      std::fprintf(stderr, "usage: sabre_conv_sm90_gpu_test [-j N] [--work DIR] [NAME...]\n");
+      return 2;
+    }
+  }
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+    std::printf("no CUDA GPU: sm90 conv GPU test skipped\n");
+    return kSkip;
+  }
+  cudaDeviceProp prop{};
+  if (cudaGetDeviceProperties(&prop, 0) != cudaSuccess) {
+    std::printf("cudaGetDeviceProperties failed\n");
+    return 1;
+  }
+  const int sm = prop.major * 10 + prop.minor;
+  std::printf("GPU: %s (sm_%d)\n", prop.name, sm);
+  if (sm != 90) {
+    std::printf("sm90 conv kernels run only on sm_90 (wgmma, TMA im2col): skipped on sm_%d\n", sm);
+    return kSkip;
+  }
+  if (names.empty()) names.assign(std::begin(kKernels), std::end(kKernels));
+
+  std::vector<Kernel> kernels;
+  std::vector<cb::Sm90ConvSpec> specs;
+  for (const auto& n : names) {
+    auto s = cb::parse_sm90_conv_kernel_name(n);
+    if (!s) {
+      std::printf("FAIL %s: not an sm90 conv kernel name\n", n.c_str());
+      return 1;
+    }
+    if (auto why = cb::sm90_conv_unsupported_reason(*s, sm)) {
+      std::printf("FAIL %s: %s\n", n.c_str(), why->c_str());
+      return 1;
+    }
+    kernels.push_back({n, *s, {}});
+    specs.push_back(*s);
+  }
+  cb::NvccOptions opts;
+  opts.target_sm = sm;
+  auto built = cb::compile_sm90_conv_kernels(specs, work, opts, jobs);
+  int failed = 0;
+  std::vector<Kernel> ready;
+  for (size_t i = 0; i < built.size(); ++i) {
+    const auto& r = built[i];
+    if (!r.ok) {
+      std::printf("FAIL %s: compile (%.0f s):\n%s\n%s\n", r.name.c_str(), r.seconds, r.command.c_str(), r.log.c_str());
+      ++failed;
+      continue;
+    }
+    std::printf("built %s (%.0f s)\n", r.name.c_str(), r.seconds);
+    void* h = dlopen(r.library.c_str(), RTLD_NOW | RTLD_LOCAL);
+    auto reg = h ? reinterpret_cast<sabre_conv_registry_fn>(dlsym(h, SABRE_CONV_REGISTRY_SYMBOL)) : nullptr;
+    int count = 0, abi = 0;
+    const sabre_conv_entry* entries = reg ? reg(&count, &abi) : nullptr;
+    if (!entries || count != 1 || abi != SABRE_KERNEL_ABI_VERSION || kernels[i].name != entries[0].name) {
+      std::printf("FAIL %s: library %s has no matching %s (dlerror: %s)\n", r.name.c_str(), r.library.c_str(),
+                  SABRE_CONV_REGISTRY_SYMBOL, h ? "-" : dlerror());
+      ++failed;
+      continue;
+    }
+    kernels[i].entry = entries[0];
+    ready.push_back(kernels[i]);
+  }
+  std::mt19937 rng(20260703);
+  int cases = 0;
+  for (const auto& k : ready) {
+    ++cases;
+    if (!run_empty(k)) ++failed;
+    for (const auto& pb : kProblems) {
+      ++cases;
+      if (!run_case(k, pb, rng)) ++failed;
+    }
+  }
+  std::printf("%d kernels built of %zu; %d cases; %d failures\n", int(ready.size()), specs.size(), cases, failed);
+  return failed ? 1 : 0;
+}

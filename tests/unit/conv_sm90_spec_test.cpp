@@ -1,0 +1,254 @@
+// The sm90 conv family (conv_sm90.h): names round-trip, the static filter, the catalog, and the
+// emitted text spells each epilogue form with the CUTLASS 3.x builder types it needs. No GPU, no nvcc.
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "backends/cutlass/conv_sm90.h"
+#include "backends/cutlass/conv_spec.h"
+#include "backends/cutlass/kernel_spec.h"
+#include "backends/cutlass/nvcc.h"
+
+namespace cb = sabre::cutlass_backend;
+
+namespace {
+
+cb::Sm90ConvSpec f16_bias_relu() {
+  cb::Sm90ConvSpec s;
+  s.config.tile = {128, 128, 64};
+  s.elem = cb::Elem::f16;
+  s.epi = {cb::Act::relu, true, cb::Residual::none};
+  return s;
+}
+
+bool has(const std::string& text, const std::string& want) { return text.find(want) != std::string::npos; }
+
+// The conv epilogues plus the GELU forms the GEMM family also offers.
+std::vector<cb::EpilogueSpec> epilogues() {
+  auto out = cb::conv_epilogues();
+  for (cb::Act a : {cb::Act::gelu_erf, cb::Act::gelu_tanh})
+    for (bool bias : {false, true}) out.push_back({a, bias, cb::Residual::none});
+  out.push_back({cb::Act::relu, false, cb::Residual::after_act});
+  out.push_back({cb::Act::relu, false, cb::Residual::before_act});
+  return out;
+}
+
+}  // namespace
+
+TEST(ConvSm90Spec, NameOfF16BiasRelu) {
+  EXPECT_EQ(cb::sm90_conv_kernel_name(f16_bias_relu()), "sm90_conv_fprop_nhwc_f16_f16_f32_128x128x64_c1x1_a8_bias_relu");
+  cb::Sm90ConvSpec s = f16_bias_relu();
+  s.elem = cb::Elem::bf16;
+  s.config.cluster_m = 2;
+  s.epi.residual = cb::Residual::after_act;
+  EXPECT_EQ(cb::sm90_conv_kernel_name(s), "sm90_conv_fprop_nhwc_bf16_bf16_f32_128x128x64_c2x1_a8_bias_relu_res");
+}
+
+TEST(ConvSm90Spec, NamesRoundTripOverCatalogEpiloguesAndDtypes) {
+  std::set<std::string> seen;
+  for (cb::Elem e : {cb::Elem::f16, cb::Elem::bf16})
+    for (const auto& c : cb::sm90_conv_catalog(e))
+      for (const auto& epi : epilogues()) {
+        cb::Sm90ConvSpec s{c, e, epi};
+        ASSERT_FALSE(cb::sm90_conv_unsupported_reason(s, 90)) << cb::sm90_conv_kernel_name(s);
+        const std::string n = cb::sm90_conv_kernel_name(s);
+        EXPECT_TRUE(cb::is_sm90_conv_kernel_name(n)) << n;
+        EXPECT_FALSE(cb::is_conv_kernel_name(n)) << n;       // not the sm80 family's
+        EXPECT_FALSE(cb::parse_conv_kernel_name(n)) << n;
+        EXPECT_FALSE(cb::parse_kernel_name(n)) << n;         // nor a GEMM's
+        auto back = cb::parse_sm90_conv_kernel_name(n);
+        ASSERT_TRUE(back) << n;
+        EXPECT_EQ(*back, s) << n;
+        EXPECT_TRUE(seen.insert(n).second) << "duplicate name " << n;
+      }
+  EXPECT_EQ(seen.size(), 2 * cb::sm90_conv_catalog(cb::Elem::f16).size() * epilogues().size());
+  // The other families' names are not this family's.
+  EXPECT_FALSE(cb::parse_sm90_conv_kernel_name("sm80_conv_fprop_optimized_nhwc_f16_f16_f32_128x128x32_w64x64x32_s3_a8_bias_relu"));
+  EXPECT_FALSE(cb::is_sm90_conv_kernel_name("sm90_ws_coop_tn_f16_f16_f32_128x128x64_c1x1_a8_bias_gelu"));
+}
+
+TEST(ConvSm90Spec, ParseRefusesMalformedNames) {
+  const std::string good = "sm90_conv_fprop_nhwc_f16_f16_f32_128x128x64_c1x1_a8_bias_relu";
+  ASSERT_TRUE(cb::parse_sm90_conv_kernel_name(good));
+  for (const char* bad : {
+           "sm90_ws_coop_tn_f16_f16_f32_128x128x64_c1x1_a8_bias_relu",         // a GEMM name
+           "sm90_conv_dgrad_nhwc_f16_f16_f32_128x128x64_c1x1_a8_bias_relu",    // not fprop
+           "sm90_conv_fprop_nchw_f16_f16_f32_128x128x64_c1x1_a8_bias_relu",    // layout
+           "sm90_conv_fprop_nhwc_f16_bf16_f32_128x128x64_c1x1_a8_bias_relu",   // mixed dtypes
+           "sm90_conv_fprop_nhwc_f16_f16_f16_128x128x64_c1x1_a8_bias_relu",    // f16 accumulation
+           "sm90_conv_fprop_nhwc_f8_f8_f32_128x128x64_c1x1_a8_bias_relu",      // unknown dtype
+           "sm90_conv_fprop_nhwc_f16_f16_f32_128x128_c1x1_a8_bias_relu",       // two tile dims
+           "sm90_conv_fprop_nhwc_f16_f16_f32_128x128x64x1_c1x1_a8_bias_relu",  // four tile dims
+           "sm90_conv_fprop_nhwc_f16_f16_f32_128x0128x64_c1x1_a8_bias_relu",   // leading zero
+           "sm90_conv_fprop_nhwc_f16_f16_f32_128x128x64_c01x1_a8_bias_relu",   // leading zero
+           "sm90_conv_fprop_nhwc_f16_f16_f32_128x128x64_c1_a8_bias_relu",      // one cluster dim
+           "sm90_conv_fprop_nhwc_f16_f16_f32_128x128x64_c1x1x1_a8_bias_relu",  // three cluster dims
+           "sm90_conv_fprop_nhwc_f16_f16_f32_128x128x64_1x1_a8_bias_relu",     // no 'c'
+           "sm90_conv_fprop_nhwc_f16_f16_f32_128x128x64_c0x1_a8_bias_relu",    // zero cluster
+           "sm90_conv_fprop_nhwc_f16_f16_f32_128x128x64_c1x1_8_bias_relu",     // no 'a'
+           "sm90_conv_fprop_nhwc_f16_f16_f32_128x128x64_c1x1_a-8_bias_relu",
+           "sm90_conv_fprop_nhwc_f16_f16_f32_128x128x64_c1x1_a8",              // no epilogue
+           "sm90_conv_fprop_nhwc_f16_f16_f32_128x128x64_c1x1_a8_bias_relu_",   // trailing '_'
+           "sm90_conv_fprop_nhwc_f16_f16_f32_128x128x64_c1x1_a8_bias_tanh",    // unknown activation
+           "sm90_conv_fprop_nhwc_f16_f16_f32_128x128x64_c1x1_a8_relu_bias",    // bias after act
+           "sm90_conv_fprop_nhwc_f16_f16_f32_128x128x64_c1x1_s4_a8_bias_relu", // an sm80 token
+           "sm90_conv_fprop__nhwc_f16_f16_f32_128x128x64_c1x1_a8_bias_relu",
+           "sm90_conv_fprop_nhwc_f16_f16_f32_128x128x64_c1x1_a8_bias_relu ",
+           "sm90_conv_fprop_",
+           "",
+       })
+    EXPECT_FALSE(cb::parse_sm90_conv_kernel_name(bad)) << bad;
+}
+
+TEST(ConvSm90Spec, StaticFilter) {
+  const cb::Sm90ConvSpec s = f16_bias_relu();
+  EXPECT_FALSE(cb::sm90_conv_unsupported_reason(s, 90));
+  for (int sm : {80, 86, 89, 100, 120}) {
+    auto why = cb::sm90_conv_unsupported_reason(s, sm);
+    ASSERT_TRUE(why) << sm;
+    EXPECT_TRUE(has(*why, "9.0")) << *why;
+  }
+  auto reason = [&](auto edit) {
+    cb::Sm90ConvSpec t = s;
+    edit(t);
+    auto why = cb::sm90_conv_unsupported_reason(t, 90);
+    return why ? *why : std::string();
+  };
+  EXPECT_TRUE(has(reason([](auto& t) { t.elem = cb::Elem::f32; }), "f16 or bf16"));
+  EXPECT_TRUE(has(reason([](auto& t) { t.config.alignment = 4; }), "16-byte"));
+  EXPECT_TRUE(has(reason([](auto& t) { t.config.alignment = 1; }), "16-byte"));
+  EXPECT_TRUE(has(reason([](auto& t) { t.config.tile.k = 32; }), "tile K"));
+  EXPECT_TRUE(has(reason([](auto& t) { t.config.tile.k = 128; }), "tile K"));
+  EXPECT_TRUE(has(reason([](auto& t) { t.config.tile.m = 256; }), "tile M"));
+  EXPECT_TRUE(has(reason([](auto& t) { t.config.tile.m = 96; }), "tile M"));
+  EXPECT_TRUE(has(reason([](auto& t) { t.config.tile.n = 120; }), "tile N"));
+  EXPECT_TRUE(has(reason([](auto& t) { t.config.tile.n = 512; }), "tile N"));
+  EXPECT_TRUE(has(reason([](auto& t) { t.config.tile.n = 0; }), "positive"));
+  EXPECT_TRUE(has(reason([](auto& t) { t.config.tile.n = 256; }), "registers"));  // 128x256: one warpgroup spills
+  EXPECT_EQ(reason([](auto& t) { t.config.tile = {64, 256, 64}; }), "");          // 128 registers: fits
+  EXPECT_TRUE(has(reason([](auto& t) { t.config.cluster_m = 2, t.config.cluster_n = 2; }), "cluster"));
+  EXPECT_TRUE(has(reason([](auto& t) { t.config.cluster_n = 0; }), "cluster"));
+  EXPECT_EQ(reason([](auto& t) { t.config.cluster_n = 2; }), "");
+  EXPECT_TRUE(has(reason([](auto& t) { t.epi = {cb::Act::none, true, cb::Residual::after_act}; }), "one name"));
+  EXPECT_EQ(reason([](auto& t) { t.elem = cb::Elem::bf16; }), "");
+}
+
+TEST(ConvSm90Spec, CatalogRowsAreAlignedHopperTiles) {
+  for (cb::Elem e : {cb::Elem::f16, cb::Elem::bf16}) {
+    auto cat = cb::sm90_conv_catalog(e);
+    ASSERT_GE(cat.size(), 3u);
+    bool workhorse = false;
+    std::set<std::string> names;
+    for (const auto& c : cat) {
+      EXPECT_EQ(c.alignment, 8);
+      EXPECT_EQ(c.tile.k, 64);
+      EXPECT_FALSE(cb::sm90_conv_unsupported_reason({c, e, {}}, 90));
+      EXPECT_TRUE(cb::sm90_conv_unsupported_reason({c, e, {}}, 80));
+      workhorse |= c.tile == cb::Shape3{128, 128, 64} && c.cluster_m == 1 && c.cluster_n == 1;
+      EXPECT_TRUE(names.insert(cb::sm90_conv_kernel_name({c, e, {}})).second);
+    }
+    EXPECT_TRUE(workhorse);
+  }
+  EXPECT_TRUE(cb::sm90_conv_catalog(cb::Elem::f32).empty());
+}
+
+// Each epilogue form: the fusion op (or EVT tree) it needs and how the residual reaches it.
+TEST(ConvSm90Emitter, TextSpellsEachEpilogueForm) {
+  struct Form {
+    cb::EpilogueSpec epi;
+    std::vector<std::string> want, not_want;
+  };
+  const std::vector<Form> forms = {
+      {{cb::Act::relu, true, cb::Residual::none},
+       {"LinCombPerColBiasEltAct<\n    cutlass::epilogue::thread::ReLu", "using ElementC = void;",
+        "args.epilogue.thread.bias_ptr", "args.epilogue.thread.beta = 0.0f;", "{{}, nullptr, sc,"},
+       {"Sm90EVT", "p->beta", "static_cast<const Element*>(p->residual)"}},
+      {{cb::Act::silu, false, cb::Residual::none},
+       {"LinCombEltAct<\n    cutlass::epilogue::thread::SiLu", "using ElementC = void;"},
+       {"bias_ptr", "Sm90EVT", "LinCombPerColBiasEltAct"}},
+      {{cb::Act::none, false, cb::Residual::none},
+       {"LinCombEltAct<\n    cutlass::epilogue::thread::Identity"},
+       {"bias_ptr", "Sm90EVT"}},
+      // Residual before the activation: the fusion op's source term, C = R.
+      {{cb::Act::relu, true, cb::Residual::before_act},
+       {"LinCombPerColBiasEltAct<\n    cutlass::epilogue::thread::ReLu", "using ElementC = Element;",
+        "args.epilogue.thread.beta = p->beta;", "static_cast<const Element*>(p->residual), sc,", "bias_ptr"},
+       {"Sm90EVT"}},
+      {{cb::Act::relu, false, cb::Residual::before_act},
+       {"LinCombEltAct<\n    cutlass::epilogue::thread::ReLu", "using ElementC = Element;", "p->beta"},
+       {"bias_ptr", "Sm90EVT"}},
+      // Residual after the activation: an EVT tree, the bias a row broadcast over the output channels.
+      {{cb::Act::relu, true, cb::Residual::after_act},
+       {"Sm90EVT<Sm90Compute<cutlass::epilogue::thread::ReLu", "Sm90RowBroadcast<0, TileShape, Element, ElementCompute",
+        "Sm90SrcFetch<Element>", "Sm90ScalarBroadcast", "using ElementC = Element;", "{{p->beta}, {nullptr}, {}}",
+        "static_cast<const Element*>(p->bias), Element(0), {}"},
+       {"LinCombPerColBiasEltAct", "bias_ptr"}},
+      {{cb::Act::gelu_erf, false, cb::Residual::after_act},
+       {"Sm90EVT<Sm90Compute<cutlass::epilogue::thread::GELU,", "Sm90Compute<cutlass::multiplies", "Sm90SrcFetch<Element>"},
+       {"Sm90RowBroadcast", "LinComb"}},
+  };
+  for (const auto& f : forms) {
+    cb::Sm90ConvSpec s = f16_bias_relu();
+    s.epi = f.epi;
+    const std::string t = cb::emit_sm90_conv_kernel(s, 90);
+    for (const auto& w : f.want) EXPECT_TRUE(has(t, w)) << cb::epilogue_name(f.epi) << " lacks: " << w;
+    for (const auto& w : f.not_want) EXPECT_FALSE(has(t, w)) << cb::epilogue_name(f.epi) << " has: " << w;
+  }
+}
+
+TEST(ConvSm90Emitter, TextNamesTheBuildersAndTheAbi) {
+  cb::Sm90ConvSpec s = f16_bias_relu();
+  s.elem = cb::Elem::bf16;
+  s.config.cluster_m = 2;
+  const std::string n = cb::sm90_conv_kernel_name(s);
+  const std::string t = cb::emit_sm90_conv_kernel(s, 90);
+  for (const std::string& want : std::vector<std::string>{
+           "cutlass::conv::collective::CollectiveBuilder<\n    cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, "
+           "cutlass::conv::Operator::kFprop",
+           "cutlass::epilogue::collective::CollectiveBuilder<\n    cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp",
+           "cutlass::conv::KernelImplicitTmaWarpSpecializedSm90", "cutlass::epilogue::TmaWarpSpecialized;",
+           "cutlass::conv::ConvProblemShape<cutlass::conv::Operator::kFprop",
+           "cutlass::conv::kernel::ConvUniversal<ProblemShape, CollectiveMainloop, CollectiveEpilogue>",
+           "cutlass::conv::device::ConvUniversalAdapter<ConvKernel>", "cutlass::layout::TensorNHWC",
+           "using TileShape = Shape<_128, _128, Shape<_64>>;", "using ClusterShape = Shape<_2, _1, _1>;",
+           "StageCountAutoCarveout", "cutlass::bfloat16_t", "kCrossCorrelation",
+           "#if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)", "#error",
+           "int " + n + "_can_implement(const sabre_conv_args* p)",
+           "size_t " + n + "_workspace_size(const sabre_conv_args* p)",
+           "int " + n + "_run(const sabre_conv_args* p, sabre_stream_t stream)", "const char* " + n + "_last_error(void)",
+           "sabre_conv_registry", "#ifndef SABRE_NO_REGISTRY", "groups != 1", "stride above 8",
+           "Conv::can_implement(args)", "SABRE_CHECK_CUTLASS(conv.can_implement(args))",
+           "SABRE_CHECK_CUTLASS(conv.initialize(args, p->workspace, stream))", "SABRE_CHECK_CUTLASS(conv.run(stream))",
+           "SABRE_CHECK_CUDA(cudaGetLastError())", "end_padding("})
+    EXPECT_TRUE(has(t, want)) << want;
+  EXPECT_FALSE(has(t, "sabre_kernel_registry"));  // the conv registry, not the GEMM one
+  EXPECT_FALSE(has(t, "DefaultConv2dFprop"));     // not the 2.x templates
+  cb::EmitOptions no_reg;
+  no_reg.registry = false;
+  EXPECT_FALSE(has(cb::emit_sm90_conv_kernel(s, 90, no_reg), "sabre_conv_registry"));
+}
+
+TEST(ConvSm90Emitter, RefusesWhatTheFilterRefuses) {
+  cb::Sm90ConvSpec s = f16_bias_relu();
+  EXPECT_THROW(cb::emit_sm90_conv_kernel(s, 80), std::invalid_argument);
+  s.config.tile.n = 256;
+  EXPECT_THROW(cb::emit_sm90_conv_kernel(s, 90), std::invalid_argument);
+}
+
+TEST(ConvSm90Emitter, NvccBuildsSm90a) {
+  EXPECT_EQ(cb::sm90_conv_gencode_flags(), (std::vector<std::string>{"-gencode", "arch=compute_90a,code=sm_90a"}));
+  cb::NvccOptions o;
+  o.nvcc = "nvcc";
+  o.cutlass_dir = "/cutlass";
+  o.sabre_include = "/sabre/include";
+  auto cmd = cb::nvcc_sm90_conv_command("k.cu", "k.so", o);
+  std::string line;
+  for (const auto& a : cmd) line += a + " ";
+  for (const char* want : {"arch=compute_90a,code=sm_90a", "-I/cutlass/include", "-I/sabre/include", "-DNDEBUG", "-shared",
+                           "-o k.so k.cu"})
+    EXPECT_TRUE(has(line, want)) << line;
+  o.target_sm = 80;
+  EXPECT_THROW(cb::compile_sm90_conv_kernel(f16_bias_relu(), "/tmp/sabre_conv_sm90_unused", o), std::invalid_argument);
+}
