@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "backends/cutlass/conv_emitter.h"
+#include "backends/cutlass/conv_sm90.h"
 #include "backends/cutlass/conv_spec.h"
 #include "backends/cutlass/emitter.h"
 #include "backends/cutlass/kernel_spec.h"
@@ -45,7 +46,7 @@ std::string elementwise_library_source(const ElementwiseKernel& k) {
                     "  return (int)cudaGetLastError();\n}\n";
 }
 
-std::string analytic_conv_kernel(const ConvProblem& p, int target_sm) {
+std::string analytic_conv_kernel(const ConvProblem& p, int target_sm, ConvKernels family) {
   using namespace cutlass_backend;
   if (p.groups != 1)
     throw std::invalid_argument("groups=" + std::to_string(p.groups) + ": conv kernels here are not grouped");
@@ -89,6 +90,27 @@ std::string analytic_conv_kernel(const ConvProblem& p, int target_sm) {
       const std::string name = conv_kernel_name(spec);
       if (us < best_us || (us == best_us && name < best)) best_us = us, best = name;
     }
+  // The sm90 family: one CTA per output tile (no split-K), K in steps of 64 channels, so a C below
+  // a multiple of 64 pays for the zero-filled rest. Modelled as the GEMM's cooperative schedule
+  // (TMA loads, wgmma, an epilogue that does not overlap the mainloop).
+  if (target_sm == 90 && family != ConvKernels::sm80) {
+    std::string best90;
+    double best90_us = std::numeric_limits<double>::infinity();
+    for (const Sm90ConvConfig& c : sm90_conv_catalog(*elem)) {
+      const Sm90ConvSpec spec{c, *elem, *epi};
+      if (c.alignment > p.alignment || sm90_conv_unsupported_reason(spec, target_sm)) continue;
+      KernelConfig g;
+      g.family = Family::sm90;
+      g.schedule = Schedule::coop;
+      g.tile = c.tile, g.cluster_m = c.cluster_m, g.cluster_n = c.cluster_n, g.alignment = c.alignment;
+      const int64_t c_padded = (p.c + c.tile.k - 1) / c.tile.k * c.tile.k;
+      const tune::GemmShape padded{shape.m, shape.n, p.r * p.s * c_padded, 1};
+      const double us = tune::predict_us(KernelSpec{g, ops, *epi}, padded, p.alignment, gpu, target_sm);
+      const std::string name = sm90_conv_kernel_name(spec);
+      if (us < best90_us || (us == best90_us && name < best90)) best90_us = us, best90 = name;
+    }
+    if (!best90.empty() && (family == ConvKernels::sm90 || best90_us < best_us)) best_us = best90_us, best = best90;
+  }
   if (best.empty())
     throw std::invalid_argument("no conv config the model can time for alignment " + std::to_string(p.alignment));
   return best;
@@ -150,7 +172,7 @@ CompileSummary compile_model(const std::string& model, const std::string& out_di
   lo.dtype = opts.dtype;
   lo.ranges = opts.ranges;
   lo.fuse_attention = opts.fuse_attention;
-  lo.pick_conv = [sm](const ConvProblem& p) { return analytic_conv_kernel(p, sm); };
+  lo.pick_conv = [sm, family = opts.conv_kernels](const ConvProblem& p) { return analytic_conv_kernel(p, sm, family); };
   tune::PickOptions popts;  // analytic picks unless a tuning DB is consulted below
   popts.target_sm = sm;
   popts.env.sm = sm;
@@ -216,6 +238,13 @@ CompileSummary compile_model(const std::string& model, const std::string& out_di
       jobs.push_back(tune::gemm_compile_job(*spec, sm));
     }
     for (const auto& name : low.conv_kernels) {
+      if (auto s90 = cutlass_backend::parse_sm90_conv_kernel_name(name)) {
+        cutlass_backend::NvccOptions o;
+        o.target_sm = sm;
+        jobs.push_back({name, cutlass_backend::emit_sm90_conv_kernel(*s90, sm),
+                        tune::cache_flags(cutlass_backend::nvcc_sm90_conv_command("@SRC@", "@LIB@", o))});
+        continue;
+      }
       auto spec = cutlass_backend::parse_conv_kernel_name(name);
       if (!spec) throw std::logic_error("compile: conv picker returned '" + name + "', not a conv kernel name (invariant: conv_spec.h names)");
       jobs.push_back({name, cutlass_backend::emit_conv_kernel(*spec, sm), conv_flags(sm)});

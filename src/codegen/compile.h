@@ -13,6 +13,11 @@
 
 namespace sabre::codegen {
 
+// The conv kernel families the conv picker may choose (sabre compile --conv-kernels): automatic
+// ranks both on an sm_90a target; sm80 keeps to the CUTLASS 2.x implicit GEMMs; sm90 takes the 3.x
+// TMA/wgmma kernels wherever they can run the conv (C and K multiples of 8) and sm80 elsewhere.
+enum class ConvKernels { automatic, sm80, sm90 };
+
 struct CompileOptions {
   ir::DType dtype = ir::DType::f16;  // compute dtype
   DimRanges ranges;                  // --dynamic
@@ -23,6 +28,7 @@ struct CompileOptions {
   std::string tuning_db;             // empty: TuningDb::default_path()
   int top_k = 4;                     // CUTLASS candidates timed per (workload, M bucket)
   bool fuse_attention = true;        // LowerOptions::fuse_attention (sabre compile --no-fuse-attention: false)
+  ConvKernels conv_kernels = ConvKernels::automatic;
   bool plan_only = false;            // write the artifact without kernels; compile nothing
   std::string arch = "sm_90a";       // what kernels are compiled for
   int jobs = 0;                      // parallel compiler processes; 0: all cores
@@ -51,12 +57,13 @@ int arch_sm(const std::string& arch);
 std::string elementwise_library_source(const ElementwiseKernel& k);
 
 // The analytic conv kernel choice (LowerOptions::pick_conv of `sabre compile`) for a problem at its
-// batch p.n: among the catalog configs (conv_spec.h) with the widest alignment C and K allow, and
-// their serial split-K variants where the output tiles leave SMs idle, the one the GEMM model
-// (tune/rank.h) predicts fastest on the implicit GEMM. Throws std::invalid_argument saying why when no conv
-// kernel fits (grouped convs, an epilogue conv kernels are not generated with, a dtype).
+// batch p.n: among the catalog configs (conv_spec.h) with the widest alignment C and K allow, their
+// serial split-K variants where the output tiles leave SMs idle, and on sm 90 the sm90 family
+// (conv_sm90.h) as `family` allows, the one the GEMM model (tune/rank.h) predicts fastest on the
+// implicit GEMM. Throws std::invalid_argument saying why when no conv kernel fits (grouped convs,
+// an epilogue conv kernels are not generated with, a dtype).
 // Tests: tests/unit/codegen_lower_test.cpp
-std::string analytic_conv_kernel(const ConvProblem& p, int target_sm);
+std::string analytic_conv_kernel(const ConvProblem& p, int target_sm, ConvKernels family = ConvKernels::automatic);
 
 // canonicalize() as `sabre compile` runs it: with fuse_attention (LowerOptions::fuse_attention) the
 // Q/K/V projections are joined too (merge_qkv), which the fused attention reads in place. `sabre

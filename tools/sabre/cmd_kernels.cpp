@@ -7,6 +7,7 @@
 
 #include "backends/cutlass/catalog.h"
 #include "backends/cutlass/conv_emitter.h"
+#include "backends/cutlass/conv_sm90.h"
 #include "backends/cutlass/conv_spec.h"
 #include "backends/cutlass/emitter.h"
 #include "backends/cutlass/kernel_spec.h"
@@ -26,7 +27,8 @@ const char* kUsage =
     "EPI is an epilogue name such as linear, bias, bias_gelu, bias_res_relu (residual before act),\n"
     "gelu_res (after); default bias. Activations: relu gelu gelutanh silu sigmoid hardswish.\n"
     "emit and build also take conv kernel names (docs/KERNELS.md), e.g.\n"
-    "sm80_conv_fprop_optimized_nhwc_f16_f16_f32_128x128x32_w64x64x32_s3_a8_bias_relu.\n";
+    "sm80_conv_fprop_optimized_nhwc_f16_f16_f32_128x128x32_w64x64x32_s3_a8_bias_relu or\n"
+    "sm90_conv_fprop_nhwc_f16_f16_f32_128x128x64_c1x1_a8_bias_relu.\n";
 
 // Every catalog kernel for target_sm with epilogue `epi`, filtered.
 std::vector<cb::KernelSpec> list_specs(int target_sm, std::optional<cb::Family> fam, std::optional<cb::Elem> dtype,
@@ -150,6 +152,20 @@ int write_source(const std::string& text, const std::string& out) {
   return kExitOk;
 }
 
+int emit_sm90_conv(const std::string& name, const std::string& out, int target_sm) {
+  auto spec = cb::parse_sm90_conv_kernel_name(name);
+  if (!spec) {
+    std::fprintf(stderr, "sabre kernels emit: '%s' is not an sm90 conv kernel name (e.g. %s)\n", name.c_str(),
+                 "sm90_conv_fprop_nhwc_f16_f16_f32_128x128x64_c1x1_a8_bias_relu");
+    return kExitUsage;
+  }
+  if (auto why = cb::sm90_conv_unsupported_reason(*spec, target_sm)) {
+    std::fprintf(stderr, "sabre kernels emit: %s cannot run on sm_%d: %s\n", name.c_str(), target_sm, why->c_str());
+    return kExitError;
+  }
+  return write_source(cb::emit_sm90_conv_kernel(*spec, target_sm), out);
+}
+
 int emit_conv(const std::string& name, const std::string& out, int target_sm) {
   auto spec = cb::parse_conv_kernel_name(name);
   if (!spec) {
@@ -182,6 +198,7 @@ int cmd_emit(const std::vector<std::string>& args) {
     std::fprintf(stderr, "sabre kernels emit: which kernel? give its NAME\n%s", kUsage);
     return kExitUsage;
   }
+  if (cb::is_sm90_conv_kernel_name(name)) return emit_sm90_conv(name, out, target_sm);
   if (cb::is_conv_kernel_name(name)) return emit_conv(name, out, target_sm);
   auto spec = resolve(name, target_sm);
   if (!spec) return kExitUsage;
@@ -217,7 +234,21 @@ int cmd_build(const std::vector<std::string>& args) {
   }
   std::vector<cb::KernelSpec> specs;
   std::vector<cb::ConvSpec> convs;
+  std::vector<cb::Sm90ConvSpec> convs90;
   for (const auto& n : names) {
+    if (cb::is_sm90_conv_kernel_name(n)) {
+      auto c = cb::parse_sm90_conv_kernel_name(n);
+      if (!c) {
+        std::fprintf(stderr, "sabre kernels build: '%s' is not an sm90 conv kernel name\n", n.c_str());
+        return kExitUsage;
+      }
+      if (auto why = cb::sm90_conv_unsupported_reason(*c, opts.target_sm)) {
+        std::fprintf(stderr, "sabre kernels build: %s cannot run on sm_%d: %s\n", n.c_str(), opts.target_sm, why->c_str());
+        return kExitError;
+      }
+      convs90.push_back(*c);
+      continue;
+    }
     if (cb::is_conv_kernel_name(n)) {
       auto c = cb::parse_conv_kernel_name(n);
       if (!c) {
@@ -241,6 +272,7 @@ int cmd_build(const std::vector<std::string>& args) {
   }
   auto results = cb::compile_kernels(specs, out, opts, jobs);
   for (auto& r : cb::compile_conv_kernels(convs, out, opts, jobs)) results.push_back(std::move(r));
+  for (auto& r : cb::compile_sm90_conv_kernels(convs90, out, opts, jobs)) results.push_back(std::move(r));
   int failed = 0;
   for (const auto& r : results) {
     std::printf("%-4s %6.1fs %s\n", r.ok ? "ok" : "FAIL", r.seconds, r.name.c_str());
