@@ -2,8 +2,6 @@
 #include "codegen/compile.h"
 
 #include <chrono>
-#include <cmath>
-#include <limits>
 #include <filesystem>
 #include <memory>
 #include <stdexcept>
@@ -21,6 +19,7 @@
 #include "runtime/artifact.h"
 #include "transform/canonicalize.h"
 #include "tune/compile_cache.h"
+#include "tune/conv_tune.h"
 #include "tune/db.h"
 #include "tune/profiler.h"
 #include "tune/rank.h"
@@ -47,85 +46,8 @@ std::string elementwise_library_source(const ElementwiseKernel& k) {
 }
 
 std::string analytic_conv_kernel(const ConvProblem& p, int target_sm, ConvKernels family) {
-  using namespace cutlass_backend;
-  if (p.groups != 1)
-    throw std::invalid_argument("groups=" + std::to_string(p.groups) + ": conv kernels here are not grouped");
-  auto elem = parse_elem(p.dtype);
-  if (!elem) throw std::invalid_argument("dtype " + p.dtype + ": conv kernels take f16 or bf16");
-  auto epi = parse_epilogue(p.epilogue);
-  const auto epis = conv_epilogues();
-  if (!epi || std::find(epis.begin(), epis.end(), *epi) == epis.end())
-    throw std::invalid_argument("epilogue " + p.epilogue + ": conv kernels are not generated with it");
-  std::vector<ConvConfig> cands;
-  int best_align = 0;
-  for (const ConvConfig& c : conv_catalog(*elem, target_sm))
-    if (c.alignment <= p.alignment) best_align = std::max(best_align, c.alignment);
-  for (const ConvConfig& c : conv_catalog(*elem, target_sm))
-    if (c.alignment == best_align) cands.push_back(c);
-  if (cands.empty())
-    throw std::invalid_argument("no conv config for alignment " + std::to_string(p.alignment) + " on sm" +
-                                std::to_string(target_sm));
-  // The implicit GEMM (M = N·P·Q, N = K, K = R·S·C) ranked by the GEMM model (tune/rank.h): tile and
-  // wave quantization, operand intensity, split-K's serial passes. Splits only where every slice
-  // gets whole channel tiles at each filter tap (the iterators interleave slices over C), so a
-  // slice never walks masked-out k-tiles.
-  const tune::GemmShape shape{p.n * p.p * p.q, p.k, p.r * p.s * p.c, 1};
-  const tune::GpuModel gpu = tune::GpuModel::for_sm(target_sm);
-  const GemmOperands ops{*elem, *elem, Layout::tn};
-  std::string best;
-  double best_us = std::numeric_limits<double>::infinity();
-  for (const ConvConfig& base : cands)
-    for (int split = 1; split <= kMaxConvSplitK; split *= 2) {
-      ConvConfig c = base;
-      c.split_k = split;
-      if (split > 1 && (!conv_split_k_allowed(*epi) || p.c % (int64_t(c.tile.k) * split) != 0)) continue;
-      const ConvSpec spec{c, *elem, *epi};
-      if (conv_unsupported_reason(spec, target_sm)) continue;
-      KernelConfig g;
-      g.family = Family::sm80;
-      g.schedule = split > 1 ? Schedule::splitk : Schedule::multistage;
-      g.tile = c.tile, g.warp = c.warp, g.stages = c.stages, g.alignment = c.alignment, g.splits = split;
-      if (!tune::split_k_offered(g, shape, gpu)) continue;
-      const double us = tune::predict_us(KernelSpec{g, ops, *epi}, shape, p.alignment, gpu, target_sm);
-      const std::string name = conv_kernel_name(spec);
-      if (us < best_us || (us == best_us && name < best)) best_us = us, best = name;
-    }
-  // The sm90 family: one CTA per output tile (no split-K), K in steps of 64 channels, so a C below
-  // a multiple of 64 pays for the zero-filled rest. Modelled as the GEMM's cooperative schedule
-  // (TMA loads, wgmma, an epilogue that does not overlap the mainloop).
-  if (target_sm == 90 && family != ConvKernels::sm80) {
-    std::string best90;
-    double best90_us = std::numeric_limits<double>::infinity();
-    for (const Sm90ConvConfig& c : sm90_conv_catalog(*elem)) {
-      const Sm90ConvSpec spec{c, *elem, *epi};
-      if (c.alignment > p.alignment || sm90_conv_unsupported_reason(spec, target_sm)) continue;
-      KernelConfig g;
-      g.family = Family::sm90;
-      g.schedule = Schedule::coop;
-      g.tile = c.tile, g.cluster_m = c.cluster_m, g.cluster_n = c.cluster_n, g.alignment = c.alignment;
-      const int64_t c_padded = (p.c + c.tile.k - 1) / c.tile.k * c.tile.k;
-      const tune::GemmShape padded{shape.m, shape.n, p.r * p.s * c_padded, 1};
-      const double us = tune::predict_us(KernelSpec{g, ops, *epi}, padded, p.alignment, gpu, target_sm);
-      const std::string name = sm90_conv_kernel_name(spec);
-      if (us < best90_us || (us == best90_us && name < best90)) best90_us = us, best90 = name;
-    }
-    if (!best90.empty() && (family == ConvKernels::sm90 || best90_us < best_us)) best_us = best90_us, best = best90;
-  }
-  if (best.empty())
-    throw std::invalid_argument("no conv config the model can time for alignment " + std::to_string(p.alignment));
-  return best;
+  return tune::rank_conv_candidates(p, target_sm, family).front().name;
 }
-
-namespace {
-
-// nvcc flags of a conv kernel for the compile cache.
-std::vector<std::string> conv_flags(int sm) {
-  cutlass_backend::NvccOptions o;
-  o.target_sm = sm;
-  return tune::cache_flags(cutlass_backend::nvcc_conv_command("@SRC@", "@LIB@", o));
-}
-
-}  // namespace
 
 ir::Graph canonicalize_model(ir::Graph g, bool fuse_attention) {
   transform::PassOptions passes;
@@ -144,6 +66,23 @@ std::vector<tune::GemmProblem> tuned_gemm_problems(const ir::Graph& partitioned,
     // or odd static extents; the analytic model picks them, which saves cold time.
     if (p.alignment > 1 && std::find(problems.begin(), problems.end(), p) == problems.end()) problems.push_back(p);
     return tune::pick_kernels(p, popts);
+  };
+  lower(partitioned, lo);
+  return problems;
+}
+
+std::vector<ConvProblem> tuned_conv_problems(const ir::Graph& partitioned, LowerOptions lo, int target_sm) {
+  tune::PickOptions popts;
+  popts.target_sm = target_sm;
+  popts.env.sm = target_sm;
+  std::vector<ConvProblem> problems;
+  lo.weights = false;
+  lo.pick = [&](const tune::GemmProblem& p) { return tune::pick_kernels(p, popts); };
+  const ConvKernelPicker analytic = lo.pick_conv;
+  if (!analytic) return problems;
+  lo.pick_conv = [&](const ConvProblem& p) {
+    if (std::find(problems.begin(), problems.end(), p) == problems.end()) problems.push_back(p);
+    return analytic(p);
   };
   lower(partitioned, lo);
   return problems;
@@ -212,9 +151,22 @@ CompileSummary compile_model(const std::string& model, const std::string& out_di
                                       tune::default_compile_fn(po));
       for (const auto& r : reports) sum.measured_candidates += size_t(r.measured);
       sum.tuned_points = tasks.size();
+      // The conv workloads likewise: each (conv, batch bucket) problem the lowering asks for, tuned
+      // in one compile batch; the final lowering reads the winners.
+      std::vector<ConvProblem> convs = tuned_conv_problems(pr.graph, lo, sm);
+      if (!convs.empty()) {
+        say("tune: " + std::to_string(convs.size()) + " (conv, batch) points");
+        auto creps = tune::tune_convs(convs, *db, env, po, opts.conv_kernels, tune::gpu_conv_in_process_measure_fn(),
+                                      tune::default_conv_compile_fn(po));
+        for (const auto& r : creps) sum.measured_candidates += size_t(r.measured);
+        sum.tuned_points += convs.size();
+      }
       sum.tune_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - tt).count();
       popts.db = db.get();
       popts.env = env;
+      lo.pick_conv = [&db, &popts, sm, family = opts.conv_kernels](const ConvProblem& p) {
+        return tune::pick_conv_kernel(p, db.get(), popts.env, sm, family);
+      };
     }
   }
   lo.pick = [&](const tune::GemmProblem& p) { return tune::pick_kernels(p, popts); };
@@ -238,16 +190,11 @@ CompileSummary compile_model(const std::string& model, const std::string& out_di
       jobs.push_back(tune::gemm_compile_job(*spec, sm));
     }
     for (const auto& name : low.conv_kernels) {
-      if (auto s90 = cutlass_backend::parse_sm90_conv_kernel_name(name)) {
-        cutlass_backend::NvccOptions o;
-        o.target_sm = sm;
-        jobs.push_back({name, cutlass_backend::emit_sm90_conv_kernel(*s90, sm),
-                        tune::cache_flags(cutlass_backend::nvcc_sm90_conv_command("@SRC@", "@LIB@", o))});
-        continue;
+      try {
+        jobs.push_back(tune::conv_compile_job(name, sm));  // the tuner's jobs: one cache for both
+      } catch (const std::invalid_argument& e) {
+        throw std::logic_error(std::string("compile: conv picker returned a name that is no conv kernel's (invariant: conv_spec.h, conv_sm90.h names): ") + e.what());
       }
-      auto spec = cutlass_backend::parse_conv_kernel_name(name);
-      if (!spec) throw std::logic_error("compile: conv picker returned '" + name + "', not a conv kernel name (invariant: conv_spec.h names)");
-      jobs.push_back({name, cutlass_backend::emit_conv_kernel(*spec, sm), conv_flags(sm)});
     }
     std::string num = opts.arch.substr(3);
     for (const auto& k : low.ew_kernels)

@@ -10,13 +10,12 @@
 #include <vector>
 
 #include "codegen/lower.h"
+#include "tune/rank.h"
 
 namespace sabre::codegen {
 
-// The conv kernel families the conv picker may choose (sabre compile --conv-kernels): automatic
-// ranks both on an sm_90a target; sm80 keeps to the CUTLASS 2.x implicit GEMMs; sm90 takes the 3.x
-// TMA/wgmma kernels wherever they can run the conv (C and K multiples of 8) and sm80 elsewhere.
-enum class ConvKernels { automatic, sm80, sm90 };
+// The conv kernel families the conv picker may choose (sabre compile --conv-kernels; tune/rank.h).
+using ConvKernels = tune::ConvKernels;
 
 struct CompileOptions {
   ir::DType dtype = ir::DType::f16;  // compute dtype
@@ -76,6 +75,11 @@ ir::Graph canonicalize_model(ir::Graph g, bool fuse_attention);
 // static extents) are left to the analytic model. `sabre tune` collects with this call too, so a
 // model it tuned compiles without new measurements. Throws what lower() throws.
 std::vector<tune::GemmProblem> tuned_gemm_problems(const ir::Graph& partitioned, LowerOptions lo, int target_sm);
+
+// The conv problems `sabre compile` tunes: every (conv region, batch bucket) problem the lowering
+// with `lo` asks lo.pick_conv for (which still answers them), deduplicated, in first-seen order;
+// none when lo.pick_conv is unset. Throws what lower() throws.
+std::vector<ConvProblem> tuned_conv_problems(const ir::Graph& partitioned, LowerOptions lo, int target_sm);
 
 /** Compiles `model` into the artifact directory `out_dir`. Throws onnx_frontend::ImportError,
     UnsupportedError, std::invalid_argument (bad options) or std::runtime_error (a kernel failed to

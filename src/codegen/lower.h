@@ -50,15 +50,8 @@ std::pair<int64_t, int64_t> default_range(const std::string& symbol);
 
 using KernelPicker = std::function<std::vector<tune::DispatchEntry>(const tune::GemmProblem&)>;
 
-// One 2-D forward convolution as the conv kernels see it (kernel_abi.h sabre_conv_args: NHWC x,
-// KRSC filter); symbolic dims at their largest value over the symbol ranges.
-struct ConvProblem {
-  std::string dtype;     // "f16" / "bf16"
-  std::string epilogue;  // kernel_spec.h spelling: linear, bias, bias_relu, bias_res_relu, ...
-  int64_t n = 0, h = 0, w = 0, c = 0, k = 0, r = 0, s = 0, p = 0, q = 0;
-  int64_t pad_h = 0, pad_w = 0, stride_h = 1, stride_w = 1, dil_h = 1, dil_w = 1, groups = 1;
-  int alignment = 1;  // elements per 16-byte access that C and K allow
-};
+// One 2-D forward convolution as the conv kernels see it (tune/select.h), at one batch bucket.
+using ConvProblem = tune::ConvProblem;
 // The conv kernel's name for a problem; throws std::invalid_argument (with why) when no kernel fits.
 using ConvKernelPicker = std::function<std::string(const ConvProblem&)>;
 

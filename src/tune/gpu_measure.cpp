@@ -3,6 +3,7 @@
 // that this build cannot time. Never run by the CPU tests: the lead runs it through `sabre tune`
 // and bench/gemm_tune_bench.cpp on the H200.
 #include "tune/profiler.h"
+#include "tune/conv_tune.h"
 
 #include <cmath>
 #include <limits>
@@ -187,6 +188,72 @@ struct CudaHandles {
                                        "): " + cudaGetErrorString(err_));                           \
   } while (0)
 
+// Timing. Launching back to back from the host measures the host for small kernels (CUTLASS's run
+// and cuBLASLt's per-call setup cost microseconds), so the timed launches, cycling the rotated
+// operand sets (`run(i)` launches set i), are captured once into a CUDA graph that is replayed:
+// the GPU runs them back to back. A candidate that cannot be captured is timed by stream launches
+// instead. Per iteration: elapsed / iters between CUDA events, median of kRepeats.
+bool time_launches(CudaHandles& h, int rotations, const std::function<int(int)>& run,
+                   const std::function<bool(Status, const std::string&)>& fail, double& median_us) {
+  std::string launch_error;
+  auto launch = [&](int iters) {
+    for (int i = 0; i < iters; ++i)
+      if (int rc = run(i % rotations); rc != SABRE_OK) {
+        launch_error = "run returned " + std::to_string(rc);
+        return false;
+      }
+    return true;
+  };
+  std::vector<double> times;
+  // Events around `body`; appends the time per iteration.
+  auto timed = [&](int iters, const std::function<bool()>& body) {
+    SABRE_MEASURE_CUDA(cudaEventRecord(h.t0, h.stream));
+    if (!body()) return fail(Status::crashed, launch_error);
+    SABRE_MEASURE_CUDA(cudaEventRecord(h.t1, h.stream));
+    SABRE_MEASURE_CUDA(cudaEventSynchronize(h.t1));
+    float ms = 0;
+    SABRE_MEASURE_CUDA(cudaEventElapsedTime(&ms, h.t0, h.t1));
+    times.push_back(double(ms) * 1000.0 / iters);
+    return true;
+  };
+  const int few = std::max(3, rotations);
+  // Warm-up (clocks, the instruction side's caches, lazy init), then an estimate for the count.
+  if (!timed(few, [&] { return launch(few); }) || !timed(few, [&] { return launch(few); })) return false;
+  const double one = times.back();
+  times.clear();
+  const int iters = int(std::clamp(std::ceil(2000.0 / std::max(one, 1.0)), double(few), 500.0));
+
+  bool captured = false;
+  if (cudaStreamBeginCapture(h.stream, cudaStreamCaptureModeThreadLocal) == cudaSuccess) {
+    const bool launched = launch(iters);
+    const bool ended = cudaStreamEndCapture(h.stream, &h.graph) == cudaSuccess && h.graph;
+    cudaGraphExec_t exec = nullptr;
+    captured = launched && ended && cudaGraphInstantiate(&exec, h.graph, 0) == cudaSuccess;
+    if (captured) h.exec = exec;
+  }
+  if (!captured) {
+    h.drop_graph();
+    (void)cudaGetLastError();  // the capture's failure is not the candidate's: time by stream launches
+    launch_error.clear();
+  }
+  auto replay = [&] {
+    if (cudaError_t err = cudaGraphLaunch(h.exec, h.stream); err != cudaSuccess) {
+      launch_error = std::string("cudaGraphLaunch: ") + cudaGetErrorString(err);
+      return false;
+    }
+    return true;
+  };
+  if (captured && !timed(iters, replay)) return false;  // warm-up replay (uploads the graph)
+  times.clear();
+  for (int r = 0; r < kRepeats; ++r)
+    if (!(captured ? timed(iters, replay) : timed(iters, [&] { return launch(iters); }))) return false;
+  SABRE_MEASURE_CUDA(cudaStreamSynchronize(h.stream));
+  SABRE_MEASURE_CUDA(cudaGetLastError());
+  std::sort(times.begin(), times.end());
+  median_us = times[times.size() / 2];
+  return true;
+}
+
 // Runs in the child: check, then time. Returns false (with a "STATUS detail" report) for a
 // candidate that cannot run or computes wrong results.
 bool measure_in_child(const GemmProblem& p, int64_t m, const std::string& kernel, const std::string& library,
@@ -309,68 +376,146 @@ bool measure_in_child(const GemmProblem& p, int64_t m, const std::string& kernel
     return fail(Status::wrong_result, s.str());
   }
 
-  // Timing. Launching back to back from the host measures the host for small GEMMs (CUTLASS's run
-  // and cuBLASLt's per-call setup cost microseconds), so the timed launches, cycling the rotated
-  // sets, are captured once into a CUDA graph that is replayed: the GPU runs them back to back.
-  // A candidate that cannot be captured is timed by stream launches instead. Per iteration:
-  // elapsed / iters between CUDA events, median of kRepeats.
-  std::string launch_error;
-  auto launch = [&](int iters) {
-    for (int i = 0; i < iters; ++i)
-      if (int rc = run(sets[size_t(i % rotations)]); rc != SABRE_OK) {
-        launch_error = "run returned " + std::to_string(rc);
-        return false;
-      }
-    return true;
-  };
-  std::vector<double> times;
-  // Events around `body`; appends the time per iteration.
-  auto timed = [&](int iters, const std::function<bool()>& body) {
-    SABRE_MEASURE_CUDA(cudaEventRecord(h.t0, h.stream));
-    if (!body()) return fail(Status::crashed, launch_error);
-    SABRE_MEASURE_CUDA(cudaEventRecord(h.t1, h.stream));
-    SABRE_MEASURE_CUDA(cudaEventSynchronize(h.t1));
-    float ms = 0;
-    SABRE_MEASURE_CUDA(cudaEventElapsedTime(&ms, h.t0, h.t1));
-    times.push_back(double(ms) * 1000.0 / iters);
-    return true;
-  };
-  const int few = std::max(3, rotations);
-  // Warm-up (clocks, the instruction side's caches, lazy init), then an estimate for the count.
-  if (!timed(few, [&] { return launch(few); }) || !timed(few, [&] { return launch(few); })) return false;
-  const double one = times.back();
-  times.clear();
-  const int iters = int(std::clamp(std::ceil(2000.0 / std::max(one, 1.0)), double(few), 500.0));
-
-  bool captured = false;
-  if (cudaStreamBeginCapture(h.stream, cudaStreamCaptureModeThreadLocal) == cudaSuccess) {
-    const bool launched = launch(iters);
-    const bool ended = cudaStreamEndCapture(h.stream, &h.graph) == cudaSuccess && h.graph;
-    cudaGraphExec_t exec = nullptr;
-    captured = launched && ended && cudaGraphInstantiate(&exec, h.graph, 0) == cudaSuccess;
-    if (captured) h.exec = exec;
-  }
-  if (!captured) {
-    h.drop_graph();
-    (void)cudaGetLastError();  // the capture's failure is not the candidate's: time by stream launches
-    launch_error.clear();
-  }
-  auto replay = [&] {
-    if (cudaError_t err = cudaGraphLaunch(h.exec, h.stream); err != cudaSuccess) {
-      launch_error = std::string("cudaGraphLaunch: ") + cudaGetErrorString(err);
-      return false;
-    }
-    return true;
-  };
-  if (captured && !timed(iters, replay)) return false;  // warm-up replay (uploads the graph)
-  times.clear();
-  for (int r = 0; r < kRepeats; ++r)
-    if (!(captured ? timed(iters, replay) : timed(iters, [&] { return launch(iters); }))) return false;
-  SABRE_MEASURE_CUDA(cudaStreamSynchronize(h.stream));
-  SABRE_MEASURE_CUDA(cudaGetLastError());
-  std::sort(times.begin(), times.end());
+  double median_us = 0;
+  if (!time_launches(h, rotations, [&](int i) { return run(sets[size_t(i)]); }, fail, median_us)) return false;
   std::ostringstream s;
-  s << "ok " << times[times.size() / 2] << " " << rel;
+  s << "ok " << median_us << " " << rel;
+  report(s.str());
+  return true;
+}
+
+// The host operands of one conv workload, kept across its candidates (one child measures a
+// workload's candidates in a row).
+struct HostConvOperands {
+  ConvProblem p;
+  HostData x, w, bias, res;
+};
+
+const HostConvOperands& host_conv_operands(Elem e, const ConvProblem& p, bool has_res) {
+  static std::unique_ptr<HostConvOperands> last;
+  if (last && last->p == p) return *last;
+  last.reset();
+  auto h = std::make_unique<HostConvOperands>();
+  h->p = p;
+  h->x = make_data(e, size_t(p.n * p.h * p.w * p.c), 11);
+  h->w = make_data(e, size_t(p.k * p.r * p.s * p.c), 12);
+  h->bias = make_data(e, size_t(p.k), 13);
+  if (has_res) h->res = make_data(e, size_t(p.n * p.p * p.q * p.k), 14);
+  last = std::move(h);
+  return *last;
+}
+
+// Runs in the child: a conv candidate checked at sampled output pixels (every channel) against a
+// double-precision host reference, then timed as the GEMM candidates are. False (with a
+// "STATUS detail" report) for a candidate that cannot run or computes wrong results.
+bool measure_conv_in_child(const ConvProblem& p, const std::string& kernel, const std::string& library,
+                           const std::function<void(const std::string&)>& report) {
+  auto fail = [&](Status s, const std::string& why) {
+    report(std::string(to_string(s)) + " " + why);
+    return false;
+  };
+  if (cudaSetDevice(0) != cudaSuccess) return fail(Status::crashed, "no CUDA device");
+  const auto elem = parse_elem(p.dtype);
+  const auto epi = parse_epilogue(p.epilogue);
+  if (!elem || !epi) return fail(Status::cannot_implement, "dtype or epilogue of " + conv_workload_key(p));
+  const Elem e = *elem;
+  const size_t eb = size_t(elem_bytes(e));
+  const bool has_res = epi->residual != Residual::none;
+  const size_t nx = size_t(p.n * p.h * p.w * p.c), nw = size_t(p.k * p.r * p.s * p.c), ny = size_t(p.n * p.p * p.q * p.k);
+  const double set_bytes = double(nx + nw + ny + (has_res ? ny : 0)) * double(eb);
+  const int rotations = int(std::clamp(std::ceil(2 * kL2Bytes / set_bytes), 1.0, 64.0));
+  const HostConvOperands& host = host_conv_operands(e, p, has_res);
+
+  void* lib = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!lib) return fail(Status::crashed, std::string("dlopen: ") + dlerror());
+  auto reg = reinterpret_cast<sabre_conv_registry_fn>(dlsym(lib, SABRE_CONV_REGISTRY_SYMBOL));
+  int count = 0, abi = 0;
+  const sabre_conv_entry* ent = reg ? reg(&count, &abi) : nullptr;
+  if (!ent || count < 1 || abi != SABRE_KERNEL_ABI_VERSION)
+    return fail(Status::crashed, "library has no usable conv registry: " + library);
+
+  DeviceBuffers mem;
+  void* dw = mem.alloc(nw * eb);
+  void* dbias = mem.alloc(size_t(p.k) * eb);
+  SABRE_MEASURE_CUDA(cudaMemcpy(dw, host.w.bytes.data(), host.w.bytes.size(), cudaMemcpyHostToDevice));
+  SABRE_MEASURE_CUDA(cudaMemcpy(dbias, host.bias.bytes.data(), host.bias.bytes.size(), cudaMemcpyHostToDevice));
+  std::vector<sabre_conv_args> sets;
+  for (int r = 0; r < rotations; ++r) {
+    sabre_conv_args a{};
+    a.n = p.n, a.h = p.h, a.w = p.w, a.c = p.c, a.k = p.k, a.r = p.r, a.s = p.s, a.p = p.p, a.q = p.q;
+    a.pad_h = p.pad_h, a.pad_w = p.pad_w, a.stride_h = p.stride_h, a.stride_w = p.stride_w;
+    a.dil_h = p.dil_h, a.dil_w = p.dil_w, a.groups = p.groups;
+    void* dx = mem.alloc(nx * eb);
+    void* dy = mem.alloc(ny * eb);
+    void* dr = has_res ? mem.alloc(ny * eb) : nullptr;
+    SABRE_MEASURE_CUDA(cudaMemcpy(dx, host.x.bytes.data(), host.x.bytes.size(), cudaMemcpyHostToDevice));
+    if (dr) SABRE_MEASURE_CUDA(cudaMemcpy(dr, host.res.bytes.data(), host.res.bytes.size(), cudaMemcpyHostToDevice));
+    SABRE_MEASURE_CUDA(cudaMemset(dy, 0xFF, ny * eb));  // poison: NaN in every float type
+    a.x = dx, a.filter = dw, a.y = dy, a.residual = dr, a.bias = epi->bias ? dbias : nullptr;
+    a.alpha = 1.0f;
+    a.beta = has_res ? 1.0f : 0.0f;
+    sets.push_back(a);
+  }
+  SABRE_MEASURE_CUDA(cudaDeviceSynchronize());
+  if (ent->can_implement(&sets[0]) != SABRE_OK) return fail(Status::cannot_implement, ent->last_error());
+  const size_t ws = ent->workspace_size(&sets[0]);
+  void* dws = ws ? mem.alloc(ws) : nullptr;
+  for (auto& a : sets) a.workspace = dws, a.workspace_size = ws;
+
+  CudaHandles h;
+  SABRE_MEASURE_CUDA(cudaStreamCreateWithFlags(&h.stream, cudaStreamNonBlocking));
+  SABRE_MEASURE_CUDA(cudaEventCreate(&h.t0));
+  SABRE_MEASURE_CUDA(cudaEventCreate(&h.t1));
+  auto run = [&](int i) { return ent->run(&sets[size_t(i)], h.stream); };
+  if (int rc = run(0); rc != SABRE_OK) return fail(Status::crashed, "run returned " + std::to_string(rc) + ": " + ent->last_error());
+  if (cudaError_t err = cudaStreamSynchronize(h.stream); err != cudaSuccess)
+    return fail(Status::crashed, std::string("kernel failed: ") + cudaGetErrorString(err));
+  std::vector<uint8_t> out(ny * eb);
+  SABRE_MEASURE_CUDA(cudaMemcpy(out.data(), sets[0].y, out.size(), cudaMemcpyDeviceToHost));
+  for (size_t i = 0; i < ny; ++i)
+    if (!std::isfinite(to_float(e, &out[i * eb])))
+      return fail(Status::wrong_result, "element " + std::to_string(i) + " not finite (unwritten or overflow)");
+  // Sampled output pixels (n, p, q), every output channel: up to ~1e8 multiply-adds.
+  const int64_t pixels = p.n * p.p * p.q, per_pixel = p.k * p.r * p.s * p.c;
+  const int64_t samples = std::clamp<int64_t>(int64_t(1e8 / double(std::max<int64_t>(per_pixel, 1))), 2, 64);
+  double err2 = 0, ref2 = 0;
+  for (int64_t si = 0; si < std::min(pixels, samples); ++si) {
+    const int64_t pix = pixels <= samples ? si : si + 1 == samples ? pixels - 1 : (si * 7919) % pixels;
+    const int64_t ni = pix / (p.p * p.q), pi = (pix / p.q) % p.p, qi = pix % p.q;
+    for (int64_t ki = 0; ki < p.k; ++ki) {
+      double acc = 0;
+      for (int64_t ri = 0; ri < p.r; ++ri) {
+        const int64_t hi = pi * p.stride_h - p.pad_h + ri * p.dil_h;
+        if (hi < 0 || hi >= p.h) continue;
+        for (int64_t sj = 0; sj < p.s; ++sj) {
+          const int64_t wi = qi * p.stride_w - p.pad_w + sj * p.dil_w;
+          if (wi < 0 || wi >= p.w) continue;
+          const float* xv = &host.x.v[size_t(((ni * p.h + hi) * p.w + wi) * p.c)];
+          const float* wv = &host.w.v[size_t(((ki * p.r + ri) * p.s + sj) * p.c)];
+          for (int64_t ci = 0; ci < p.c; ++ci) acc += double(xv[ci]) * wv[ci];
+        }
+      }
+      if (epi->bias) acc += host.bias.v[size_t(ki)];
+      const size_t yi = size_t(pix * p.k + ki);
+      const double r = has_res ? host.res.v[yi] : 0;
+      if (epi->residual == Residual::before_act) acc += r;
+      acc = act_ref(epi->act, acc);
+      if (epi->residual == Residual::after_act) acc += r;
+      const double got = to_float(e, &out[yi * eb]);
+      err2 += (got - acc) * (got - acc);
+      ref2 += acc * acc;
+    }
+  }
+  const double rel = std::sqrt(err2 / std::max(ref2, 1e-30));
+  if (!(rel <= tolerance(e))) {
+    std::ostringstream s;
+    s << "relative L2 error " << rel << " above " << tolerance(e) << " (" << kernel << ")";
+    return fail(Status::wrong_result, s.str());
+  }
+  double median_us = 0;
+  if (!time_launches(h, rotations, run, fail, median_us)) return false;
+  std::ostringstream s;
+  s << "ok " << median_us << " " << rel;
   report(s.str());
   return true;
 }
@@ -428,6 +573,20 @@ MeasureFn gpu_in_process_measure_fn() {
   };
 }
 
+ConvMeasureFn gpu_conv_in_process_measure_fn() {
+  return [](const ConvProblem& p, const std::string& kernel, const std::string& library) {
+    ChildResult r;
+    bool ok = false;
+    try {
+      ok = measure_conv_in_child(p, kernel, library, [&](const std::string& s) { r.payload = s; });
+    } catch (const std::exception& e) {
+      r.payload = std::string("crashed ") + e.what();
+    }
+    r.outcome = ok ? ChildResult::Outcome::ok : ChildResult::Outcome::failed;
+    return parse_child(r);
+  };
+}
+
 MeasureFn gpu_measure_fn(const ProfileOptions& opts) {
   auto timeout = opts.timeout;
   return [timeout](const GemmProblem& p, int64_t m, const std::string& kernel, const std::string& library) {
@@ -454,6 +613,10 @@ MeasureFn gpu_in_process_measure_fn() {
 }
 
 MeasureFn gpu_measure_fn(const ProfileOptions&) {
+  throw std::runtime_error("this build of sabre cannot time kernels: reconfigure with the CUDA toolkit");
+}
+
+ConvMeasureFn gpu_conv_in_process_measure_fn() {
   throw std::runtime_error("this build of sabre cannot time kernels: reconfigure with the CUDA toolkit");
 }
 

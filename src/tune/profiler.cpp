@@ -293,51 +293,57 @@ std::vector<WorkloadReport> tune_tasks(const std::vector<TuneTask>& tasks, Tunin
       compile, stats);
 }
 
+void measure_in_children(const std::string& db_path, const Environment& env, const std::string& workload,
+                         const std::vector<std::pair<std::string, std::string>>& todo,
+                         std::chrono::milliseconds per_candidate, const CandidateMeasureFn& in_child) {
+  TuningDb db(db_path);
+  size_t next = 0;
+  auto skip_done = [&] {
+    while (next < todo.size() && db.find(env, workload, todo[next].first)) ++next;
+  };
+  skip_done();
+  while (next < todo.size()) {
+    const size_t first = next;
+    const unsigned alarm_s = unsigned(std::max<int64_t>(1, (per_candidate.count() + 999) / 1000));
+    ChildResult r = run_in_child(
+        [&](const std::function<void(const std::string&)>&) {
+          TuningDb child_db(db_path);  // never the parent's connection across fork
+          for (size_t i = first; i < todo.size(); ++i) {
+            alarm(alarm_s);  // per candidate: a hang ends the child with SIGALRM
+            Measurement ms = in_child(todo[i].first, todo[i].second);
+            alarm(0);
+            ms.workload = workload;
+            ms.kernel = todo[i].first;
+            if (ms.status != Status::ok) ms.time_us = std::numeric_limits<double>::infinity();
+            child_db.record(env, ms);
+            if (ms.status == Status::crashed) return true;  // a fresh process for the rest
+          }
+          return true;
+        },
+        per_candidate * int64_t(todo.size() - first) + std::chrono::milliseconds(5000));
+    skip_done();
+    if (next < todo.size() && next == first) {
+      // The child died on this candidate before recording it.
+      const bool hung = r.outcome == ChildResult::Outcome::hung || r.detail.find("Alarm") != std::string::npos;
+      db.record(env, {workload, todo[next].first, hung ? Status::hung : Status::crashed,
+                      std::numeric_limits<double>::infinity(), 0,
+                      (hung ? "no result within " + std::to_string(per_candidate.count()) + " ms" : r.detail)});
+      skip_done();
+    } else if (next < todo.size() && r.outcome != ChildResult::Outcome::ok) {
+      // Died after some progress: the next candidate is the culprit.
+      const bool hung = r.outcome == ChildResult::Outcome::hung || r.detail.find("Alarm") != std::string::npos;
+      db.record(env, {workload, todo[next].first, hung ? Status::hung : Status::crashed,
+                      std::numeric_limits<double>::infinity(), 0, r.detail});
+      skip_done();
+    }
+  }
+}
+
 BatchMeasureFn batched_in_children(std::string db_path, Environment env, std::chrono::milliseconds per_candidate,
                                    MeasureFn in_child) {
   return [=](const GemmProblem& p, int64_t m, const std::vector<std::pair<std::string, std::string>>& todo) {
-    const std::string workload = workload_key(p, m);
-    TuningDb db(db_path);
-    size_t next = 0;
-    auto skip_done = [&] {
-      while (next < todo.size() && db.find(env, workload, todo[next].first)) ++next;
-    };
-    skip_done();
-    while (next < todo.size()) {
-      const size_t first = next;
-      const unsigned alarm_s = unsigned(std::max<int64_t>(1, (per_candidate.count() + 999) / 1000));
-      ChildResult r = run_in_child(
-          [&](const std::function<void(const std::string&)>&) {
-            TuningDb child_db(db_path);  // never the parent's connection across fork
-            for (size_t i = first; i < todo.size(); ++i) {
-              alarm(alarm_s);  // per candidate: a hang ends the child with SIGALRM
-              Measurement ms = in_child(p, m, todo[i].first, todo[i].second);
-              alarm(0);
-              ms.workload = workload;
-              ms.kernel = todo[i].first;
-              if (ms.status != Status::ok) ms.time_us = std::numeric_limits<double>::infinity();
-              child_db.record(env, ms);
-              if (ms.status == Status::crashed) return true;  // a fresh process for the rest
-            }
-            return true;
-          },
-          per_candidate * int64_t(todo.size() - first) + std::chrono::milliseconds(5000));
-      skip_done();
-      if (next < todo.size() && next == first) {
-        // The child died on this candidate before recording it.
-        const bool hung = r.outcome == ChildResult::Outcome::hung || r.detail.find("Alarm") != std::string::npos;
-        db.record(env, {workload, todo[next].first, hung ? Status::hung : Status::crashed,
-                        std::numeric_limits<double>::infinity(), 0,
-                        (hung ? "no result within " + std::to_string(per_candidate.count()) + " ms" : r.detail)});
-        skip_done();
-      } else if (next < todo.size() && r.outcome != ChildResult::Outcome::ok) {
-        // Died after some progress: the next candidate is the culprit.
-        const bool hung = r.outcome == ChildResult::Outcome::hung || r.detail.find("Alarm") != std::string::npos;
-        db.record(env, {workload, todo[next].first, hung ? Status::hung : Status::crashed,
-                        std::numeric_limits<double>::infinity(), 0, r.detail});
-        skip_done();
-      }
-    }
+    measure_in_children(db_path, env, workload_key(p, m), todo, per_candidate,
+                        [&](const std::string& kernel, const std::string& library) { return in_child(p, m, kernel, library); });
   };
 }
 

@@ -108,6 +108,15 @@ std::vector<WorkloadReport> tune_tasks(const std::vector<TuneTask>& tasks, Tunin
 // status is `crashed` ends its child too (a CUDA fault poisons the context).
 BatchMeasureFn batched_in_children(std::string db_path, Environment env, std::chrono::milliseconds per_candidate,
                                    MeasureFn in_child);
+// The loop behind batched_in_children, for a workload of any kind: measures the (kernel, library)
+// candidates of `todo` that the DB at db_path lacks, `in_child` running inside watchdog children,
+// each result recorded at once; a candidate that kills or hangs its child is recorded as crashed
+// or hung and a fresh child takes the rest.
+using CandidateMeasureFn = std::function<Measurement(const std::string& kernel, const std::string& library)>;
+void measure_in_children(const std::string& db_path, const Environment& env, const std::string& workload,
+                         const std::vector<std::pair<std::string, std::string>>& todo,
+                         std::chrono::milliseconds per_candidate, const CandidateMeasureFn& in_child);
+
 // The GPU timing of one candidate in the calling process (call it only inside a child).
 MeasureFn gpu_in_process_measure_fn();
 

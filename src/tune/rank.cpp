@@ -6,6 +6,8 @@
 #include <stdexcept>
 
 #include "backends/cutlass/catalog.h"
+#include "backends/cutlass/conv_sm90.h"
+#include "backends/cutlass/conv_spec.h"
 
 namespace sabre::tune {
 
@@ -144,6 +146,67 @@ std::vector<Candidate> rank_candidates(const GemmProblem& p, int64_t m, int targ
     return a.predicted_us != b.predicted_us ? a.predicted_us < b.predicted_us : a.name < b.name;
   });
   if (limit && out.size() > limit) out.resize(limit);
+  return out;
+}
+
+std::vector<ConvCandidate> rank_conv_candidates(const ConvProblem& p, int target_sm, ConvKernels family) {
+  if (p.groups != 1)
+    throw std::invalid_argument("groups=" + std::to_string(p.groups) + ": conv kernels here are not grouped");
+  auto elem = parse_elem(p.dtype);
+  if (!elem || (*elem != Elem::f16 && *elem != Elem::bf16))
+    throw std::invalid_argument("dtype " + p.dtype + ": conv kernels take f16 or bf16");
+  auto epi = parse_epilogue(p.epilogue);
+  const auto epis = conv_epilogues();
+  if (!epi || std::find(epis.begin(), epis.end(), *epi) == epis.end())
+    throw std::invalid_argument("epilogue " + p.epilogue + ": conv kernels are not generated with it");
+  int best_align = 0;
+  for (const ConvConfig& c : conv_catalog(*elem, target_sm))
+    if (c.alignment <= p.alignment) best_align = std::max(best_align, c.alignment);
+  if (best_align == 0)
+    throw std::invalid_argument("no conv config for alignment " + std::to_string(p.alignment) + " on sm" +
+                                std::to_string(target_sm));
+  const GemmShape shape{p.n * p.p * p.q, p.k, p.r * p.s * p.c, 1};
+  const GpuModel gpu = GpuModel::for_sm(target_sm);
+  const GemmOperands ops{*elem, *elem, Layout::tn};
+  std::vector<ConvCandidate> sm80, sm90;
+  for (const ConvConfig& base : conv_catalog(*elem, target_sm)) {
+    if (base.alignment != best_align) continue;
+    for (int split = 1; split <= kMaxConvSplitK; split *= 2) {
+      ConvConfig c = base;
+      c.split_k = split;
+      if (split > 1 && (!conv_split_k_allowed(*epi) || p.c % (int64_t(c.tile.k) * split) != 0)) continue;
+      const ConvSpec spec{c, *elem, *epi};
+      if (conv_unsupported_reason(spec, target_sm)) continue;
+      KernelConfig g;
+      g.family = Family::sm80;
+      g.schedule = split > 1 ? Schedule::splitk : Schedule::multistage;
+      g.tile = c.tile, g.warp = c.warp, g.stages = c.stages, g.alignment = c.alignment, g.splits = split;
+      if (!split_k_offered(g, shape, gpu)) continue;
+      sm80.push_back({conv_kernel_name(spec), predict_us(KernelSpec{g, ops, *epi}, shape, p.alignment, gpu, target_sm)});
+    }
+  }
+  if (target_sm == 90 && family != ConvKernels::sm80) {
+    for (const Sm90ConvConfig& c : sm90_conv_catalog(*elem)) {
+      const Sm90ConvSpec spec{c, *elem, *epi};
+      if (c.alignment > p.alignment || sm90_conv_unsupported_reason(spec, target_sm)) continue;
+      KernelConfig g;
+      g.family = Family::sm90;
+      g.schedule = Schedule::coop;
+      g.tile = c.tile, g.cluster_m = c.cluster_m, g.cluster_n = c.cluster_n, g.alignment = c.alignment;
+      const int64_t c_padded = (p.c + c.tile.k - 1) / c.tile.k * c.tile.k;
+      const GemmShape padded{shape.m, shape.n, p.r * p.s * c_padded, 1};
+      sm90.push_back({sm90_conv_kernel_name(spec), predict_us(KernelSpec{g, ops, *epi}, padded, p.alignment, gpu, target_sm)});
+    }
+  }
+  std::vector<ConvCandidate> out = family == ConvKernels::sm90 && !sm90.empty() ? sm90 : sm80;
+  if (family == ConvKernels::automatic) out.insert(out.end(), sm90.begin(), sm90.end());
+  out.erase(std::remove_if(out.begin(), out.end(), [](const ConvCandidate& c) { return !std::isfinite(c.predicted_us); }),
+            out.end());
+  if (out.empty())
+    throw std::invalid_argument("no conv kernel the model can time for alignment " + std::to_string(p.alignment));
+  std::sort(out.begin(), out.end(), [](const ConvCandidate& a, const ConvCandidate& b) {
+    return a.predicted_us != b.predicted_us ? a.predicted_us < b.predicted_us : a.name < b.name;
+  });
   return out;
 }
 

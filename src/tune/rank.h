@@ -61,4 +61,24 @@ bool split_k_offered(const cutlass_backend::KernelConfig& c, const GemmShape& sh
 // all of them.
 std::vector<Candidate> rank_candidates(const GemmProblem& p, int64_t m, int target_sm, size_t limit = 0);
 
+// The conv kernel families a conv pick may choose from (sabre compile --conv-kernels): automatic
+// ranks both on an sm 90 target; sm80 keeps to the CUTLASS 2.x implicit GEMMs (conv_spec.h); sm90
+// takes the 3.x TMA/wgmma kernels (conv_sm90.h) wherever one can run the conv and sm80 elsewhere.
+enum class ConvKernels { automatic, sm80, sm90 };
+
+// The conv kernels that can run `p` (at its batch p.n), fastest predicted first: the sm80 catalog
+// configs with the widest alignment C and K allow and their serial split-K variants (offered as
+// split_k_offered says, with whole channel tiles per slice at every filter tap), and on sm 90 the
+// sm90 family as `family` allows, modelled as the cooperative GEMM schedule over K padded to 64
+// channels. Each is predicted with predict_us on the implicit GEMM (M = N·P·Q, N = K, K = R·S·C).
+// Throws std::invalid_argument saying why when no conv kernel fits (grouped convs, an epilogue
+// conv kernels are not generated with, a dtype). Tests: tests/unit/codegen_lower_test.cpp,
+// tests/unit/conv_tune_test.cpp
+struct ConvCandidate {
+  std::string name;
+  double predicted_us = 0;
+};
+std::vector<ConvCandidate> rank_conv_candidates(const ConvProblem& p, int target_sm,
+                                                ConvKernels family = ConvKernels::automatic);
+
 }  // namespace sabre::tune

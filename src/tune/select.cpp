@@ -28,6 +28,14 @@ std::string workload_key(const GemmProblem& p, int64_t m) {
          " a=" + std::to_string(p.alignment);
 }
 
+std::string conv_workload_key(const ConvProblem& p) {
+  auto i = [](int64_t v) { return std::to_string(v); };
+  return "conv " + p.dtype + " " + p.epilogue + " n=" + i(p.n) + " h=" + i(p.h) + " w=" + i(p.w) + " c=" + i(p.c) +
+         " k=" + i(p.k) + " r=" + i(p.r) + " s=" + i(p.s) + " p=" + i(p.p) + " q=" + i(p.q) + " pad=" + i(p.pad_h) +
+         "," + i(p.pad_w) + " str=" + i(p.stride_h) + "," + i(p.stride_w) + " dil=" + i(p.dil_h) + "," + i(p.dil_w) +
+         " g=" + i(p.groups) + " a=" + std::to_string(p.alignment);
+}
+
 namespace {
 
 // The fastest correct CUTLASS kernel the DB has for a workload ("" when none): the compiler emits

@@ -26,6 +26,17 @@ struct GemmProblem {          // one GEMM region of a model
   bool operator==(const GemmProblem&) const = default;
 };
 
+// One 2-D forward convolution as the conv kernels see it (kernel_abi.h sabre_conv_args: NHWC x,
+// KRSC filter), at one batch (the lowering asks at each batch bucket's representative).
+struct ConvProblem {
+  std::string dtype;     // "f16" / "bf16"
+  std::string epilogue;  // kernel_spec.h spelling: linear, bias, bias_relu, bias_res_relu, ...
+  int64_t n = 0, h = 0, w = 0, c = 0, k = 0, r = 0, s = 0, p = 0, q = 0;
+  int64_t pad_h = 0, pad_w = 0, stride_h = 1, stride_w = 1, dil_h = 1, dil_w = 1, groups = 1;
+  int alignment = 1;  // elements per 16-byte access that C and K allow
+  bool operator==(const ConvProblem&) const = default;
+};
+
 struct DispatchEntry {  // ascending max_m; the last covers m_max
   int64_t max_m = 0;
   std::string kernel;
@@ -53,6 +64,10 @@ std::vector<int64_t> m_buckets(int64_t m_min, int64_t m_max);
 // The workload text the DB keys measurements by, for one concrete M:
 // "gemm f16 tn bias_gelu m=128 n=768 k=768 b=1 a=8".
 std::string workload_key(const GemmProblem& p, int64_t m);
+
+// The workload text the DB keys conv measurements by:
+// "conv f16 bias_relu n=1 h=7 w=7 c=512 k=512 r=3 s=3 p=7 q=7 pad=1,1 str=1,1 dil=1,1 g=1 a=8".
+std::string conv_workload_key(const ConvProblem& p);
 
 // The GEMM workloads of a partitioned graph (its sabre.Composite regions of kind gemm /
 // batched_gemm), deduplicated, in first-seen order. Symbolic M ranges over [1, default_max];

@@ -28,7 +28,7 @@ TEST(Canonicalize, DumpsAfterEveryPassInOrder) {
 
 TEST(Canonicalize, Opset13BertGetsLayerNormGeluAndTnWeights) {
   std::string path;
-  for (const std::string dir : {std::string(SABRE_SOURCE_DIR) + "/models", std::string(SABRE_BINARY_DIR) + "/models"})
+  for (const std::string& dir : {std::string(SABRE_SOURCE_DIR) + "/models", std::string(SABRE_BINARY_DIR) + "/models"})
     if (std::filesystem::exists(dir + "/bert_tiny_op13.onnx")) path = dir + "/bert_tiny_op13.onnx";
   if (path.empty()) GTEST_SKIP() << "bert_tiny_op13.onnx not generated (scripts/make_models.py)";
   ir::Graph g = transform::canonicalize(onnx_frontend::import_model(path));

@@ -24,7 +24,7 @@ namespace fs = std::filesystem;
 std::vector<std::string> model_paths() {
   std::vector<std::string> out;
   for (const char* name : {"bert_tiny", "bert_tiny_op13", "gpt2_block", "resnet_block"})
-    for (const std::string dir : {std::string(SABRE_SOURCE_DIR) + "/models", std::string(SABRE_BINARY_DIR) + "/models"}) {
+    for (const std::string& dir : {std::string(SABRE_SOURCE_DIR) + "/models", std::string(SABRE_BINARY_DIR) + "/models"}) {
       std::string p = dir + "/" + name + ".onnx";
       if (fs::exists(p)) {
         out.push_back(p);

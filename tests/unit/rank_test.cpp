@@ -58,7 +58,9 @@ TEST(Rank, SmallProblemGetsSmallTilesOrStreamK) {
   // The big-tile kernel that wins 4096^3 leaves most SMs idle here: it must rank below the pick.
   auto big = rank_candidates(problem("f16", 4096, 4096, 4096), 4096, 90)[0];
   for (const Candidate& x : r)
-    if (x.name == big.name) EXPECT_GT(x.predicted_us, r[0].predicted_us);
+    if (x.name == big.name) {
+      EXPECT_GT(x.predicted_us, r[0].predicted_us);
+    }
 }
 
 TEST(Rank, NeverOffersUnsupportedOrMisalignedKernels) {
@@ -140,7 +142,9 @@ TEST(Rank, IsDeterministicAndSorted) {
   ASSERT_GT(a.size(), 10u);
   for (size_t i = 0; i < a.size(); ++i) {
     EXPECT_EQ(a[i].name, b[i].name);
-    if (i) EXPECT_LE(a[i - 1].predicted_us, a[i].predicted_us);
+    if (i) {
+      EXPECT_LE(a[i - 1].predicted_us, a[i].predicted_us);
+    }
   }
   EXPECT_EQ(rank_candidates(p, 1024, 90, 3).size(), 3u);
 }
@@ -224,7 +228,7 @@ TEST(Select, DatabaseWinnerOverridesTheModelButCublasltDoesNot) {
 
 TEST(Select, BertTinyWorkloadsAreCollectedOncePerShape) {
   std::string path;
-  for (const std::string dir : {std::string(SABRE_SOURCE_DIR) + "/models", std::string(SABRE_BINARY_DIR) + "/models"})
+  for (const std::string& dir : {std::string(SABRE_SOURCE_DIR) + "/models", std::string(SABRE_BINARY_DIR) + "/models"})
     if (std::filesystem::exists(dir + "/bert_tiny.onnx")) path = dir + "/bert_tiny.onnx";
   ASSERT_FALSE(path.empty()) << "models/bert_tiny.onnx is bundled with the source tree";
   sabre::ir::Graph g = sabre::transform::canonicalize(sabre::onnx_frontend::import_model(path));

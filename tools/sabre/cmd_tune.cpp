@@ -15,6 +15,7 @@
 #include "command.h"
 #include "frontend/onnx/importer.h"
 #include "partition/partitioner.h"
+#include "tune/conv_tune.h"
 #include "tune/db.h"
 #include "tune/profiler.h"
 #include "tune/rank.h"
@@ -50,13 +51,13 @@ void print_help() {
       "usage: sabre tune MODEL.onnx [--db PATH] [--top-k N] [--max-kernels N] [--dtype fp16|bf16] [--dim NAME=LO..HI ...]\n"
       "                  [--no-fuse-attention] [--no-tune]\n\n"
       "Partitions and lowers MODEL.onnx as sabre compile does and collects the GEMM workloads compile would tune\n"
-      "(dtype, layout, epilogue, N, K, batch, M range; with the same --dtype, dims and attention flag a model\n"
-      "tuned here compiles without new measurements). It ranks the CUTLASS catalog for each with the analytic\n"
-      "model and times the top-k candidates and cuBLASLt's heuristic algorithms on GPU 0 (compiles cached, each\n"
-      "candidate in a watchdog child, timed by CUDA graph replay). The table shows the CUTLASS kernel sabre\n"
-      "deploys; cuBLASLt is the yardstick. Every measurement goes to the database at once; a rerun measures only\n"
-      "what is missing. Without a GPU it prints the analytic picks "
-      "and exits 3.\n\noptions:\n%s",
+      "(dtype, layout, epilogue, N, K, batch, M range) and its conv workloads at each batch bucket (with the same\n"
+      "--dtype, dims and attention flag a model tuned here compiles without new measurements). It ranks the\n"
+      "CUTLASS catalog for each with the analytic model and times the top-k candidates (and, for GEMMs,\n"
+      "cuBLASLt's heuristic algorithms) on GPU 0 (compiles cached, each candidate in a watchdog child, checked\n"
+      "against a reference, timed by CUDA graph replay). The tables show the CUTLASS kernel sabre deploys;\n"
+      "cuBLASLt is the yardstick. Every measurement goes to the database at once; a rerun measures only what is\n"
+      "missing. Without a GPU it prints the analytic picks and exits 3.\n\noptions:\n%s",
       flags_help(kFlags).c_str());
 }
 
@@ -143,14 +144,16 @@ int run(const std::vector<std::string>& argv) {
     lo.fuse_attention = fuse;
     lo.pick_conv = [sm = po.target_sm](const codegen::ConvProblem& p) { return codegen::analytic_conv_kernel(p, sm); };
     std::vector<tune::GemmProblem> problems = codegen::tuned_gemm_problems(part.graph, lo, po.target_sm);
-    if (problems.empty()) {
-      std::printf("no GEMM workloads to tune in this model\n");
+    std::vector<tune::ConvProblem> convs = codegen::tuned_conv_problems(part.graph, lo, po.target_sm);
+    if (problems.empty() && convs.empty()) {
+      std::printf("no GEMM or conv workloads to tune in this model\n");
       return kExitOk;
     }
     std::vector<tune::TuneTask> tasks;
     for (const auto& p : problems)
       for (int64_t m : tune::m_buckets(p.m_min, p.m_max)) tasks.push_back({p, m});
-    std::printf("%zu GEMM workloads, %zu (workload, M) points to tune\n", problems.size(), tasks.size());
+    std::printf("%zu GEMM workloads, %zu (workload, M) points to tune; %zu (conv, batch) points\n", problems.size(),
+                tasks.size(), convs.size());
 
     tune::Environment env;
     std::string why;
@@ -168,6 +171,8 @@ int run(const std::vector<std::string>& argv) {
         for (const auto& e : tune::pick_kernels(p, o))
           std::printf("  M <= %-7lld %s\n", static_cast<long long>(e.max_m), e.kernel.c_str());
       }
+      for (const auto& c : convs)
+        std::printf("\n%s\n  %s\n", tune::conv_workload_key(c).c_str(), codegen::analytic_conv_kernel(c, po.target_sm).c_str());
       return no_tune ? kExitOk : kExitNoGpu;
     }
     po.target_sm = env.sm;
@@ -210,6 +215,21 @@ int run(const std::vector<std::string>& argv) {
       for (const auto& e : tune::pick_kernels(p, o))
         std::printf("  M <= %-7lld %s\n", static_cast<long long>(e.max_m), e.kernel.c_str());
     }
+    if (!convs.empty()) {
+      const auto tc = std::chrono::steady_clock::now();
+      auto creps = tune::tune_convs(convs, db, env, po, tune::ConvKernels::automatic,
+                                    tune::gpu_conv_in_process_measure_fn(), tune::default_conv_compile_fn(po));
+      stats.timing_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - tc).count();
+      std::printf("\n%-100s %-84s %9s %7s %5s\n", "conv workload", "deployed", "us", "model", "new");
+      double log_model = 0;
+      int n_model = 0;
+      for (const auto& r : creps) {
+        std::printf("%-100s %-84s %9s %7s %5d\n", r.workload.c_str(), r.winner ? r.winner->kernel.c_str() : "none correct",
+                    us(r.winner).c_str(), ratio(r.analytic, r.winner).c_str(), r.measured);
+        if (r.winner && r.analytic) log_model += std::log(r.analytic->time_us / r.winner->time_us), ++n_model;
+      }
+      if (n_model) std::printf("geomean analytic conv pick / tuned pick time: %.3f (%d points)\n", std::exp(log_model / n_model), n_model);
+    }
     const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     std::printf("\ntuned in %.1f s: compile %.1f s (%d kernels), timing %.1f s, other %.1f s\n", total,
                 stats.compile_s, stats.compiled, stats.timing_s,
@@ -218,7 +238,7 @@ int run(const std::vector<std::string>& argv) {
   });
 }
 
-const bool reg = register_command({"tune", "time GEMM kernel candidates for a model and record winners", run});
+const bool reg = register_command({"tune", "time GEMM and conv kernel candidates for a model and record winners", run});
 
 }  // namespace
 }  // namespace sabre::cli
