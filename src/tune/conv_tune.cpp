@@ -28,8 +28,18 @@ CompileJob conv_compile_job(const std::string& name, int target_sm) {
 }
 
 std::vector<ConvCandidate> conv_candidates(const ConvProblem& p, const ProfileOptions& opts, ConvKernels family) {
-  std::vector<ConvCandidate> out = rank_conv_candidates(p, opts.target_sm, family);
-  if (opts.top_k > 0 && out.size() > size_t(opts.top_k)) out.resize(size_t(opts.top_k));
+  const std::vector<ConvCandidate> ranked = rank_conv_candidates(p, opts.target_sm, family);
+  if (opts.top_k <= 0 || ranked.size() <= size_t(opts.top_k)) return ranked;
+  std::vector<ConvCandidate> out(ranked.begin(), ranked.begin() + opts.top_k);
+  // The model compares the two families least well (one mma.sync CTA per SM against wgmma): each
+  // family's best is timed even when the other fills the top k.
+  for (bool sm90 : {false, true}) {
+    auto is_family = [&](const ConvCandidate& c) { return is_sm90_conv_kernel_name(c.name) == sm90; };
+    if (std::none_of(out.begin(), out.end(), is_family)) {
+      auto it = std::find_if(ranked.begin(), ranked.end(), is_family);
+      if (it != ranked.end()) out.push_back(*it);
+    }
+  }
   return out;
 }
 

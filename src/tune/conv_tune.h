@@ -45,7 +45,7 @@ struct ConvTuneReport {
 };
 
 // The conv candidates of a problem: the top opts.top_k of rank_conv_candidates (so the analytic
-// pick is always first).
+// pick is always first), plus the best of the sm80 or sm90 family when the top k has none of it.
 std::vector<ConvCandidate> conv_candidates(const ConvProblem& p, const ProfileOptions& opts, ConvKernels family);
 
 // Tunes every problem as the file comment says. The DB must be a file (children record into it).

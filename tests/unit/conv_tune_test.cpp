@@ -121,9 +121,13 @@ TEST(ConvTune, CandidatesAreTheRankingsTopK) {
   o.top_k = 3;
   for (int64_t n : {1, 32}) {
     auto c = conv_candidates(deep(n), o, ConvKernels::automatic);
-    ASSERT_EQ(c.size(), 3u);
+    ASSERT_GE(c.size(), 3u);
+    ASSERT_LE(c.size(), 4u);
     EXPECT_EQ(c.front().name, codegen::analytic_conv_kernel(deep(n), 90));
-    for (size_t i = 1; i < c.size(); ++i) EXPECT_LE(c[i - 1].predicted_us, c[i].predicted_us);
+    for (size_t i = 1; i < 3; ++i) EXPECT_LE(c[i - 1].predicted_us, c[i].predicted_us);
+    // Both families are timed, whatever the model thinks of one of them.
+    EXPECT_TRUE(std::any_of(c.begin(), c.end(), [](auto& x) { return cutlass_backend::is_sm90_conv_kernel_name(x.name); }));
+    EXPECT_TRUE(std::any_of(c.begin(), c.end(), [](auto& x) { return !cutlass_backend::is_sm90_conv_kernel_name(x.name); }));
   }
   for (const auto& c : conv_candidates(deep(32), o, ConvKernels::sm80))
     EXPECT_TRUE(cutlass_backend::parse_conv_kernel_name(c.name)) << c.name;
