@@ -2,49 +2,19 @@
 
 #include <stdexcept>
 
+#include "backends/cutlass/emit_common.h"
+
 namespace sabre::cutlass_backend {
 namespace {
 
 std::string i(int v) { return std::to_string(v); }
-
-std::string cutlass_elem(Elem e) {
-  switch (e) {
-    case Elem::f16: return "cutlass::half_t";
-    case Elem::bf16: return "cutlass::bfloat16_t";
-    default: break;
-  }
-  throw std::logic_error("invariant: conv kernels are f16 or bf16 (conv_unsupported_reason)");
-}
-
-std::string cutlass_act(Act a) {
-  switch (a) {
-    case Act::none: return "cutlass::epilogue::thread::Identity";
-    case Act::relu: return "cutlass::epilogue::thread::ReLu";
-    case Act::gelu_erf: return "cutlass::epilogue::thread::GELU";
-    case Act::gelu_tanh: return "cutlass::epilogue::thread::GELU_taylor";
-    case Act::silu: return "cutlass::epilogue::thread::SiLu";
-    case Act::sigmoid: return "cutlass::epilogue::thread::Sigmoid";
-    case Act::hardswish: return "cutlass::epilogue::thread::HardSwish";
-    case Act::kCount: break;
-  }
-  throw std::logic_error("invariant: Act is a valid activation");
-}
-
-std::string algebra(const EpilogueSpec& e) {
-  std::string inner = "alpha*conv(X,W)";
-  if (e.bias) inner += " + bias[k]";
-  if (e.residual == Residual::before_act) inner += " + beta*R";
-  std::string out = e.act == Act::none ? inner : std::string(act_name(e.act)) + "(" + inner + ")";
-  if (e.residual == Residual::after_act) out += " + beta*R";
-  return "Y = " + out;
-}
 
 std::string device_types(const ConvSpec& s) {
   const ConvConfig& c = s.config;
   const EpilogueSpec& e = s.epi;
   std::string o;
   o += "namespace {\n\n";
-  o += "using Element = " + cutlass_elem(s.elem) + ";  // X, W, Y, bias, R\n";
+  o += "using Element = " + detail::cutlass_elem(s.elem) + ";  // X, W, Y, bias, R\n";
   o += "using Layout = cutlass::layout::TensorNHWC;  // X [n,h,w,c], W [k,r,s,c], Y and R [n,p,q,k]\n";
   o += "using ElementAccumulator = float;\nusing ElementCompute = float;\n";
   o += "constexpr int kAlign = " + i(c.alignment) + ";\n";
@@ -57,8 +27,8 @@ std::string device_types(const ConvSpec& s) {
   o += std::string("constexpr auto kIterator = cutlass::conv::IteratorAlgorithm::") +
        (c.iter == ConvIter::optimized ? "kOptimized;\n" : "kAnalytic;  // recomputes (r,s,c) per access: any alignment\n");
   o += "constexpr auto kStrides = cutlass::conv::StrideSupport::kStrided;  // any stride, not only 1\n\n";
-  const std::string act = cutlass_act(e.act);
-  o += "// " + algebra(e) + "\n";
+  const std::string act = detail::cutlass_act(e.act);
+  o += "// " + detail::conv_algebra(e) + "\n";
   if (e.residual == Residual::none) {
     if (e.bias) o += "// The source tensor C is the bias with all strides 0 (one row, broadcast): Y = act(alpha*acc + C).\n";
     o += "using EpilogueOp = cutlass::epilogue::thread::LinearCombinationGeneric<\n    " + act +
@@ -89,22 +59,7 @@ std::string host_code(const ConvSpec& s, const EmitOptions& opts) {
   const std::string n = conv_kernel_name(s);
   std::string o;
   o += "namespace {\n\n";
-  o += "thread_local std::string g_last_error;\n\n";
-  o += "int fail(int status, std::string msg) {\n  g_last_error = std::move(msg);\n  return status;\n}\n\n";
-  o += "#define SABRE_CHECK_CUTLASS(stmt)                                                             \\\n"
-       "  do {                                                                                    \\\n"
-       "    cutlass::Status st_ = (stmt);                                                         \\\n"
-       "    if (st_ != cutlass::Status::kSuccess)                                                 \\\n"
-       "      return fail(SABRE_CUTLASS_ERROR, std::string(#stmt \" failed: \") +                   \\\n"
-       "                  cutlassGetStatusString(st_) + \" at \" __FILE__ \":\" + std::to_string(__LINE__)); \\\n"
-       "  } while (0)\n"
-       "#define SABRE_CHECK_CUDA(stmt)                                                                \\\n"
-       "  do {                                                                                    \\\n"
-       "    cudaError_t e_ = (stmt);                                                              \\\n"
-       "    if (e_ != cudaSuccess)                                                                \\\n"
-       "      return fail(SABRE_CUDA_ERROR, std::string(#stmt \" failed: \") + cudaGetErrorString(e_) + \\\n"
-       "                  \" at \" __FILE__ \":\" + std::to_string(__LINE__));                       \\\n"
-       "  } while (0)\n\n";
+  o += detail::host_error_plumbing();
   o += "constexpr bool kHasBias = " + std::string(e.bias ? "true" : "false") + ";\n";
   o += "constexpr bool kHasResidual = " + std::string(res ? "true" : "false") + ";\n\n";
   o += "bool aligned(const void* p) { return reinterpret_cast<uintptr_t>(p) % (kAlign * sizeof(Element)) == 0; }\n";
@@ -175,23 +130,14 @@ std::string host_code(const ConvSpec& s, const EmitOptions& opts) {
   o += "  if (p->n == 0) return SABRE_OK;\n";
   o += "  typename Conv::Arguments args = make_args(p);\n";
   o += "  size_t need = Conv::get_workspace_size(args);\n";
-  o += "  if (need > 0 && (!p->workspace || p->workspace_size < need))\n"
-       "    return fail(SABRE_BAD_ARGS, \"workspace of \" + std::to_string(need) + \" bytes needed, \" +\n"
-       "                                    std::to_string(p->workspace ? p->workspace_size : 0) + \" given\");\n";
+  o += detail::workspace_check();
   o += "  Conv conv;\n";
   o += "  SABRE_CHECK_CUTLASS(conv.can_implement(args));\n";
   o += "  SABRE_CHECK_CUTLASS(conv.initialize(args, p->workspace, stream));\n";
   o += "  SABRE_CHECK_CUTLASS(conv.run(stream));\n";
   o += "  SABRE_CHECK_CUDA(cudaGetLastError());\n";
   o += "  return SABRE_OK;\n}\n\n";
-  if (opts.registry) {
-    o += "#ifndef SABRE_NO_REGISTRY\n";
-    o += "const sabre_conv_entry* sabre_conv_registry(int* count, int* abi_version) {\n";
-    o += "  static const sabre_conv_entry entries[] = {\n";
-    o += "      {\"" + n + "\", " + n + "_can_implement, " + n + "_workspace_size, " + n + "_run, " + n + "_last_error}};\n";
-    o += "  if (count) *count = 1;\n  if (abi_version) *abi_version = SABRE_KERNEL_ABI_VERSION;\n  return entries;\n}\n";
-    o += "#endif\n\n";
-  }
+  if (opts.registry) o += detail::conv_registry(n);
   o += "}  // extern \"C\"\n";
   return o;
 }
@@ -209,7 +155,7 @@ std::string emit_conv_kernel(const ConvSpec& s, int target_sm, const EmitOptions
                                 ": " + *why);
   std::string o;
   o += "// Generated by sabre; do not edit. Kernel: " + conv_kernel_name(s) + "\n";
-  o += "// " + algebra(s.epi) + "; X [n,h,w,c] NHWC, W [k,r,s,c] KRSC, Y and R [n,p,q,k] NHWC.\n";
+  o += "// " + detail::conv_algebra(s.epi) + "; X [n,h,w,c] NHWC, W [k,r,s,c] KRSC, Y and R [n,p,q,k] NHWC.\n";
   o += "// Build: nvcc -std=c++17 -O3 --expt-relaxed-constexpr";
   for (const auto& f : conv_gencode_flags(target_sm)) o += " " + f;
   o += " -I<cutlass>/include -I<sabre>/include -DNDEBUG -Xcompiler -fPIC -shared\n";

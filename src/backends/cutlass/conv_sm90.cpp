@@ -1,7 +1,8 @@
 #include "backends/cutlass/conv_sm90.h"
 
-#include <charconv>
 #include <stdexcept>
+
+#include "backends/cutlass/emit_common.h"
 
 namespace sabre::cutlass_backend {
 namespace {
@@ -11,70 +12,6 @@ constexpr std::string_view kPrefix = "sm90_conv_fprop_";
 std::string i(int v) { return std::to_string(v); }
 
 std::string dims(Shape3 s) { return i(s.m) + "x" + i(s.n) + "x" + i(s.k); }
-
-// Takes the token before the next '_' (or the rest) off the front of `s`.
-std::optional<std::string_view> take(std::string_view& s) {
-  size_t p = s.find('_');
-  std::string_view t = s.substr(0, p);
-  if (t.empty()) return std::nullopt;
-  s = p == std::string_view::npos ? std::string_view() : s.substr(p + 1);
-  return t;
-}
-
-std::optional<int> to_int(std::string_view s) {
-  int v = 0;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (s.empty() || ec != std::errc() || p != s.data() + s.size() || v <= 0) return std::nullopt;
-  return v;
-}
-
-// "128x128x64" (3 parts) or "2x1" (2 parts).
-std::optional<std::vector<int>> to_dims(std::string_view s, size_t parts) {
-  std::vector<int> out;
-  while (true) {
-    size_t p = s.find('x');
-    auto v = to_int(s.substr(0, p));
-    if (!v) return std::nullopt;
-    out.push_back(*v);
-    if (p == std::string_view::npos) break;
-    s = s.substr(p + 1);
-  }
-  if (out.size() != parts) return std::nullopt;
-  return out;
-}
-
-std::string cutlass_elem(Elem e) {
-  switch (e) {
-    case Elem::f16: return "cutlass::half_t";
-    case Elem::bf16: return "cutlass::bfloat16_t";
-    default: break;
-  }
-  throw std::logic_error("invariant: sm90 conv kernels are f16 or bf16 (sm90_conv_unsupported_reason)");
-}
-
-// The activation functor template, applied to scalars by the fusion ops and the EVT nodes.
-std::string cutlass_act(Act a) {
-  switch (a) {
-    case Act::none: return "cutlass::epilogue::thread::Identity";
-    case Act::relu: return "cutlass::epilogue::thread::ReLu";
-    case Act::gelu_erf: return "cutlass::epilogue::thread::GELU";
-    case Act::gelu_tanh: return "cutlass::epilogue::thread::GELU_taylor";
-    case Act::silu: return "cutlass::epilogue::thread::SiLu";
-    case Act::sigmoid: return "cutlass::epilogue::thread::Sigmoid";
-    case Act::hardswish: return "cutlass::epilogue::thread::HardSwish";
-    case Act::kCount: break;
-  }
-  throw std::logic_error("invariant: Act is a valid activation");
-}
-
-std::string algebra(const EpilogueSpec& e) {
-  std::string inner = "alpha*conv(X,W)";
-  if (e.bias) inner += " + bias[k]";
-  if (e.residual == Residual::before_act) inner += " + beta*R";
-  std::string out = e.act == Act::none ? inner : std::string(act_name(e.act)) + "(" + inner + ")";
-  if (e.residual == Residual::after_act) out += " + beta*R";
-  return "Y = " + out;
-}
 
 // Rows for 16-bit operands (tile K is always 64: 128 bytes, one swizzled TMA row).
 struct Row {
@@ -106,7 +43,7 @@ std::string device_types(const Sm90ConvSpec& s) {
   const bool has_c = e.residual != Residual::none;
   std::string o;
   o += "namespace {\nusing namespace cute;\n\n";
-  o += "using Element = " + cutlass_elem(s.elem) + ";  // X, W, Y, bias, R\n";
+  o += "using Element = " + detail::cutlass_elem(s.elem) + ";  // X, W, Y, bias, R\n";
   o += "using Layout = cutlass::layout::TensorNHWC;  // X [n,h,w,c], W [k,r,s,c], Y and R [n,p,q,k]\n";
   o += std::string("using ElementC = ") + (has_c ? "Element;  // the source tensor C is the residual R\n"
                                                  : "void;  // no source tensor is read\n");
@@ -120,8 +57,8 @@ std::string device_types(const Sm90ConvSpec& s) {
   o += "using KernelSchedule = cutlass::conv::KernelImplicitTmaWarpSpecializedSm90;\n";
   o += "using EpilogueSchedule = cutlass::epilogue::TmaWarpSpecialized;\n";
   o += "constexpr auto kRound = cutlass::FloatRoundStyle::round_to_nearest;\n\n";
-  const std::string act = cutlass_act(e.act);
-  o += "// " + algebra(e) + "\n";
+  const std::string act = detail::cutlass_act(e.act);
+  o += "// " + detail::conv_algebra(e) + "\n";
   o += "// The output channel k is the GEMM column (N): bias[k] is a per-column (row-broadcast) vector.\n";
   if (e.residual == Residual::after_act) {
     o += "// The residual comes after the activation, which no predefined fusion op does: an EVT tree.\n";
@@ -173,22 +110,7 @@ std::string host_code(const Sm90ConvSpec& s, const EmitOptions& opts) {
   const std::string n = sm90_conv_kernel_name(s);
   std::string o;
   o += "namespace {\n\n";
-  o += "thread_local std::string g_last_error;\n\n";
-  o += "int fail(int status, std::string msg) {\n  g_last_error = std::move(msg);\n  return status;\n}\n\n";
-  o += "#define SABRE_CHECK_CUTLASS(stmt)                                                             \\\n"
-       "  do {                                                                                    \\\n"
-       "    cutlass::Status st_ = (stmt);                                                         \\\n"
-       "    if (st_ != cutlass::Status::kSuccess)                                                 \\\n"
-       "      return fail(SABRE_CUTLASS_ERROR, std::string(#stmt \" failed: \") +                   \\\n"
-       "                  cutlassGetStatusString(st_) + \" at \" __FILE__ \":\" + std::to_string(__LINE__)); \\\n"
-       "  } while (0)\n"
-       "#define SABRE_CHECK_CUDA(stmt)                                                                \\\n"
-       "  do {                                                                                    \\\n"
-       "    cudaError_t e_ = (stmt);                                                              \\\n"
-       "    if (e_ != cudaSuccess)                                                                \\\n"
-       "      return fail(SABRE_CUDA_ERROR, std::string(#stmt \" failed: \") + cudaGetErrorString(e_) + \\\n"
-       "                  \" at \" __FILE__ \":\" + std::to_string(__LINE__));                       \\\n"
-       "  } while (0)\n\n";
+  o += detail::host_error_plumbing();
   o += "constexpr bool kHasBias = " + std::string(e.bias ? "true" : "false") + ";\n";
   o += "constexpr bool kHasResidual = " + std::string(res ? "true" : "false") + ";\n";
   o += "constexpr int64_t kElemBytes = int64_t(sizeof(Element));\n\n";
@@ -327,23 +249,14 @@ std::string host_code(const Sm90ConvSpec& s, const EmitOptions& opts) {
   o += "  typename Conv::Arguments args;\n";
   o += "  if (int st = make_args(p, args)) return st;\n";
   o += "  size_t need = Conv::get_workspace_size(args);\n";
-  o += "  if (need > 0 && (!p->workspace || p->workspace_size < need))\n"
-       "    return fail(SABRE_BAD_ARGS, \"workspace of \" + std::to_string(need) + \" bytes needed, \" +\n"
-       "                                    std::to_string(p->workspace ? p->workspace_size : 0) + \" given\");\n";
+  o += detail::workspace_check();
   o += "  Conv conv;\n";
   o += "  SABRE_CHECK_CUTLASS(conv.can_implement(args));\n";
   o += "  SABRE_CHECK_CUTLASS(conv.initialize(args, p->workspace, stream));  // builds the TMA descriptors\n";
   o += "  SABRE_CHECK_CUTLASS(conv.run(stream));\n";
   o += "  SABRE_CHECK_CUDA(cudaGetLastError());\n";
   o += "  return SABRE_OK;\n}\n\n";
-  if (opts.registry) {
-    o += "#ifndef SABRE_NO_REGISTRY\n";
-    o += "const sabre_conv_entry* sabre_conv_registry(int* count, int* abi_version) {\n";
-    o += "  static const sabre_conv_entry entries[] = {\n";
-    o += "      {\"" + n + "\", " + n + "_can_implement, " + n + "_workspace_size, " + n + "_run, " + n + "_last_error}};\n";
-    o += "  if (count) *count = 1;\n  if (abi_version) *abi_version = SABRE_KERNEL_ABI_VERSION;\n  return entries;\n}\n";
-    o += "#endif\n\n";
-  }
+  if (opts.registry) o += detail::conv_registry(n);
   o += "}  // extern \"C\"\n";
   return o;
 }
@@ -368,22 +281,22 @@ std::optional<Sm90ConvSpec> parse_sm90_conv_kernel_name(std::string_view name) {
   if (!name.starts_with(kPrefix)) return std::nullopt;
   std::string_view rest = name.substr(kPrefix.size());
   Sm90ConvSpec s;
-  if (take(rest) != "nhwc") return std::nullopt;
-  auto x = take(rest), y = take(rest), acc = take(rest);
+  if (detail::take_token(rest) != "nhwc") return std::nullopt;
+  auto x = detail::take_token(rest), y = detail::take_token(rest), acc = detail::take_token(rest);
   if (!x || !y || x != y || acc != "f32") return std::nullopt;
   auto e = parse_elem(*x);
   if (!e) return std::nullopt;
   s.elem = *e;
-  auto tile = take(rest);
-  auto td = tile ? to_dims(*tile, 3) : std::nullopt;
+  auto tile = detail::take_token(rest);
+  auto td = tile ? detail::positive_dims(*tile, 3) : std::nullopt;
   if (!td) return std::nullopt;
   s.config.tile = {(*td)[0], (*td)[1], (*td)[2]};
-  auto cl = take(rest);
-  auto cd = cl && cl->starts_with('c') ? to_dims(cl->substr(1), 2) : std::nullopt;
+  auto cl = detail::take_token(rest);
+  auto cd = cl && cl->starts_with('c') ? detail::positive_dims(cl->substr(1), 2) : std::nullopt;
   if (!cd) return std::nullopt;
   s.config.cluster_m = (*cd)[0], s.config.cluster_n = (*cd)[1];
-  auto al = take(rest);
-  auto av = al && al->starts_with('a') ? to_int(al->substr(1)) : std::nullopt;
+  auto al = detail::take_token(rest);
+  auto av = al && al->starts_with('a') ? detail::positive_int(al->substr(1)) : std::nullopt;
   if (!av) return std::nullopt;
   s.config.alignment = *av;
   auto epi = parse_epilogue(rest);
@@ -441,7 +354,7 @@ std::string emit_sm90_conv_kernel(const Sm90ConvSpec& s, int target_sm, const Em
                                 ": " + *why);
   std::string o;
   o += "// Generated by sabre; do not edit. Kernel: " + sm90_conv_kernel_name(s) + "\n";
-  o += "// " + algebra(s.epi) + "; X [n,h,w,c] NHWC, W [k,r,s,c] KRSC, Y and R [n,p,q,k] NHWC.\n";
+  o += "// " + detail::conv_algebra(s.epi) + "; X [n,h,w,c] NHWC, W [k,r,s,c] KRSC, Y and R [n,p,q,k] NHWC.\n";
   o += "// Implicit GEMM on Hopper: M = n*p*q output pixels, N = k, K = r*s*c; TMA im2col loads X, wgmma multiplies.\n";
   o += "// Build: nvcc -std=c++17 -O3 --expt-relaxed-constexpr";
   for (const auto& f : sm90_conv_gencode_flags()) o += " " + f;

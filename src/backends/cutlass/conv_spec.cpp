@@ -1,7 +1,8 @@
 #include "backends/cutlass/conv_spec.h"
 
 #include <array>
-#include <charconv>
+
+#include "backends/cutlass/emit_common.h"
 
 namespace sabre::cutlass_backend {
 namespace {
@@ -13,30 +14,10 @@ std::string dims(Shape3 s) { return std::to_string(s.m) + "x" + std::to_string(s
 
 bool is_pow2(int v) { return v > 0 && (v & (v - 1)) == 0; }
 
-// Takes the token before the next '_' (or the rest) off the front of `s`.
-std::optional<std::string_view> take(std::string_view& s) {
-  size_t p = s.find('_');
-  std::string_view t = s.substr(0, p);
-  if (t.empty()) return std::nullopt;
-  s = p == std::string_view::npos ? std::string_view() : s.substr(p + 1);
-  return t;
-}
-
-std::optional<int> to_int(std::string_view s) {
-  int v = 0;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (s.empty() || ec != std::errc() || p != s.data() + s.size() || v <= 0) return std::nullopt;
-  return v;
-}
-
 std::optional<Shape3> to_dims(std::string_view s) {
-  size_t a = s.find('x');
-  if (a == std::string_view::npos) return std::nullopt;
-  size_t b = s.find('x', a + 1);
-  if (b == std::string_view::npos) return std::nullopt;
-  auto m = to_int(s.substr(0, a)), n = to_int(s.substr(a + 1, b - a - 1)), k = to_int(s.substr(b + 1));
-  if (!m || !n || !k) return std::nullopt;
-  return Shape3{*m, *n, *k};
+  auto d = detail::positive_dims(s, 3);
+  if (!d) return std::nullopt;
+  return Shape3{(*d)[0], (*d)[1], (*d)[2]};
 }
 
 }  // namespace
@@ -64,37 +45,37 @@ std::optional<ConvSpec> parse_conv_kernel_name(std::string_view name) {
   if (!name.starts_with(kPrefix)) return std::nullopt;
   std::string_view rest = name.substr(kPrefix.size());
   ConvSpec s;
-  auto it = take(rest);
+  auto it = detail::take_token(rest);
   if (!it) return std::nullopt;
   bool found = false;
   for (size_t i = 0; i < kIterNames.size(); ++i)
     if (kIterNames[i] == *it) s.config.iter = ConvIter(i), found = true;
-  if (!found || take(rest) != "nhwc") return std::nullopt;
-  auto x = take(rest), y = take(rest), acc = take(rest);
+  if (!found || detail::take_token(rest) != "nhwc") return std::nullopt;
+  auto x = detail::take_token(rest), y = detail::take_token(rest), acc = detail::take_token(rest);
   if (!x || !y || x != y || acc != "f32") return std::nullopt;
   auto e = parse_elem(*x);
   if (!e) return std::nullopt;
   s.elem = *e;
-  auto tile = take(rest);
+  auto tile = detail::take_token(rest);
   auto td = tile ? to_dims(*tile) : std::nullopt;
   if (!td) return std::nullopt;
   s.config.tile = *td;
-  auto w = take(rest);
+  auto w = detail::take_token(rest);
   auto wd = w && w->starts_with('w') ? to_dims(w->substr(1)) : std::nullopt;
   if (!wd) return std::nullopt;
   s.config.warp = *wd;
-  auto st = take(rest);
-  auto sv = st && st->starts_with('s') ? to_int(st->substr(1)) : std::nullopt;
+  auto st = detail::take_token(rest);
+  auto sv = st && st->starts_with('s') ? detail::positive_int(st->substr(1)) : std::nullopt;
   if (!sv) return std::nullopt;
   s.config.stages = *sv;
-  auto al = take(rest);
-  auto av = al && al->starts_with('a') ? to_int(al->substr(1)) : std::nullopt;
+  auto al = detail::take_token(rest);
+  auto av = al && al->starts_with('a') ? detail::positive_int(al->substr(1)) : std::nullopt;
   if (!av) return std::nullopt;
   s.config.alignment = *av;
   if (rest.starts_with("splitk")) {
     rest.remove_prefix(6);
-    auto sk = take(rest);
-    auto skv = sk ? to_int(*sk) : std::nullopt;
+    auto sk = detail::take_token(rest);
+    auto skv = sk ? detail::positive_int(*sk) : std::nullopt;
     if (!skv) return std::nullopt;
     s.config.split_k = *skv;
   }

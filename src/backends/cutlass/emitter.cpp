@@ -2,33 +2,10 @@
 
 #include <stdexcept>
 
+#include "backends/cutlass/emit_common.h"
+
 namespace sabre::cutlass_backend {
 namespace {
-
-std::string cutlass_elem(Elem e) {
-  switch (e) {
-    case Elem::f16: return "cutlass::half_t";
-    case Elem::bf16: return "cutlass::bfloat16_t";
-    case Elem::f32: return "float";
-    case Elem::kCount: break;
-  }
-  throw std::logic_error("invariant: Elem is one of f16, bf16, f32");
-}
-
-// The activation functor template (applied to scalars by the sm90 EVT, to Array<> in sm80).
-std::string cutlass_act(Act a) {
-  switch (a) {
-    case Act::none: return "cutlass::epilogue::thread::Identity";
-    case Act::relu: return "cutlass::epilogue::thread::ReLu";
-    case Act::gelu_erf: return "cutlass::epilogue::thread::GELU";
-    case Act::gelu_tanh: return "cutlass::epilogue::thread::GELU_taylor";
-    case Act::silu: return "cutlass::epilogue::thread::SiLu";
-    case Act::sigmoid: return "cutlass::epilogue::thread::Sigmoid";
-    case Act::hardswish: return "cutlass::epilogue::thread::HardSwish";
-    case Act::kCount: break;
-  }
-  throw std::logic_error("invariant: Act is a valid activation");
-}
 
 std::string algebra(const EpilogueSpec& e) {
   std::string inner = "alpha*acc";
@@ -49,22 +26,7 @@ std::string host_prologue(const KernelSpec& s) {
   const bool tn = s.ops.layout == Layout::tn;
   std::string o;
   o += "namespace {\n\n";
-  o += "thread_local std::string g_last_error;\n\n";
-  o += "int fail(int status, std::string msg) {\n  g_last_error = std::move(msg);\n  return status;\n}\n\n";
-  o += "#define SABRE_CHECK_CUTLASS(stmt)                                                             \\\n"
-       "  do {                                                                                    \\\n"
-       "    cutlass::Status st_ = (stmt);                                                         \\\n"
-       "    if (st_ != cutlass::Status::kSuccess)                                                 \\\n"
-       "      return fail(SABRE_CUTLASS_ERROR, std::string(#stmt \" failed: \") +                   \\\n"
-       "                  cutlassGetStatusString(st_) + \" at \" __FILE__ \":\" + std::to_string(__LINE__)); \\\n"
-       "  } while (0)\n"
-       "#define SABRE_CHECK_CUDA(stmt)                                                                \\\n"
-       "  do {                                                                                    \\\n"
-       "    cudaError_t e_ = (stmt);                                                              \\\n"
-       "    if (e_ != cudaSuccess)                                                                \\\n"
-       "      return fail(SABRE_CUDA_ERROR, std::string(#stmt \" failed: \") + cudaGetErrorString(e_) + \\\n"
-       "                  \" at \" __FILE__ \":\" + std::to_string(__LINE__));                       \\\n"
-       "  } while (0)\n\n";
+  o += detail::host_error_plumbing();
   o += "constexpr int64_t kAlignment = " + align + ";  // elements, every operand\n";
   o += "constexpr int64_t kElemBytes = " + bytes + ";\n";
   o += "constexpr bool kHasBias = " + std::string(s.epi.bias ? "true" : "false") + ";\n";
@@ -124,9 +86,7 @@ std::string host_entry_points(const KernelSpec& s, const EmitOptions& opts) {
   o += "  typename Gemm::Arguments args;\n";
   o += "  if (int st = make_args(p, args)) return st;\n";
   o += "  size_t need = Gemm::get_workspace_size(args);\n";
-  o += "  if (need > 0 && (!p->workspace || p->workspace_size < need))\n"
-       "    return fail(SABRE_BAD_ARGS, \"workspace of \" + std::to_string(need) + \" bytes needed, \" +\n"
-       "                                    std::to_string(p->workspace ? p->workspace_size : 0) + \" given\");\n";
+  o += detail::workspace_check();
   o += "  Gemm gemm;\n";
   o += "  SABRE_CHECK_CUTLASS(gemm.can_implement(args));\n";
   o += "  SABRE_CHECK_CUTLASS(gemm.initialize(args, p->workspace, stream));\n";
@@ -163,10 +123,10 @@ std::string emit_sm90(const KernelSpec& s) {
   o += "#if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)\n";
   o += "#error \"sm90 kernels need -gencode arch=compute_90a,code=sm_90a\"\n#endif\n\n";
   o += "namespace {\nusing namespace cute;\n\n";
-  o += "using ElementA = " + cutlass_elem(s.ops.ab) + ";\nusing LayoutA = cutlass::layout::RowMajor;\n";
-  o += "using ElementB = " + cutlass_elem(s.ops.ab) + ";\nusing LayoutB = cutlass::layout::" +
+  o += "using ElementA = " + detail::cutlass_elem(s.ops.ab) + ";\nusing LayoutA = cutlass::layout::RowMajor;\n";
+  o += "using ElementB = " + detail::cutlass_elem(s.ops.ab) + ";\nusing LayoutB = cutlass::layout::" +
        (s.ops.layout == Layout::tn ? "ColumnMajor;  // B is [n, k], k contiguous\n" : "RowMajor;  // B is [k, n], n contiguous\n");
-  o += "using ElementD = " + cutlass_elem(s.ops.d) + ";\nusing LayoutD = cutlass::layout::RowMajor;\n";
+  o += "using ElementD = " + detail::cutlass_elem(s.ops.d) + ";\nusing LayoutD = cutlass::layout::RowMajor;\n";
   o += std::string("using ElementC = ") + (has_c ? "ElementD;  // C is the residual\n" : "void;  // no source tensor is read\n");
   o += "using ElementAccumulator = float;\nusing ElementCompute = float;\n";
   o += "constexpr int kAlign = " + i(c.alignment) + ";\n";
@@ -185,7 +145,7 @@ std::string emit_sm90(const KernelSpec& s) {
   if (c.schedule == Schedule::splitk)
     o += "constexpr int kSplits = " + i(c.splits) + ";  // CTAs per output tile, each over 1/kSplits of K\n";
   o += "constexpr auto kRound = cutlass::FloatRoundStyle::round_to_nearest;\n\n";
-  const std::string act = cutlass_act(e.act);
+  const std::string act = detail::cutlass_act(e.act);
   o += "// " + algebra(e) + "\n";
   if (e.residual == Residual::after_act) {
     o += "// The residual comes after the activation, which no predefined fusion op does: an EVT tree.\n";
@@ -292,10 +252,10 @@ std::string emit_sm80(const KernelSpec& s) {
   o += "#include \"cutlass/gemm/device/gemm_universal_with_broadcast.h\"\n\n";
   o += "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800\n#error \"sm80 kernels need compute capability 8.0 or newer\"\n#endif\n\n";
   o += "namespace {\n\n";
-  o += "using ElementA = " + cutlass_elem(s.ops.ab) + ";\nusing LayoutA = cutlass::layout::RowMajor;\n";
-  o += "using ElementB = " + cutlass_elem(s.ops.ab) + ";\nusing LayoutB = cutlass::layout::" +
+  o += "using ElementA = " + detail::cutlass_elem(s.ops.ab) + ";\nusing LayoutA = cutlass::layout::RowMajor;\n";
+  o += "using ElementB = " + detail::cutlass_elem(s.ops.ab) + ";\nusing LayoutB = cutlass::layout::" +
        (s.ops.layout == Layout::tn ? "ColumnMajor;  // B is [n, k], k contiguous\n" : "RowMajor;  // B is [k, n], n contiguous\n");
-  o += "using ElementD = " + cutlass_elem(s.ops.d) + ";\nusing LayoutD = cutlass::layout::RowMajor;\n";
+  o += "using ElementD = " + detail::cutlass_elem(s.ops.d) + ";\nusing LayoutD = cutlass::layout::RowMajor;\n";
   o += "using ElementAccumulator = float;\nusing ElementCompute = float;\n";
   o += "constexpr int kAlign = " + i(c.alignment) + ";\n";
   o += "using ThreadblockShape = cutlass::gemm::GemmShape<" + i(c.tile.m) + ", " + i(c.tile.n) + ", " + i(c.tile.k) + ">;\n";
@@ -304,7 +264,7 @@ std::string emit_sm80(const KernelSpec& s) {
   o += "constexpr int kStages = " + i(c.stages) + ";" +
        (c.stages == 2 ? "  // register-pipelined mainloop: no cp.async, any alignment\n" : "\n");
   o += "using Swizzle = cutlass::gemm::threadblock::GemmIdentityThreadblockSwizzle<8>;\n\n";
-  const std::string act = cutlass_act(e.act);
+  const std::string act = detail::cutlass_act(e.act);
   o += "// " + algebra(e) + "\n";
   if (e.residual == Residual::none) {
     if (e.bias)

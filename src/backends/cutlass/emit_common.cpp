@@ -1,0 +1,107 @@
+#include "backends/cutlass/emit_common.h"
+
+#include <charconv>
+#include <stdexcept>
+
+namespace sabre::cutlass_backend::detail {
+
+std::string cutlass_elem(Elem e) {
+  switch (e) {
+    case Elem::f16: return "cutlass::half_t";
+    case Elem::bf16: return "cutlass::bfloat16_t";
+    case Elem::f32: return "float";
+    case Elem::kCount: break;
+  }
+  throw std::logic_error("invariant: Elem is one of f16, bf16, f32");
+}
+
+std::string cutlass_act(Act a) {
+  switch (a) {
+    case Act::none: return "cutlass::epilogue::thread::Identity";
+    case Act::relu: return "cutlass::epilogue::thread::ReLu";
+    case Act::gelu_erf: return "cutlass::epilogue::thread::GELU";
+    case Act::gelu_tanh: return "cutlass::epilogue::thread::GELU_taylor";
+    case Act::silu: return "cutlass::epilogue::thread::SiLu";
+    case Act::sigmoid: return "cutlass::epilogue::thread::Sigmoid";
+    case Act::hardswish: return "cutlass::epilogue::thread::HardSwish";
+    case Act::kCount: break;
+  }
+  throw std::logic_error("invariant: Act is a valid activation");
+}
+
+std::string conv_algebra(const EpilogueSpec& e) {
+  std::string inner = "alpha*conv(X,W)";
+  if (e.bias) inner += " + bias[k]";
+  if (e.residual == Residual::before_act) inner += " + beta*R";
+  std::string out = e.act == Act::none ? inner : std::string(act_name(e.act)) + "(" + inner + ")";
+  if (e.residual == Residual::after_act) out += " + beta*R";
+  return "Y = " + out;
+}
+
+std::string host_error_plumbing() {
+  std::string o;
+  o += "thread_local std::string g_last_error;\n\n";
+  o += "int fail(int status, std::string msg) {\n  g_last_error = std::move(msg);\n  return status;\n}\n\n";
+  o += "#define SABRE_CHECK_CUTLASS(stmt)                                                             \\\n"
+       "  do {                                                                                    \\\n"
+       "    cutlass::Status st_ = (stmt);                                                         \\\n"
+       "    if (st_ != cutlass::Status::kSuccess)                                                 \\\n"
+       "      return fail(SABRE_CUTLASS_ERROR, std::string(#stmt \" failed: \") +                   \\\n"
+       "                  cutlassGetStatusString(st_) + \" at \" __FILE__ \":\" + std::to_string(__LINE__)); \\\n"
+       "  } while (0)\n"
+       "#define SABRE_CHECK_CUDA(stmt)                                                                \\\n"
+       "  do {                                                                                    \\\n"
+       "    cudaError_t e_ = (stmt);                                                              \\\n"
+       "    if (e_ != cudaSuccess)                                                                \\\n"
+       "      return fail(SABRE_CUDA_ERROR, std::string(#stmt \" failed: \") + cudaGetErrorString(e_) + \\\n"
+       "                  \" at \" __FILE__ \":\" + std::to_string(__LINE__));                       \\\n"
+       "  } while (0)\n\n";
+  return o;
+}
+
+std::string workspace_check() {
+  return "  if (need > 0 && (!p->workspace || p->workspace_size < need))\n"
+         "    return fail(SABRE_BAD_ARGS, \"workspace of \" + std::to_string(need) + \" bytes needed, \" +\n"
+         "                                    std::to_string(p->workspace ? p->workspace_size : 0) + \" given\");\n";
+}
+
+std::string conv_registry(const std::string& n) {
+  std::string o;
+  o += "#ifndef SABRE_NO_REGISTRY\n";
+  o += "const sabre_conv_entry* sabre_conv_registry(int* count, int* abi_version) {\n";
+  o += "  static const sabre_conv_entry entries[] = {\n";
+  o += "      {\"" + n + "\", " + n + "_can_implement, " + n + "_workspace_size, " + n + "_run, " + n + "_last_error}};\n";
+  o += "  if (count) *count = 1;\n  if (abi_version) *abi_version = SABRE_KERNEL_ABI_VERSION;\n  return entries;\n}\n";
+  o += "#endif\n\n";
+  return o;
+}
+
+std::optional<std::string_view> take_token(std::string_view& s) {
+  size_t p = s.find('_');
+  std::string_view t = s.substr(0, p);
+  if (t.empty()) return std::nullopt;
+  s = p == std::string_view::npos ? std::string_view() : s.substr(p + 1);
+  return t;
+}
+
+std::optional<int> positive_int(std::string_view s) {
+  int v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (s.empty() || ec != std::errc() || p != s.data() + s.size() || v <= 0) return std::nullopt;
+  return v;
+}
+
+std::optional<std::array<int, 3>> positive_dims(std::string_view s, size_t parts) {
+  std::array<int, 3> out{};
+  for (size_t i = 0; i < parts; ++i) {
+    const size_t x = s.find('x');
+    if ((x == std::string_view::npos) != (i + 1 == parts)) return std::nullopt;  // exactly parts - 1 'x'
+    auto v = positive_int(s.substr(0, x));
+    if (!v) return std::nullopt;
+    out[i] = *v;
+    s = x == std::string_view::npos ? std::string_view() : s.substr(x + 1);
+  }
+  return out;
+}
+
+}  // namespace sabre::cutlass_backend::detail

@@ -1,0 +1,41 @@
+// Pieces of generated CUDA text and of kernel-name parsing that the GEMM emitter (emitter.cpp),
+// the sm80 conv emitter (conv_emitter.cpp) and the sm90 conv emitter (conv_sm90.cpp) share.
+// Internal to backends/cutlass. Tests: through the emitters' tests (tests/unit/*emitter*, conv_*).
+#pragma once
+
+#include <array>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "backends/cutlass/kernel_spec.h"
+
+namespace sabre::cutlass_backend::detail {
+
+// The CUTLASS element type of `e` ("cutlass::half_t", "cutlass::bfloat16_t", "float").
+std::string cutlass_elem(Elem e);
+// The activation functor template (applied to scalars by the sm90 fusion ops and EVT nodes, to
+// Array<> by the sm80 epilogues): "cutlass::epilogue::thread::ReLu", ...
+std::string cutlass_act(Act a);
+// The conv epilogue as a formula for generated comments: "Y = relu(alpha*conv(X,W) + bias[k] + beta*R)".
+std::string conv_algebra(const EpilogueSpec& e);
+// Host-side error plumbing of a generated kernel, for the inside of its anonymous namespace: the
+// thread-local last error, fail(status, message), and SABRE_CHECK_CUTLASS / SABRE_CHECK_CUDA, which
+// return the failing statement, status text and line through fail().
+std::string host_error_plumbing();
+
+// The run entry point's check that the caller's workspace holds `need` bytes (SABRE_BAD_ARGS else).
+std::string workspace_check();
+// A conv kernel library's one-entry `sabre_conv_registry` for kernel `name` (kernel_abi.h), left out
+// under -DSABRE_NO_REGISTRY.
+std::string conv_registry(const std::string& name);
+
+// Kernel-name tokens: takes the token before the next '_' (or the rest) off the front of `s`;
+// nullopt for an empty token.
+std::optional<std::string_view> take_token(std::string_view& s);
+// A positive decimal int with nothing else (no sign, no spaces); nullopt otherwise.
+std::optional<int> positive_int(std::string_view s);
+// "128x128x64" with `parts` (2 or 3) positive ints; the unused last entry is 0. Nullopt otherwise.
+std::optional<std::array<int, 3>> positive_dims(std::string_view s, size_t parts);
+
+}  // namespace sabre::cutlass_backend::detail
