@@ -22,15 +22,16 @@
 #include "backends/cutlass/nvcc.h"
 #include "ir/dtype.h"
 #include "sabre/kernel_abi.h"
+#include "conv_test_util.h"
 
 namespace cb = sabre::cutlass_backend;
 namespace fs = std::filesystem;
 
 namespace {
 
+using namespace sabre::conv_test;
+
 constexpr int kSkip = 77;
-constexpr float kAlpha = 0.75f, kBeta = 0.5f;
-constexpr int64_t kGuard = 256;  // poisoned elements after Y that no kernel may write
 
 // Every activation, bias with and without, the three residual forms, both dtypes, both iterators,
 // every catalog tile shape and the alignment-2 and alignment-1 fallbacks.
@@ -74,76 +75,6 @@ const Problem kProblems[] = {
     {"3x3_c512_k512_7x7_batch1", 1, 7, 7, 512, 512, 3, 3, 1, 1, 1, 1, 1, 1},
 };
 
-double tolerance(cb::Elem e) { return e == cb::Elem::f16 ? 5e-3 : 2e-2; }
-
-uint16_t to_bits(cb::Elem e, float v) {
-  return e == cb::Elem::f16 ? sabre::ir::float_to_half(v) : sabre::ir::float_to_bf16(v);
-}
-float from_bits(cb::Elem e, uint16_t b) {
-  return e == cb::Elem::f16 ? sabre::ir::half_to_float(b) : sabre::ir::bf16_to_float(b);
-}
-uint16_t nan_bits(cb::Elem e) { return e == cb::Elem::f16 ? 0x7e00 : 0x7fc0; }
-
-// Random values in [-1, -0.05] U [0.05, 1] (never zero), rounded to the dtype; host bits and the doubles.
-void random_tensor(cb::Elem e, size_t count, std::mt19937& rng, std::vector<uint16_t>& bits, std::vector<double>& vals) {
-  std::uniform_real_distribution<float> mag(0.05f, 1.0f);
-  bits.resize(count);
-  vals.resize(count);
-  for (size_t i = 0; i < count; ++i) {
-    float v = mag(rng) * (rng() & 1 ? 1.0f : -1.0f);
-    bits[i] = to_bits(e, v);
-    vals[i] = from_bits(e, bits[i]);
-  }
-}
-
-double activate(cb::Act a, double x) {
-  switch (a) {
-    case cb::Act::none: return x;
-    case cb::Act::relu: return x > 0 ? x : 0;
-    case cb::Act::silu: return x / (1 + std::exp(-x));
-    case cb::Act::sigmoid: return 1 / (1 + std::exp(-x));
-    case cb::Act::hardswish: return x * std::min(std::max(x + 3, 0.0), 6.0) / 6;
-    case cb::Act::gelu_erf: return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0)));
-    case cb::Act::gelu_tanh:
-      return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
-    case cb::Act::kCount: break;
-  }
-  return NAN;
-}
-
-// Y = act(alpha*conv + bias + beta*R) or act(alpha*conv + bias) + beta*R, in double.
-std::vector<double> reference(const Problem& pb, const cb::EpilogueSpec& epi, const std::vector<double>& x,
-                              const std::vector<double>& w, const std::vector<double>& bias,
-                              const std::vector<double>& res) {
-  const int64_t P = pb.p(), Q = pb.q();
-  std::vector<double> y(size_t(pb.n * P * Q * pb.k));
-  for (int64_t n = 0; n < pb.n; ++n)
-    for (int64_t p = 0; p < P; ++p)
-      for (int64_t q = 0; q < Q; ++q)
-        for (int64_t k = 0; k < pb.k; ++k) {
-          double acc = 0;
-          for (int64_t r = 0; r < pb.r; ++r) {
-            int64_t hi = p * pb.stride_h - pb.pad_h + r * pb.dil_h;
-            if (hi < 0 || hi >= pb.h) continue;
-            for (int64_t s = 0; s < pb.s; ++s) {
-              int64_t wi = q * pb.stride_w - pb.pad_w + s * pb.dil_w;
-              if (wi < 0 || wi >= pb.w) continue;
-              const double* xp = &x[size_t(((n * pb.h + hi) * pb.w + wi) * pb.c)];
-              const double* wp = &w[size_t(((k * pb.r + r) * pb.s + s) * pb.c)];
-              for (int64_t c = 0; c < pb.c; ++c) acc += xp[c] * wp[c];
-            }
-          }
-          size_t o = size_t(((n * P + p) * Q + q) * pb.k + k);
-          double v = kAlpha * acc;
-          if (epi.bias) v += bias[size_t(k)];
-          if (epi.residual == cb::Residual::before_act) v += kBeta * res[o];
-          v = activate(epi.act, v);
-          if (epi.residual == cb::Residual::after_act) v += kBeta * res[o];
-          y[o] = v;
-        }
-  return y;
-}
-
 struct Kernel {
   std::string name;
   cb::ConvSpec spec;
@@ -159,13 +90,6 @@ struct Kernel {
       return false;                                                                               \
     }                                                                                             \
   } while (0)
-
-struct DeviceBuf {
-  void* p = nullptr;
-  ~DeviceBuf() {
-    if (p) cudaFree(p);
-  }
-};
 
 // Runs one kernel on one problem; prints one line; returns false on a failure.
 bool run_case(const Kernel& kn, const Problem& pb, std::mt19937& rng) {
