@@ -106,6 +106,12 @@ def main():
         ("unknown --dim name", run[1:] + [bert, "--dim", "batch=2", "--dim", "sequence=4", "-o", w("o")],
          [r"sequence"]),
         ("dim not given", run[1:] + [bert, "--dim", "batch=2", "-o", w("o")], [r"seq"]),
+        ("bad --conv-kernels", ["compile", bert, "-o", w("c.sabre"), "--plan-only", "--conv-kernels", "sm70"],
+         [r"--conv-kernels", r"sm70", r"auto, sm80 or sm90"]),
+        ("contradicting attention flags", ["compile", bert, "-o", w("c.sabre"), "--plan-only", "--fuse-attention",
+                                           "--no-fuse-attention"], [r"contradict"]),
+        ("contradicting attention flags (tune)", ["tune", bert, "--no-tune", "--fuse-attention", "--no-fuse-attention"],
+         [r"contradict"]),
         ("no model argument", ["inspect"], [r"usage|model"]),
         ("unknown command", ["frobnicate"], [r"frobnicate"]),
     ]
