@@ -126,7 +126,7 @@ CompileSummary compile_model(const std::string& model, const std::string& out_di
     }
     if (!gpu && opts.tune == CompileOptions::Tune::always) throw std::runtime_error("--tune needs a GPU to time on: " + why);
     if (!gpu) {
-      sum.notes.push_back("not tuned (" + why + "): the analytic model picked the GEMM kernels; run `sabre compile` "
+      sum.notes.push_back("not tuned (" + why + "): the analytic model picked the GEMM and conv kernels; run `sabre compile` "
                           "on a GPU of the target arch to tune, or `sabre tune` there and recompile with its DB");
     } else {
       // Every GEMM workload of the model at once, so all candidates compile in one parallel batch:
