@@ -66,20 +66,9 @@ std::string host_code(const ConvSpec& s, const EmitOptions& opts) {
   o += "bool fits(int64_t v) { return v <= INT32_MAX; }\n\n";
   o += "// Why this kernel cannot run these arguments, or nullptr. Covers what CUTLASS leaves to the caller.\n";
   o += "const char* refuse(const sabre_conv_args* p) {\n";
-  o += "  if (!p) return \"args is NULL\";\n";
-  o += "  if (p->groups != 1) return \"groups != 1 (grouped or depthwise convolution) is not supported by this kernel\";\n";
-  o += "  if (p->n < 0 || p->h < 1 || p->w < 1 || p->c < 1 || p->k < 1 || p->r < 1 || p->s < 1 || p->p < 1 || p->q < 1)\n"
-       "    return \"need n >= 0 and h, w, c, k, r, s, p, q >= 1\";\n";
-  o += "  if (p->pad_h < 0 || p->pad_w < 0 || p->stride_h < 1 || p->stride_w < 1 || p->dil_h < 1 || p->dil_w < 1)\n"
-       "    return \"need pads >= 0, strides and dilations >= 1\";\n";
-  o += "  if (!fits(p->n) || !fits(p->h) || !fits(p->w) || !fits(p->c) || !fits(p->k) || !fits(p->r) || !fits(p->s) ||\n"
-       "      !fits(p->p) || !fits(p->q) || !fits(p->pad_h) || !fits(p->pad_w) || !fits(p->stride_h) ||\n"
-       "      !fits(p->stride_w) || !fits(p->dil_h) || !fits(p->dil_w))\n"
-       "    return \"a dimension exceeds int32\";\n";
+  o += detail::conv_refuse_shape_checks();
   o += "  if (!fits(p->n * p->p * p->q) || !fits(p->r * p->s * p->c)) return \"implicit GEMM M = n*p*q or K = r*s*c exceeds int32\";\n";
-  o += "  if (!p->x || !p->filter || !p->y) return \"x, filter and y must be non-NULL\";\n";
-  o += "  if (kHasBias && !p->bias) return \"this kernel adds a bias: bias must be non-NULL\";\n";
-  o += "  if (kHasResidual && !p->residual) return \"this kernel adds a residual: residual must be non-NULL\";\n";
+  o += detail::conv_refuse_pointer_checks();
   o += "  if (p->c % kAlign) return \"c (input channels) is not a multiple of the kernel's alignment\";\n";
   o += "  if (p->k % kAlign) return \"k (output channels) is not a multiple of the kernel's alignment\";\n";
   o += "  if (!aligned(p->x) || !aligned(p->filter) || !aligned(p->y) || (kHasBias && !aligned(p->bias)) ||\n"

@@ -139,22 +139,11 @@ std::string host_code(const Sm90ConvSpec& s, const EmitOptions& opts) {
        "// and the TMA im2col limits (cuTensorMapEncodeIm2col, rank-4 tensor) that a release build would not\n"
        "// report: CUTLASS only asserts the encode's result, so a descriptor out of range would be garbage.\n";
   o += "const char* refuse(const sabre_conv_args* p) {\n";
-  o += "  if (!p) return \"args is NULL\";\n";
-  o += "  if (p->groups != 1) return \"groups != 1 (grouped or depthwise convolution) is not supported by this kernel\";\n";
-  o += "  if (p->n < 0 || p->h < 1 || p->w < 1 || p->c < 1 || p->k < 1 || p->r < 1 || p->s < 1 || p->p < 1 || p->q < 1)\n"
-       "    return \"need n >= 0 and h, w, c, k, r, s, p, q >= 1\";\n";
-  o += "  if (p->pad_h < 0 || p->pad_w < 0 || p->stride_h < 1 || p->stride_w < 1 || p->dil_h < 1 || p->dil_w < 1)\n"
-       "    return \"need pads >= 0, strides and dilations >= 1\";\n";
-  o += "  if (!fits(p->n) || !fits(p->h) || !fits(p->w) || !fits(p->c) || !fits(p->k) || !fits(p->r) || !fits(p->s) ||\n"
-       "      !fits(p->p) || !fits(p->q) || !fits(p->pad_h) || !fits(p->pad_w) || !fits(p->stride_h) ||\n"
-       "      !fits(p->stride_w) || !fits(p->dil_h) || !fits(p->dil_w))\n"
-       "    return \"a dimension exceeds int32\";\n";
+  o += detail::conv_refuse_shape_checks();
   o += "  if (!product_at_most(p->n, p->p, p->q, INT32_MAX) || !product_at_most(p->r, p->s, p->c, INT32_MAX))\n"
        "    return \"implicit GEMM M = n*p*q or K = r*s*c exceeds int32\";\n";
   o += "  if ((p->k + kTileN - 1) / kTileN > 65535) return \"k (output channels) needs more than 65535 CTA columns\";\n";
-  o += "  if (!p->x || !p->filter || !p->y) return \"x, filter and y must be non-NULL\";\n";
-  o += "  if (kHasBias && !p->bias) return \"this kernel adds a bias: bias must be non-NULL\";\n";
-  o += "  if (kHasResidual && !p->residual) return \"this kernel adds a residual: residual must be non-NULL\";\n";
+  o += detail::conv_refuse_pointer_checks();
   o += "  if (p->c % kAlign) return \"c (input channels) is not a multiple of the kernel's alignment (TMA rows are 16-byte aligned)\";\n";
   o += "  if (p->k % kAlign) return \"k (output channels) is not a multiple of the kernel's alignment (TMA rows are 16-byte aligned)\";\n";
   o += "  if (!aligned(p->x) || !aligned(p->filter) || !aligned(p->y) || (kHasBias && !aligned(p->bias)) ||\n"
@@ -282,9 +271,7 @@ std::optional<Sm90ConvSpec> parse_sm90_conv_kernel_name(std::string_view name) {
   std::string_view rest = name.substr(kPrefix.size());
   Sm90ConvSpec s;
   if (detail::take_token(rest) != "nhwc") return std::nullopt;
-  auto x = detail::take_token(rest), y = detail::take_token(rest), acc = detail::take_token(rest);
-  if (!x || !y || x != y || acc != "f32") return std::nullopt;
-  auto e = parse_elem(*x);
+  auto e = detail::take_operand_types(rest);
   if (!e) return std::nullopt;
   s.elem = *e;
   auto tile = detail::take_token(rest);

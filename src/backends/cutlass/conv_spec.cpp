@@ -51,9 +51,7 @@ std::optional<ConvSpec> parse_conv_kernel_name(std::string_view name) {
   for (size_t i = 0; i < kIterNames.size(); ++i)
     if (kIterNames[i] == *it) s.config.iter = ConvIter(i), found = true;
   if (!found || detail::take_token(rest) != "nhwc") return std::nullopt;
-  auto x = detail::take_token(rest), y = detail::take_token(rest), acc = detail::take_token(rest);
-  if (!x || !y || x != y || acc != "f32") return std::nullopt;
-  auto e = parse_elem(*x);
+  auto e = detail::take_operand_types(rest);
   if (!e) return std::nullopt;
   s.elem = *e;
   auto tile = detail::take_token(rest);

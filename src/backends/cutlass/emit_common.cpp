@@ -38,6 +38,29 @@ std::string conv_algebra(const EpilogueSpec& e) {
   return "Y = " + out;
 }
 
+std::string conv_refuse_shape_checks() {
+  std::string o;
+  o += "  if (!p) return \"args is NULL\";\n";
+  o += "  if (p->groups != 1) return \"groups != 1 (grouped or depthwise convolution) is not supported by this kernel\";\n";
+  o += "  if (p->n < 0 || p->h < 1 || p->w < 1 || p->c < 1 || p->k < 1 || p->r < 1 || p->s < 1 || p->p < 1 || p->q < 1)\n"
+       "    return \"need n >= 0 and h, w, c, k, r, s, p, q >= 1\";\n";
+  o += "  if (p->pad_h < 0 || p->pad_w < 0 || p->stride_h < 1 || p->stride_w < 1 || p->dil_h < 1 || p->dil_w < 1)\n"
+       "    return \"need pads >= 0, strides and dilations >= 1\";\n";
+  o += "  if (!fits(p->n) || !fits(p->h) || !fits(p->w) || !fits(p->c) || !fits(p->k) || !fits(p->r) || !fits(p->s) ||\n"
+       "      !fits(p->p) || !fits(p->q) || !fits(p->pad_h) || !fits(p->pad_w) || !fits(p->stride_h) ||\n"
+       "      !fits(p->stride_w) || !fits(p->dil_h) || !fits(p->dil_w))\n"
+       "    return \"a dimension exceeds int32\";\n";
+  return o;
+}
+
+std::string conv_refuse_pointer_checks() {
+  std::string o;
+  o += "  if (!p->x || !p->filter || !p->y) return \"x, filter and y must be non-NULL\";\n";
+  o += "  if (kHasBias && !p->bias) return \"this kernel adds a bias: bias must be non-NULL\";\n";
+  o += "  if (kHasResidual && !p->residual) return \"this kernel adds a residual: residual must be non-NULL\";\n";
+  return o;
+}
+
 std::string host_error_plumbing() {
   std::string o;
   o += "thread_local std::string g_last_error;\n\n";
@@ -89,6 +112,12 @@ std::optional<int> positive_int(std::string_view s) {
   auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
   if (s.empty() || ec != std::errc() || p != s.data() + s.size() || v <= 0) return std::nullopt;
   return v;
+}
+
+std::optional<Elem> take_operand_types(std::string_view& s) {
+  auto x = take_token(s), y = take_token(s), acc = take_token(s);
+  if (!x || !y || x != y || acc != "f32") return std::nullopt;
+  return parse_elem(*x);
 }
 
 std::optional<std::array<int, 3>> positive_dims(std::string_view s, size_t parts) {

@@ -19,6 +19,11 @@ std::string cutlass_elem(Elem e);
 std::string cutlass_act(Act a);
 // The conv epilogue as a formula for generated comments: "Y = relu(alpha*conv(X,W) + bias[k] + beta*R)".
 std::string conv_algebra(const EpilogueSpec& e);
+// The checks both conv families' refuse() starts with (NULL args, groups 1, positive dims, pads,
+// strides and dilations, every dim within int32; needs fits()), and the operand-pointer checks
+// (x, filter, y, and the bias and residual a kernel with kHasBias / kHasResidual reads).
+std::string conv_refuse_shape_checks();
+std::string conv_refuse_pointer_checks();
 // Host-side error plumbing of a generated kernel, for the inside of its anonymous namespace: the
 // thread-local last error, fail(status, message), and SABRE_CHECK_CUTLASS / SABRE_CHECK_CUDA, which
 // return the failing statement, status text and line through fail().
@@ -35,6 +40,9 @@ std::string conv_registry(const std::string& name);
 std::optional<std::string_view> take_token(std::string_view& s);
 // A positive decimal int with nothing else (no sign, no spaces); nullopt otherwise.
 std::optional<int> positive_int(std::string_view s);
+// The operand types of a conv name, "f16_f16_f32" (X and W, Y, the f32 accumulator), taken off the
+// front of `s`: the element type when X/W and Y agree and accumulation is f32, else nullopt.
+std::optional<Elem> take_operand_types(std::string_view& s);
 // "128x128x64" with `parts` (2 or 3) positive ints; the unused last entry is 0. Nullopt otherwise.
 std::optional<std::array<int, 3>> positive_dims(std::string_view s, size_t parts);
 
