@@ -59,7 +59,7 @@ int64_t output_tiles(const KernelConfig& c, const GemmShape& shape) {
 }  // namespace
 
 bool split_k_offered(const KernelConfig& c, const GemmShape& shape, const GpuModel& gpu) {
-  if (c.schedule != Schedule::splitk) return true;
+  if (!is_split_k(c.schedule)) return true;
   const int64_t tiles = output_tiles(c, shape);
   return 2 * tiles < gpu.sms && tiles * c.splits <= gpu.sms && ceil_div(shape.k, c.tile.k) >= 2 * c.splits;
 }
@@ -103,15 +103,18 @@ double predict_us(const KernelSpec& s, const GemmShape& shape, int problem_align
       const int64_t splits = std::min<int64_t>(k_iters, ceil_div(gpu.sms, tiles));
       if (splits > 1) t_compute += (splits - 1) * tm * tn * 4.0 / (gpu.l2_tbps * 1e12 / gpu.sms) * 0.25 + 0.5e-6;
     }
-  } else if (c.schedule == Schedule::splitk) {
+  } else if (is_split_k(c.schedule)) {
     // `splits` CTAs per tile, each over its share of the k-iterations. The deterministic reduction
     // is a turnstile: the earlier splits add their f32 partial tile into the workspace one after
     // another, then the last reads the sum and runs the epilogue; each pass moves a partial tile
-    // through L2 (as a stream-K fixup does) and hands the lock on.
+    // through L2 (as a stream-K fixup does) and hands the lock on. The unordered one stores the
+    // first partial, adds the middle ones at once as they arrive, then the last reads the sum:
+    // three passes at most.
     const int64_t splits = c.splits;
     const double t_pass = tm * tn * 4.0 / (gpu.l2_tbps * 1e12 / gpu.sms) * 0.25 + gpu.lock_handoff_us * 1e-6;
+    const int64_t passes = c.schedule == Schedule::splitk ? splits : std::min<int64_t>(splits, 3);
     const int64_t waves = ceil_div(tiles * splits, gpu.sms);
-    t_compute = waves * (ceil_div(k_iters, splits) * t_iter + splits * t_pass + t_epi);
+    t_compute = waves * (ceil_div(k_iters, splits) * t_iter + passes * t_pass + t_epi);
   } else {
     const int64_t waves = ceil_div(tiles, gpu.sms);
     t_compute = waves * (k_iters * t_iter + t_epi);

@@ -26,6 +26,7 @@
 #include <random>
 #include <set>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -502,6 +503,15 @@ std::vector<Candidate> default_candidates(int sm, bool quick) {
               cb::EpilogueSpec{cb::Act::gelu_erf, true, cb::Residual::after_act}})
           add({c, ops, epi});
         break;
+      }
+      // The unordered split: the middle splits add atomically, so three or more splits exercise it.
+      for (const char* n : {"sm90_ws_splitku4_tn_%s_%s_f32_128x32x64_c1x1_a8_bias_res",
+                            "sm90_ws_splitku8_tn_%s_%s_f32_128x64x64_c1x1_a8_bias_gelu"}) {
+        char buf[128];
+        std::snprintf(buf, sizeof buf, n, std::string(cb::elem_name(e)).c_str(), std::string(cb::elem_name(e)).c_str());
+        auto spec = cb::parse_kernel_name(buf);
+        if (!spec) throw std::logic_error(std::string("bad kernel name in the test list: ") + buf);
+        add(*spec);
       }
     }
   for (cb::Family f : fams) {

@@ -53,6 +53,18 @@ TEST(KernelSpec, NamesSayWhatTheKernelIs) {
   EXPECT_EQ(parsed->config.schedule, cb::Schedule::splitk);
   EXPECT_EQ(parsed->config.splits, 8);
   EXPECT_EQ(cb::parse_kernel_name(cb::kernel_name(sm90_spec()))->config.splits, 1);
+  // The unordered split is another kernel; its name must not parse as the ordered one.
+  sk.config.schedule = cb::Schedule::splitku;
+  sk.config.tile.n = 32;
+  EXPECT_EQ(cb::kernel_name(sk), "sm90_ws_splitku4_tn_f16_f16_f32_128x32x64_c1x1_a8_bias_res");
+  auto pu = cb::parse_kernel_name(cb::kernel_name(sk));
+  ASSERT_TRUE(pu.has_value());
+  EXPECT_EQ(*pu, sk);
+  EXPECT_EQ(cb::parse_kernel_name("sm90_ws_splitk4_tn_f16_f16_f32_128x32x64_c1x1_a8_bias_res")->config.schedule,
+            cb::Schedule::splitk);
+  for (const char* bad : {"sm90_ws_splitku_tn_f16_f16_f32_128x32x64_c1x1_a8_bias", "sm90_ws_splitku1_tn_f16_f16_f32_128x32x64_c1x1_a8_bias",
+                          "sm90_ws_splitkux4_tn_f16_f16_f32_128x32x64_c1x1_a8_bias"})
+    EXPECT_FALSE(cb::parse_kernel_name(bad).has_value()) << bad;
 }
 
 TEST(KernelSpec, EpilogueNamesRoundTripAndOrderMeansOrder) {
@@ -122,7 +134,7 @@ TEST(Catalog, HasEnoughConfigsPerArch) {
     tile_n.insert(c.tile.n);
   }
   EXPECT_EQ(clusters.size(), 3u);
-  EXPECT_EQ(schedules.size(), 4u);
+  EXPECT_EQ(schedules.size(), 5u);
   EXPECT_TRUE(tile_m.count(64) && tile_m.count(256) && tile_n.count(64) && tile_n.count(256));
 }
 
@@ -130,7 +142,7 @@ TEST(Catalog, SplitKRowsSplitTwoFourAndEightWays) {
   for (cb::Elem e : {cb::Elem::f16, cb::Elem::bf16, cb::Elem::f32}) {
     std::set<int> splits;
     for (const auto& c : cb::catalog(cb::Family::sm90, {e, e, cb::Layout::tn}, 90)) {
-      if (c.schedule != cb::Schedule::splitk) {
+      if (!cb::is_split_k(c.schedule)) {
         EXPECT_EQ(c.splits, 1);
         continue;
       }

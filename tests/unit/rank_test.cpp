@@ -111,7 +111,7 @@ TEST(Rank, SplitKIsOfferedForSmallMAndLongKOnly) {
   GemmProblem deep = problem("f16", 768, 16384, 16, "bias_res");
   auto r = rank_candidates(deep, 16, 90);
   bool split_in_top = false;
-  for (size_t i = 0; i < 4 && i < r.size(); ++i) split_in_top |= r[i].spec.config.schedule == cb::Schedule::splitk;
+  for (size_t i = 0; i < 4 && i < r.size(); ++i) split_in_top |= cb::is_split_k(r[i].spec.config.schedule);
   EXPECT_TRUE(split_in_top) << r[0].name;
   // The reduction is a chain of passes: at short K more splits cost more than they save.
   auto split8 = *cb::parse_kernel_name("sm90_ws_splitk8_tn_f16_f16_f32_128x64x64_c1x1_a8_bias_res");
@@ -121,9 +121,22 @@ TEST(Rank, SplitKIsOfferedForSmallMAndLongKOnly) {
   // leave 84 SMs idle: split in two they are offered).
   for (int64_t m : {2048, 4096})
     for (const Candidate& c : rank_candidates(problem("f16", 768, 3072, m, "bias_res"), m, 90))
-      EXPECT_NE(c.spec.config.schedule, cb::Schedule::splitk) << c.name << " at M " << m;
+      EXPECT_FALSE(cb::is_split_k(c.spec.config.schedule)) << c.name << " at M " << m;
   for (const Candidate& c : rank_candidates(problem("f16", 4096, 4096, 4096), 4096, 90))
-    EXPECT_NE(c.spec.config.schedule, cb::Schedule::splitk) << c.name;
+    EXPECT_FALSE(cb::is_split_k(c.spec.config.schedule)) << c.name;
+}
+
+// The unordered split adds its middle partials at once, so its reduction costs about three passes
+// whatever the split count, fewer than the ordered turnstile's one a split.
+TEST(Rank, UnorderedSplitKCostsFewerPassesThanOrdered) {
+  const GpuModel g = GpuModel::for_sm(90);
+  auto ordered = *cb::parse_kernel_name("sm90_ws_splitk8_tn_f16_f16_f32_128x64x64_c1x1_a8_bias_res");
+  auto unordered = *cb::parse_kernel_name("sm90_ws_splitku8_tn_f16_f16_f32_128x64x64_c1x1_a8_bias_res");
+  EXPECT_LT(predict_us(unordered, {128, 768, 3072, 1}, 8, g, 90), predict_us(ordered, {128, 768, 3072, 1}, 8, g, 90));
+  auto u2 = *cb::parse_kernel_name("sm90_ws_splitku2_tn_f16_f16_f32_128x64x64_c1x1_a8_bias_res");
+  auto o2 = *cb::parse_kernel_name("sm90_ws_splitk2_tn_f16_f16_f32_128x64x64_c1x1_a8_bias_res");
+  EXPECT_DOUBLE_EQ(predict_us(u2, {128, 768, 3072, 1}, 8, g, 90), predict_us(o2, {128, 768, 3072, 1}, 8, g, 90))
+      << "two splits: a store and a load either way";
 }
 
 TEST(Rank, UnalignedProblemFallsBackToNarrowAccessKernels) {

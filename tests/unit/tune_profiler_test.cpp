@@ -233,7 +233,7 @@ TEST(Profiler, SplitKCandidatesOnlyAtSmallMAndWithinTheCap) {
   for (size_t i = 0; i < ts.size(); ++i)
     for (const Candidate& c : lists[i]) {
       all.insert(c.name);
-      const bool split = c.spec.config.schedule == cb::Schedule::splitk;
+      const bool split = cb::is_split_k(c.spec.config.schedule);
       split_at_small_m |= split && ts[i].m <= 128;
       if (ts[i].m >= 2048) {
         EXPECT_FALSE(split) << c.name << " at M " << ts[i].m;

@@ -30,6 +30,13 @@ constexpr Sm90Row kSm90[] = {
     // offers them only to problems with few tiles and long K (tune/rank.h, split_k_offered).
     {Schedule::splitk, 128, 64, 1, 1, 2},   {Schedule::splitk, 128, 64, 1, 1, 4},   {Schedule::splitk, 128, 64, 1, 1, 8},
     {Schedule::splitk, 128, 128, 1, 1, 2},  {Schedule::splitk, 128, 128, 1, 1, 4},  {Schedule::splitk, 128, 128, 1, 1, 8},
+    // unordered split-K: the same split with the middle splits adding atomically as they arrive,
+    // so a tile's reduction costs about three handoffs whatever the split count (the ordered
+    // turnstile measured 2.7-3 us per split on the H200). The 128x32 tile gives a 128-row problem
+    // with N=768 (BERT's projections at batch 1) 24 tiles, 96 CTAs at 4 splits.
+    {Schedule::splitku, 128, 32, 1, 1, 4},  {Schedule::splitku, 128, 32, 1, 1, 8},  {Schedule::splitku, 128, 64, 1, 1, 2},
+    {Schedule::splitku, 128, 64, 1, 1, 4},  {Schedule::splitku, 128, 64, 1, 1, 8},  {Schedule::splitku, 128, 128, 1, 1, 2},
+    {Schedule::splitku, 128, 128, 1, 1, 4},
 };
 
 // sm80 rows, written for 16-bit operands: tile, warp tile (K as the tile's), stages, alignment in

@@ -7,8 +7,8 @@ namespace sabre::cutlass_backend {
 namespace {
 
 constexpr std::array<std::string_view, size_t(Family::kCount)> kFamilyNames = {"sm90", "sm80"};
-constexpr std::array<std::string_view, size_t(Schedule::kCount)> kScheduleNames = {"coop", "pingpong", "streamk",
-                                                                                  "splitk", "multistage"};
+constexpr std::array<std::string_view, size_t(Schedule::kCount)> kScheduleNames = {
+    "coop", "pingpong", "streamk", "splitk", "splitku", "multistage"};
 static_assert(kScheduleNames.back() == "multistage", "every Schedule needs its name here");
 constexpr std::array<std::string_view, size_t(Elem::kCount)> kElemNames = {"f16", "bf16", "f32"};
 constexpr std::array<int, size_t(Elem::kCount)> kElemBytes = {2, 2, 4};
@@ -117,7 +117,7 @@ std::string kernel_name(const KernelSpec& s) {
   if (c.family == Family::sm90) {
     n += "_ws_";
     n += schedule_name(c.schedule);
-    if (c.schedule == Schedule::splitk) n += std::to_string(c.splits);  // "splitk4": another S is another kernel
+    if (is_split_k(c.schedule)) n += std::to_string(c.splits);  // "splitk4": another S is another kernel
   } else {
     n += "_tc";
   }
@@ -153,10 +153,12 @@ std::optional<KernelSpec> parse_kernel_name(std::string_view name) {
     bool found = false;
     for (Schedule x : {Schedule::coop, Schedule::pingpong, Schedule::streamk})
       if (schedule_name(x) == *sch) s.config.schedule = x, found = true;
-    if (const auto sk = schedule_name(Schedule::splitk); !found && sch->substr(0, sk.size()) == sk) {
+    for (Schedule x : {Schedule::splitku, Schedule::splitk}) {  // "splitku4" before its prefix "splitk"
+      const auto sk = schedule_name(x);
+      if (found || sch->substr(0, sk.size()) != sk) continue;
       auto splits = parse_int(sch->substr(sk.size()));  // "splitk4"; leading zeros fail the round trip below
       if (!splits || *splits < 2) return std::nullopt;
-      s.config.schedule = Schedule::splitk;
+      s.config.schedule = x;
       s.config.splits = *splits;
       found = true;
     }
@@ -229,8 +231,8 @@ std::optional<std::string> unsupported_reason(const KernelSpec& s, int target_sm
   if (s.ops.d != s.ops.ab) return "output dtype must equal the operand dtype";
   if (!is_pow2(c.alignment) || c.alignment * bytes > 16) return "alignment must be a power of two of at most 16 bytes";
   if (c.tile.m <= 0 || c.tile.n <= 0 || c.tile.k <= 0) return "tile dims must be positive";
-  if (c.schedule == Schedule::splitk ? c.splits < 2 || c.splits > 16 : c.splits != 1)
-    return "splits must be 2..16 for the split-K schedule and 1 for every other schedule";
+  if (is_split_k(c.schedule) ? c.splits < 2 || c.splits > 16 : c.splits != 1)
+    return "splits must be 2..16 for the split-K schedules and 1 for every other schedule";
   if (c.family == Family::sm90) {
     if (target_sm != 90) return "sm90 (wgmma/TMA) kernels run only on compute capability 9.0";
     if (c.schedule == Schedule::multistage) return "multistage is an sm80 schedule";

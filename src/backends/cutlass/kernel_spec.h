@@ -15,8 +15,12 @@ namespace sabre::cutlass_backend {
 enum class Family : uint8_t { sm90, sm80, kCount };
 // sm90: TMA warp-specialized kernels from the 3.x CollectiveBuilder; sm80: 2.x GemmUniversal,
 // whose only schedule is the multistage (or, with 2 stages, register-pipelined) mainloop.
-// splitk is the stream-K kernel told to split every tile's K exactly KernelConfig::splits ways.
-enum class Schedule : uint8_t { coop, pingpong, streamk, splitk, multistage, kCount };
+// splitk is the stream-K kernel told to split every tile's K exactly KernelConfig::splits ways; its
+// splits add their partials in K order (bitwise reproducible). splitku is the same split with the
+// middle splits adding atomically in arrival order: one handoff less per split, not reproducible
+// bit for bit.
+enum class Schedule : uint8_t { coop, pingpong, streamk, splitk, splitku, multistage, kCount };
+constexpr bool is_split_k(Schedule s) { return s == Schedule::splitk || s == Schedule::splitku; }
 // f32 operands run on tensor cores as TF32; accumulation is always f32.
 enum class Elem : uint8_t { f16, bf16, f32, kCount };
 // A is always [M,K] row-major. tn: B is [N,K], K contiguous. tt: B is [K,N], N contiguous.
@@ -37,7 +41,7 @@ struct KernelConfig {
   Shape3 warp;             // sm80 only
   int stages = 0;          // sm80 only; sm90 picks its stage count from the shared memory left
   int alignment = 8;       // elements, for A, B, C and D
-  int splits = 1;          // splitk only (2..16): CTAs that share one output tile's K; 1 otherwise
+  int splits = 1;          // splitk and splitku only (2..16): CTAs that share one output tile's K; 1 otherwise
   bool operator==(const KernelConfig&) const = default;
 };
 
