@@ -39,10 +39,16 @@ int arch_sm(const std::string& arch) {
 }
 
 std::string elementwise_library_source(const ElementwiseKernel& k) {
-  return k.source + "\n// Host launcher the runtime looks up by name (docs/RUNTIME.md, op elementwise).\n"
+  return k.source + "\n// Host launcher the runtime looks up by name (docs/RUNTIME.md, op elementwise).\n#include <cstdlib>\n"
+                    "// With the PDL attribute (the kernel begins with griddepcontrol.wait) unless SABRE_PDL=0.\n"
                     "extern \"C\" int " + k.name + "_launch(const SabreEwParams* p, unsigned grid, cudaStream_t s) {\n"
-                    "  " + k.name + "<<<grid, 256, 0, s>>>(*p);\n"
-                    "  return (int)cudaGetLastError();\n}\n";
+                    "  static const bool pdl = [] { const char* v = getenv(\"SABRE_PDL\"); return !(v && v[0] == '0'); }();\n"
+                    "  cudaLaunchAttribute attr[1];\n"
+                    "  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;\n"
+                    "  attr[0].val.programmaticStreamSerializationAllowed = 1;\n"
+                    "  cudaLaunchConfig_t cfg = {};\n"
+                    "  cfg.gridDim = dim3(grid), cfg.blockDim = dim3(256), cfg.stream = s, cfg.attrs = attr, cfg.numAttrs = pdl ? 1 : 0;\n"
+                    "  return (int)cudaLaunchKernelEx(&cfg, " + k.name + ", *p);\n}\n";
 }
 
 std::string analytic_conv_kernel(const ConvProblem& p, int target_sm, ConvKernels family) {

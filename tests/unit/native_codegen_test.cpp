@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "backends/native/elementwise.h"
+#include "codegen/compile.h"
 
 namespace sabre::native {
 namespace {
@@ -101,12 +102,13 @@ TEST(NativeCodegenNvcc, GeneratedSourcesCompile) {
     ch.outputs = {s, ch.binary(EwOp::greater_equal, s, x), ch.cast(s, DType::i32)};
     chains.push_back(ch);
   }
-  // One translation unit per kernel, as the artifact builder will compile them.
+  // One translation unit per kernel with its host launcher (the PDL launch), as the artifact
+  // builder compiles them.
   const std::string dir = SABRE_BINARY_DIR "/native_codegen_test";
   std::system(("mkdir -p " + dir).c_str());
   for (size_t k = 0; k < chains.size(); ++k) {
     const std::string cu = dir + "/k" + std::to_string(k) + ".cu";
-    std::ofstream(cu) << generate_elementwise_kernel(chains[k]);
+    std::ofstream(cu) << codegen::elementwise_library_source({kernel_name(chains[k]), generate_elementwise_kernel(chains[k])});
   }
   std::string cmd = nvcc + " -std=c++17 -O3 -arch=sm_90 -Xptxas -warn-spills -c";
   for (size_t k = 0; k < chains.size(); ++k) cmd += " " + dir + "/k" + std::to_string(k) + ".cu";

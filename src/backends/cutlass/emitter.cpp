@@ -18,6 +18,14 @@ std::string algebra(const EpilogueSpec& e) {
 
 std::string i(int v) { return std::to_string(v); }
 
+// Whether the kernel waits on the previous grid (griddepcontrol), so it may be launched with
+// programmatic dependent launch: the sm90 data-parallel schedules. CUTLASS 4.2's stream-K scheduler
+// does not compile with CUTLASS_ENABLE_GDC_FOR_SM90 (is_last_tile binds a const member to a
+// non-const reference), so stream-K and split-K kernels launch without it.
+bool uses_pdl(const KernelConfig& c) {
+  return c.family == Family::sm90 && (c.schedule == Schedule::coop || c.schedule == Schedule::pingpong);
+}
+
 // Code shared by both families: error plumbing, argument checks, the C entry points.
 // `make_args` (defined per family) builds Gemm::Arguments from sabre_gemm_args.
 std::string host_prologue(const KernelSpec& s) {
@@ -33,6 +41,13 @@ std::string host_prologue(const KernelSpec& s) {
   o += "constexpr bool kHasResidual = " + std::string(s.epi.residual != Residual::none ? "true" : "false") + ";\n\n";
   o += "bool aligned(const void* p) { return reinterpret_cast<uintptr_t>(p) % (kAlignment * kElemBytes) == 0; }\n";
   o += "bool divisible(int64_t v) { return v % kAlignment == 0; }\n\n";
+  if (uses_pdl(s.config))
+    o += "// Programmatic dependent launch: the kernel (built with CUTLASS_ENABLE_GDC_FOR_SM90) waits for the\n"
+         "// previous kernel on the stream before its first global load, so it may launch while that one\n"
+         "// drains. SABRE_PDL=0 turns it off.\n"
+         "bool pdl_enabled() {\n"
+         "  static const bool on = [] { const char* v = std::getenv(\"SABRE_PDL\"); return !(v && v[0] == '0'); }();\n"
+         "  return on;\n}\n\n";
   o += "// Why this kernel cannot run these arguments, or nullptr. Covers what CUTLASS leaves to the caller:\n"
        "// contiguous extents, row and batch strides and base pointers must all be multiples of the alignment.\n";
   o += "const char* refuse(const sabre_gemm_args* p) {\n";
@@ -90,7 +105,8 @@ std::string host_entry_points(const KernelSpec& s, const EmitOptions& opts) {
   o += "  Gemm gemm;\n";
   o += "  SABRE_CHECK_CUTLASS(gemm.can_implement(args));\n";
   o += "  SABRE_CHECK_CUTLASS(gemm.initialize(args, p->workspace, stream));\n";
-  o += "  SABRE_CHECK_CUTLASS(gemm.run(stream));\n";
+  o += uses_pdl(s.config) ? "  SABRE_CHECK_CUTLASS(gemm.run(stream, /*cuda_adapter=*/nullptr, pdl_enabled()));\n"
+                          : "  SABRE_CHECK_CUTLASS(gemm.run(stream));\n";
   o += "  SABRE_CHECK_CUDA(cudaGetLastError());\n";
   o += "  return SABRE_OK;\n}\n\n";
   if (opts.registry) {
@@ -108,6 +124,11 @@ std::string emit_sm90(const KernelSpec& s) {
   const EpilogueSpec& e = s.epi;
   const bool has_c = e.residual != Residual::none;
   std::string o;
+  if (uses_pdl(c)) {
+    o += "// Wait for the previous grid (griddepcontrol) so the kernel can be launched with PDL.\n";
+    o += "#define CUTLASS_ENABLE_GDC_FOR_SM90 1\n";
+    o += "#include <cstdlib>\n\n";
+  }
   o += "#include \"cute/tensor.hpp\"\n";
   o += "#include \"cutlass/epilogue/collective/collective_builder.hpp\"\n";
   o += "#include \"cutlass/epilogue/fusion/operations.hpp\"\n";
@@ -139,10 +160,10 @@ std::string emit_sm90(const KernelSpec& s) {
   } else {
     o += "using KernelSchedule = cutlass::gemm::KernelTmaWarpSpecializedCooperative;\n";
     o += "using EpilogueSchedule = cutlass::epilogue::TmaWarpSpecializedCooperative;\n";
-    const bool sk = c.schedule == Schedule::streamk || c.schedule == Schedule::splitk;
+    const bool sk = c.schedule == Schedule::streamk || is_split_k(c.schedule);
     o += std::string("using TileScheduler = ") + (sk ? "cutlass::gemm::StreamKScheduler;\n" : "void;\n");
   }
-  if (c.schedule == Schedule::splitk)
+  if (is_split_k(c.schedule))
     o += "constexpr int kSplits = " + i(c.splits) + ";  // CTAs per output tile, each over 1/kSplits of K\n";
   o += "constexpr auto kRound = cutlass::FloatRoundStyle::round_to_nearest;\n\n";
   const std::string act = detail::cutlass_act(e.act);
@@ -205,7 +226,7 @@ std::string emit_sm90(const KernelSpec& s) {
   o += has_c ? "      {{}, static_cast<const ElementD*>(p->residual), sc, static_cast<ElementD*>(p->d), sd},\n"
              : "      {{}, nullptr, sc, static_cast<ElementD*>(p->d), sd},\n";
   o += "      hw};\n";
-  if (c.schedule == Schedule::splitk) {
+  if (is_split_k(c.schedule)) {
     // Left to itself the stream-K scheduler picks a decomposition by its own heuristic (our stream-K
     // kernels ran 2-3x slower than cuBLASLt at small M); split-K asks for one. can_implement,
     // workspace_size and run all build their arguments here, so the workspace reported and checked
@@ -213,10 +234,14 @@ std::string emit_sm90(const KernelSpec& s) {
     o += "  // Split-K: kSplits CTAs per output tile, each over its share of K (CUTLASS lowers kSplits to the\n"
          "  // tile's k-iterations). Partial f32 accumulators meet in the workspace; the CTA of the last split\n"
          "  // adds them to its own and alone runs the epilogue (bias, activation, residual), once per tile.\n"
-         "  // Deterministic: the splits add in K order, so results are bitwise the same run to run.\n";
+         + std::string(c.schedule == Schedule::splitk
+                           ? "  // Deterministic: the splits add in K order, so results are bitwise the same run to run.\n"
+                           : "  // Nondeterministic: once the first split has stored its partial, the middle splits add\n"
+                             "  // theirs atomically as they arrive; the f32 sums may differ in the last bits run to run.\n");
     o += "  args.scheduler.splits = kSplits;\n";
     o += "  args.scheduler.decomposition_mode = cutlass::gemm::kernel::detail::DecompositionMode::SplitK;\n";
-    o += "  args.scheduler.reduction_mode = cutlass::gemm::kernel::detail::ReductionMode::Deterministic;\n";
+    o += std::string("  args.scheduler.reduction_mode = cutlass::gemm::kernel::detail::ReductionMode::") +
+         (c.schedule == Schedule::splitk ? "Deterministic;\n" : "Nondeterministic;\n");
   }
   if (e.residual == Residual::after_act) {
     o += "  // Tree arguments in the tree's order: children first, then the node's op.\n";

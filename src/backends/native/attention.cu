@@ -116,6 +116,7 @@ __device__ __forceinline__ float mask_at(const AttnParams& p, long long i) {
 // spill the 64-row variant; unbounded, it takes 206 and two blocks).
 template <class T, int kD, int kRowWarps, int kSplit>
 __global__ void __launch_bounds__(32 * kRowWarps * kSplit, 3) attention_kernel(const AttnParams p) {
+  detail::pdl_enter();
   constexpr int kWarps = kRowWarps * kSplit, kThreads = 32 * kWarps;
   constexpr int kBQ = 16 * kRowWarps, kLdT = kD + 8;
   constexpr int kKW = kBK / kSplit;  // keys of each tile that one warp takes
@@ -368,7 +369,7 @@ template <class T, int kD, int kRowWarps, int kSplit>
 cudaError_t launch_blocks(const AttnParams& p, long long bh, cudaStream_t stream) {
   constexpr int kBQ = 16 * kRowWarps;
   dim3 grid(static_cast<unsigned>((p.sq + kBQ - 1) / kBQ), static_cast<unsigned>(bh));
-  attention_kernel<T, kD, kRowWarps, kSplit><<<grid, 32 * kRowWarps * kSplit, 0, stream>>>(p);
+  SABRE_CUDA_TRY(detail::launch(attention_kernel<T, kD, kRowWarps, kSplit>, grid, 32 * kRowWarps * kSplit, 0, stream, p));
   SABRE_LAUNCH_CHECK();
   return cudaSuccess;
 }

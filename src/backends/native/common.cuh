@@ -81,6 +81,36 @@ inline unsigned blocks_for(int64_t work, int64_t per_block, int64_t cap = 132 * 
   return static_cast<unsigned>(b < cap ? b : cap);
 }
 
+// Programmatic dependent launch (PDL, sm_90): a kernel launched with `launch` may start while the
+// kernel before it on the stream is still running, so before it touches global memory it must
+// wait for that kernel to finish and flush (griddepcontrol.wait), and every kernel launched that
+// way calls pdl_enter() first, in every thread, before any early return: then each kernel's
+// completion still implies its predecessors', and buffers the planner reuses stay safe. After the
+// wait it lets its own successor launch (a hint; the successor waits for our completion anyway).
+// A no-op below sm_90 and when the launch had no PDL attribute.
+__device__ __forceinline__ void pdl_enter() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
+// Whether launches ask for PDL: on unless SABRE_PDL=0 (an A/B switch and an escape hatch); read once.
+bool pdl_enabled();
+
+// kernel<<<grid, block, smem, stream>>>(args...) with the PDL attribute when pdl_enabled(); the
+// kernel must begin with pdl_enter(). Returns the launch's status.
+template <class... P, class... A>
+cudaError_t launch(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream, A&&... args) {
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = grid, cfg.blockDim = block, cfg.dynamicSmemBytes = smem, cfg.stream = stream;
+  cfg.attrs = attr, cfg.numAttrs = pdl_enabled() ? 1 : 0;
+  return cudaLaunchKernelEx(&cfg, kernel, static_cast<A&&>(args)...);
+}
+
 }  // namespace sabre::native::detail
 
 // Calls F.template operator()<T>() with T the storage type of float dtype `dt`.

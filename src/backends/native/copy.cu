@@ -25,6 +25,7 @@ struct CopyParams {
 
 template <class U>
 __global__ void __launch_bounds__(256) copy_nd(const CopyParams p) {
+  detail::pdl_enter();
   const long long step = static_cast<long long>(gridDim.x) * blockDim.x;
   for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < p.n; i += step) {
     long long xo = p.xoff, yo = p.yoff, r = i;
@@ -84,7 +85,7 @@ cudaError_t launch_copy(const View& v, const void* x, void* y, cudaStream_t s) {
     p.n *= v.dims[d];
   }
   if (p.n == 0) return cudaSuccess;
-  copy_nd<U><<<blocks_for(p.n, 256), 256, 0, s>>>(p);
+  SABRE_CUDA_TRY(detail::launch(copy_nd<U>, blocks_for(p.n, 256), 256, 0, s, p));
   SABRE_LAUNCH_CHECK();
   return cudaSuccess;
 }
@@ -147,6 +148,7 @@ struct TileParams {
 
 template <class U>
 __global__ void __launch_bounds__(256) transpose_tiled(const TileParams p) {
+  detail::pdl_enter();
   __shared__ U tile[32][33];
   for (long long t = blockIdx.x; t < p.n_tiles; t += gridDim.x) {
     long long r = t;
@@ -179,7 +181,7 @@ __global__ void __launch_bounds__(256) transpose_tiled(const TileParams p) {
 
 template <class U>
 cudaError_t launch_tiled(const TileParams& p, cudaStream_t s) {
-  transpose_tiled<U><<<blocks_for(p.n_tiles, 1, 132 * 16), 256, 0, s>>>(p);
+  SABRE_CUDA_TRY(detail::launch(transpose_tiled<U>, blocks_for(p.n_tiles, 1, 132 * 16), 256, 0, s, p));
   SABRE_LAUNCH_CHECK();
   return cudaSuccess;
 }
@@ -365,6 +367,7 @@ namespace {
 template <class U, class I>
 __global__ void __launch_bounds__(256) gather_kernel(const U* x, const I* idx, U* y, long long outer, long long axis_dim,
                                                      long long nidx, long long inner) {
+  detail::pdl_enter();
   const long long n = outer * nidx * inner;
   const long long step = static_cast<long long>(gridDim.x) * blockDim.x;
   for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
@@ -387,11 +390,11 @@ cudaError_t launch_gather(const void* x, const void* idx, DType it, void* y, int
                           int64_t inner, cudaStream_t s) {
   const unsigned b = blocks_for(outer * ni * inner, 256);
   if (it == DType::i64)
-    gather_kernel<U, long long><<<b, 256, 0, s>>>(static_cast<const U*>(x), static_cast<const long long*>(idx),
-                                                  static_cast<U*>(y), outer, ad, ni, inner);
+    SABRE_CUDA_TRY(detail::launch(gather_kernel<U, long long>, b, 256, 0, s, static_cast<const U*>(x),
+                                  static_cast<const long long*>(idx), static_cast<U*>(y), outer, ad, ni, inner));
   else
-    gather_kernel<U, int><<<b, 256, 0, s>>>(static_cast<const U*>(x), static_cast<const int*>(idx), static_cast<U*>(y),
-                                            outer, ad, ni, inner);
+    SABRE_CUDA_TRY(detail::launch(gather_kernel<U, int>, b, 256, 0, s, static_cast<const U*>(x),
+                                  static_cast<const int*>(idx), static_cast<U*>(y), outer, ad, ni, inner));
   SABRE_LAUNCH_CHECK();
   return cudaSuccess;
 }

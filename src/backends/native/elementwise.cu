@@ -57,6 +57,7 @@ __device__ long long wrap_int(long long v, int dt) {
 }
 
 __global__ void __launch_bounds__(256) ew_interpret(const SabreEwProgram prog, const SabreEwParams p) {
+  detail::pdl_enter();
   Reg reg[SABRE_EW_MAX_NODES];
   long long off[SABRE_EW_MAX_INPUTS];
   const long long step = static_cast<long long>(gridDim.x) * blockDim.x;
@@ -129,7 +130,7 @@ __global__ void __launch_bounds__(256) ew_interpret(const SabreEwProgram prog, c
 cudaError_t elementwise_run(const SabreEwProgram& program, const SabreEwParams& params, cudaStream_t stream) {
   if (params.n == 0) return cudaSuccess;
   const unsigned blocks = detail::blocks_for(params.n, 256, 132 * 16);
-  ew_interpret<<<blocks, 256, 0, stream>>>(program, params);
+  SABRE_CUDA_TRY(detail::launch(ew_interpret, blocks, 256, 0, stream, program, params));
   SABRE_LAUNCH_CHECK();
   return cudaSuccess;
 }
@@ -167,6 +168,7 @@ using detail::half;
 // the interpreter kernel moved them at about 30 GB/s.
 template <class From, class To>
 __global__ void __launch_bounds__(256) cast_floats(const From* __restrict__ x, To* __restrict__ y, long long n) {
+  detail::pdl_enter();
   const long long step = static_cast<long long>(gridDim.x) * blockDim.x * 4;
   for (long long i = (static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x) * 4; i < n; i += step) {
     if (i + 4 <= n) {
@@ -185,9 +187,9 @@ template <class From>
 cudaError_t cast_from(DType to, const void* x, void* y, int64_t n, cudaStream_t stream) {
   const unsigned blocks = detail::blocks_for((n + 3) / 4, 256, 132 * 16);
   const auto* in = static_cast<const From*>(x);
-  if (to == DType::f32) cast_floats<From, float><<<blocks, 256, 0, stream>>>(in, static_cast<float*>(y), n);
-  else if (to == DType::f16) cast_floats<From, half><<<blocks, 256, 0, stream>>>(in, static_cast<half*>(y), n);
-  else cast_floats<From, bf16><<<blocks, 256, 0, stream>>>(in, static_cast<bf16*>(y), n);
+  if (to == DType::f32) SABRE_CUDA_TRY(detail::launch(cast_floats<From, float>, blocks, 256, 0, stream, in, static_cast<float*>(y), n));
+  else if (to == DType::f16) SABRE_CUDA_TRY(detail::launch(cast_floats<From, half>, blocks, 256, 0, stream, in, static_cast<half*>(y), n));
+  else SABRE_CUDA_TRY(detail::launch(cast_floats<From, bf16>, blocks, 256, 0, stream, in, static_cast<bf16*>(y), n));
   SABRE_LAUNCH_CHECK();
   return cudaSuccess;
 }

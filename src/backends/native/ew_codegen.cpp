@@ -166,6 +166,12 @@ std::string generate_elementwise_kernel(const ElementwiseChain& ch) {
     return r + ");";
   };
   s << "extern \"C\" __global__ void __launch_bounds__(256) " << name << "(const SabreEwParams p) {\n";
+  // Launched with programmatic dependent launch (compile.cpp): wait for the previous kernel before
+  // touching memory, then let the next one launch (backends/native/common.cuh, pdl_enter).
+  s << "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900\n";
+  s << "  asm volatile(\"griddepcontrol.wait;\" ::: \"memory\");\n";
+  s << "  asm volatile(\"griddepcontrol.launch_dependents;\" ::: \"memory\");\n";
+  s << "#endif\n";
   s << "  const long long step = (long long)gridDim.x * blockDim.x;\n";
   s << "  long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n";
   s << "  long long off[" << noff << "];\n";

@@ -18,6 +18,7 @@ struct FillParams {
 
 template <class T>
 __global__ void fill_kernel(const FillParams p) {
+  detail::pdl_enter();
   for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < p.n;
        i += static_cast<long long>(gridDim.x) * blockDim.x)
     static_cast<T*>(p.y)[i] = static_cast<T>(p.values[p.count == 1 ? 0 : i]);
@@ -25,6 +26,7 @@ __global__ void fill_kernel(const FillParams p) {
 
 template <class T>
 __global__ void iota_kernel(T* y, long long n, double start, double delta) {
+  detail::pdl_enter();
   for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
        i += static_cast<long long>(gridDim.x) * blockDim.x)
     y[i] = static_cast<T>(start + static_cast<double>(i) * delta);
@@ -47,9 +49,9 @@ cudaError_t fill_values(DType dt, void* y, int64_t n, const std::vector<int64_t>
   p.count = static_cast<int>(values.size());
   for (size_t i = 0; i < values.size(); ++i) p.values[i] = values[i];
   switch (dt) {
-    case DType::i64: fill_kernel<long long><<<blocks_for(n), 256, 0, stream>>>(p); break;
-    case DType::i32: fill_kernel<int><<<blocks_for(n), 256, 0, stream>>>(p); break;
-    case DType::boolean: fill_kernel<bool><<<blocks_for(n), 256, 0, stream>>>(p); break;
+    case DType::i64: SABRE_CUDA_TRY(detail::launch(fill_kernel<long long>, blocks_for(n), 256, 0, stream, p)); break;
+    case DType::i32: SABRE_CUDA_TRY(detail::launch(fill_kernel<int>, blocks_for(n), 256, 0, stream, p)); break;
+    case DType::boolean: SABRE_CUDA_TRY(detail::launch(fill_kernel<bool>, blocks_for(n), 256, 0, stream, p)); break;
     default: return fail(cudaErrorInvalidValue, "fill: integer or bool tensors only");
   }
   SABRE_LAUNCH_CHECK();
@@ -59,9 +61,9 @@ cudaError_t fill_values(DType dt, void* y, int64_t n, const std::vector<int64_t>
 cudaError_t iota(DType dt, void* y, int64_t n, double start, double delta, cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
   switch (dt) {
-    case DType::i64: iota_kernel<<<blocks_for(n), 256, 0, stream>>>(static_cast<long long*>(y), n, start, delta); break;
-    case DType::i32: iota_kernel<<<blocks_for(n), 256, 0, stream>>>(static_cast<int*>(y), n, start, delta); break;
-    case DType::f32: iota_kernel<<<blocks_for(n), 256, 0, stream>>>(static_cast<float*>(y), n, start, delta); break;
+    case DType::i64: SABRE_CUDA_TRY(detail::launch(iota_kernel<long long>, blocks_for(n), 256, 0, stream, static_cast<long long*>(y), n, start, delta)); break;
+    case DType::i32: SABRE_CUDA_TRY(detail::launch(iota_kernel<int>, blocks_for(n), 256, 0, stream, static_cast<int*>(y), n, start, delta)); break;
+    case DType::f32: SABRE_CUDA_TRY(detail::launch(iota_kernel<float>, blocks_for(n), 256, 0, stream, static_cast<float*>(y), n, start, delta)); break;
     default: return fail(cudaErrorInvalidValue, "iota: i64, i32 or f32 only");
   }
   SABRE_LAUNCH_CHECK();

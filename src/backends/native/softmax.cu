@@ -36,6 +36,7 @@ __device__ __forceinline__ const M* mask_row(const SmParams& p, long long row, l
 
 template <class T, class M, int VEC, int NCH, int TPR>
 __global__ void __launch_bounds__(256) softmax_rows(const SmParams p) {
+  detail::pdl_enter();
   __shared__ float red[32];
   const int rpb = blockDim.x / TPR;
   long long row = static_cast<long long>(blockIdx.x) * rpb + threadIdx.x / TPR;
@@ -90,6 +91,7 @@ __global__ void __launch_bounds__(256) softmax_rows(const SmParams p) {
 // Rows too long for registers: three passes over global memory (the row stays in L1/L2).
 template <class T, class M>
 __global__ void __launch_bounds__(256) softmax_loop(const SmParams p) {
+  detail::pdl_enter();
   __shared__ float red[32];
   const long long row = blockIdx.x;
   long long qi;
@@ -113,14 +115,14 @@ template <class T, class M, int VEC>
 cudaError_t launch_vec(const SmParams& p, cudaStream_t s) {
   RowPlan plan;
   if (!plan_rows(p.cols, VEC, plan)) {
-    softmax_loop<T, M><<<static_cast<unsigned>(p.rows), 256, 0, s>>>(p);
+    SABRE_CUDA_TRY(detail::launch(softmax_loop<T, M>, static_cast<unsigned>(p.rows), 256, 0, s, p));
     SABRE_LAUNCH_CHECK();
     return cudaSuccess;
   }
   const int threads = plan.tpr <= 32 ? 128 : 256;
   const unsigned blocks = static_cast<unsigned>((p.rows + threads / plan.tpr - 1) / (threads / plan.tpr));
 #define SABRE_SM_CASE(TPR, NCH) \
-  if (plan.tpr == TPR && plan.nch == NCH) softmax_rows<T, M, VEC, NCH, TPR><<<blocks, threads, 0, s>>>(p);
+  if (plan.tpr == TPR && plan.nch == NCH) SABRE_CUDA_TRY(detail::launch(softmax_rows<T, M, VEC, NCH, TPR>, blocks, threads, 0, s, p));
   SABRE_SM_CASE(8, 1) SABRE_SM_CASE(16, 1) SABRE_SM_CASE(32, 1) SABRE_SM_CASE(32, 2) SABRE_SM_CASE(32, 4) SABRE_SM_CASE(32, 8)
   SABRE_SM_CASE(256, 1) SABRE_SM_CASE(256, 2) SABRE_SM_CASE(256, 4) SABRE_SM_CASE(256, 8)
 #undef SABRE_SM_CASE

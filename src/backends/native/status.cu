@@ -1,4 +1,5 @@
 // Error messages of the native kernels' host API. Tests: tests/gpu/native_kernels_test.cpp
+#include <cstdlib>
 #include <string>
 
 #include "backends/native/common.cuh"
@@ -21,6 +22,14 @@ cudaError_t fail_cuda(cudaError_t code, const char* stmt, const char* file, int 
   g_last_error = std::string(stmt) + " failed at " + file + ":" + std::to_string(line) + ": " +
                  cudaGetErrorName(code) + " (" + cudaGetErrorString(code) + ")";
   return code;
+}
+
+bool pdl_enabled() {
+  static const bool on = [] {
+    const char* v = std::getenv("SABRE_PDL");
+    return !(v && v[0] == '0');
+  }();
+  return on;
 }
 
 }  // namespace detail
