@@ -9,6 +9,7 @@
 #include <cuda.h>
 #include <cuda_runtime.h>
 
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -844,6 +845,8 @@ void depthwise_tests() {
     depthwise_case(dt, 2, 32, 28, 3, 1, 1);   // MobileNetV2 block
     depthwise_case(dt, 1, 96, 56, 3, 2, 1);   // the stride-2 ones
     depthwise_case(dt, 3, 5, 9, 5, 2, 2);     // odd channels, 5x5
+    depthwise_case(dt, 2, 144, 14, 3, 1, 1);  // MobileNetV2's 144 channels: the vector kernel, 18 vectors
+    depthwise_case(dt, 1, 40, 11, 3, 2, 0);   // 40 channels (5 half vectors), no padding, odd size
   }
 }
 
@@ -955,14 +958,20 @@ void pool_tests() {
       pool_case(dt, true, 2, 1, 0, 2, false, lay, 16, 9, 10);
       pool_case(dt, false, 3, 2, 1, 1, false, lay, 8, 17, 19);
       pool_case(dt, false, 3, 2, 1, 1, true, lay, 24, 7, 6);
-      const std::string name = "GlobalAveragePool_" + dts(dt) + (lay == native::Layout::nhwc ? "_nhwc" : "_nchw");
-      if (!selected(name)) continue;
-      const Tensor x = rnd(dt, {2, 5, 7, 9});
-      const Tensor want = ref_op("GlobalAveragePool", {x})[0];
-      const Tensor xin = lay == native::Layout::nhwc ? to_nhwc(x) : x;
-      Dev dx(xin), dy(want.nbytes());
-      CK(native::global_average_pool(dt, lay, dx.p, 2, 5, 7, 9, dy.p, nullptr));
-      check(name, dy.get(dt, want.dims()), want);
+      // [n, c, h, w]: odd channels (the general reduction), ResNet-50's head (the NHWC vector kernel:
+      // 256 vectors, 8 blocks of 32 per image), a channel count that leaves a block partly idle, 1x1.
+      for (auto [n, c, h, w] : std::vector<std::array<int64_t, 4>>{{2, 5, 7, 9}, {2, 2048, 7, 7}, {3, 264, 5, 3}, {2, 64, 1, 1}}) {
+        const std::string name = "GlobalAveragePool_" + dts(dt) + (lay == native::Layout::nhwc ? "_nhwc" : "_nchw") +
+                                 "_" + std::to_string(n) + "x" + std::to_string(c) + "x" + std::to_string(h) + "x" +
+                                 std::to_string(w);
+        if (!selected(name)) continue;
+        const Tensor x = rnd(dt, {n, c, h, w});
+        const Tensor want = ref_op("GlobalAveragePool", {x})[0];
+        const Tensor xin = lay == native::Layout::nhwc ? to_nhwc(x) : x;
+        Dev dx(xin), dy(want.nbytes());
+        CK(native::global_average_pool(dt, lay, dx.p, n, c, h, w, dy.p, nullptr));
+        check(name, dy.get(dt, want.dims()), want);
+      }
     }
   }
 }

@@ -1,4 +1,5 @@
-// Reductions (sum, mean, max, min, prod, sum of squares) over any set of axes, via a view that
+// Reductions (sum, mean, max, min, prod, sum of squares) over any set of axes, and global average
+// pooling (NHWC with aligned channel vectors: its own kernel; otherwise a mean), via a view that
 // splits x into kept and reduced dims. Reduced axes innermost and contiguous: a warp per output
 // reading the run coalesced. Otherwise: a thread per output looping over the reduced dims, which
 // is coalesced across threads when the innermost kept axis is contiguous (e.g. axis 0 of [N, C]).
@@ -106,6 +107,53 @@ void push_dim(long long* dims, long long* strides, int& rank, long long d, long 
   ++rank;
 }
 
+// NHWC global average pool with 16-byte channel vectors: a block of 32 x 8 threads takes 32 channel
+// vectors of one image, its 8 rows of threads split the H·W pixels, and shared memory adds the 8
+// partial sums. For C a multiple of the vector and aligned pointers (global_average_pool checks).
+// The general reduction ran a thread per (n, c) over H·W with 64-bit index math per element: 26 us
+// for ResNet-50's [1,7,7,2048] on the H200.
+template <class T, int kV>
+__global__ void __launch_bounds__(256) gap_nhwc_kernel(const T* x, T* y, int hw, int c) {
+  using V = Pack<T, kV>;
+  __shared__ float part[8][32][kV + 1];  // +1: rows of threads write different banks
+  const int cv = blockIdx.y * 32 + threadIdx.x, cvs = c / kV;
+  float acc[kV];
+#pragma unroll
+  for (int j = 0; j < kV; ++j) acc[j] = 0.f;
+  if (cv < cvs) {
+    const T* img = x + static_cast<long long>(blockIdx.x) * hw * c + cv * kV;
+    for (int i = threadIdx.y; i < hw; i += 8) {
+      const V v = *reinterpret_cast<const V*>(img + static_cast<long long>(i) * c);
+#pragma unroll
+      for (int j = 0; j < kV; ++j) acc[j] += to_float(v.v[j]);
+    }
+  }
+#pragma unroll
+  for (int j = 0; j < kV; ++j) part[threadIdx.y][threadIdx.x][j] = acc[j];
+  __syncthreads();
+  if (threadIdx.y == 0 && cv < cvs) {
+    V out;
+#pragma unroll
+    for (int j = 0; j < kV; ++j) {
+      float t = 0.f;
+#pragma unroll
+      for (int r = 0; r < 8; ++r) t += part[r][threadIdx.x][j];
+      out.v[j] = from_float<T>(t / static_cast<float>(hw));
+    }
+    *reinterpret_cast<V*>(y + static_cast<long long>(blockIdx.x) * c + cv * kV) = out;
+  }
+}
+
+template <class T>
+cudaError_t launch_gap_nhwc(const void* x, void* y, int64_t n, int64_t c, int64_t hw, cudaStream_t stream) {
+  constexpr int kV = 16 / sizeof(T);
+  const dim3 grid(static_cast<unsigned>(n), static_cast<unsigned>((c / kV + 31) / 32));
+  gap_nhwc_kernel<T, kV><<<grid, dim3(32, 8), 0, stream>>>(static_cast<const T*>(x), static_cast<T*>(y),
+                                                           static_cast<int>(hw), static_cast<int>(c));
+  SABRE_LAUNCH_CHECK();
+  return cudaSuccess;
+}
+
 }  // namespace
 
 cudaError_t reduce(ReduceOp op, DType dt, const void* x, const std::vector<int64_t>& dims,
@@ -158,6 +206,14 @@ cudaError_t reduce(ReduceOp op, DType dt, const void* x, const std::vector<int64
 cudaError_t global_average_pool(DType dt, Layout layout, const void* x, int64_t n, int64_t c, int64_t h, int64_t w,
                                 void* y, cudaStream_t stream) {
   if (layout == Layout::nchw) return reduce(ReduceOp::mean, dt, x, {n, c, h, w}, {2, 3}, y, stream);
+  const int64_t vlen = dt == DType::f32 ? 4 : 8;
+  const bool vec = (dt == DType::f32 || dt == DType::f16 || dt == DType::bf16) && c % vlen == 0 && aligned16(x) &&
+                   aligned16(y) && n >= 1 && n < (int64_t(1) << 31) && h * w >= 1 && h * w * c < (int64_t(1) << 31);
+  if (vec) {
+    if (dt == DType::f32) return launch_gap_nhwc<float>(x, y, n, c, h * w, stream);
+    if (dt == DType::f16) return launch_gap_nhwc<half>(x, y, n, c, h * w, stream);
+    return launch_gap_nhwc<bf16>(x, y, n, c, h * w, stream);
+  }
   return reduce(ReduceOp::mean, dt, x, {n, h, w, c}, {1, 2}, y, stream);
 }
 
