@@ -482,8 +482,24 @@ void layernorm_tests() {
     layernorm_case(dt, 7, 768, true, false, true);
     layernorm_case(dt, 64, 3072, false, true);  // block per row
     layernorm_case(dt, 3, 20000, true, true);   // looping kernel
+    // Hidden sizes off the 16-byte vector: 1000 (8-byte vectors for f16/bf16, 16 for f32), 770
+    // (one element for f16/bf16, 8-byte vectors for f32), 37 rows of 40 (8-lane groups, 4 rows a warp).
+    layernorm_case(dt, 33, 1000, true, true);
+    layernorm_case(dt, 5, 770, true, true);
+    layernorm_case(dt, 37, 40, false, true);
+    // Chunk counts that round up to a compiled NCH: 1280 halves (5 -> 6 per lane), 4800 (3 -> 4 per thread of a block).
+    layernorm_case(dt, 64, 1280, true, true);
+    layernorm_case(dt, 9, 4800, true, true);
   }
   layernorm_case(DType::f16, 4096, 3072, true, true);  // large rows
+  // BERT-base at batch 1 and 32 (seq 128): a row per warp, 1 warp per block at 128 rows, 4 at 4096;
+  // 1001 rows leave the last block partly empty.
+  for (DType dt : {DType::f16, DType::bf16}) {
+    layernorm_case(dt, 128, 768, true, true);
+    layernorm_case(dt, 128, 768, false, true);
+    layernorm_case(dt, 4096, 768, true, true);
+    layernorm_case(dt, 1001, 768, true, false);
+  }
 }
 
 // ---- reductions ----------------------------------------------------------------------------
