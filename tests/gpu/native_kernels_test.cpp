@@ -648,6 +648,20 @@ void movement_tests() {
   nchw_to_nhwc_case(DType::f32, DType::f32, {2, 3, 10, 11}, 4);       // f32 stores, 4 per vector
   nchw_to_nhwc_case(DType::bf16, DType::f32, {1, 3, 6, 7}, 3);
   nchw_to_nhwc_case(DType::f16, DType::f16, {1, 1, 1, 1}, 8);
+  // The few-channel kernel (c_pad one or two 16-byte vectors, y aligned): images over one block's
+  // 1024 pixels; f32 into one and two 4-float vectors; c == c_pad; and the tiled fallbacks beside
+  // them (c_pad not a multiple of the vector, y off alignment, c_pad over two vectors).
+  nchw_to_nhwc_case(DType::f32, DType::f16, {2, 3, 37, 41}, 8);
+  nchw_to_nhwc_case(DType::f32, DType::bf16, {2, 3, 37, 41}, 8);
+  nchw_to_nhwc_case(DType::f16, DType::f16, {2, 3, 37, 41}, 8);
+  nchw_to_nhwc_case(DType::f32, DType::f32, {2, 3, 37, 41}, 4);
+  nchw_to_nhwc_case(DType::f32, DType::f32, {2, 3, 37, 41}, 8);
+  nchw_to_nhwc_case(DType::f16, DType::f16, {3, 8, 33, 35}, 8);
+  nchw_to_nhwc_case(DType::f32, DType::f16, {2, 11, 19, 23}, 16);
+  nchw_to_nhwc_case(DType::f32, DType::f16, {2, 3, 37, 41}, 3);
+  nchw_to_nhwc_case(DType::f32, DType::f16, {2, 3, 37, 41}, 8, true);
+  nchw_to_nhwc_case(DType::f16, DType::f16, {2, 5, 37, 41}, 6);
+  nchw_to_nhwc_case(DType::f32, DType::f16, {2, 17, 13, 9}, 24);
 
   for (DType dt : {DType::f32, DType::f16}) {
     permute_case(dt, {2, 128, 12, 64}, {0, 2, 1, 3});  // BERT heads split: innermost stays
