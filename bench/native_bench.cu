@@ -1,7 +1,7 @@
 // Bandwidth of sabre's native kernels at BERT-base shapes (seq 128, hidden 768, 12 heads) and
 // ResNet-50's stem (224x224 images into NHWC, the 3x3/2 max pool): prints GB/s (bytes read +
-// written once / time) per kernel and batch, and the layernorm fallbacks (hidden sizes off the
-// 16-byte vector). Not a test.
+// written once / time) per kernel and batch, and a few fallback paths (layernorm hidden sizes off
+// the 16-byte vector, a max pool over 12 channels). Not a test.
 // Run: build-g/native_bench   (docs/NATIVE.md)
 #include <cuda_runtime.h>
 
@@ -177,6 +177,9 @@ int main() {
       a.pad_begin[0] = a.pad_begin[1] = a.pad_end[0] = a.pad_end[1] = 1;
       native::pool_output_dims(a, false);
       row("maxpool 3x3/2 NHWC [B,112,112,64]", double(b) * 64 * 2 * (112 * 112 + 56 * 56),
+          time_ms([&](cudaStream_t s) { return native::pool2d(a, s); }));
+      a.c = 12;  // the 8-byte-vector fallback
+      row("maxpool 3x3/2 NHWC [B,112,112,12]", double(b) * 12 * 2 * (112 * 112 + 56 * 56),
           time_ms([&](cudaStream_t s) { return native::pool2d(a, s); }));
     }
   }

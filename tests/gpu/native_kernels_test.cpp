@@ -977,6 +977,21 @@ void pool_tests() {
   pool_case(DType::f32, true, 3, 2, 1, 1, false, native::Layout::nhwc, 4, 11, 13);
   pool_case(DType::f16, true, 3, 2, 1, 1, false, native::Layout::nhwc, 64, 23, 21, true);
   pool_case(DType::f32, false, 3, 2, 1, 1, false, native::Layout::nhwc, 8, 10, 9, true);
+  // ResNet-50's stem pool (3x3/2, pad 1) at odd sizes: C = 64 (16-byte vectors, unrolled 3x3),
+  // C = 12 (8-byte vectors of halves, 16-byte of floats), 6 (4-byte), 5 (one element); the tap
+  // loop (2x2, 5x5) at the same channel counts; a 3x3 window with dilation 2.
+  for (DType dt : {DType::f16, DType::bf16, DType::f32}) {
+    for (int64_t c : {64, 12, 6, 5}) {
+      pool_case(dt, true, 3, 2, 1, 1, false, native::Layout::nhwc, c, 23, 25);
+      pool_case(dt, false, 3, 2, 1, 1, false, native::Layout::nhwc, c, 23, 25);
+      pool_case(dt, false, 3, 2, 1, 1, true, native::Layout::nhwc, c, 15, 17);
+      pool_case(dt, true, 2, 2, 0, 1, false, native::Layout::nhwc, c, 13, 11);
+      pool_case(dt, false, 5, 3, 2, 1, false, native::Layout::nhwc, c, 13, 11);
+    }
+    pool_case(dt, true, 3, 1, 2, 2, false, native::Layout::nhwc, 64, 9, 11);
+    pool_case(dt, true, 3, 2, 1, 1, false, native::Layout::nhwc, 64, 56, 56);
+  }
+  pool_case(DType::f16, true, 3, 2, 1, 1, false, native::Layout::nhwc, 12, 23, 21, true);  // 2-byte offset: one element
   for (DType dt : {DType::f32, DType::f16}) {
     for (auto lay : {native::Layout::nchw, native::Layout::nhwc}) {
       pool_case(dt, true, 3, 2, 1, 1, false, lay);
