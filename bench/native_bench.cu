@@ -1,11 +1,13 @@
 // Bandwidth of sabre's native kernels at BERT-base shapes (seq 128, hidden 768, 12 heads) and
 // ResNet-50's stem (224x224 images into NHWC, the 3x3/2 max pool): prints GB/s (bytes read +
-// written once / time) per kernel and batch. Not a test.
+// written once / time) per kernel and batch, and a few fallback paths (layernorm hidden sizes off
+// the 16-byte vector, a max pool over 12 channels). Not a test.
 // Run: build-g/native_bench   (docs/NATIVE.md)
 #include <cuda_runtime.h>
 
 #include <cstdio>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "backends/native/native.h"
@@ -112,6 +114,16 @@ int main() {
       native::LayerNormArgs a;
       a.x = x, a.residual = r, a.gamma = g, a.beta = bt, a.y = y, a.rows = rows, a.cols = 768;
       row("layernorm(x + r) [B*128,768]", 3.0 * rows * 768 * es, time_ms([&](cudaStream_t s) { return native::layernorm(a, s); }));
+      a.dtype = DType::bf16;
+      row("layernorm(x + r) bf16 [B*128,768]", 3.0 * rows * 768 * es,
+          time_ms([&](cudaStream_t s) { return native::layernorm(a, s); }));
+      // The fallbacks: 8-byte vectors (1000 halves), one element at a time (770).
+      a.dtype = DType::f16;
+      for (int64_t cols : {1000, 770}) {
+        a.cols = cols;
+        const std::string name = "layernorm(x + r) [B*128," + std::to_string(cols) + "]";
+        row(name.c_str(), 3.0 * rows * cols * es, time_ms([&](cudaStream_t s) { return native::layernorm(a, s); }));
+      }
     }
     row("gather embeddings [B*128,768]", 2.0 * rows * 768 * es, time_ms([&](cudaStream_t s) {
           return native::gather(2, x, {30522, 768}, 0, idx, DType::i64, rows, y, s);
@@ -165,6 +177,9 @@ int main() {
       a.pad_begin[0] = a.pad_begin[1] = a.pad_end[0] = a.pad_end[1] = 1;
       native::pool_output_dims(a, false);
       row("maxpool 3x3/2 NHWC [B,112,112,64]", double(b) * 64 * 2 * (112 * 112 + 56 * 56),
+          time_ms([&](cudaStream_t s) { return native::pool2d(a, s); }));
+      a.c = 12;  // the 8-byte-vector fallback
+      row("maxpool 3x3/2 NHWC [B,112,112,12]", double(b) * 12 * 2 * (112 * 112 + 56 * 56),
           time_ms([&](cudaStream_t s) { return native::pool2d(a, s); }));
     }
   }

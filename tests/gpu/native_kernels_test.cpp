@@ -482,8 +482,24 @@ void layernorm_tests() {
     layernorm_case(dt, 7, 768, true, false, true);
     layernorm_case(dt, 64, 3072, false, true);  // block per row
     layernorm_case(dt, 3, 20000, true, true);   // looping kernel
+    // Hidden sizes off the 16-byte vector: 1000 (8-byte vectors for f16/bf16, 16 for f32), 770
+    // (one element for f16/bf16, 8-byte vectors for f32), 37 rows of 40 (8-lane groups, 4 rows a warp).
+    layernorm_case(dt, 33, 1000, true, true);
+    layernorm_case(dt, 5, 770, true, true);
+    layernorm_case(dt, 37, 40, false, true);
+    // Chunk counts that round up to a compiled NCH: 1280 halves (5 -> 6 per lane), 4800 (3 -> 4 per thread of a block).
+    layernorm_case(dt, 64, 1280, true, true);
+    layernorm_case(dt, 9, 4800, true, true);
   }
   layernorm_case(DType::f16, 4096, 3072, true, true);  // large rows
+  // BERT-base at batch 1 and 32 (seq 128): a row per warp, 1 warp per block at 128 rows, 4 at 4096;
+  // 1001 rows leave the last block partly empty.
+  for (DType dt : {DType::f16, DType::bf16}) {
+    layernorm_case(dt, 128, 768, true, true);
+    layernorm_case(dt, 128, 768, false, true);
+    layernorm_case(dt, 4096, 768, true, true);
+    layernorm_case(dt, 1001, 768, true, false);
+  }
 }
 
 // ---- reductions ----------------------------------------------------------------------------
@@ -632,6 +648,20 @@ void movement_tests() {
   nchw_to_nhwc_case(DType::f32, DType::f32, {2, 3, 10, 11}, 4);       // f32 stores, 4 per vector
   nchw_to_nhwc_case(DType::bf16, DType::f32, {1, 3, 6, 7}, 3);
   nchw_to_nhwc_case(DType::f16, DType::f16, {1, 1, 1, 1}, 8);
+  // The few-channel kernel (c_pad one or two 16-byte vectors, y aligned): images over one block's
+  // 1024 pixels; f32 into one and two 4-float vectors; c == c_pad; and the tiled fallbacks beside
+  // them (c_pad not a multiple of the vector, y off alignment, c_pad over two vectors).
+  nchw_to_nhwc_case(DType::f32, DType::f16, {2, 3, 37, 41}, 8);
+  nchw_to_nhwc_case(DType::f32, DType::bf16, {2, 3, 37, 41}, 8);
+  nchw_to_nhwc_case(DType::f16, DType::f16, {2, 3, 37, 41}, 8);
+  nchw_to_nhwc_case(DType::f32, DType::f32, {2, 3, 37, 41}, 4);
+  nchw_to_nhwc_case(DType::f32, DType::f32, {2, 3, 37, 41}, 8);
+  nchw_to_nhwc_case(DType::f16, DType::f16, {3, 8, 33, 35}, 8);
+  nchw_to_nhwc_case(DType::f32, DType::f16, {2, 11, 19, 23}, 16);
+  nchw_to_nhwc_case(DType::f32, DType::f16, {2, 3, 37, 41}, 3);
+  nchw_to_nhwc_case(DType::f32, DType::f16, {2, 3, 37, 41}, 8, true);
+  nchw_to_nhwc_case(DType::f16, DType::f16, {2, 5, 37, 41}, 6);
+  nchw_to_nhwc_case(DType::f32, DType::f16, {2, 17, 13, 9}, 24);
 
   for (DType dt : {DType::f32, DType::f16}) {
     permute_case(dt, {2, 128, 12, 64}, {0, 2, 1, 3});  // BERT heads split: innermost stays
@@ -947,6 +977,21 @@ void pool_tests() {
   pool_case(DType::f32, true, 3, 2, 1, 1, false, native::Layout::nhwc, 4, 11, 13);
   pool_case(DType::f16, true, 3, 2, 1, 1, false, native::Layout::nhwc, 64, 23, 21, true);
   pool_case(DType::f32, false, 3, 2, 1, 1, false, native::Layout::nhwc, 8, 10, 9, true);
+  // ResNet-50's stem pool (3x3/2, pad 1) at odd sizes: C = 64 (16-byte vectors, unrolled 3x3),
+  // C = 12 (8-byte vectors of halves, 16-byte of floats), 6 (4-byte), 5 (one element); the tap
+  // loop (2x2, 5x5) at the same channel counts; a 3x3 window with dilation 2.
+  for (DType dt : {DType::f16, DType::bf16, DType::f32}) {
+    for (int64_t c : {64, 12, 6, 5}) {
+      pool_case(dt, true, 3, 2, 1, 1, false, native::Layout::nhwc, c, 23, 25);
+      pool_case(dt, false, 3, 2, 1, 1, false, native::Layout::nhwc, c, 23, 25);
+      pool_case(dt, false, 3, 2, 1, 1, true, native::Layout::nhwc, c, 15, 17);
+      pool_case(dt, true, 2, 2, 0, 1, false, native::Layout::nhwc, c, 13, 11);
+      pool_case(dt, false, 5, 3, 2, 1, false, native::Layout::nhwc, c, 13, 11);
+    }
+    pool_case(dt, true, 3, 1, 2, 2, false, native::Layout::nhwc, 64, 9, 11);
+    pool_case(dt, true, 3, 2, 1, 1, false, native::Layout::nhwc, 64, 56, 56);
+  }
+  pool_case(DType::f16, true, 3, 2, 1, 1, false, native::Layout::nhwc, 12, 23, 21, true);  // 2-byte offset: one element
   for (DType dt : {DType::f32, DType::f16}) {
     for (auto lay : {native::Layout::nchw, native::Layout::nhwc}) {
       pool_case(dt, true, 3, 2, 1, 1, false, lay);

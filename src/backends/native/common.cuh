@@ -73,6 +73,25 @@ __device__ __forceinline__ float block_max(float v, float* red) {
   return warp_max(v);
 }
 
+// n / d for 0 <= n < 2^31 with d fixed at launch (1 <= d <= 2^31), as a multiply-high, an add and
+// a shift where a 32-bit division takes ~20 instructions (Granlund-Montgomery; PyTorch's IntDivider).
+// Made on the host, passed in kernel parameters.
+struct DivMod {
+  unsigned d = 1, m = 1, s = 0;
+  DivMod() = default;
+  explicit DivMod(unsigned div) : d(div) {
+    while (s < 31 && (1ull << s) < d) ++s;
+    m = static_cast<unsigned>((uint64_t{1} << 32) * ((uint64_t{1} << s) - d) / d + 1);
+  }
+  __host__ __device__ __forceinline__ unsigned div(unsigned n) const {
+#ifdef __CUDA_ARCH__
+    return (__umulhi(n, m) + n) >> s;
+#else
+    return static_cast<unsigned>(((static_cast<uint64_t>(n) * m >> 32) + n) >> s);
+#endif
+  }
+};
+
 inline bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
 inline unsigned blocks_for(int64_t work, int64_t per_block, int64_t cap = 132 * 32) {
