@@ -37,11 +37,10 @@ std::string act_functor_definitions(Act a) {
   // whole range: the identity). Bounds fixed at compile time work in every epilogue form, and the
   // kernel name carries them. NaN propagates, as in the CPU reference's Clip.
   std::string o;
-  o += "// relu6(x) = min(max(x, 0), 6): ONNX Clip(x, 0, 6). Scalars for the sm90 fusion ops, Array<> for the\n"
-       "// sm80 epilogues; no run-time arguments, so every epilogue form calls it alike.\n";
+  o += "// relu6(x) = min(max(x, 0), 6): ONNX Clip(x, 0, 6). The epilogues call the Array<> form and look in the\n"
+       "// scalar one for run-time Arguments (it has none); without kIsHeavy CUTLASS takes it as light.\n";
   o += "template <typename T>\n"
        "struct SabreReLu6 {\n"
-       "  static const bool kIsHeavy = false;\n"
        "  CUTLASS_HOST_DEVICE T operator()(T const& x) const {\n"
        "    cutlass::maximum<T, /*PropagateNaN=*/true> mx;\n"
        "    cutlass::minimum<T, /*PropagateNaN=*/true> mn;\n"
@@ -50,7 +49,6 @@ std::string act_functor_definitions(Act a) {
        "};\n"
        "template <typename T, int N>\n"
        "struct SabreReLu6<cutlass::Array<T, N>> {\n"
-       "  static const bool kIsHeavy = false;\n"
        "  CUTLASS_HOST_DEVICE cutlass::Array<T, N> operator()(cutlass::Array<T, N> const& x) const {\n"
        "    cutlass::maximum<cutlass::Array<T, N>, /*PropagateNaN=*/true> mx;\n"
        "    cutlass::minimum<cutlass::Array<T, N>, /*PropagateNaN=*/true> mn;\n"
