@@ -80,6 +80,7 @@ double act_ref(Act a, double x) {
     case Act::silu: return x / (1 + std::exp(-x));
     case Act::sigmoid: return 1 / (1 + std::exp(-x));
     case Act::hardswish: return x * std::min(std::max(x + 3, 0.0), 6.0) / 6;
+    case Act::relu6: return std::min(std::max(x, 0.0), 6.0);
     case Act::kCount: break;
   }
   return NAN;

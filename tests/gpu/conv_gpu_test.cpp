@@ -43,6 +43,9 @@ const char* const kKernels[] = {
     "sm80_conv_fprop_optimized_nhwc_f16_f16_f32_128x64x32_w64x32x32_s4_a8_bias_silu",
     "sm80_conv_fprop_optimized_nhwc_bf16_bf16_f32_128x128x32_w64x64x32_s3_a8_bias_hardswish",
     "sm80_conv_fprop_optimized_nhwc_f16_f16_f32_128x128x64_w64x64x64_s3_a8_sigmoid",
+    // relu6 (MobileNetV2's Clip(0, 6)): the functor the kernel defines; conv sums of 576 products
+    // pass 6 often, so the clamp is exercised.
+    "sm80_conv_fprop_optimized_nhwc_f16_f16_f32_128x64x32_w64x32x32_s4_a8_bias_relu6",
     "sm80_conv_fprop_analytic_nhwc_f16_f16_f32_64x64x32_w32x32x32_s2_a1_bias_relu",
     "sm80_conv_fprop_analytic_nhwc_bf16_bf16_f32_64x64x32_w32x32x32_s4_a2_linear",
     // Serial split-K (partials through Y, activation and residual by the last slice): the bias form,
@@ -51,6 +54,8 @@ const char* const kKernels[] = {
     "sm80_conv_fprop_optimized_nhwc_f16_f16_f32_64x64x32_w32x32x32_s4_a8_splitk4_bias_relu",
     "sm80_conv_fprop_optimized_nhwc_bf16_bf16_f32_128x128x32_w64x64x32_s3_a8_splitk2_bias_res_relu",
     "sm80_conv_fprop_optimized_nhwc_f16_f16_f32_128x64x32_w64x32x32_s4_a8_splitk8_bias_res",
+    // relu6 after split-K: only the last slice may clamp (the partial sums pass through unclamped).
+    "sm80_conv_fprop_optimized_nhwc_bf16_bf16_f32_64x64x32_w32x32x32_s4_a8_splitk4_bias_relu6",
 };
 
 struct Problem {

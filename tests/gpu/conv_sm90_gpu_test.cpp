@@ -49,6 +49,9 @@ const char* const kKernels[] = {
     "sm90_conv_fprop_nhwc_bf16_bf16_f32_64x128x64_c1x1_a8_res_relu",
     "sm90_conv_fprop_nhwc_f16_f16_f32_128x64x64_c1x1_a8_linear",
     "sm90_conv_fprop_nhwc_f16_f16_f32_64x128x64_c1x2_a8_bias_sigmoid",
+    // relu6 (MobileNetV2's Clip(0, 6)): the functor the kernel defines, with and without bias.
+    "sm90_conv_fprop_nhwc_f16_f16_f32_128x64x64_c1x1_a8_bias_relu6",
+    "sm90_conv_fprop_nhwc_bf16_bf16_f32_128x128x64_c1x1_a8_relu6",
 };
 
 struct Problem {

@@ -50,6 +50,7 @@ inline double activate(cb::Act a, double x) {
     case cb::Act::silu: return x / (1 + std::exp(-x));
     case cb::Act::sigmoid: return 1 / (1 + std::exp(-x));
     case cb::Act::hardswish: return x * std::min(std::max(x + 3, 0.0), 6.0) / 6;
+    case cb::Act::relu6: return std::min(std::max(x, 0.0), 6.0);
     case cb::Act::gelu_erf: return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0)));
     case cb::Act::gelu_tanh:
       return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));

@@ -132,6 +132,7 @@ double act_ref(cb::Act a, double x) {
     case cb::Act::silu: return x / (1 + std::exp(-x));
     case cb::Act::sigmoid: return 1 / (1 + std::exp(-x));
     case cb::Act::hardswish: return x * std::min(std::max(x + 3, 0.0), 6.0) / 6;
+    case cb::Act::relu6: return std::min(std::max(x, 0.0), 6.0);
     case cb::Act::kCount: break;
   }
   return NAN;

@@ -404,6 +404,7 @@ class Interp {
             else if (tok == "gelu") v = gelu(v);
             else if (tok == "gelutanh") v = gelu_tanh(v);
             else if (tok == "relu") v = std::max(0.0, v);
+            else if (tok == "relu6") v = std::min(std::max(0.0, v), 6.0);
             else if (tok != "linear") ADD_FAILURE() << "the plan interpreter has no epilogue token " << tok;
           }
           d.v[bi * sd + i * ldd + j] = v;
@@ -420,6 +421,7 @@ class Interp {
       else if (tok == "gelu") v = gelu(v);
       else if (tok == "gelutanh") v = gelu_tanh(v);
       else if (tok == "relu") v = std::max(0.0, v);
+      else if (tok == "relu6") v = std::min(std::max(0.0, v), 6.0);
       else if (tok == "sigmoid") v = 1 / (1 + std::exp(-v));
       else if (tok == "silu") v = v / (1 + std::exp(-v));
       else if (tok != "linear") ADD_FAILURE() << "the plan interpreter has no epilogue token " << tok;
@@ -826,6 +828,54 @@ std::string kernel_of(const runtime::Step& s) { return s.params.get("dispatch")-
 int64_t num_param(const runtime::Step& s, const char* k) {
   const json::Value* v = s.params.get(k);
   return v->is_number() ? static_cast<int64_t>(v->num()) : std::stoll(v->str());
+}
+
+// MobileNetV2's inverted residual at toy size, after BatchNorm folding, ReLU6 as torch exports it
+// (Clip with constant bounds 0 and 6): x [batch,8,6,6] -> clip(conv 1x1 to 16 + b) -> clip(depthwise
+// 3x3 + b) -> conv 1x1 to 8 + b + x. Weights large enough that both clamps at 6 engage.
+ir::Graph inverted_residual_graph() {
+  std::mt19937 rng(13);
+  ir::Graph g;
+  g.name = "inverted_residual";
+  ir::Value* x = g.add_input("x", {ir::DType::f32, {ir::Dim::symbol("batch"), ir::Dim(8), ir::Dim(6), ir::Dim(6)}, true});
+  ir::Value* lo = g.add_constant("relu6_min", ir::Tensor::from_f32({0.0f}, {}));
+  ir::Value* hi = g.add_constant("relu6_max", ir::Tensor::from_f32({6.0f}, {}));
+  using Ints = std::vector<int64_t>;
+  ir::Node* e = g.add_node("Conv", {x, random_const(g, "w_expand", {16, 8, 1, 1}, 3.0, rng), random_const(g, "b_expand", {16}, 0.5, rng)},
+                           1, {{"kernel_shape", Ints{1, 1}}}, "expand");
+  ir::Node* e6 = g.add_node("Clip", {e->output(0), lo, hi}, 1, {}, "expand_relu6");
+  ir::Node* d = g.add_node("Conv", {e6->output(0), random_const(g, "w_dw", {16, 1, 3, 3}, 1.0, rng), random_const(g, "b_dw", {16}, 0.5, rng)},
+                           1, {{"kernel_shape", Ints{3, 3}}, {"pads", Ints{1, 1, 1, 1}}, {"group", int64_t{16}}}, "depthwise");
+  ir::Node* d6 = g.add_node("Clip", {d->output(0), lo, hi}, 1, {}, "depthwise_relu6");
+  ir::Node* p = g.add_node("Conv", {d6->output(0), random_const(g, "w_project", {8, 16, 1, 1}, 0.3, rng), random_const(g, "b_project", {8}, 0.5, rng)},
+                           1, {{"kernel_shape", Ints{1, 1}}}, "project");
+  ir::Node* y = g.add_node("Add", {p->output(0), x}, 1, {}, "residual");
+  g.add_output(y->output(0));
+  ir::infer_types(g);
+  return g;
+}
+
+// Fires: the expanding conv and its Clip(0, 6) are one conv step with the bias_relu6 epilogue (the
+// depthwise conv reads its output directly: no clip step between), the projection keeps bias_res,
+// the depthwise conv and its Clip stay native, and the plan computes the block.
+TEST(CodegenLayoutNhwc, InvertedResidualFusesRelu6IntoTheConv) {
+  codegen::Lowered low;
+  check_graph("inverted_residual", inverted_residual_graph(), ir::DType::f16, 4e-3, &low);
+  if (HasFatalFailure()) return;
+  const auto& p = low.plan;
+  ASSERT_EQ(count_steps(p, "conv"), 2);
+  EXPECT_EQ(count_steps(p, "depthwise_conv"), 1);
+  const runtime::Step* expand = conv_step(p, 0);
+  const runtime::Step* project = conv_step(p, 1);
+  ASSERT_TRUE(expand && project);
+  EXPECT_EQ(expand->params.get("epilogue")->str(), "bias_relu6");
+  EXPECT_NE(kernel_of(*expand).find("_bias_relu6"), std::string::npos) << kernel_of(*expand);
+  EXPECT_EQ(project->params.get("epilogue")->str(), "bias_res");
+  for (const auto& s : p.steps) {
+    if (s.op == "depthwise_conv") {
+      EXPECT_EQ(s.inputs.at(0), expand->outputs.at(0)) << "a step between the conv and the depthwise conv";
+    }
+  }
 }
 
 // Fires: the stem's C = 3 would take alignment-1 kernels; the images' conversion to NHWC writes 8

@@ -65,6 +65,9 @@ TEST(ConvSm90Spec, NamesRoundTripOverCatalogEpiloguesAndDtypes) {
       }
   EXPECT_EQ(seen.size(), 2 * cb::sm90_conv_catalog(cb::Elem::f16).size() * epilogues().size());
   // The other families' names are not this family's.
+  auto relu6 = cb::parse_sm90_conv_kernel_name("sm90_conv_fprop_nhwc_f16_f16_f32_128x64x64_c1x1_a8_bias_relu6");
+  ASSERT_TRUE(relu6);
+  EXPECT_EQ(relu6->epi, (cb::EpilogueSpec{cb::Act::relu6, true, cb::Residual::none}));
   EXPECT_FALSE(cb::parse_sm90_conv_kernel_name("sm80_conv_fprop_optimized_nhwc_f16_f16_f32_128x128x32_w64x64x32_s3_a8_bias_relu"));
   EXPECT_FALSE(cb::is_sm90_conv_kernel_name("sm90_ws_coop_tn_f16_f16_f32_128x128x64_c1x1_a8_bias_gelu"));
 }
@@ -170,6 +173,14 @@ TEST(ConvSm90Emitter, TextSpellsEachEpilogueForm) {
        {"bias_ptr", "Sm90EVT", "LinCombPerColBiasEltAct"}},
       {{cb::Act::none, false, cb::Residual::none},
        {"LinCombEltAct<\n    cutlass::epilogue::thread::Identity"},
+       {"bias_ptr", "Sm90EVT"}},
+      // relu6 (MobileNetV2's Clip(0, 6)): the functor the kernel defines, the same fusion op.
+      {{cb::Act::relu6, true, cb::Residual::none},
+       {"struct SabreReLu6 {", "struct SabreReLu6<cutlass::Array<T, N>> {",
+        "LinCombPerColBiasEltAct<\n    SabreReLu6, Element,", "args.epilogue.thread.bias_ptr"},
+       {"Sm90EVT", "cutlass::epilogue::thread::ReLu"}},
+      {{cb::Act::relu6, false, cb::Residual::none},
+       {"struct SabreReLu6 {", "LinCombEltAct<\n    SabreReLu6, Element,"},
        {"bias_ptr", "Sm90EVT"}},
       // Residual before the activation: the fusion op's source term, C = R.
       {{cb::Act::relu, true, cb::Residual::before_act},

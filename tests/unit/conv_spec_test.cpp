@@ -1,6 +1,7 @@
 // Conv kernel specs, names, catalog and emitted text. The name is the identity: it must round-trip.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 #include <string>
 #include <vector>
@@ -52,6 +53,31 @@ TEST(ConvSpec, ResidualSpellingsMatchGemm) {
   EXPECT_TRUE(cb::conv_kernel_name(s).ends_with("_a8_bias_relu_res"));
   s.epi = {};
   EXPECT_TRUE(cb::conv_kernel_name(s).ends_with("_a8_linear"));
+}
+
+// MobileNetV2's Conv -> Clip(0, 6): conv kernels are generated with relu6, with and without bias; the
+// name round-trips, split-K treats it like any activation, and the kernel defines the functor.
+TEST(ConvSpec, Relu6IsAConvEpilogue) {
+  const auto epis = cb::conv_epilogues();
+  for (bool bias : {false, true})
+    EXPECT_NE(std::find(epis.begin(), epis.end(), cb::EpilogueSpec{cb::Act::relu6, bias, cb::Residual::none}), epis.end());
+  cb::ConvSpec s = f16_bias_relu();
+  s.epi.act = cb::Act::relu6;
+  const std::string n = "sm80_conv_fprop_optimized_nhwc_f16_f16_f32_128x128x32_w64x64x32_s3_a8_bias_relu6";
+  EXPECT_EQ(cb::conv_kernel_name(s), n);
+  auto back = cb::parse_conv_kernel_name(n);
+  ASSERT_TRUE(back);
+  EXPECT_EQ(*back, s);
+  EXPECT_EQ(cb::parse_conv_kernel_name("sm80_conv_fprop_optimized_nhwc_f16_f16_f32_128x128x32_w64x64x32_s3_a8_bias_relu")->epi.act,
+            cb::Act::relu);
+  EXPECT_TRUE(cb::conv_split_k_allowed(s.epi));
+  const std::string t = cb::emit_conv_kernel(s, 90);
+  const size_t def = t.find("struct SabreReLu6<cutlass::Array<T, N>> {"), use = t.find("LinearCombinationGeneric<\n    SabreReLu6,");
+  ASSERT_NE(def, std::string::npos);
+  ASSERT_NE(use, std::string::npos);
+  EXPECT_LT(def, use);
+  EXPECT_NE(t.find("// Y = relu6(alpha*conv(X,W) + bias[k])"), std::string::npos);
+  EXPECT_EQ(cb::emit_conv_kernel(f16_bias_relu(), 90).find("SabreReLu6"), std::string::npos);
 }
 
 TEST(ConvSpec, ParseRefusesMalformedNames) {

@@ -127,6 +127,38 @@ TEST(Emitter, Sm80EpiloguesUseLinearCombinations) {
   EXPECT_TRUE(has(t, "cutlass::epilogue::thread::GELU, cutlass::plus,\n    cutlass::epilogue::thread::Identity>"));
 }
 
+// relu6 is not a CUTLASS functor: the kernel defines SabreReLu6 (scalar and Array<> forms) ahead of the
+// epilogue that names it, in every epilogue form; other activations' text carries no such definition.
+TEST(Emitter, Relu6IsAFunctorTheKernelDefines) {
+  auto defined_before = [](const std::string& t, const std::string& use) {
+    const size_t def = t.find("struct SabreReLu6 {"), arr = t.find("struct SabreReLu6<cutlass::Array<T, N>> {");
+    const size_t at = t.find(use);
+    EXPECT_NE(def, std::string::npos);
+    EXPECT_NE(arr, std::string::npos);
+    EXPECT_NE(at, std::string::npos) << use;
+    EXPECT_LT(def, at) << use;
+    EXPECT_LT(arr, at) << use;
+    EXPECT_EQ(t.find("struct SabreReLu6 {", def + 1), std::string::npos) << "defined once";
+  };
+  defined_before(cb::emit_kernel(first(cb::Family::sm90, cb::Elem::f16, {cb::Act::relu6, true, cb::Residual::none})),
+                 "LinCombPerColBiasEltAct<\n    SabreReLu6,");
+  defined_before(cb::emit_kernel(first(cb::Family::sm90, cb::Elem::bf16, {cb::Act::relu6, false, cb::Residual::none})),
+                 "LinCombEltAct<\n    SabreReLu6,");
+  defined_before(cb::emit_kernel(first(cb::Family::sm90, cb::Elem::f16, {cb::Act::relu6, true, cb::Residual::after_act})),
+                 "Sm90EVT<Sm90Compute<SabreReLu6, ElementCompute");
+  defined_before(cb::emit_kernel(first(cb::Family::sm80, cb::Elem::f16, {cb::Act::relu6, true, cb::Residual::none})),
+                 "LinearCombinationGeneric<\n    SabreReLu6,");
+  // The residual block calls its activation without arguments: the bounds must be in the functor.
+  defined_before(cb::emit_kernel(first(cb::Family::sm80, cb::Elem::bf16, {cb::Act::relu6, true, cb::Residual::before_act})),
+                 "cutlass::epilogue::thread::Identity, cutlass::plus,\n    SabreReLu6>");
+  const std::string t = cb::emit_kernel(first(cb::Family::sm80, cb::Elem::f16, {cb::Act::relu6, false, cb::Residual::none}));
+  EXPECT_TRUE(has(t, "return mn(mx(x, T(0)), T(6));"));
+  EXPECT_TRUE(has(t, "// D = relu6(alpha*acc)"));
+  for (cb::Family f : {cb::Family::sm90, cb::Family::sm80})
+    for (cb::Act a : {cb::Act::none, cb::Act::relu, cb::Act::hardswish})
+      EXPECT_FALSE(has(cb::emit_kernel(first(f, cb::Elem::f16, {a, true, cb::Residual::none})), "SabreReLu6"));
+}
+
 TEST(Emitter, RefusesSpecsTheTargetCannotRun) {
   auto s = first(cb::Family::sm90, cb::Elem::f16, {});
   EXPECT_THROW(cb::emit_kernel(s, 80), std::invalid_argument);

@@ -1,6 +1,7 @@
 // Kernel specs, names and catalogs. The name is the identity: it must round-trip exactly.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 
 #include "backends/cutlass/catalog.h"
@@ -79,6 +80,35 @@ TEST(KernelSpec, EpilogueNamesRoundTripAndOrderMeansOrder) {
   EXPECT_EQ(cb::parse_epilogue("linear"), cb::EpilogueSpec{});
   for (const char* bad : {"", "gelu_bias", "bias_bias", "relu_gelu", "res_res", "bias_", "tanh", "linear_bias"})
     EXPECT_FALSE(cb::parse_epilogue(bad).has_value()) << bad;
+}
+
+// relu6 (ONNX Clip(x, 0, 6)) is a token of its own: not relu with a suffix, and "relu" stays relu.
+TEST(KernelSpec, Relu6IsItsOwnActivationToken) {
+  EXPECT_EQ(cb::act_name(cb::Act::relu6), "relu6");
+  EXPECT_EQ(cb::parse_act("relu6"), cb::Act::relu6);
+  EXPECT_EQ(cb::parse_act("relu"), cb::Act::relu);
+  for (const char* bad : {"relu06", "relu6 ", "Relu6", "relu66", "relu7"}) EXPECT_FALSE(cb::parse_act(bad)) << bad;
+  EXPECT_EQ(cb::parse_epilogue("bias_relu6"), (cb::EpilogueSpec{cb::Act::relu6, true, cb::Residual::none}));
+  EXPECT_EQ(cb::parse_epilogue("relu6"), (cb::EpilogueSpec{cb::Act::relu6, false, cb::Residual::none}));
+  EXPECT_EQ(cb::parse_epilogue("bias_res_relu6")->residual, cb::Residual::before_act);
+  EXPECT_EQ(cb::parse_epilogue("relu6_res")->residual, cb::Residual::after_act);
+  for (const char* bad : {"relu6_relu", "relu_relu6", "relu6_bias", "bias_relu6_relu6"})
+    EXPECT_FALSE(cb::parse_epilogue(bad)) << bad;
+  for (const char* name : {"sm90_ws_coop_tn_f16_f16_f32_128x64x64_c1x1_a8_bias_relu6",
+                           "sm90_ws_pingpong_tt_bf16_bf16_f32_64x128x64_c1x1_a8_relu6",
+                           "sm80_tc_tn_f16_f16_f32_128x128x32_w64x64x32_s4_a8_bias_relu6"}) {
+    auto s = cb::parse_kernel_name(name);
+    ASSERT_TRUE(s) << name;
+    EXPECT_EQ(s->epi.act, cb::Act::relu6) << name;
+    EXPECT_EQ(cb::kernel_name(*s), name);
+  }
+  auto relu = cb::parse_kernel_name("sm90_ws_coop_tn_f16_f16_f32_128x64x64_c1x1_a8_bias_relu");
+  ASSERT_TRUE(relu);
+  EXPECT_EQ(relu->epi.act, cb::Act::relu);
+  // The catalog's epilogues offer it with and without bias, like every activation.
+  const auto all = cb::all_epilogues();
+  for (bool bias : {false, true})
+    EXPECT_NE(std::find(all.begin(), all.end(), cb::EpilogueSpec{cb::Act::relu6, bias, cb::Residual::none}), all.end());
 }
 
 TEST(KernelSpec, EveryCatalogNameRoundTrips) {

@@ -4,6 +4,7 @@
 // one its check refuses (grouped convs; f64 GEMMs), with the refusal's reason.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <random>
 #include <sstream>
@@ -12,6 +13,7 @@
 #include "ir/infer.h"
 #include "ir/printer.h"
 #include "partition/partitioner.h"
+#include "partition/report.h"
 #include "reference/reference.h"
 #include "transform/canonicalize.h"
 
@@ -67,6 +69,9 @@ std::string graph_for(const std::string& entry, int64_t k, bool core) {
     else if (t == "gelutanh") s << "  " << v << " = Gelu(" << last << ") {approximate=\"tanh\"}\n";
     else if (t == "sigmoid") s << "  " << v << " = Sigmoid(" << last << ")\n";
     else if (t == "hardswish") s << "  " << v << " = HardSwish(" << last << ")\n";
+    else if (t == "relu6")  // Clip with constant bounds, as torch exports ReLU6
+      s << "  " << v << "lo = const f16[] [0.0]\n  " << v << "hi = const f16[] [6.0]\n  " << v << " = Clip(" << last
+        << ", " << v << "lo, " << v << "hi)\n";
     else if (t == "silu") s << "  " << v << "s = Sigmoid(" << last << ")\n  " << v << " = Mul(" << last << ", " << v << "s)\n";
     else ADD_FAILURE() << "token " << t << " of " << entry << " has no graph builder";
     last = v;
@@ -188,6 +193,100 @@ TEST(CutlassTable, EveryEntryStatesItsAlgebraAndRoles) {
     EXPECT_NE(e.algebra.find('='), std::string::npos) << e.name;
     EXPECT_FALSE(e.roles.empty()) << e.name;
   }
+}
+
+// relu6 fuses Clip only with constant bounds exactly 0 and 6 (the kernel's are compile-time constants).
+// Other constant bounds: the check refuses and says why; bounds computed at run time: the structure
+// does not match. Either way the GEMM or conv (+ bias) becomes a region and the Clip stays outside.
+TEST(CutlassTable, Relu6FusesOnlyClipZeroSix) {
+  const auto& table = cutlass_backend::pattern_table();
+  struct Case {
+    std::string lo, hi;  // IR values
+    bool fuses;
+    std::string reason;  // of the refusal; "" when the structure does not match at all
+  };
+  const std::vector<Case> cases = {
+      {"const f16[] [0.0]", "const f16[] [6.0]", true, ""},
+      {"const f16[1] [0.0]", "const f16[1] [6.0]", true, ""},  // one-element tensors are scalars too
+      {"const f16[] [0.0]", "const f16[] [5.0]", false, "Clip bounds [0, 5] are not relu6's [0, 6]"},
+      {"const f16[] [-1.0]", "const f16[] [6.0]", false, "Clip bounds [-1, 6] are not relu6's [0, 6]"},
+      {"const f16[] [6.0]", "const f16[] [0.0]", false, "Clip bounds [6, 0] are not relu6's [0, 6]"},
+      {"", "", false, ""},  // graph inputs: run-time bounds
+  };
+  for (const std::string family : {"gemm", "conv"}) {
+    for (const Case& c : cases) {
+      const bool runtime = c.lo.empty();
+      std::ostringstream t;
+      if (family == "gemm") {
+        t << "graph g(%x: f16[batch,32]" << (runtime ? ", %lo: f16[], %hi: f16[]" : "") << ") -> (%y) {\n"
+          << "  %w = const f16[16,32] @00000000000000b1\n  %b = const f16[16] @00000000000000b2\n"
+          << "  %mm = sabre.MatMulTransB(%x, %w)\n  %h = Add(%mm, %b)\n";
+      } else {
+        t << "graph g(%x: f16[batch,32,5,5]" << (runtime ? ", %lo: f16[], %hi: f16[]" : "") << ") -> (%y) {\n"
+          << "  %w = const f16[16,32,3,3] @00000000000000b3\n  %b = const f16[16] @00000000000000b4\n"
+          << "  %h = Conv(%x, %w, %b) {kernel_shape=[3, 3], pads=[1, 1, 1, 1]}\n";
+      }
+      if (!runtime) t << "  %lo = " << c.lo << "\n  %hi = " << c.hi << "\n";
+      t << "  %y = Clip(%h, %lo, %hi)\n}\n";
+      SCOPED_TRACE(t.str());
+      const std::string prefix = family == "gemm" ? "cutlass.gemm" : "cutlass.conv2d_fprop";
+      auto r = partition::partition(parse(t.str()), table);
+      ASSERT_EQ(r.regions.size(), 1u) << ir::print(r.graph);
+      EXPECT_EQ(r.regions[0].pattern, prefix + (c.fuses ? "_bias_relu6" : "_bias"));
+      const ir::Node* comp = composite_of(r.graph);
+      ASSERT_TRUE(comp);
+      EXPECT_EQ(comp->attr_string("epilogue"), c.fuses ? "bias_relu6" : "bias");
+      bool clip_outside = false;
+      for (const ir::Node* n : r.graph.nodes()) clip_outside = clip_outside || n->op() == "Clip";
+      EXPECT_EQ(clip_outside, !c.fuses);
+      std::string refusal;
+      for (const auto& f : r.refusals)
+        if (f.pattern == prefix + "_bias_relu6") refusal = f.reason;
+      if (c.reason.empty()) {
+        EXPECT_EQ(refusal, "");
+      } else {
+        EXPECT_NE(refusal.find(c.reason), std::string::npos) << refusal;
+      }
+    }
+  }
+}
+
+// MobileNetV2 as torchvision exports it: Conv (no bias) -> BatchNormalization -> Clip(0, 6).
+// Canonicalization folds the BatchNorm into the conv's bias; the conv, its bias and the Clip become
+// one relu6 region, which the partition report names, and the outputs keep their bits.
+TEST(CutlassTable, MobileNetConvBnClipIsOneRelu6Region) {
+  const std::string text =
+      "graph g(%x: f32[batch,8,5,5]) -> (%y) {\n"
+      "  %w = const f32[16,8,3,3] @00000000000000c1\n"
+      "  %scale = const f32[16] @00000000000000c2\n  %beta = const f32[16] @00000000000000c3\n"
+      "  %mean = const f32[16] @00000000000000c4\n  %var = const f32[16] [1.0, 0.5, 2.0, 1.5, 1.0, 0.5, 2.0, 1.5, "
+      "1.0, 0.5, 2.0, 1.5, 1.0, 0.5, 2.0, 1.5]\n"
+      "  %lo = const f32[] [0.0]\n  %hi = const f32[] [6.0]\n"
+      "  %c = Conv(%x, %w) {kernel_shape=[3, 3], pads=[1, 1, 1, 1], strides=[2, 2]}\n"
+      "  %bn = BatchNormalization(%c, %scale, %beta, %mean, %var) {epsilon=1e-5}\n"
+      "  %y = Clip(%bn, %lo, %hi)\n}\n";
+  ir::Graph canon = transform::canonicalize(parse(text));
+  auto ins = inputs_for(canon);
+  for (auto& [name, t] : ins)  // conv sums of 72 products: scale up so some outputs pass 6
+    for (int64_t i = 0; i < t.numel(); ++i) t.set_f64(i, 4 * t.get_f64(i));
+  auto want = reference::run(canon, ins);
+  auto r = partition::partition(canon.clone(), cutlass_backend::pattern_table());
+  ASSERT_EQ(r.regions.size(), 1u) << ir::print(r.graph);
+  EXPECT_EQ(r.regions[0].pattern, "cutlass.conv2d_fprop_bias_relu6");
+  const ir::Node* comp = composite_of(r.graph);
+  ASSERT_TRUE(comp);
+  EXPECT_EQ(comp->attr_string("epilogue"), "bias_relu6");
+  EXPECT_EQ(r.graph.nodes().size(), 1u) << "nothing outside the region: " << ir::print(r.graph);
+  const std::string report = partition::format_report(partition::make_report(r, {{"batch", 2}}), "cutlass");
+  EXPECT_NE(report.find("cutlass.conv2d_fprop_bias_relu6"), std::string::npos) << report;
+  EXPECT_NE(report.find("epilogue=bias_relu6"), std::string::npos) << report;
+  EXPECT_NE(report.find("clip_max: f32[]"), std::string::npos) << report;
+  auto got = reference::run(r.graph, ins);
+  ASSERT_EQ(got[0].dims(), want[0].dims());
+  EXPECT_EQ(std::memcmp(got[0].bytes(), want[0].bytes(), want[0].nbytes()), 0);
+  double top = 0;
+  for (int64_t i = 0; i < want[0].numel(); ++i) top = std::max(top, want[0].get_f64(i));
+  EXPECT_EQ(top, 6.0) << "the clamp at 6 is exercised";
 }
 
 TEST(CutlassTable, AlignmentIsSixteenBytes) {

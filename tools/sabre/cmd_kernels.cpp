@@ -25,7 +25,7 @@ const char* kUsage =
     "       sabre kernels emit NAME [-o FILE.cu] [--target-sm 90|80]\n"
     "       sabre kernels build NAME... -o DIR [-j N] [--target-sm 90|80]\n"
     "EPI is an epilogue name such as linear, bias, bias_gelu, bias_res_relu (residual before act),\n"
-    "gelu_res (after); default bias. Activations: relu gelu gelutanh silu sigmoid hardswish.\n"
+    "gelu_res (after); default bias. Activations: relu gelu gelutanh silu sigmoid hardswish relu6.\n"
     "emit and build also take conv kernel names (docs/KERNELS.md), e.g.\n"
     "sm80_conv_fprop_optimized_nhwc_f16_f16_f32_128x128x32_w64x64x32_s3_a8_bias_relu or\n"
     "sm90_conv_fprop_nhwc_f16_f16_f32_128x128x64_c1x1_a8_bias_relu.\n";

@@ -28,6 +28,7 @@ std::string device_types(const ConvSpec& s) {
        (c.iter == ConvIter::optimized ? "kOptimized;\n" : "kAnalytic;  // recomputes (r,s,c) per access: any alignment\n");
   o += "constexpr auto kStrides = cutlass::conv::StrideSupport::kStrided;  // any stride, not only 1\n\n";
   const std::string act = detail::cutlass_act(e.act);
+  o += detail::act_functor_definitions(e.act);
   o += "// " + detail::conv_algebra(e) + "\n";
   if (e.residual == Residual::none) {
     if (e.bias) o += "// The source tensor C is the bias with all strides 0 (one row, broadcast): Y = act(alpha*acc + C).\n";

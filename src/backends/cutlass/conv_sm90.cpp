@@ -58,6 +58,7 @@ std::string device_types(const Sm90ConvSpec& s) {
   o += "using EpilogueSchedule = cutlass::epilogue::TmaWarpSpecialized;\n";
   o += "constexpr auto kRound = cutlass::FloatRoundStyle::round_to_nearest;\n\n";
   const std::string act = detail::cutlass_act(e.act);
+  o += detail::act_functor_definitions(e.act);
   o += "// " + detail::conv_algebra(e) + "\n";
   o += "// The output channel k is the GEMM column (N): bias[k] is a per-column (row-broadcast) vector.\n";
   if (e.residual == Residual::after_act) {

@@ -158,7 +158,8 @@ std::vector<ConvConfig> conv_catalog(Elem elem, int target_sm) {
 
 std::vector<EpilogueSpec> conv_epilogues() {
   std::vector<EpilogueSpec> out;
-  for (Act a : {Act::none, Act::relu, Act::silu, Act::hardswish, Act::sigmoid})
+  // relu6: MobileNetV2's Conv -> Clip(0, 6) after BatchNorm folding.
+  for (Act a : {Act::none, Act::relu, Act::silu, Act::hardswish, Act::sigmoid, Act::relu6})
     for (bool bias : {false, true}) out.push_back({a, bias, Residual::none});
   // ResNet blocks: y = relu(conv + bias + x) and the variants with the add before or without relu.
   out.push_back({Act::none, true, Residual::before_act});

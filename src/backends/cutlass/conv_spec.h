@@ -68,7 +68,7 @@ std::optional<std::string> conv_unsupported_reason(const ConvSpec& s, int target
 std::vector<ConvConfig> conv_catalog(Elem elem, int target_sm);
 
 // The epilogues conv kernels are generated with: each activation of {none, relu, silu, hardswish,
-// sigmoid} with and without bias, and the residual (ResNet) forms bias_res, bias_res_relu, bias_relu_res.
+// sigmoid, relu6} with and without bias, and the residual (ResNet) forms bias_res, bias_res_relu, bias_relu_res.
 std::vector<EpilogueSpec> conv_epilogues();
 
 }  // namespace sabre::cutlass_backend

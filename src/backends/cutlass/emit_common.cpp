@@ -24,9 +24,38 @@ std::string cutlass_act(Act a) {
     case Act::silu: return "cutlass::epilogue::thread::SiLu";
     case Act::sigmoid: return "cutlass::epilogue::thread::Sigmoid";
     case Act::hardswish: return "cutlass::epilogue::thread::HardSwish";
+    case Act::relu6: return "SabreReLu6";  // act_functor_definitions
     case Act::kCount: break;
   }
   throw std::logic_error("invariant: Act is a valid activation");
+}
+
+std::string act_functor_definitions(Act a) {
+  if (a != Act::relu6) return "";
+  // CUTLASS's Clamp takes its bounds as run-time Arguments, which LinearCombinationGeneric and the
+  // sm90 fusion ops pass but LinearCombinationResidualBlock does not (it would clamp to the type's
+  // whole range: the identity). Bounds fixed at compile time work in every epilogue form, and the
+  // kernel name carries them. NaN propagates, as in the CPU reference's Clip.
+  std::string o;
+  o += "// relu6(x) = min(max(x, 0), 6): ONNX Clip(x, 0, 6). The epilogues call the Array<> form and look in the\n"
+       "// scalar one for run-time Arguments (it has none); without kIsHeavy CUTLASS takes it as light.\n";
+  o += "template <typename T>\n"
+       "struct SabreReLu6 {\n"
+       "  CUTLASS_HOST_DEVICE T operator()(T const& x) const {\n"
+       "    cutlass::maximum<T, /*PropagateNaN=*/true> mx;\n"
+       "    cutlass::minimum<T, /*PropagateNaN=*/true> mn;\n"
+       "    return mn(mx(x, T(0)), T(6));\n"
+       "  }\n"
+       "};\n"
+       "template <typename T, int N>\n"
+       "struct SabreReLu6<cutlass::Array<T, N>> {\n"
+       "  CUTLASS_HOST_DEVICE cutlass::Array<T, N> operator()(cutlass::Array<T, N> const& x) const {\n"
+       "    cutlass::maximum<cutlass::Array<T, N>, /*PropagateNaN=*/true> mx;\n"
+       "    cutlass::minimum<cutlass::Array<T, N>, /*PropagateNaN=*/true> mn;\n"
+       "    return mn(mx(x, T(0)), T(6));\n"
+       "  }\n"
+       "};\n\n";
+  return o;
 }
 
 std::string conv_algebra(const EpilogueSpec& e) {

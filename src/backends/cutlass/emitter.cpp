@@ -167,6 +167,7 @@ std::string emit_sm90(const KernelSpec& s) {
     o += "constexpr int kSplits = " + i(c.splits) + ";  // CTAs per output tile, each over 1/kSplits of K\n";
   o += "constexpr auto kRound = cutlass::FloatRoundStyle::round_to_nearest;\n\n";
   const std::string act = detail::cutlass_act(e.act);
+  o += detail::act_functor_definitions(e.act);
   o += "// " + algebra(e) + "\n";
   if (e.residual == Residual::after_act) {
     o += "// The residual comes after the activation, which no predefined fusion op does: an EVT tree.\n";
@@ -290,6 +291,7 @@ std::string emit_sm80(const KernelSpec& s) {
        (c.stages == 2 ? "  // register-pipelined mainloop: no cp.async, any alignment\n" : "\n");
   o += "using Swizzle = cutlass::gemm::threadblock::GemmIdentityThreadblockSwizzle<8>;\n\n";
   const std::string act = detail::cutlass_act(e.act);
+  o += detail::act_functor_definitions(e.act);
   o += "// " + algebra(e) + "\n";
   if (e.residual == Residual::none) {
     if (e.bias)

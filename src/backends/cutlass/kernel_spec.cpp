@@ -13,8 +13,9 @@ static_assert(kScheduleNames.back() == "multistage", "every Schedule needs its n
 constexpr std::array<std::string_view, size_t(Elem::kCount)> kElemNames = {"f16", "bf16", "f32"};
 constexpr std::array<int, size_t(Elem::kCount)> kElemBytes = {2, 2, 4};
 constexpr std::array<std::string_view, size_t(Layout::kCount)> kLayoutNames = {"tn", "tt"};
-constexpr std::array<std::string_view, size_t(Act::kCount)> kActNames = {"",     "relu",    "gelu",     "gelutanh",
-                                                                        "silu", "sigmoid", "hardswish"};
+constexpr std::array<std::string_view, size_t(Act::kCount)> kActNames = {"",     "relu",    "gelu",      "gelutanh",
+                                                                        "silu", "sigmoid", "hardswish", "relu6"};
+static_assert(kActNames.back() == "relu6", "every Act needs its name token here");
 
 std::vector<std::string_view> split(std::string_view s, char sep) {
   std::vector<std::string_view> out;

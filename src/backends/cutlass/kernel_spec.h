@@ -25,7 +25,8 @@ constexpr bool is_split_k(Schedule s) { return s == Schedule::splitk || s == Sch
 enum class Elem : uint8_t { f16, bf16, f32, kCount };
 // A is always [M,K] row-major. tn: B is [N,K], K contiguous. tt: B is [K,N], N contiguous.
 enum class Layout : uint8_t { tn, tt, kCount };
-enum class Act : uint8_t { none, relu, gelu_erf, gelu_tanh, silu, sigmoid, hardswish, kCount };
+// relu6 is min(max(x, 0), 6): ONNX Clip(x, 0, 6), how torchvision's MobileNetV2 exports ReLU6.
+enum class Act : uint8_t { none, relu, gelu_erf, gelu_tanh, silu, sigmoid, hardswish, relu6, kCount };
 enum class Residual : uint8_t { none, before_act, after_act, kCount };
 
 struct Shape3 {

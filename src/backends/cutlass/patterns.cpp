@@ -1,6 +1,7 @@
 #include "backends/cutlass/patterns.h"
 
 #include <algorithm>
+#include <sstream>
 
 #include "ir/printer.h"
 
@@ -56,8 +57,32 @@ std::optional<std::string> extent_problem(const char* what, const Dim& d) {
 }
 
 
-// The epilogue's extra operands: bias a vector over N, residual exactly the output's type.
+// A Clip fuses as relu6 only with bounds that are exactly 0 and 6 (the kernel's are compile-time
+// constants); any other Clip stays a native elementwise step after the GEMM or conv.
+std::optional<std::string> clip_problem(const Match& m) {
+  if (!m.has("clip_min") && !m.has("clip_max")) return std::nullopt;
+  bool relu6 = true;
+  // A bound's value, or its type when it is not a float scalar.
+  auto bound = [&relu6](const ir::Value* v, double want) {
+    const ir::Tensor& t = v->constant();
+    if (t.numel() != 1 || !ir::is_float(t.dtype())) {
+      relu6 = false;
+      return ir::print_type(v->type());
+    }
+    relu6 = relu6 && t.get_f64(0) == want;
+    std::ostringstream s;
+    s << t.get_f64(0);
+    return s.str();
+  };
+  const std::string lo = bound(m.value("clip_min"), 0.0), hi = bound(m.value("clip_max"), 6.0);
+  if (relu6) return std::nullopt;
+  return "Clip bounds [" + lo + ", " + hi + "] are not relu6's [0, 6]: only relu6 is fused, the Clip runs natively";
+}
+
+// The epilogue's extra operands: bias a vector over N, residual exactly the output's type, Clip
+// bounds those of relu6.
 std::optional<std::string> epilogue_problem(const Match& m, const Dim& n_dim) {
+  if (auto why = clip_problem(m)) return why;
   if (m.has("bias")) {
     const ir::Value* b = m.value("bias");
     const ir::Shape& s = b->shape();
@@ -249,14 +274,19 @@ Pat hardswish(Pat x) {
   return alt({op("HardSwish", {x}),
               x * op("HardSigmoid", {x}, {attr_near("alpha", 1.0 / 6.0, 0.2), attr_near("beta", 0.5, 0.5)})});
 }
+// ReLU6 as torch exports it (opset 11+): Clip with constant min and max inputs. The structure takes
+// any constant bounds; the check (clip_problem) accepts only 0 and 6, and says so when it refuses.
+Pat relu6(Pat x) { return op("Clip", {x, constant("clip_min"), constant("clip_max")}); }
 Pat res(Pat x) { return x + wildcard("residual"); }
 
 using Check = CheckResult (*)(const Match&, const std::string&);
 
 PatternEntry entry(const std::string& epi_name, const std::string& family, const char* algebra, Pat p,
                    Check check, const std::string& epilogue) {
-  std::vector<std::string> roles = family == "conv2d_fprop" ? std::vector<std::string>{"X", "W", "bias", "residual"}
-                                                             : std::vector<std::string>{"A", "B", "bias", "residual"};
+  // clip_min and clip_max (relu6's bounds) are not kernel operands: named so the report says what they are.
+  std::vector<std::string> roles = family == "conv2d_fprop"
+                                       ? std::vector<std::string>{"X", "W", "bias", "residual", "clip_min", "clip_max"}
+                                       : std::vector<std::string>{"A", "B", "bias", "residual", "clip_min", "clip_max"};
   std::string name = "cutlass." + family + (epi_name.empty() ? "" : "_" + epi_name);
   return {name, algebra, std::move(p),
           [check, epilogue](const Match& m) { return check(m, epilogue.empty() ? "linear" : epilogue); },
@@ -277,6 +307,7 @@ PatternTable build() {
   e.push_back(entry("bias_silu", G, "D = (A·Bᵀ + bias) · sigmoid(A·Bᵀ + bias)", silu(gemm_bias(A(), B())), check_gemm, "bias_silu"));
   e.push_back(entry("bias_sigmoid", G, "D = sigmoid(A·Bᵀ + bias)", sigmoid(gemm_bias(A(), B())), check_gemm, "bias_sigmoid"));
   e.push_back(entry("bias_hardswish", G, "D = hardswish(A·Bᵀ + bias)", hardswish(gemm_bias(A(), B())), check_gemm, "bias_hardswish"));
+  e.push_back(entry("bias_relu6", G, "D = min(max(A·Bᵀ + bias, 0), 6)", relu6(gemm_bias(A(), B())), check_gemm, "bias_relu6"));
   e.push_back(entry("res_relu", G, "D = relu(A·Bᵀ + R)", relu(res(gemm_core(A(), B()))), check_gemm, "res_relu"));
   e.push_back(entry("relu", G, "D = relu(A·Bᵀ)", relu(gemm_core(A(), B())), check_gemm, "relu"));
   e.push_back(entry("gelu", G, "D = gelu_erf(A·Bᵀ)", gelu(gemm_core(A(), B())), check_gemm, "gelu"));
@@ -284,6 +315,7 @@ PatternTable build() {
   e.push_back(entry("silu", G, "D = A·Bᵀ · sigmoid(A·Bᵀ)", silu(gemm_core(A(), B())), check_gemm, "silu"));
   e.push_back(entry("sigmoid", G, "D = sigmoid(A·Bᵀ)", sigmoid(gemm_core(A(), B())), check_gemm, "sigmoid"));
   e.push_back(entry("hardswish", G, "D = hardswish(A·Bᵀ)", hardswish(gemm_core(A(), B())), check_gemm, "hardswish"));
+  e.push_back(entry("relu6", G, "D = min(max(A·Bᵀ, 0), 6)", relu6(gemm_core(A(), B())), check_gemm, "relu6"));
   e.push_back(entry("bias", G, "D = A·Bᵀ + bias", gemm_bias(A(), B()), check_gemm, "bias"));
   e.push_back(entry("res", G, "D = A·Bᵀ + R", res(gemm_core(A(), B())), check_gemm, "res"));
   e.push_back(entry("", G, "D = A·Bᵀ", gemm_core(A(), B()), check_gemm, ""));
@@ -297,8 +329,10 @@ PatternTable build() {
   e.push_back(entry("bias_silu", C, "Y = silu(conv(X, W) + bias)", silu(conv(true)), check_conv, "bias_silu"));
   e.push_back(entry("bias_sigmoid", C, "Y = sigmoid(conv(X, W) + bias)", sigmoid(conv(true)), check_conv, "bias_sigmoid"));
   e.push_back(entry("bias_hardswish", C, "Y = hardswish(conv(X, W) + bias)", hardswish(conv(true)), check_conv, "bias_hardswish"));
+  e.push_back(entry("bias_relu6", C, "Y = min(max(conv(X, W) + bias, 0), 6)", relu6(conv(true)), check_conv, "bias_relu6"));
   e.push_back(entry("bias", C, "Y = conv(X, W) + bias", conv(true), check_conv, "bias"));
   e.push_back(entry("relu", C, "Y = relu(conv(X, W))", relu(conv(false)), check_conv, "relu"));
+  e.push_back(entry("relu6", C, "Y = min(max(conv(X, W), 0), 6)", relu6(conv(false)), check_conv, "relu6"));
   e.push_back(entry("", C, "Y = conv(X, W)", conv(false), check_conv, ""));
   return t;
 }
