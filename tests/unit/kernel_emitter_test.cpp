@@ -55,11 +55,15 @@ TEST(Emitter, Sm90SchedulesAndLayouts) {
   for (const auto& c : cb::catalog(cb::Family::sm90, {cb::Elem::f16, cb::Elem::f16, cb::Layout::tt}, 90)) {
     auto t = cb::emit_kernel({c, {cb::Elem::f16, cb::Elem::f16, cb::Layout::tt}, {}});
     EXPECT_TRUE(has(t, "using LayoutB = cutlass::layout::RowMajor;"));
-    if (c.schedule == cb::Schedule::pingpong) EXPECT_TRUE(has(t, "KernelTmaWarpSpecializedPingpong"));
+    if (c.schedule == cb::Schedule::pingpong) {
+      EXPECT_TRUE(has(t, "KernelTmaWarpSpecializedPingpong"));
+    }
     if (c.schedule == cb::Schedule::streamk || cb::is_split_k(c.schedule)) {
       EXPECT_TRUE(has(t, "using TileScheduler = cutlass::gemm::StreamKScheduler;"));
     }
-    if (c.schedule == cb::Schedule::coop) EXPECT_TRUE(has(t, "using TileScheduler = void;"));
+    if (c.schedule == cb::Schedule::coop) {
+      EXPECT_TRUE(has(t, "using TileScheduler = void;"));
+    }
     // Only split-K overrides the scheduler's own decomposition.
     EXPECT_EQ(has(t, "args.scheduler."), cb::is_split_k(c.schedule)) << cb::kernel_name({c, {}, {}});
     // Programmatic dependent launch where the kernel waits on the previous grid: the data-parallel
@@ -68,9 +72,10 @@ TEST(Emitter, Sm90SchedulesAndLayouts) {
     EXPECT_EQ(has(t, "#define CUTLASS_ENABLE_GDC_FOR_SM90 1"), pdl) << cb::kernel_name({c, {}, {}});
     EXPECT_EQ(has(t, "gemm.run(stream, /*cuda_adapter=*/nullptr, pdl_enabled())"), pdl) << cb::kernel_name({c, {}, {}});
     EXPECT_EQ(has(t, "gemm.run(stream));"), !pdl) << cb::kernel_name({c, {}, {}});
-    if (cb::is_split_k(c.schedule))
+    if (cb::is_split_k(c.schedule)) {
       EXPECT_TRUE(has(t, c.schedule == cb::Schedule::splitk ? "ReductionMode::Deterministic;" : "ReductionMode::Nondeterministic;"))
           << cb::kernel_name({c, {}, {}});
+    }
   }
 }
 

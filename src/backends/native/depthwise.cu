@@ -19,6 +19,7 @@ struct DwParams {
 
 template <class T>
 __global__ void __launch_bounds__(256) depthwise_kernel(const DwParams a) {
+  detail::pdl_enter();
   const long long total = a.n * a.p * a.q * a.c;
   for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
        i += static_cast<long long>(gridDim.x) * blockDim.x) {
@@ -46,6 +47,7 @@ __global__ void __launch_bounds__(256) depthwise_kernel(const DwParams a) {
 // divisions: MobileNetV2's [32,56,56,144] 3x3 took 490 us on the H200, ~40x its bandwidth time.
 template <class T, int kV>
 __global__ void __launch_bounds__(256) depthwise_vec_kernel(const DwParams a) {
+  detail::pdl_enter();
   using V = Pack<T, kV>;
   const int cv = static_cast<int>(a.c / kV), H = static_cast<int>(a.h), W = static_cast<int>(a.w_);
   const int P = static_cast<int>(a.p), Q = static_cast<int>(a.q), C = static_cast<int>(a.c);
@@ -91,10 +93,10 @@ cudaError_t launch(const DwParams& p, int64_t total, bool vec, cudaStream_t stre
   constexpr int kV = 16 / sizeof(T);
   if (vec) {
     const int64_t threads = total / kV;
-    depthwise_vec_kernel<T, kV><<<blocks_for(threads, 256, 65535), 256, 0, stream>>>(p);
+    SABRE_CUDA_TRY(detail::launch(depthwise_vec_kernel<T, kV>, blocks_for(threads, 256, 65535), 256, 0, stream, p));
   } else {
     const unsigned blocks = static_cast<unsigned>(std::min<long long>((total + 255) / 256, 65535));
-    depthwise_kernel<T><<<blocks, 256, 0, stream>>>(p);
+    SABRE_CUDA_TRY(detail::launch(depthwise_kernel<T>, blocks, 256, 0, stream, p));
   }
   SABRE_LAUNCH_CHECK();
   return cudaSuccess;

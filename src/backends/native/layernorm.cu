@@ -31,6 +31,7 @@ struct LnParams {
 // 128 rows; offsets were 64-bit.
 template <class T, int VEC, int NCH, int TPR>
 __global__ void __launch_bounds__(256) layernorm_rows(const LnParams p) {
+  detail::pdl_enter();
   using V = Pack<T, VEC>;
   __shared__ float red[32];
   const int rpb = blockDim.x / TPR;
@@ -125,6 +126,7 @@ __global__ void __launch_bounds__(256) layernorm_rows(const LnParams p) {
 // Rows too long for registers: passes over global memory, one block per row.
 template <class T>
 __global__ void __launch_bounds__(256) layernorm_loop(const LnParams p) {
+  detail::pdl_enter();
   __shared__ float red[32];
   const long long row = blockIdx.x;
   const T* x = static_cast<const T*>(p.x) + row * p.cols;
@@ -176,7 +178,7 @@ template <class T, int VEC>
 cudaError_t launch_vec(const LnParams& p, cudaStream_t s) {
   LnPlan plan;
   if (!plan_layernorm(p.cols, VEC, plan)) {
-    layernorm_loop<T><<<static_cast<unsigned>(p.rows), 256, 0, s>>>(p);
+    SABRE_CUDA_TRY(detail::launch(layernorm_loop<T>, static_cast<unsigned>(p.rows), 256, 0, s, p));
     SABRE_LAUNCH_CHECK();
     return cudaSuccess;
   }
@@ -193,7 +195,7 @@ cudaError_t launch_vec(const LnParams& p, cudaStream_t s) {
   const int64_t rpb = threads / plan.tpr;
   const unsigned blocks = static_cast<unsigned>((p.rows + rpb - 1) / rpb);
 #define SABRE_LN_CASE(TPR, NCH) \
-  if (plan.tpr == TPR && plan.nch == NCH) layernorm_rows<T, VEC, NCH, TPR><<<blocks, threads, 0, s>>>(p);
+  if (plan.tpr == TPR && plan.nch == NCH) SABRE_CUDA_TRY(detail::launch(layernorm_rows<T, VEC, NCH, TPR>, blocks, threads, 0, s, p));
   SABRE_LN_CASE(8, 1) SABRE_LN_CASE(16, 1)
   SABRE_LN_CASE(32, 1) SABRE_LN_CASE(32, 2) SABRE_LN_CASE(32, 3) SABRE_LN_CASE(32, 4) SABRE_LN_CASE(32, 6) SABRE_LN_CASE(32, 8)
   SABRE_LN_CASE(256, 2) SABRE_LN_CASE(256, 4) SABRE_LN_CASE(256, 8)

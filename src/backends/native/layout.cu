@@ -31,6 +31,7 @@ struct LayoutP {
 // VEC output elements per store: 16 bytes, or 1 (the scalar path).
 template <class TX, class TY, int VEC>
 __global__ void __launch_bounds__(256) nchw_to_nhwc_kernel(const LayoutP p) {
+  detail::pdl_enter();
   __shared__ float tile[kTileElems + kMaxTileC];  // [tc][tw + 1]: the +1 staggers banks for the column reads
   const TX* x = static_cast<const TX*>(p.x);
   TY* y = static_cast<TY*>(p.y);
@@ -82,6 +83,7 @@ __global__ void __launch_bounds__(256) nchw_to_nhwc_kernel(const LayoutP p) {
 constexpr int kPix = 4;
 template <class TX, class TY, int VEC, int NG>
 __global__ void __launch_bounds__(256) nchw_to_nhwc_few_kernel(const LayoutP p) {
+  detail::pdl_enter();
   using V = Pack<TY, VEC>;
   constexpr int kC = NG * VEC;
   const int hw = static_cast<int>(p.h * p.w), c = static_cast<int>(p.c);
@@ -118,8 +120,8 @@ cudaError_t launch(LayoutP p, cudaStream_t stream) {
   if (p.cp % kVec == 0 && p.cp <= 2 * kVec && aligned16(p.y) && p.c * hw < (1ll << 31) && p.cp * hw < (1ll << 31)) {
     const dim3 grid(static_cast<unsigned>((hw + 256 * kPix - 1) / (256 * kPix)),
                     static_cast<unsigned>(p.n < 65535 ? p.n : 65535));
-    if (p.cp == kVec) nchw_to_nhwc_few_kernel<TX, TY, kVec, 1><<<grid, 256, 0, stream>>>(p);
-    else nchw_to_nhwc_few_kernel<TX, TY, kVec, 2><<<grid, 256, 0, stream>>>(p);
+    if (p.cp == kVec) SABRE_CUDA_TRY(detail::launch(nchw_to_nhwc_few_kernel<TX, TY, kVec, 1>, grid, 256, 0, stream, p));
+    else SABRE_CUDA_TRY(detail::launch(nchw_to_nhwc_few_kernel<TX, TY, kVec, 2>, grid, 256, 0, stream, p));
     SABRE_LAUNCH_CHECK();
     return cudaSuccess;
   }
@@ -135,8 +137,8 @@ cudaError_t launch(LayoutP p, cudaStream_t stream) {
   p.tiles_w = (p.w + p.tw - 1) / p.tw;
   p.n_tiles = p.n * p.h * p.tiles_w * p.tiles_c;
   const unsigned blocks = blocks_for(p.n_tiles, 1, 132 * 16);
-  if (vec) nchw_to_nhwc_kernel<TX, TY, kVec><<<blocks, 256, 0, stream>>>(p);
-  else nchw_to_nhwc_kernel<TX, TY, 1><<<blocks, 256, 0, stream>>>(p);
+  if (vec) SABRE_CUDA_TRY(detail::launch(nchw_to_nhwc_kernel<TX, TY, kVec>, blocks, 256, 0, stream, p));
+  else SABRE_CUDA_TRY(detail::launch(nchw_to_nhwc_kernel<TX, TY, 1>, blocks, 256, 0, stream, p));
   SABRE_LAUNCH_CHECK();
   return cudaSuccess;
 }

@@ -23,6 +23,7 @@ struct PoolP {
 
 template <class T>
 __global__ void __launch_bounds__(256) pool_kernel(const PoolP p) {
+  detail::pdl_enter();
   const long long total = p.n * p.c * p.oh * p.ow;
   const long long step = static_cast<long long>(gridDim.x) * blockDim.x;
   for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += step) {
@@ -94,6 +95,7 @@ __device__ __forceinline__ void max_into(Pack<T, VEC>& acc, const Pack<T, VEC>& 
 
 template <class T, int VEC, int K, bool MAX>
 __global__ void __launch_bounds__(256) pool_nhwc_kernel(const PoolNhwc p) {
+  detail::pdl_enter();
   using V = Pack<T, VEC>;
   const unsigned i = blockIdx.x * 256u + threadIdx.x;
   if (i >= p.total) return;
@@ -181,10 +183,10 @@ cudaError_t launch_nhwc(const PoolArgs& a, cudaStream_t stream) {
   p.include_pad = a.count_include_pad;
   const unsigned blocks = (p.total + 255) / 256;
   const bool k3 = a.kernel[0] == 3 && a.kernel[1] == 3, max = a.kind == PoolKind::max;
-  if (k3 && max) pool_nhwc_kernel<T, VEC, 3, true><<<blocks, 256, 0, stream>>>(p);
-  else if (k3) pool_nhwc_kernel<T, VEC, 3, false><<<blocks, 256, 0, stream>>>(p);
-  else if (max) pool_nhwc_kernel<T, VEC, 0, true><<<blocks, 256, 0, stream>>>(p);
-  else pool_nhwc_kernel<T, VEC, 0, false><<<blocks, 256, 0, stream>>>(p);
+  if (k3 && max) SABRE_CUDA_TRY(detail::launch(pool_nhwc_kernel<T, VEC, 3, true>, blocks, 256, 0, stream, p));
+  else if (k3) SABRE_CUDA_TRY(detail::launch(pool_nhwc_kernel<T, VEC, 3, false>, blocks, 256, 0, stream, p));
+  else if (max) SABRE_CUDA_TRY(detail::launch(pool_nhwc_kernel<T, VEC, 0, true>, blocks, 256, 0, stream, p));
+  else SABRE_CUDA_TRY(detail::launch(pool_nhwc_kernel<T, VEC, 0, false>, blocks, 256, 0, stream, p));
   SABRE_LAUNCH_CHECK();
   return cudaSuccess;
 }
@@ -209,7 +211,7 @@ cudaError_t launch_pool(const PoolArgs& a, const PoolP& p, cudaStream_t stream) 
       if (fits(kVec / 4)) return launch_nhwc<T, kVec / 4>(a, stream);
     return launch_nhwc<T, 1>(a, stream);
   }
-  pool_kernel<T><<<blocks_for(outs, 256), 256, 0, stream>>>(p);
+  SABRE_CUDA_TRY(detail::launch(pool_kernel<T>, blocks_for(outs, 256), 256, 0, stream, p));
   SABRE_LAUNCH_CHECK();
   return cudaSuccess;
 }

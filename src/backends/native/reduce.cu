@@ -62,6 +62,7 @@ __device__ __forceinline__ long long kept_offset(const RedParams& p, long long o
 // Reduced run contiguous and innermost: a warp per output.
 template <class T>
 __global__ void __launch_bounds__(256) reduce_inner(const RedParams p) {
+  detail::pdl_enter();
   const long long warp = (static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
   const int lane = threadIdx.x & 31;
   const long long nwarps = static_cast<long long>(gridDim.x) * blockDim.x / 32;
@@ -78,6 +79,7 @@ __global__ void __launch_bounds__(256) reduce_inner(const RedParams p) {
 // General: a thread per output.
 template <class T>
 __global__ void __launch_bounds__(256) reduce_outer(const RedParams p) {
+  detail::pdl_enter();
   const long long step = static_cast<long long>(gridDim.x) * blockDim.x;
   for (long long o = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; o < p.n_out; o += step) {
     const T* x = static_cast<const T*>(p.x) + kept_offset(p, o);
@@ -114,6 +116,7 @@ void push_dim(long long* dims, long long* strides, int& rank, long long d, long 
 // for ResNet-50's [1,7,7,2048] on the H200.
 template <class T, int kV>
 __global__ void __launch_bounds__(256) gap_nhwc_kernel(const T* x, T* y, int hw, int c) {
+  detail::pdl_enter();
   using V = Pack<T, kV>;
   __shared__ float part[8][32][kV + 1];  // +1: rows of threads write different banks
   const int cv = blockIdx.y * 32 + threadIdx.x, cvs = c / kV;
@@ -148,8 +151,7 @@ template <class T>
 cudaError_t launch_gap_nhwc(const void* x, void* y, int64_t n, int64_t c, int64_t hw, cudaStream_t stream) {
   constexpr int kV = 16 / sizeof(T);
   const dim3 grid(static_cast<unsigned>(n), static_cast<unsigned>((c / kV + 31) / 32));
-  gap_nhwc_kernel<T, kV><<<grid, dim3(32, 8), 0, stream>>>(static_cast<const T*>(x), static_cast<T*>(y),
-                                                           static_cast<int>(hw), static_cast<int>(c));
+  SABRE_CUDA_TRY(detail::launch(gap_nhwc_kernel<T, kV>, grid, dim3(32, 8), 0, stream, static_cast<const T*>(x), static_cast<T*>(y), static_cast<int>(hw), static_cast<int>(c)));
   SABRE_LAUNCH_CHECK();
   return cudaSuccess;
 }
@@ -194,9 +196,9 @@ cudaError_t reduce(ReduceOp op, DType dt, const void* x, const std::vector<int64
   const bool inner = p.red_rank == 1 && p.red_strides[0] == 1;
   SABRE_FLOAT_DISPATCH(dt, T, {
     if (inner && p.n_red >= 16) {
-      reduce_inner<T><<<blocks_for(p.n_out, 8), 256, 0, stream>>>(p);
+      SABRE_CUDA_TRY(detail::launch(reduce_inner<T>, blocks_for(p.n_out, 8), 256, 0, stream, p));
     } else {
-      reduce_outer<T><<<blocks_for(p.n_out, 256), 256, 0, stream>>>(p);
+      SABRE_CUDA_TRY(detail::launch(reduce_outer<T>, blocks_for(p.n_out, 256), 256, 0, stream, p));
     }
     SABRE_LAUNCH_CHECK();
     return cudaSuccess;
