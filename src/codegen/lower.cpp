@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <numeric>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -227,10 +228,38 @@ class Lowerer {
       if (n->op() == "Softmax") softmax_fusion(n);
       if (n->op() == "LayerNormalization") layernorm_fusion(n);
       if (n->op() == "Gather") range_gather(n);
+      if (n->op() == "Conv" && o_.pick_conv && depthwise_problem(n).empty()) depthwise_activation_fusion(n);
     }
     if (o_.fuse_attention)
       for (Node* n : order_)
         if (n->domain().empty() && n->op() == "Softmax") attention_fusion(n);
+  }
+
+  // Depthwise conv -> Relu or Clip with constant bounds: the clamp runs in the depthwise kernel's
+  // store (MobileNetV2's ReLU6 after each depthwise conv was a step of its own).
+  void depthwise_activation_fusion(Node* conv) {
+    Node* u = sole_user(conv->output(0));
+    if (!u || !u->domain().empty() || absorbed_.count(u) || u->num_outputs() != 1) return;
+    std::optional<double> lo, hi;
+    if (u->op() == "Relu") {
+      lo = 0.0;
+    } else if (u->op() == "Clip") {
+      auto bound = [&](size_t i, const char* attr, std::optional<double>& out) {
+        if (u->num_inputs() > i && u->input(i)) {  // opset >= 11: bounds are inputs
+          if (!scalar_constant(u->input(i))) return false;
+          out = u->input(i)->constant().get_f64(0);
+        } else if (u->has_attr(attr)) {  // opset < 11
+          out = u->attr_float(attr);
+        }
+        return true;
+      };
+      if (!bound(1, "min", lo) || !bound(2, "max", hi)) return;
+      if (lo && hi && *lo > *hi) return;  // ONNX says every output is max; not worth a special case
+    } else {
+      return;
+    }
+    absorbed_.insert(u);
+    dw_act_[conv] = {u, lo, hi};
   }
 
   // The single reader of `v`'s data (Shape/Size readers only see its dims), or nullptr.
@@ -681,6 +710,7 @@ class Lowerer {
       const std::string& op = n->op();
       if (op == "Conv" && depthwise_problem(n).empty()) {
         nhwc_.insert(n->output(0));
+        if (auto it = dw_act_.find(n); it != dw_act_.end()) nhwc_.insert(it->second.node->output(0));
         continue;
       }
       if ((op == "MaxPool" || op == "AveragePool" || op == "GlobalAveragePool") && n->num_outputs() == 1 &&
@@ -1134,16 +1164,25 @@ class Lowerer {
     int wt = add_weight(std::move(rsc), std::move(ti));
     int x = tensor_nhwc(n->input(0));
     int b = n->num_inputs() > 2 ? tensor(n->input(2)) : -1;
-    if (!nhwc_.count(n->output(0))) throw std::logic_error("lower: depthwise output not NHWC (invariant: assign_layouts)");
+    // A fused Relu/Clip (depthwise_activation_fusion) writes its output from this step.
+    const auto act = dw_act_.find(n);
+    const Value* y = act != dw_act_.end() ? act->second.node->output(0) : n->output(0);
+    if (!nhwc_.count(y)) throw std::logic_error("lower: depthwise output not NHWC (invariant: assign_layouts)");
     const auto& xs = n->input(0)->shape();
     const auto& ys = n->output(0)->shape();
     auto pads = n->attr_ints("pads", {0, 0, 0, 0});
-    step("depthwise_conv", n->name(), {x, wt, b}, {define(n->output(0))},
-         JObject{{"n", jdim(xs[0])}, {"h", jdim(xs[2])}, {"w", jdim(xs[3])}, {"c", jnum(double(C))},
-                 {"r", jnum(double(R))}, {"s", jnum(double(S))}, {"p", jdim(ys[2])}, {"q", jdim(ys[3])},
-                 {"pads", jints({pads[0], pads[1]})},
-                 {"strides", jints(n->attr_ints("strides", {1, 1}))},
-                 {"dilations", jints(n->attr_ints("dilations", {1, 1}))}});
+    JObject p{{"n", jdim(xs[0])}, {"h", jdim(xs[2])}, {"w", jdim(xs[3])}, {"c", jnum(double(C))},
+              {"r", jnum(double(R))}, {"s", jnum(double(S))}, {"p", jdim(ys[2])}, {"q", jdim(ys[3])},
+              {"pads", jints({pads[0], pads[1]})},
+              {"strides", jints(n->attr_ints("strides", {1, 1}))},
+              {"dilations", jints(n->attr_ints("dilations", {1, 1}))}};
+    std::string name = n->name();
+    if (act != dw_act_.end()) {
+      const DwActivation& a = act->second;
+      p["clamp"] = json::Value(JArray{a.lo ? jnum(*a.lo) : json::Value(), a.hi ? jnum(*a.hi) : json::Value()});
+      name += " + " + a.node->op() + " " + a.node->name();
+    }
+    step("depthwise_conv", name, {x, wt, b}, {define(y)}, std::move(p));
   }
 
   // MaxPool / AveragePool, NCHW or (inside a conv region) NHWC, explicit pads only.
@@ -1469,6 +1508,11 @@ class Lowerer {
   std::vector<runtime::SymbolRange> symbols_;
   std::map<std::string, int64_t> lo_, hi_;
   std::set<const Node*> needed_, absorbed_;
+  struct DwActivation {
+    const Node* node;  // the absorbed Relu or Clip
+    std::optional<double> lo, hi;
+  };
+  std::map<const Node*, DwActivation> dw_act_;
   std::map<const Node*, SoftmaxFusion> softmax_;
   std::map<const Node*, Node*> ln_residual_;
   std::map<const Node*, std::tuple<int64_t, Dim, int64_t>> range_gather_;

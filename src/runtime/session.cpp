@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -924,6 +925,18 @@ void ExecutionContext::Impl::enqueue(size_t i, const Signature& sig, const std::
       auto pads = two("pads", 0), strides = two("strides", 1), dils = two("dilations", 1);
       a.pad_h = pads[0], a.pad_w = pads[1], a.stride_h = strides[0], a.stride_w = strides[1];
       a.dil_h = dils[0], a.dil_w = dils[1];
+      if (const json::Value* act = st.params.get("clamp")) {  // [min, max] of a fused Relu/Clip; null: unbounded
+        if (!act->is_array() || act->arr().size() != 2)
+          throw PlanError("plan: " + where + ": param 'clamp' must be [min, max] (a number or null each)");
+        auto bound = [&](const json::Value& v, float unbounded) {
+          if (v.is_null()) return unbounded;
+          if (!v.is_number()) throw PlanError("plan: " + where + ": param 'clamp' must hold numbers or null");
+          return static_cast<float>(v.num());
+        };
+        a.clamp = true;
+        a.clamp_min = bound(act->arr()[0], -INFINITY);
+        a.clamp_max = bound(act->arr()[1], INFINITY);
+      }
       native_check(native::depthwise_conv2d(a, stream));
     } else if (op == "fill") {
       native_check(native::fill_values(plan().tensors[static_cast<size_t>(st.outputs[0])].dtype, out(0),

@@ -846,15 +846,21 @@ void attention_tests() {
 
 // ---- depthwise conv (NHWC) against the reference executor's grouped Conv --------------------
 Tensor to_nhwc(const Tensor& t);
-void depthwise_case(DType dt, int64_t n, int64_t c, int64_t hw, int64_t k, int64_t stride, int64_t pad) {
-  const std::string name = "Depthwise_" + dts(dt) + "_n" + std::to_string(n) + "c" + std::to_string(c) + "_" +
-                           std::to_string(hw) + "x" + std::to_string(hw) + "_k" + std::to_string(k) + "s" +
-                           std::to_string(stride) + "p" + std::to_string(pad);
+// clamp: a fused Relu (hi = +inf) or Clip, checked against the reference's Conv then Clip.
+void depthwise_case(DType dt, int64_t n, int64_t c, int64_t hw, int64_t k, int64_t stride, int64_t pad,
+                    bool clamp = false, float lo = 0.f, float hi = INFINITY) {
+  std::string name = "Depthwise_" + dts(dt) + "_n" + std::to_string(n) + "c" + std::to_string(c) + "_" +
+                     std::to_string(hw) + "x" + std::to_string(hw) + "_k" + std::to_string(k) + "s" +
+                     std::to_string(stride) + "p" + std::to_string(pad);
+  if (clamp) name += std::isinf(hi) ? "_relu" : "_clip0to" + std::to_string(int(hi * 10)) + "tenths";
   if (!selected(name)) return;
   const Tensor x = rnd(dt, {n, c, hw, hw}), w = rnd(dt, {c, 1, k, k}), b = rnd(dt, {c});
   const std::vector<int64_t> pads = {pad, pad, pad, pad}, strides = {stride, stride}, ks = {k, k};
-  const Tensor want = to_nhwc(ref_op("Conv", {x, w, b}, {{"group", c}, {"pads", pads}, {"strides", strides},
-                                                           {"kernel_shape", ks}})[0]);
+  Tensor conv = ref_op("Conv", {x, w, b}, {{"group", c}, {"pads", pads}, {"strides", strides}, {"kernel_shape", ks}})[0];
+  if (clamp)
+    conv = std::isinf(hi) ? ref_op("Relu", {conv}, {})[0]
+                          : ref_op("Clip", {conv, Tensor::from_f32({lo}, {}).cast(dt), Tensor::from_f32({hi}, {}).cast(dt)}, {})[0];
+  const Tensor want = to_nhwc(conv);
   const Tensor xn = to_nhwc(x);
   Tensor rsc(dt, {k, k, c});
   for (int64_t ch = 0; ch < c; ++ch)
@@ -866,6 +872,7 @@ void depthwise_case(DType dt, int64_t n, int64_t c, int64_t hw, int64_t k, int64
   a.n = n, a.h = hw, a.w_ = hw, a.c = c, a.r = k, a.s = k;
   a.p = want.dims()[1], a.q = want.dims()[2];
   a.pad_h = a.pad_w = pad, a.stride_h = a.stride_w = stride;
+  a.clamp = clamp, a.clamp_min = lo, a.clamp_max = hi;
   CK(native::depthwise_conv2d(a, nullptr));
   check(name, dy.get(dt, want.dims()), want);
 }
@@ -877,6 +884,11 @@ void depthwise_tests() {
     depthwise_case(dt, 3, 5, 9, 5, 2, 2);     // odd channels, 5x5
     depthwise_case(dt, 2, 144, 14, 3, 1, 1);  // MobileNetV2's 144 channels: the vector kernel, 18 vectors
     depthwise_case(dt, 1, 40, 11, 3, 2, 0);   // 40 channels (5 half vectors), no padding, odd size
+    // A fused activation (MobileNetV2's ReLU6 after each depthwise conv); the bound 0.5 is low enough
+    // that both ends of the clamp engage on these random values. Vector and scalar kernels.
+    depthwise_case(dt, 2, 144, 14, 3, 1, 1, true, 0.f, 0.5f);
+    depthwise_case(dt, 3, 5, 9, 5, 2, 2, true, 0.f, 0.5f);
+    depthwise_case(dt, 2, 32, 28, 3, 1, 1, true);
   }
 }
 

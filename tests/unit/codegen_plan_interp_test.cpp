@@ -161,6 +161,10 @@ class Interp {
                   if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
                   acc += x.v[((n * H + ih) * W + iw) * C + c] * w.v[(r * S + t) * C + c];
                 }
+              if (const json::Value* cl = P.get("clamp")) {  // a fused Relu/Clip: [min, max], null unbounded
+                if (!cl->arr()[0].is_null()) acc = std::max(acc, cl->arr()[0].num());
+                if (!cl->arr()[1].is_null()) acc = std::min(acc, cl->arr()[1].num());
+              }
               y.v[((n * Pp + p) * Q + q) * C + c] = acc;
             }
     } else if (op == "fill") {
@@ -857,7 +861,8 @@ ir::Graph inverted_residual_graph() {
 
 // Fires: the expanding conv and its Clip(0, 6) are one conv step with the bias_relu6 epilogue (the
 // depthwise conv reads its output directly: no clip step between), the projection keeps bias_res,
-// the depthwise conv and its Clip stay native, and the plan computes the block.
+// the depthwise conv's Clip runs in the native depthwise step (clamp [0, 6]; the projection reads
+// its output directly), and the plan computes the block.
 TEST(CodegenLayoutNhwc, InvertedResidualFusesRelu6IntoTheConv) {
   codegen::Lowered low;
   check_graph("inverted_residual", inverted_residual_graph(), ir::DType::f16, 4e-3, &low);
@@ -871,10 +876,63 @@ TEST(CodegenLayoutNhwc, InvertedResidualFusesRelu6IntoTheConv) {
   EXPECT_EQ(expand->params.get("epilogue")->str(), "bias_relu6");
   EXPECT_NE(kernel_of(*expand).find("_bias_relu6"), std::string::npos) << kernel_of(*expand);
   EXPECT_EQ(project->params.get("epilogue")->str(), "bias_res");
+  EXPECT_EQ(count_steps(p, "elementwise"), 0) << "both Clips are fused";
   for (const auto& s : p.steps) {
     if (s.op == "depthwise_conv") {
       EXPECT_EQ(s.inputs.at(0), expand->outputs.at(0)) << "a step between the conv and the depthwise conv";
+      EXPECT_EQ(project->inputs.at(0), s.outputs.at(0)) << "a step between the depthwise conv and the projection";
+      const json::Value* cl = s.params.get("clamp");
+      ASSERT_NE(cl, nullptr);
+      EXPECT_EQ(cl->dump(), "[0,6]");
     }
+  }
+}
+
+// The depthwise conv's activation: a Relu fuses as clamp [0, none]; a Clip with min above max is
+// refused and stays an elementwise step; a depthwise conv read by two nodes keeps its Relu apart
+// (nothing to fuse into one store).
+TEST(CodegenLayoutNhwc, DepthwiseActivationFusion) {
+  auto graph = [](const std::string& act, bool second_reader) {
+    std::mt19937 rng(11);
+    using Ints = std::vector<int64_t>;
+    ir::Graph g;
+    g.name = "dw_act";
+    ir::Value* x = g.add_input("x", {ir::DType::f32, {ir::Dim::symbol("batch"), ir::Dim(16), ir::Dim(9), ir::Dim(11)}, true});
+    ir::Node* d = g.add_node("Conv", {x, random_const(g, "w_dw", {16, 1, 3, 3}, 1.0, rng), random_const(g, "b_dw", {16}, 0.5, rng)},
+                             1, {{"kernel_shape", Ints{3, 3}}, {"pads", Ints{1, 1, 1, 1}}, {"group", int64_t{16}}}, "depthwise");
+    ir::Node* a = nullptr;
+    if (act == "relu") {
+      a = g.add_node("Relu", {d->output(0)}, 1, {}, "relu");
+    } else {  // Clip(x, 6, 0): min above max, every output is max; left to the elementwise kernel
+      a = g.add_node("Clip", {d->output(0), g.add_constant("lo", ir::Tensor::from_f32({6.0f}, {})),
+                              g.add_constant("hi", ir::Tensor::from_f32({0.0f}, {}))}, 1, {}, "clip");
+    }
+    ir::Node* p = g.add_node("Conv", {a->output(0), random_const(g, "w_p", {8, 16, 1, 1}, 0.3, rng), random_const(g, "b_p", {8}, 0.5, rng)},
+                             1, {{"kernel_shape", Ints{1, 1}}}, "project");
+    g.add_output(p->output(0));
+    if (second_reader) g.add_output(d->output(0));
+    ir::infer_types(g);
+    return g;
+  };
+  {
+    codegen::Lowered low;
+    check_graph("dw_relu", graph("relu", false), ir::DType::f16, 4e-3, &low);
+    if (HasFatalFailure()) return;
+    EXPECT_EQ(count_steps(low.plan, "elementwise"), 0);
+    for (const auto& s : low.plan.steps)
+      if (s.op == "depthwise_conv") {
+        ASSERT_NE(s.params.get("clamp"), nullptr);
+        EXPECT_EQ(s.params.get("clamp")->dump(), "[0,null]");
+      }
+  }
+  for (bool second : {false, true}) {
+    const std::string act = second ? "relu" : "inverted_clip";
+    codegen::Lowered low;
+    check_graph("dw_" + act, graph(second ? "relu" : "clip", second), ir::DType::f16, 4e-3, &low);
+    if (HasFatalFailure()) return;
+    EXPECT_EQ(count_steps(low.plan, "elementwise"), 1) << act;
+    for (const auto& s : low.plan.steps)
+      if (s.op == "depthwise_conv") EXPECT_EQ(s.params.get("clamp"), nullptr) << act;
   }
 }
 

@@ -15,7 +15,11 @@ struct DwParams {
   void* y;
   long long n, h, w_, c, r, s, p, q;
   long long pad_h, pad_w, stride_h, stride_w, dil_h, dil_w;
+  int clamp;
+  float lo, hi;
 };
+
+__device__ __forceinline__ float activate(float v, const DwParams& a) { return a.clamp ? fminf(fmaxf(v, a.lo), a.hi) : v; }
 
 template <class T>
 __global__ void __launch_bounds__(256) depthwise_kernel(const DwParams a) {
@@ -36,7 +40,7 @@ __global__ void __launch_bounds__(256) depthwise_kernel(const DwParams a) {
         acc += to_float(x[((b * a.h + ih) * a.w_ + iw) * a.c + ch]) * to_float(w[(r * a.s + s) * a.c + ch]);
       }
     }
-    static_cast<T*>(a.y)[i] = from_float<T>(acc);
+    static_cast<T*>(a.y)[i] = from_float<T>(activate(acc, a));
   }
 }
 
@@ -83,7 +87,7 @@ __global__ void __launch_bounds__(256) depthwise_vec_kernel(const DwParams a) {
     }
     V out;
 #pragma unroll
-    for (int j = 0; j < kV; ++j) out.v[j] = from_float<T>(acc[j]);
+    for (int j = 0; j < kV; ++j) out.v[j] = from_float<T>(activate(acc[j], a));
     *reinterpret_cast<V*>(static_cast<T*>(a.y) + static_cast<long long>(i) * kV) = out;
   }
 }
@@ -107,8 +111,10 @@ cudaError_t launch(const DwParams& p, int64_t total, bool vec, cudaStream_t stre
 cudaError_t depthwise_conv2d(const DepthwiseArgs& a, cudaStream_t stream) {
   if (a.n < 0 || a.c < 1 || a.r < 1 || a.s < 1 || a.stride_h < 1 || a.stride_w < 1 || a.dil_h < 1 || a.dil_w < 1)
     return fail(cudaErrorInvalidValue, "depthwise_conv2d: bad dims");
+  if (a.clamp && !(a.clamp_min <= a.clamp_max))
+    return fail(cudaErrorInvalidValue, "depthwise_conv2d: clamp_min must be <= clamp_max");
   DwParams p{a.x, a.w, a.bias, a.y, a.n, a.h, a.w_, a.c, a.r, a.s, a.p, a.q,
-             a.pad_h, a.pad_w, a.stride_h, a.stride_w, a.dil_h, a.dil_w};
+             a.pad_h, a.pad_w, a.stride_h, a.stride_w, a.dil_h, a.dil_w, a.clamp ? 1 : 0, a.clamp_min, a.clamp_max};
   const long long total = a.n * a.p * a.q * a.c;
   if (total == 0) return cudaSuccess;
   // The vector kernel: C a multiple of the 16-byte vector, aligned pointers, 32-bit element counts.

@@ -77,6 +77,10 @@ struct DepthwiseArgs {
   void* y = nullptr;
   int64_t n = 0, h = 0, w_ = 0, c = 0, r = 1, s = 1, p = 0, q = 0;
   int64_t pad_h = 0, pad_w = 0, stride_h = 1, stride_w = 1, dil_h = 1, dil_w = 1;
+  // A fused activation y = min(max(conv + bias, clamp_min), clamp_max) (Relu: 0, +inf; ReLU6: 0, 6),
+  // applied only when `clamp` is set (so an unfused conv passes NaN through as the reference does).
+  bool clamp = false;
+  float clamp_min = 0.f, clamp_max = 0.f;
 };
 cudaError_t depthwise_conv2d(const DepthwiseArgs& a, cudaStream_t stream);
 
