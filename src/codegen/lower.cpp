@@ -1350,43 +1350,11 @@ class Lowerer {
     step("conv", n->name(), ins, {define(Y)}, p);
   }
 
-  void emit_composite(Node* n) {
-    const std::string kind = n->attr_string("kind", "");
-    if (kind == "conv2d_fprop") return emit_conv(n);
-    if (kind != "gemm" && kind != "batched_gemm")
-      throw UnsupportedError(where(n) + ": unknown Composite kind '" + kind + "'");
-    std::map<std::string, Value*> role = roles_of(n);
-    Value* A = role["A"];
-    Value* B = role["B"];
-    if (!A || !B) throw std::logic_error("lower: Composite " + n->name() + " lacks an A or B role (invariant: docs/IR.md)");
-    const std::string layout = n->attr_string("layout", "tn");
-    const std::string epilogue = n->attr_string("epilogue", "linear");
-    const Value* D = n->output(0);
-    const auto& dsh = D->shape();
-    Dim m, nn = attr_dim(n, "n"), k = attr_dim(n, "k"), batch(1);
-    JObject p;
-    if (kind == "gemm") {
-      m = product(dsh, 0, dsh.size() - 1);
-      p["stride_a"] = jstr("0");
-      p["stride_b"] = jstr("0");
-      p["stride_d"] = jstr("0");
-      p["stride_r"] = jstr("0");
-    } else {
-      m = attr_dim(n, "m");
-      batch = attr_dim(n, "batch");
-      auto stride = [&](const Value* v, const Dim& mat) -> Dim {
-        const auto& s = v->shape();
-        Dim lead = product(s, 0, s.size() - 2);
-        if (lead == Dim(1)) return Dim(0);
-        if (lead == batch) return mat;
-        throw UnsupportedError(where(n) + ": operand '" + v->name() + "' broadcasts over part of the batch dims " +
-                               ir::str(s));
-      };
-      p["stride_a"] = jdim(stride(A, m * k));
-      p["stride_b"] = jdim(stride(B, k * nn));
-      p["stride_d"] = jdim(m * nn);
-      p["stride_r"] = jdim(role.count("residual") && role["residual"] ? stride(role["residual"], m * nn) : Dim(0));
-    }
+  // A gemm step's params for D[m,n] = epilogue(A[m,k]·B + bias, residual) (docs/RUNTIME.md): dims,
+  // leading dimensions, dtype, layout and the dispatch table(s) LowerOptions::pick gives the problem;
+  // `p` brings the batch strides. Throws UnsupportedError when no kernel fits.
+  JObject gemm_params(const Node* n, JObject p, const Dim& m, const Dim& nn, const Dim& k, const Dim& batch,
+                      const std::string& layout, const std::string& epilogue, bool residual) {
     p["m"] = jdim(m);
     p["n"] = jdim(nn);
     p["k"] = jdim(k);
@@ -1396,7 +1364,7 @@ class Lowerer {
     p["ldd"] = jdim(nn);
     p["ldr"] = jdim(nn);
     p["alpha"] = jnum(1);
-    p["beta"] = jnum(role.count("residual") && role["residual"] ? 1 : 0);
+    p["beta"] = jnum(residual ? 1 : 0);
     const std::string dt(ir::name(o_.dtype));
     p["dtype"] = jstr(dt);
     p["layout"] = jstr(layout);
@@ -1454,6 +1422,47 @@ class Lowerer {
         // no kernel for the aligned case: the alignment-1 table serves every length
       }
     }
+    return p;
+  }
+
+  void emit_composite(Node* n) {
+    const std::string kind = n->attr_string("kind", "");
+    if (kind == "conv2d_fprop") return emit_conv(n);
+    if (kind != "gemm" && kind != "batched_gemm")
+      throw UnsupportedError(where(n) + ": unknown Composite kind '" + kind + "'");
+    std::map<std::string, Value*> role = roles_of(n);
+    Value* A = role["A"];
+    Value* B = role["B"];
+    if (!A || !B) throw std::logic_error("lower: Composite " + n->name() + " lacks an A or B role (invariant: docs/IR.md)");
+    const std::string layout = n->attr_string("layout", "tn");
+    const std::string epilogue = n->attr_string("epilogue", "linear");
+    const Value* D = n->output(0);
+    const auto& dsh = D->shape();
+    Dim m, nn = attr_dim(n, "n"), k = attr_dim(n, "k"), batch(1);
+    JObject p;
+    if (kind == "gemm") {
+      m = product(dsh, 0, dsh.size() - 1);
+      p["stride_a"] = jstr("0");
+      p["stride_b"] = jstr("0");
+      p["stride_d"] = jstr("0");
+      p["stride_r"] = jstr("0");
+    } else {
+      m = attr_dim(n, "m");
+      batch = attr_dim(n, "batch");
+      auto stride = [&](const Value* v, const Dim& mat) -> Dim {
+        const auto& s = v->shape();
+        Dim lead = product(s, 0, s.size() - 2);
+        if (lead == Dim(1)) return Dim(0);
+        if (lead == batch) return mat;
+        throw UnsupportedError(where(n) + ": operand '" + v->name() + "' broadcasts over part of the batch dims " +
+                               ir::str(s));
+      };
+      p["stride_a"] = jdim(stride(A, m * k));
+      p["stride_b"] = jdim(stride(B, k * nn));
+      p["stride_d"] = jdim(m * nn);
+      p["stride_r"] = jdim(role.count("residual") && role["residual"] ? stride(role["residual"], m * nn) : Dim(0));
+    }
+    p = gemm_params(n, std::move(p), m, nn, k, batch, layout, epilogue, role.count("residual") && role["residual"]);
     p["pattern"] = jstr(n->attr_string("pattern", ""));
     std::vector<int> ins{tensor(A), tensor(B), tensor(role.count("bias") ? role["bias"] : nullptr),
                          tensor(role.count("residual") ? role["residual"] : nullptr)};
