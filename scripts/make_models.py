@@ -11,6 +11,8 @@ recognisers see what real exports contain. Weights come from a fixed seed: same 
   bert_tiny_ext.onnx    bert_tiny with its weights in bert_tiny_ext.data (external data)
   gpt2_block.onnx       GPT-2 style block: fused QKV + Split, Trilu causal mask, tanh GELU, tied LM head
   resnet_block.onnx     Conv+BN+Relu, Conv+BN, residual, MaxPool, GlobalAveragePool, Flatten, Gemm
+  cnn_stem.onnx         ResNet's stem on RGB images (7x7/2 Conv+BN+Relu on 3 channels, MaxPool), a 3x3
+                        Conv+BN+Relu, GlobalAveragePool, Flatten, Gemm: the im2col + GEMM stem path
 
 usage: make_models.py [--out DIR] [--check] [NAME ...]   (default: all models into models/)
   --check  also run each model on onnxruntime (CPU) as a smoke test
@@ -272,12 +274,41 @@ def resnet_block(seed=3):
     return make_model(b, "resnet_block", inputs, outputs, 17, 8)
 
 
+def cnn_stem(seed=4):
+    """ResNet's stem at toy size on [batch, 3, 32, 32] images, one 3x3 conv, a 10-class head."""
+    c, classes = 16, 10
+    b = Builder(seed)
+
+    def conv_bn_relu(x, scope, prefix, c_in, k, stride, pad):
+        w = b.weight(f"{prefix}.weight", (c, c_in, k, k), 1.0 / np.sqrt(k * k * c_in))
+        y = b.op("Conv", [x, w], scope, kernel_shape=[k, k], pads=[pad] * 4, strides=[stride] * 2, dilations=[1, 1],
+                 group=1)
+        gamma, beta = b.ln_params(f"{prefix}.bn", c)
+        mean = b.init(f"{prefix}.bn.running_mean", (0.1 * b.rng.standard_normal(c)).astype(np.float32))
+        var = b.init(f"{prefix}.bn.running_var", b.rng.uniform(0.5, 1.5, c).astype(np.float32))
+        y = b.op("BatchNormalization", [y, gamma, beta, mean, var], scope + "/bn", epsilon=1e-5, momentum=0.9)
+        return b.op("Relu", [y], scope)
+
+    x = "images"
+    h = conv_bn_relu(x, "/conv1", "conv1", 3, 7, 2, 3)
+    h = b.op("MaxPool", [h], "/maxpool", kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1], ceil_mode=0)
+    h = conv_bn_relu(h, "/layer1", "layer1.conv", c, 3, 1, 1)
+    h = b.op("Flatten", [b.op("GlobalAveragePool", [h], "/avgpool")], "", axis=1)
+    w = b.weight("fc.weight", (classes, c))
+    b.nodes.append(helper.make_node("Gemm", [h, w, b.bias("fc.bias", classes)], ["logits"], name="/fc/Gemm",
+                                    alpha=1.0, beta=1.0, transB=1))
+    inputs = [helper.make_tensor_value_info(x, F32, ["batch", 3, 32, 32])]
+    outputs = [helper.make_tensor_value_info("logits", F32, ["batch", classes])]
+    return make_model(b, "cnn_stem", inputs, outputs, 17, 8)
+
+
 MODELS = {
     "bert_tiny": lambda: bert_tiny(17),
     "bert_tiny_op13": lambda: bert_tiny(13),
     "bert_tiny_ext": lambda: bert_tiny(17),
     "gpt2_block": gpt2_block,
     "resnet_block": resnet_block,
+    "cnn_stem": cnn_stem,
 }
 
 

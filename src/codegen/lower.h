@@ -12,8 +12,10 @@
 // a conversion (nchw_to_nhwc in, permute out) appears only where a region begins or ends. The
 // conversion in casts a float model input on the way (no separate cast step) and, for a conv whose
 // C breaks the 16-byte access (the RGB stem's 3), writes C padded with zero channels so that the
-// conv runs on the aligned kernels (filter padded with zero taps; a note says so). Anything the
-// runtime cannot run is reported all at once.
+// conv runs on the aligned kernels (filter padded with zero taps; a note says so). Such a conv
+// with a small reduction (R·S·C <= 1024, C < 8: the stem) instead becomes an "im2col" step reading
+// X in NCHW and a "gemm" step whose output is already NHWC (LowerOptions::im2col_stem). Anything
+// the runtime cannot run is reported all at once.
 // Tests: tests/unit/codegen_lower_test.cpp
 #pragma once
 
@@ -67,6 +69,12 @@ struct LowerOptions {
   // --no-fuse-attention (CompileOptions; on the H200 2026-12-02 faster than the unfused plan); off
   // here so a bare lowering keeps every op as the graph has it.
   bool fuse_attention = false;
+  // A conv whose channels channel_padding would pad at the NCHW boundary (the RGB stem: C < 8),
+  // with R·S·C <= 1024 (cutlass_backend::im2col_shape), groups 1 and no residual, runs as an
+  // "im2col" step (X read in NCHW, cast on the way) and a "gemm" step on [n·p·q, R·S·C rounded up
+  // to 8] x [K, same]ᵀ whose D is Y in NHWC, instead of nchw_to_nhwc with padded channels and a
+  // conv step reducing over R·S·8. On by default (sabre compile --no-im2col-stem: off, the padded conv).
+  bool im2col_stem = true;
   // false: lay the weights out (offsets, sizes, dtypes in the plan) without converting or copying
   // them; Lowered::weights stays empty. For a lowering that only collects the GEMM problems.
   bool weights = true;
@@ -84,6 +92,7 @@ struct Lowered {
   std::vector<ElementwiseKernel> ew_kernels;    // unique by name
   std::vector<std::string> conv_kernels;        // conv kernel names from every conv step, unique
   int layout_permutes = 0;                      // NCHW<->NHWC conversion steps (nchw_to_nhwc, permute) the layout assignment added
+  int im2col_convs = 0;                         // conv regions lowered to im2col + gemm (LowerOptions::im2col_stem)
   std::vector<std::string> notes;               // what the user should know (default ranges, ...)
 };
 

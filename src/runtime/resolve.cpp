@@ -94,6 +94,13 @@ std::vector<std::string> gemm_step_kernels(const Step& s) {
   return out;
 }
 
+namespace {
+// ONNX's output size of a conv or pool along one dim; pads = begin + end.
+int64_t out_extent(int64_t in, int64_t pads, int64_t stride, int64_t dil, int64_t f) {
+  return stride > 0 ? (in + pads - dil * (f - 1) - 1) / stride + 1 : -1;
+}
+}  // namespace
+
 sabre_conv_args conv_args(const Step& s, const Dims& dims) {
   sabre_conv_args a{};
   a.n = param_dim(s, "n", dims);
@@ -123,16 +130,45 @@ sabre_conv_args conv_args(const Step& s, const Dims& dims) {
   a.groups = param_dim(s, "groups", dims, 1);
   a.alpha = static_cast<float>(param_num(s, "alpha", 1.0));
   a.beta = static_cast<float>(param_num(s, "beta", 0.0));
-  auto out_extent = [](int64_t in, int64_t pad, int64_t stride, int64_t dil, int64_t f) {
-    return stride > 0 ? (in + 2 * pad - dil * (f - 1) - 1) / stride + 1 : -1;
-  };
-  if (a.groups < 1 || a.c % a.groups || a.k % a.groups || a.p != out_extent(a.h, a.pad_h, a.stride_h, a.dil_h, a.r) ||
-      a.q != out_extent(a.w, a.pad_w, a.stride_w, a.dil_w, a.s))
+  if (a.groups < 1 || a.c % a.groups || a.k % a.groups || a.p != out_extent(a.h, 2 * a.pad_h, a.stride_h, a.dil_h, a.r) ||
+      a.q != out_extent(a.w, 2 * a.pad_w, a.stride_w, a.dil_w, a.s))
     throw PlanError("plan: " + where(s) + ": dims disagree (n,h,w,c=" + std::to_string(a.n) + "," + std::to_string(a.h) +
                     "," + std::to_string(a.w) + "," + std::to_string(a.c) + " k,r,s=" + std::to_string(a.k) + "," +
                     std::to_string(a.r) + "," + std::to_string(a.s) + " p,q=" + std::to_string(a.p) + "," +
                     std::to_string(a.q) + " groups=" + std::to_string(a.groups) + ")");
   return a;
+}
+
+Im2colGeometry im2col_geometry(const Step& s, const Dims& dims, const std::vector<int64_t>& a_shape) {
+  Im2colGeometry g;
+  g.n = param_dim(s, "n", dims);
+  g.c = param_dim(s, "c", dims);
+  g.h = param_dim(s, "h", dims);
+  g.w = param_dim(s, "w", dims);
+  g.r = param_dim(s, "r", dims);
+  g.s = param_dim(s, "s", dims);
+  g.p = param_dim(s, "p", dims);
+  g.q = param_dim(s, "q", dims);
+  std::vector<int64_t> pads = param_dims(s, "pads", dims), st = param_dims(s, "strides", dims),
+                       dil = param_dims(s, "dilations", dims);
+  if (pads.empty()) pads = {0, 0, 0, 0};
+  if (st.empty()) st = {1, 1};
+  if (dil.empty()) dil = {1, 1};
+  if (pads.size() != 4 || st.size() != 2 || dil.size() != 2)
+    throw PlanError("plan: " + where(s) + " needs pads [4], strides [2] and dilations [2]");
+  g.pad_h = pads[0], g.pad_w = pads[1], g.stride_h = st[0], g.stride_w = st[1], g.dil_h = dil[0], g.dil_w = dil[1];
+  g.cols = a_shape.size() == 2 ? a_shape[1] : -1;
+  const auto text = [&] {
+    return "n,c,h,w=" + std::to_string(g.n) + "," + std::to_string(g.c) + "," + std::to_string(g.h) + "," +
+           std::to_string(g.w) + " r,s=" + std::to_string(g.r) + "," + std::to_string(g.s) + " p,q=" + std::to_string(g.p) +
+           "," + std::to_string(g.q) + ", a " + shape_str(a_shape);
+  };
+  if (g.c < 1 || g.r < 1 || g.s < 1 || g.p != out_extent(g.h, pads[0] + pads[2], g.stride_h, g.dil_h, g.r) ||
+      g.q != out_extent(g.w, pads[1] + pads[3], g.stride_w, g.dil_w, g.s))
+    throw PlanError("plan: " + where(s) + ": dims disagree (" + text() + ")");
+  if (a_shape.size() != 2 || a_shape[0] != g.n * g.p * g.q || g.cols < g.r * g.s * g.c)
+    throw PlanError("plan: " + where(s) + ": a must be [n*p*q, cols] with cols >= r*s*c (" + text() + ")");
+  return g;
 }
 
 int gemm_alignment(const sabre_gemm_args& a, size_t elem_bytes) {
@@ -249,7 +285,7 @@ const std::vector<std::string>& known_ops() {
                                                "cast",   "reduce",  "permute",   "slice",       "strided_copy",
                                                "concat", "split",   "gather",    "pool2d",      "global_average_pool",
                                                "copy",   "reshape", "fill",     "iota", "depthwise_conv", "attention",
-                                               "nchw_to_nhwc"};
+                                               "nchw_to_nhwc", "im2col"};
   return ops;
 }
 

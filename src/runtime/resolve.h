@@ -43,6 +43,15 @@ int gemm_alignment(const sabre_gemm_args& a, size_t elem_bytes);
 // output size) and throws PlanError naming the step. Its kernel is select_gemm_kernel(s, n·p·q).
 sabre_conv_args conv_args(const Step& s, const Dims& dims);
 
+// An "im2col" step's geometry at these dims (docs/RUNTIME.md): x [n,c,h,w] NCHW in, a [n·p·q, cols]
+// out. Checks what the kernel cannot (pads [4] and strides/dilations [2]; p and q the output size
+// the others give; `a_shape` [n·p·q, cols] with cols >= r·s·c) and throws PlanError naming the step.
+struct Im2colGeometry {
+  int64_t n = 0, c = 0, h = 0, w = 0, r = 1, s = 1, p = 0, q = 0, cols = 0;
+  int64_t pad_h = 0, pad_w = 0, stride_h = 1, stride_w = 1, dil_h = 1, dil_w = 1;
+};
+Im2colGeometry im2col_geometry(const Step& s, const Dims& dims, const std::vector<int64_t>& a_shape);
+
 // An elementwise step's "chain" param as a native chain; throws PlanError on unknown op names,
 // bad operands or dtypes (what native::validate rejects).
 native::ElementwiseChain parse_chain(const Step& s);

@@ -817,6 +817,21 @@ void ExecutionContext::Impl::enqueue(size_t i, const Signature& sig, const std::
         throw PlanError("plan: " + where + " needs x [n,c,h,w] and y [n,h,w,c_pad] with c_pad >= c");
       native_check(native::nchw_to_nhwc(tin(0).dtype, plan().tensors[static_cast<size_t>(st.outputs[0])].dtype, in(0),
                                         xs[0], xs[1], xs[2], xs[3], ys[3], out(0), stream));
+    } else if (op == "im2col") {
+      // x [n,c,h,w] as the plan gives it (a model input read in place, its dtype cast on the way).
+      const Im2colGeometry g = im2col_geometry(st, d, shout(0));
+      if (shin(0) != std::vector<int64_t>{g.n, g.c, g.h, g.w})
+        throw PlanError("plan: " + where + " reads x " + shape_str(shin(0)) + " but its params say [n,c,h,w] = " +
+                        shape_str({g.n, g.c, g.h, g.w}));
+      native::Im2colArgs a;
+      a.x_dtype = tin(0).dtype;
+      a.a_dtype = plan().tensors[static_cast<size_t>(st.outputs[0])].dtype;
+      a.x = in(0);
+      a.a = out(0);
+      a.n = g.n, a.c = g.c, a.h = g.h, a.w = g.w, a.r = g.r, a.s = g.s, a.p = g.p, a.q = g.q, a.cols = g.cols;
+      a.pad_h = g.pad_h, a.pad_w = g.pad_w, a.stride_h = g.stride_h, a.stride_w = g.stride_w;
+      a.dil_h = g.dil_h, a.dil_w = g.dil_w;
+      native_check(native::im2col(a, stream));
     } else if (op == "slice") {
       auto starts = param_dims(st, "starts", d), ends = param_dims(st, "ends", d), axes = param_dims(st, "axes", d),
            steps = param_dims(st, "steps", d);

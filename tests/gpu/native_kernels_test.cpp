@@ -1033,6 +1033,84 @@ void pool_tests() {
   }
 }
 
+// ---- im2col (the stem conv's GEMM operand) ------------------------------------------------------
+// The reference: Cast to a's dtype on the reference executor (the rounding cast() does), then a host
+// im2col: a[(n·P + p)·Q + q, (r·S + s)·C + c] = x[n, c, p·sh - ph + r·dh, q·sw - pw + s·dw], 0 in
+// the padding and in the columns from R·S·C to cols. A gather and one rounding: the kernel must
+// match it bit for bit (poisoned NaNs show unwritten elements). cols 0: R·S·C rounded up to 8
+// (what the lowering asks); misalign shifts a one element off 16-byte alignment (scalar stores).
+struct Im2colCase {
+  std::vector<int64_t> x;  // [n, c, h, w]
+  int64_t r, s, stride_h, stride_w, pad_h, pad_w, dil_h = 1, dil_w = 1, cols = 0;
+  bool misalign = false;
+};
+void im2col_case(DType xt, DType at, const Im2colCase& k) {
+  const int64_t N = k.x[0], C = k.x[1], H = k.x[2], W = k.x[3], rsc = k.r * k.s * C;
+  const int64_t cols = k.cols ? k.cols : (rsc + 7) / 8 * 8;
+  const int64_t P = (H + 2 * k.pad_h - k.dil_h * (k.r - 1) - 1) / k.stride_h + 1;
+  const int64_t Q = (W + 2 * k.pad_w - k.dil_w * (k.s - 1) - 1) / k.stride_w + 1;
+  const std::string name = "Im2col_" + dts(xt) + "_to_" + dts(at) + "_" + shp(k.x) + "_" + std::to_string(k.r) + "x" +
+                           std::to_string(k.s) + "_s" + std::to_string(k.stride_h) + std::to_string(k.stride_w) + "_p" +
+                           std::to_string(k.pad_h) + std::to_string(k.pad_w) + "_d" + std::to_string(k.dil_h) +
+                           std::to_string(k.dil_w) + "_cols" + std::to_string(cols) + (k.misalign ? "_misaligned" : "");
+  if (!selected(name)) return;
+  const Tensor x = rnd(xt, k.x);
+  const Tensor xc = xt == at ? x : ref_op("Cast", {x}, {{"to", dts(at)}})[0];
+  Tensor want(at, {N * P * Q, cols});
+  for (int64_t row = 0; row < N * P * Q; ++row)
+    for (int64_t col = 0; col < cols; ++col) {
+      double v = 0;
+      if (col < rsc) {
+        const int64_t c = col % C, sw = (col / C) % k.s, rh = col / C / k.s;
+        const int64_t n = row / (P * Q), ih = (row / Q) % P * k.stride_h - k.pad_h + rh * k.dil_h,
+                      iw = row % Q * k.stride_w - k.pad_w + sw * k.dil_w;
+        if (ih >= 0 && ih < H && iw >= 0 && iw < W) v = xc.get_f64(((n * C + c) * H + ih) * W + iw);
+      }
+      want.set_f64(row * cols + col, v);
+    }
+  const size_t off = k.misalign ? ir::size_of(at) : 0;
+  Dev dx(x), da(want.nbytes() + off);
+  native::Im2colArgs a;
+  a.x_dtype = xt, a.a_dtype = at, a.x = dx.p, a.a = static_cast<char*>(da.p) + off;
+  a.n = N, a.c = C, a.h = H, a.w = W, a.r = k.r, a.s = k.s, a.p = P, a.q = Q, a.cols = cols;
+  a.pad_h = k.pad_h, a.pad_w = k.pad_w, a.stride_h = k.stride_h, a.stride_w = k.stride_w, a.dil_h = k.dil_h, a.dil_w = k.dil_w;
+  CK(native::im2col(a, nullptr));
+  CK(cudaDeviceSynchronize());
+  Tensor got(at, want.dims());
+  CK(cudaMemcpy(got.mutable_bytes(), a.a, got.nbytes(), cudaMemcpyDeviceToHost));
+  int64_t bad = 0, first = -1;
+  for (int64_t i = 0; i < got.numel(); ++i)
+    if (!(got.get_f64(i) == want.get_f64(i))) {
+      if (first < 0) first = i;
+      ++bad;
+    }
+  if (bad) {
+    std::printf("FAIL %-60s %lld of %lld elements differ (first at row %lld col %lld: got %g want %g)\n", name.c_str(),
+                (long long)bad, (long long)got.numel(), (long long)(first / cols), (long long)(first % cols),
+                got.get_f64(first), want.get_f64(first));
+    ++g_fail;
+  } else {
+    std::printf("PASS %-60s exact\n", name.c_str());
+    ++g_pass;
+  }
+}
+
+void im2col_tests() {
+  // The stem at toy size (7x7/2 pad 3, 147 -> 152 columns): f32 and f16 images, f16 and bf16 A.
+  for (auto [xt, at] : std::vector<std::pair<DType, DType>>{
+           {DType::f32, DType::f16}, {DType::f16, DType::f16}, {DType::f32, DType::bf16}, {DType::bf16, DType::bf16}})
+    im2col_case(xt, at, {{2, 3, 37, 41}, 7, 7, 2, 2, 3, 3});
+  im2col_case(DType::f32, DType::f16, {{4, 3, 224, 224}, 7, 7, 2, 2, 3, 3});          // ResNet-50's at batch 4
+  im2col_case(DType::f32, DType::f16, {{2, 4, 19, 23}, 3, 3, 1, 1, 1, 1});            // C = 4: 36 -> 40 columns
+  im2col_case(DType::f16, DType::f16, {{2, 3, 21, 17}, 3, 3, 1, 1, 2, 2, 2, 2});      // dilation 2
+  im2col_case(DType::f32, DType::f16, {{3, 5, 13, 11}, 5, 3, 2, 1, 2, 1, 1, 2});      // R != S, stride 2x1, dilation 1x2
+  im2col_case(DType::f32, DType::f16, {{1, 3, 9, 9}, 7, 7, 2, 2, 3, 3, 1, 1, 160});   // extra zero columns
+  im2col_case(DType::f32, DType::f16, {{2, 3, 37, 41}, 7, 7, 2, 2, 3, 3, 1, 1, 147}); // cols not a multiple of 8: scalar
+  im2col_case(DType::f32, DType::f16, {{2, 3, 17, 19}, 7, 7, 2, 2, 3, 3, 1, 1, 0, true});  // a off alignment: scalar
+  im2col_case(DType::f32, DType::f32, {{2, 3, 10, 11}, 3, 3, 1, 1, 1, 1});            // f32 A: 4 columns per store
+  im2col_case(DType::f32, DType::f16, {{1, 1, 1, 1}, 1, 1, 1, 1, 0, 0});              // one pixel, 1 -> 8 columns
+}
+
 // ---- argument errors: clear messages, no launch --------------------------------------------
 void error_tests() {
   if (!selected("Errors")) return;
@@ -1050,7 +1128,16 @@ void error_tests() {
   const bool ok4 = native::nchw_to_nhwc(DType::f32, DType::f16, p16, 1, 8, 2, 2, 3, p16, nullptr) == cudaErrorInvalidValue &&
                    native::last_error_message().find("c_pad") != std::string::npos;
   const bool ok5 = native::nchw_to_nhwc(DType::i64, DType::f16, p16, 1, 3, 2, 2, 8, p16, nullptr) == cudaErrorNotSupported;
-  const bool ok = ok1 && ok2 && ok3 && ok4 && ok5;
+  // im2col: fewer columns than r*s*c, and an integer x.
+  native::Im2colArgs ia;
+  ia.x = ia.a = p16;
+  ia.n = 1, ia.c = 3, ia.h = ia.w = 8, ia.r = ia.s = 3, ia.p = ia.q = 6, ia.cols = 24;
+  const bool ok6 = native::im2col(ia, nullptr) == cudaErrorInvalidValue &&
+                   native::last_error_message().find("cols >= r*s*c") != std::string::npos;
+  ia.cols = 32;
+  ia.x_dtype = DType::i64;
+  const bool ok7 = native::im2col(ia, nullptr) == cudaErrorNotSupported;
+  const bool ok = ok1 && ok2 && ok3 && ok4 && ok5 && ok6 && ok7;
   std::printf("%s Errors_bad_arguments\n", ok ? "PASS" : "FAIL");
   (ok ? g_pass : g_fail)++;
 }
@@ -1077,7 +1164,7 @@ int main(int argc, char** argv) {
       {"errors", error_tests},     {"elementwise", elementwise_tests}, {"softmax", softmax_tests},
       {"layernorm", layernorm_tests}, {"reduce", reduce_tests},        {"movement", movement_tests},
       {"where_cast", where_cast_tests}, {"pool", pool_tests},  {"fill_iota", fill_iota_tests},
-      {"attention", attention_tests},   {"depthwise", depthwise_tests}};
+      {"attention", attention_tests},   {"depthwise", depthwise_tests}, {"im2col", im2col_tests}};
   for (auto [name, fn] : groups) {
     try {
       fn();

@@ -1,5 +1,7 @@
 // A gemm step through a kernel library in kernels/ (dlopen, registry, dispatch by M, bias, batch)
 // followed by a native softmax, against host loops, at m on both sides of the dispatch boundary.
+// Then the stem as sabre compile lowers it (im2col step + gemm step on its output, an arena
+// intermediate) against a host conv, at several batch sizes through captured graphs.
 // Exits 77 without a GPU.
 #include <cuda_runtime_api.h>
 #include <unistd.h>
@@ -15,6 +17,99 @@
 
 using namespace sabre::runtime;
 namespace fs = std::filesystem;
+
+// The RGB stem as lower.cpp's emit_im2col_gemm writes it: f32 images [batch,3,9,11] -> im2col
+// (7x7/2 pad 3: A [batch·30, 152], an activation in the arena) -> gemm "tn" with B [8, 152] and a
+// bias -> y [batch,5,6,8] (NHWC). f32 throughout, the stand-in library's dtype. B's 5 columns past
+// 147 hold 1000s (the lowering writes zeros there): only the zeros im2col writes in A's last 5
+// columns keep them out of y. Batches 1, 3, 8 and 3 again (a replayed graph) against a host conv.
+int check_im2col_gemm(int sm) {
+  const int64_t C = 3, H = 9, W = 11, R = 7, S = 7, K = 8, P = 5, Q = 6, rsc = R * S * C, cols = 152;
+  Plan p;
+  p.symbols = {{"batch", 1, 8}};
+  auto b = DimExpr::parse("batch");
+  const size_t b_bytes = K * cols * 4, bias_off = 5120;
+  p.tensors = {{"images", DType::f32, {b, C, H, W}, TensorKind::input, 0, 0},
+               {"w.im2col", DType::f32, {K, cols}, TensorKind::weight, 0, b_bytes},
+               {"b", DType::f32, {K}, TensorKind::weight, bias_off, K * 4},
+               {"stem.im2col", DType::f32, {DimExpr::parse("batch*30"), cols}, TensorKind::activation, 0, 0},
+               {"y", DType::f32, {b, P, Q, K}, TensorKind::output, 0, 0}};
+  p.inputs = {0};
+  p.outputs = {4};
+  p.steps = {{"im2col", "stem (im2col, 147 -> 152 columns)", {0}, {3},
+              sabre::json::parse(R"({"n":"batch","c":3,"h":9,"w":11,"r":7,"s":7,"p":5,"q":6,"pads":[3,3,3,3],)"
+                                 R"("strides":[2,2],"dilations":[1,1]})")},
+             {"gemm", "stem (on its im2col)", {3, 1, 2, -1}, {4},
+              sabre::json::parse(R"({"m":"batch*30","n":8,"k":152,"lda":152,"ldb":152,"ldd":8,"layout":"tn","dtype":"f32",)"
+                                 R"("epilogue":"bias","dispatch":[{"max_m":-1,"kernel":"t_big"}]})")}};
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  std::vector<float> wt(static_cast<size_t>(K * C * R * S)), bias(K);
+  for (auto& v : wt) v = u(rng);
+  for (auto& v : bias) v = u(rng);
+  std::vector<float> bmat(static_cast<size_t>(K * cols), 1000.f);
+  for (int64_t k = 0; k < K; ++k)
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t r = 0; r < R; ++r)
+        for (int64_t t = 0; t < S; ++t)
+          bmat[static_cast<size_t>(k * cols + (r * S + t) * C + c)] = wt[static_cast<size_t>(((k * C + c) * R + r) * S + t)];
+  std::vector<uint8_t> bytes(bias_off + K * 4);
+  std::memcpy(bytes.data(), bmat.data(), b_bytes);
+  std::memcpy(bytes.data() + bias_off, bias.data(), K * 4);
+  ManifestInfo m;
+  m.sm = sm;
+  m.arch = "sm_" + std::to_string(sm);
+  std::string dir = (fs::temp_directory_path() / ("sabre_rt_im2col_" + std::to_string(::getpid()))).string();
+  fs::remove_all(dir);
+  write_artifact(dir, p, bytes, {SABRE_TEST_GEMM_LIB}, m);
+  int failures = 0;
+  sabre::Session session(dir);
+  sabre::ExecutionContext ctx(session);
+  for (int64_t batch : {1, 3, 8, 3}) {
+    std::vector<float> x(static_cast<size_t>(batch * C * H * W));
+    for (auto& v : x) v = u(rng);
+    const size_t ny = static_cast<size_t>(batch * P * Q * K);
+    void *dx = nullptr, *dy = nullptr;
+    cudaMalloc(&dx, x.size() * 4);
+    cudaMalloc(&dy, ny * 4);
+    cudaMemcpy(dx, x.data(), x.size() * 4, cudaMemcpyHostToDevice);
+    cudaMemset(dy, 0xff, ny * 4);
+    int64_t xs[4] = {batch, C, H, W}, ys[4] = {batch, P, Q, K};
+    std::vector<sabre_tensor> outs = {{"y", dy, SABRE_DEVICE_CUDA, 0, {SABRE_DTYPE_FLOAT, 32, 1}, 4, ys, nullptr}};
+    try {
+      ctx.run({{"images", dx, SABRE_DEVICE_CUDA, 0, {SABRE_DTYPE_FLOAT, 32, 1}, 4, xs, nullptr}}, outs);
+      std::vector<float> y(ny);
+      cudaMemcpy(y.data(), dy, ny * 4, cudaMemcpyDeviceToHost);
+      double err = 0;
+      for (int64_t n = 0; n < batch; ++n)
+        for (int64_t op = 0; op < P; ++op)
+          for (int64_t oq = 0; oq < Q; ++oq)
+            for (int64_t k = 0; k < K; ++k) {
+              double acc = bias[static_cast<size_t>(k)];
+              for (int64_t c = 0; c < C; ++c)
+                for (int64_t r = 0; r < R; ++r)
+                  for (int64_t t = 0; t < S; ++t) {
+                    const int64_t ih = op * 2 - 3 + r, iw = oq * 2 - 3 + t;
+                    if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
+                    acc += double(x[static_cast<size_t>(((n * C + c) * H + ih) * W + iw)]) *
+                           wt[static_cast<size_t>(((k * C + c) * R + r) * S + t)];
+                  }
+              const double got = y[static_cast<size_t>(((n * P + op) * Q + oq) * K + k)];
+              err = std::isfinite(got) ? std::max(err, std::fabs(got - acc)) : 1e30;
+            }
+      std::printf("im2col + gemm, batch %lld: max abs error %.3g (%d columns of %lld carry data)\n", (long long)batch, err,
+                  int(rsc), (long long)cols);
+      if (err > 1e-4) ++failures;
+    } catch (const sabre::Error& e) {
+      std::printf("FAIL im2col + gemm, batch %lld: %s\n", (long long)batch, e.what());
+      ++failures;
+    }
+    cudaFree(dx);
+    cudaFree(dy);
+  }
+  fs::remove_all(dir);
+  return failures;
+}
 
 int main() {
   int count = 0;
@@ -147,6 +242,7 @@ int main() {
     }
     cudaFree(dx);
   }
+  failures += check_im2col_gemm(m.sm);
   std::printf("%s\n", failures ? "FAILED" : "PASSED");
   return failures ? 1 : 0;
 }

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <filesystem>
 #include <random>
+#include <set>
 
 #include "backends/cutlass/patterns.h"
 #include "codegen/compile.h"
@@ -225,6 +226,28 @@ class Interp {
           for (int64_t w = 0; w < W; ++w)
             for (int64_t c = 0; c < CP; ++c)
               y.v[((n * H + h) * W + w) * CP + c] = c < C ? x.v[((n * C + c) * H + h) * W + w] : 0.0;
+    } else if (op == "im2col") {
+      // a [n·p·q, cols] from x [n,c,h,w]: column (r·S + s)·C + c, zeros in the padding and past r·s·c.
+      Buf &x = in(s, 0), &a = out(s);
+      const int64_t N = dim(P.get("n")), C = dim(P.get("c")), H = dim(P.get("h")), W = dim(P.get("w")),
+                    R = dim(P.get("r")), S = dim(P.get("s")), Pp = dim(P.get("p")), Q = dim(P.get("q"));
+      auto pads = dims_list(P.get("pads")), st = dims_list(P.get("strides")), dl = dims_list(P.get("dilations"));
+      EXPECT_EQ(x.dims, (std::vector<int64_t>{N, C, H, W})) << s.name;
+      ASSERT_EQ(a.dims.size(), 2u) << s.name;
+      const int64_t cols = a.dims[1];
+      EXPECT_EQ(a.dims[0], N * Pp * Q) << s.name;
+      EXPECT_GE(cols, R * S * C) << s.name;
+      for (int64_t row = 0; row < N * Pp * Q; ++row)
+        for (int64_t col = 0; col < cols; ++col) {
+          double v = 0;
+          if (col < R * S * C) {
+            const int64_t c = col % C, t = (col / C) % S, r = col / C / S;
+            const int64_t n = row / (Pp * Q), ih = (row / Q) % Pp * st[0] - pads[0] + r * dl[0],
+                          iw = row % Q * st[1] - pads[1] + t * dl[1];
+            if (ih >= 0 && ih < H && iw >= 0 && iw < W) v = x.v[((n * C + c) * H + ih) * W + iw];
+          }
+          a.v[row * cols + col] = v;
+        }
     } else if (op == "strided_copy") {
       Buf &x = in(s, 0), &y = out(s);
       auto str = dims_list(P.get("strides"));
@@ -530,7 +553,7 @@ std::string test_pick_conv(const codegen::ConvProblem& p) {
 // The plan `original` lowers to (canonicalize, partition, lower), run by the interpreter at
 // `dims`, against the reference executor on `original`: relative L2 error per output.
 void check_graph(const std::string& name, const ir::Graph& original, ir::DType dtype, double tol,
-                 codegen::Lowered* lowered_out = nullptr, bool fuse_attention = false);
+                 codegen::Lowered* lowered_out = nullptr, bool fuse_attention = false, bool im2col_stem = true);
 
 void check_model(const std::string& name, ir::DType dtype, double tol, bool fuse_attention = false,
                  codegen::Lowered* lowered_out = nullptr) {
@@ -540,7 +563,7 @@ void check_model(const std::string& name, ir::DType dtype, double tol, bool fuse
 }
 
 void check_graph(const std::string& name, const ir::Graph& original, ir::DType dtype, double tol,
-                 codegen::Lowered* lowered_out, bool fuse_attention) {
+                 codegen::Lowered* lowered_out, bool fuse_attention, bool im2col_stem) {
   ir::Graph g = partition::partition(codegen::canonicalize_model(original.clone(), fuse_attention),
                                      cutlass_backend::pattern_table()).graph;
   codegen::LowerOptions o;
@@ -549,6 +572,7 @@ void check_graph(const std::string& name, const ir::Graph& original, ir::DType d
   o.pick = [](const tune::GemmProblem& p) { return tune::pick_kernels(p, tune::PickOptions{}); };
   o.pick_conv = test_pick_conv;
   o.fuse_attention = fuse_attention;
+  o.im2col_stem = im2col_stem;
   codegen::Lowered low = codegen::lower(g, o);
 
   std::mt19937 rng(7);
@@ -936,13 +960,13 @@ TEST(CodegenLayoutNhwc, DepthwiseActivationFusion) {
   }
 }
 
-// Fires: the stem's C = 3 would take alignment-1 kernels; the images' conversion to NHWC writes 8
-// channels (5 of zeros) and casts f32 -> f16 on the way, the filter gets zero taps, the conv runs
-// on alignment-8 kernels, the same values come out, and a note says what happened. The conv after
-// the pool (C = 8 already) is untouched.
+// Fires with im2col_stem off (sabre compile --no-im2col-stem): the stem's C = 3 would take
+// alignment-1 kernels; the images' conversion to NHWC writes 8 channels (5 of zeros) and casts
+// f32 -> f16 on the way, the filter gets zero taps, the conv runs on alignment-8 kernels, the same
+// values come out, and a note says what happened. The conv after the pool (C = 8 already) is untouched.
 TEST(CodegenLayoutNhwc, StemConvChannelsPaddedAtTheBoundary) {
   codegen::Lowered low;
-  check_graph("stem", stem_graph(3, 8), ir::DType::f16, 4e-3, &low);
+  check_graph("stem", stem_graph(3, 8), ir::DType::f16, 4e-3, &low, false, /*im2col_stem=*/false);
   if (HasFatalFailure()) return;
   const auto& p = low.plan;
   const runtime::Step* in = only_nchw_to_nhwc(p);
@@ -986,12 +1010,12 @@ TEST(CodegenLayoutNhwc, StemConvChannelsPaddedAtTheBoundary) {
   EXPECT_EQ(notes, 1);
 }
 
-// The images also read in NCHW (sigmoid(x) as a second output): that reader gets the one cast
-// of the images (the conversion reads whichever copy exists first), the stem still pads; both
-// outputs match.
+// The images also read in NCHW (sigmoid(x) as a second output), im2col_stem off: that reader gets
+// the one cast of the images (the conversion reads whichever copy exists first), the stem still
+// pads; both outputs match.
 TEST(CodegenLayoutNhwc, StemPaddingWithAnNchwReaderOfTheImages) {
   codegen::Lowered low;
-  check_graph("stem_nchw_reader", stem_graph(3, 8, true), ir::DType::f16, 4e-3, &low);
+  check_graph("stem_nchw_reader", stem_graph(3, 8, true), ir::DType::f16, 4e-3, &low, false, /*im2col_stem=*/false);
   if (HasFatalFailure()) return;
   const auto& p = low.plan;
   const runtime::Step* in = only_nchw_to_nhwc(p);
@@ -1022,6 +1046,219 @@ TEST(CodegenLayoutNhwc, NoChannelPaddingWhereTheBoundaryIsNotTheInputOrKIsUnalig
   EXPECT_NE(kernel_of(*stem).find("_a1"), std::string::npos) << kernel_of(*stem);
   EXPECT_NE(kernel_of(*c2).find("_a1"), std::string::npos) << kernel_of(*c2);
   for (const auto& n : low.notes) EXPECT_EQ(n.find("padded"), std::string::npos) << n;
+}
+
+const runtime::Step* only_step(const runtime::Plan& p, const std::string& op) {
+  const runtime::Step* found = nullptr;
+  for (const auto& s : p.steps) {
+    if (s.op != op) continue;
+    EXPECT_EQ(found, nullptr) << "a second " << op << " step: " << s.name;
+    found = &s;
+  }
+  EXPECT_NE(found, nullptr) << "no " << op << " step";
+  return found;
+}
+std::string dims_text(const runtime::TensorInfo& t) {
+  std::string s;
+  for (const auto& d : t.shape) s += (s.empty() ? "" : ",") + d.str();
+  return s;
+}
+
+// Fires (LowerOptions::im2col_stem, the default): the stem (C = 3, 7x7: 147 columns) becomes an
+// im2col step that reads the f32 images as they are (NCHW, cast on the way) into A [batch·64, 152]
+// and a gemm step A·Bᵀ with B [8, 152] (the filter repacked, zero columns past 147), the conv's bias
+// and relu, whose D is the stem's NHWC value; conv2 (C = 8, after the NHWC pool) stays a conv. No
+// nchw_to_nhwc and no input cast: one conversion left, the output's. The same values come out, and
+// the notes say what happened.
+TEST(CodegenLayoutNhwc, StemConvAsIm2colGemm) {
+  codegen::Lowered low;
+  check_graph("stem_im2col", stem_graph(3, 8), ir::DType::f16, 4e-3, &low);
+  if (HasFatalFailure()) return;
+  const auto& p = low.plan;
+  EXPECT_EQ(count_steps(p, "nchw_to_nhwc"), 0);
+  EXPECT_EQ(count_steps(p, "conv"), 1) << "conv2";
+  EXPECT_EQ(count_steps(p, "cast"), 1) << "only the output's";
+  EXPECT_EQ(low.layout_permutes, 1) << "the output's permute";
+  EXPECT_EQ(low.im2col_convs, 1);
+  const runtime::Step* im = only_step(p, "im2col");
+  const runtime::Step* gm = only_step(p, "gemm");
+  ASSERT_TRUE(im && gm);
+  EXPECT_NE(im->name.find("stem_conv (im2col, 147 -> 152 columns)"), std::string::npos) << im->name;
+  EXPECT_EQ(im->inputs.at(0), p.inputs.at(0)) << "reads the f32 images";
+  const auto& a = p.tensors[static_cast<size_t>(im->outputs.at(0))];
+  EXPECT_EQ(a.kind, runtime::TensorKind::activation) << "an intermediate the planner places";
+  EXPECT_EQ(a.dtype, ir::DType::f16);
+  ASSERT_EQ(a.shape.size(), 2u);
+  EXPECT_EQ(a.shape[0].eval({{"batch", 3}}), 3 * 8 * 8);
+  EXPECT_EQ(a.shape[1].str(), "152");
+  for (const char* k : {"c", "r", "s", "p", "q", "h", "w"}) EXPECT_TRUE(im->params.get(k)) << k;
+  EXPECT_EQ(num_param(*im, "c"), 3);
+  EXPECT_EQ(num_param(*im, "r"), 7);
+  EXPECT_EQ(im->params.get("n")->str(), "batch");
+  // The gemm: M = batch·P·Q (symbolic), N = K = 8, K = 152, "tn", the conv's epilogue; D is the
+  // NHWC tensor the pool reads.
+  EXPECT_EQ(gm->inputs.at(0), im->outputs.at(0));
+  EXPECT_EQ(gm->inputs.at(3), -1) << "no residual";
+  EXPECT_EQ(runtime::DimExpr::parse(gm->params.get("m")->str()).eval({{"batch", 5}}), 5 * 64);
+  EXPECT_EQ(num_param(*gm, "n"), 8);
+  EXPECT_EQ(num_param(*gm, "k"), 152);
+  EXPECT_EQ(num_param(*gm, "lda"), 152);
+  EXPECT_EQ(gm->params.get("layout")->str(), "tn");
+  EXPECT_EQ(gm->params.get("epilogue")->str(), "bias_relu");
+  EXPECT_FALSE(gm->params.get("dispatch")->arr().empty());
+  EXPECT_EQ(dims_text(p.tensors[static_cast<size_t>(gm->outputs.at(0))]), "batch,8,8,8") << "NHWC [N,P,Q,K]";
+  int pool_reads = 0;
+  for (const auto& s : p.steps) pool_reads += s.op == "pool2d" && s.inputs.at(0) == gm->outputs.at(0);
+  EXPECT_EQ(pool_reads, 1);
+  // B [8, 152]: zeros exactly in the 5 columns past 147 (the model's taps are none zero).
+  const auto& bt = p.tensors[static_cast<size_t>(gm->inputs.at(1))];
+  ASSERT_EQ(bt.kind, runtime::TensorKind::weight);
+  EXPECT_EQ(dims_text(bt), "8,152");
+  ir::Tensor b(bt.dtype, {8, 152}, nullptr, low.weights.data() + bt.weight_offset);
+  int zeros_past = 0, zeros_in_data = 0;
+  for (int64_t i = 0; i < b.numel(); ++i) (i % 152 >= 147 ? zeros_past : zeros_in_data) += b.get_f64(i) == 0;
+  EXPECT_EQ(zeros_past, 8 * 5);
+  EXPECT_EQ(zeros_in_data, 0);
+  EXPECT_EQ(low.gemm_kernels.size(), 1u);
+  EXPECT_EQ(low.conv_kernels.size(), 1u) << "conv2's only";
+  int said = 0;
+  for (const auto& n : low.notes) {
+    said += n.find("conv stem_conv (cutlass_region") != std::string::npos &&
+            n.find("im2col (147 -> 152 columns) + GEMM instead of a C-padded (3 -> 8) implicit-GEMM conv") != std::string::npos;
+    if (n.rfind("NHWC inside conv regions", 0) == 0) {
+      EXPECT_NE(n.find("1 NCHW<->NHWC conversion at the region edges, 1 conv reading NCHW through im2col"), std::string::npos) << n;
+    }
+    EXPECT_EQ(n.find("input channels padded"), std::string::npos) << n;
+  }
+  EXPECT_EQ(said, 1);
+}
+
+// The same in bf16, and with the images also read in NCHW (sigmoid(x) as a second output): that
+// reader gets the one cast of the images, the im2col reads whichever copy exists when it runs;
+// both outputs match.
+TEST(CodegenLayoutNhwc, StemIm2colWithAnNchwReaderOfTheImagesBf16) {
+  codegen::Lowered low;
+  check_graph("stem_im2col_nchw_reader", stem_graph(3, 8, true), ir::DType::bf16, 2.5e-2, &low);
+  if (HasFatalFailure()) return;
+  const auto& p = low.plan;
+  EXPECT_EQ(count_steps(p, "im2col"), 1);
+  EXPECT_EQ(count_steps(p, "nchw_to_nhwc"), 0);
+  int input_casts = 0;
+  for (const auto& s : p.steps) input_casts += s.op == "cast" && s.inputs.at(0) == p.inputs.at(0);
+  EXPECT_EQ(input_casts, 1) << "the NCHW reader's copy in the compute dtype";
+}
+
+// Nothing to do: C = 64 needs no padding, so the stem stays a conv reading the images through one
+// unpadded nchw_to_nhwc.
+TEST(CodegenLayoutNhwc, Im2colNothingToDoWhereCIsAligned) {
+  codegen::Lowered low;
+  check_graph("stem_c64", stem_graph(64, 8), ir::DType::f16, 4e-3, &low);
+  if (HasFatalFailure()) return;
+  EXPECT_EQ(count_steps(low.plan, "im2col"), 0);
+  EXPECT_EQ(count_steps(low.plan, "conv"), 2);
+  EXPECT_EQ(low.im2col_convs, 0);
+  const runtime::Step* in = only_nchw_to_nhwc(low.plan);
+  ASSERT_NE(in, nullptr);
+  EXPECT_EQ(low.plan.tensors[static_cast<size_t>(in->outputs.at(0))].shape.at(3).str(), "64");
+  EXPECT_EQ(num_param(*conv_step(low.plan, 0), "c"), 64);
+}
+
+// x [batch,3,12,12] -> one conv region read straight from the images: `kind` "residual" adds a
+// second input [batch,8,12,12] (conv + bias + residual), "depthwise" is group = 3 (one 3x3 filter
+// per channel), "wide" a 19x19 filter (3·19·19 = 1083 columns > 1024).
+ir::Graph one_conv_graph(const std::string& kind) {
+  std::mt19937 rng(13);
+  ir::Graph g;
+  g.name = "one_conv_" + kind;
+  const ir::Shape xs = {ir::Dim::symbol("batch"), ir::Dim(3), ir::Dim(12), ir::Dim(12)};
+  ir::Value* x = g.add_input("images", {ir::DType::f32, xs, true});
+  const bool depthwise = kind == "depthwise", wide = kind == "wide";
+  const int64_t k = depthwise ? 3 : 8, f = wide ? 19 : 3, pad = f / 2;
+  std::map<std::string, ir::AttrValue> attrs = {{"kernel_shape", std::vector<int64_t>{f, f}},
+                                                 {"pads", std::vector<int64_t>{pad, pad, pad, pad}}};
+  if (depthwise) attrs["group"] = int64_t{3};
+  ir::Node* c = g.add_node("Conv", {x, random_const(g, "w", {k, depthwise ? 1 : 3, f, f}, 0.3, rng), random_const(g, "b", {k}, 0.5, rng)},
+                           1, attrs, "conv");
+  ir::Value* y = c->output(0);
+  if (kind == "residual") {
+    ir::Value* r = g.add_input("skip", {ir::DType::f32, {ir::Dim::symbol("batch"), ir::Dim(8), ir::Dim(12), ir::Dim(12)}, true});
+    y = g.add_node("Add", {y, r}, 1, {}, "add")->output(0);
+  }
+  g.add_output(g.add_node("Relu", {y}, 1, {}, "relu")->output(0));
+  ir::infer_types(g);
+  return g;
+}
+
+// Refuses: a conv with a residual (the GEMM path takes none), a grouped (depthwise) conv and one
+// with more than 1024 columns are not lowered to im2col + GEMM; each runs as before (the padded
+// conv, the native depthwise kernel) and matches the reference.
+TEST(CodegenLayoutNhwc, Im2colRefusesResidualGroupedAndWideConvs) {
+  for (const std::string kind : {"residual", "depthwise", "wide"}) {
+    SCOPED_TRACE(kind);
+    codegen::Lowered low;
+    check_graph("one_conv_" + kind, one_conv_graph(kind), ir::DType::f16, 4e-3, &low);
+    if (HasFatalFailure()) return;
+    EXPECT_EQ(count_steps(low.plan, "im2col"), 0);
+    EXPECT_EQ(count_steps(low.plan, "gemm"), 0);
+    EXPECT_EQ(low.im2col_convs, 0);
+    if (kind == "depthwise") {
+      EXPECT_EQ(count_steps(low.plan, "depthwise_conv"), 1);
+      continue;
+    }
+    const runtime::Step* conv = conv_step(low.plan, 0);
+    ASSERT_NE(conv, nullptr);
+    EXPECT_EQ(num_param(*conv, "c"), 8) << "padded 3 -> 8 as before";
+    if (kind == "residual") {
+      EXPECT_NE(conv->params.get("epilogue")->str().find("res"), std::string::npos);
+    }
+  }
+}
+
+// The generated cnn_stem model (scripts/make_models.py: ResNet's stem on [batch,3,32,32], BatchNorm
+// folded): its stem runs as im2col + GEMM from the f32 images, and nothing in the plan converts
+// between NCHW and NHWC (the pooled [N,1,1,C] head is a view); the plan matches the reference.
+TEST(CodegenLayoutNhwc, CnnStemModelRunsItsStemAsIm2colGemm) {
+  codegen::Lowered low;
+  check_model("cnn_stem", ir::DType::f16, 4e-3, false, &low);
+  if (HasFatalFailure()) return;
+  const auto& p = low.plan;
+  EXPECT_EQ(count_steps(p, "im2col"), 1);
+  EXPECT_EQ(count_steps(p, "gemm"), 2) << "the stem and the head";
+  EXPECT_EQ(count_steps(p, "conv"), 1);
+  EXPECT_EQ(count_steps(p, "nchw_to_nhwc"), 0);
+  EXPECT_EQ(count_steps(p, "permute"), 0);
+  EXPECT_EQ(low.layout_permutes, 0);
+  EXPECT_EQ(low.im2col_convs, 1);
+  const runtime::Step* im = only_step(p, "im2col");
+  ASSERT_NE(im, nullptr);
+  EXPECT_EQ(im->inputs.at(0), p.inputs.at(0));
+  EXPECT_NE(im->name.find("/conv1/Conv (im2col, 147 -> 152 columns)"), std::string::npos) << im->name;
+}
+
+// sabre compile --tune collects its GEMM problems through lower (tuned_gemm_problems): the stem's
+// GEMM is among them, as every other GEMM is, and its conv problems are gone from the conv list;
+// with im2col_stem off it is the other way round.
+TEST(CodegenLayoutNhwc, Im2colGemmIsTunedLikeTheOthers) {
+  const ir::Graph g = partition::partition(codegen::canonicalize_model(stem_graph(3, 8), false),
+                                           cutlass_backend::pattern_table()).graph;
+  codegen::LowerOptions o;
+  o.ranges = codegen::parse_dynamic("batch=1..8");
+  o.pick_conv = [](const codegen::ConvProblem& p) { return codegen::analytic_conv_kernel(p, 90); };
+  std::vector<tune::GemmProblem> gemms = codegen::tuned_gemm_problems(g, o, 90);
+  ASSERT_EQ(gemms.size(), 1u);
+  EXPECT_EQ(gemms[0].layout, "tn");
+  EXPECT_EQ(gemms[0].epilogue, "bias_relu");
+  EXPECT_EQ(gemms[0].n, 8);
+  EXPECT_EQ(gemms[0].k, 152);
+  EXPECT_EQ(gemms[0].alignment, 8);
+  EXPECT_EQ(gemms[0].m_min, 64);
+  EXPECT_EQ(gemms[0].m_max, 8 * 64);
+  std::set<int64_t> filters;
+  for (const auto& c : codegen::tuned_conv_problems(g, o, 90)) filters.insert(c.r);
+  EXPECT_EQ(filters, (std::set<int64_t>{3})) << "conv2 only, not the 7x7 stem";
+  o.im2col_stem = false;
+  EXPECT_TRUE(codegen::tuned_gemm_problems(g, o, 90).empty());
+  EXPECT_EQ(codegen::tuned_conv_problems(g, o, 90).size(), 2u * 4) << "both convs at batch 1, 2, 4, 8";
 }
 
 // torchvision exports (bench/models/export_tv.py writes them): SABRE_TV_MODELS=DIR runs

@@ -141,6 +141,14 @@ TEST_P(CutlassEntry, FiresKeepsBitsNothingToDoFallsBackAndRefuses) {
     // The lowering pads such a C at the NHWC boundary (CodegenLayoutNhwc.StemConvChannelsPadded...).
     EXPECT_NE(comp->attr_string("alignment_note").find("sabre compile zero-pads C"), std::string::npos)
         << comp->attr_string("alignment_note");
+    // C=3 (3x3 filter: 27 columns) runs as im2col + GEMM there unless a residual is added
+    // (CodegenLayoutNhwc.StemConvAsIm2colGemm).
+    auto r3 = partition::partition(parse(graph_for(entry, 3, true)), table);
+    ASSERT_EQ(r3.regions.size(), 1u) << ir::print(r3.graph);
+    const std::string note3 = composite_of(r3.graph)->attr_string("alignment_note");
+    const bool res = entry.find("_res") != std::string::npos;
+    EXPECT_EQ(note3.find("im2col (R*S*C = 27 columns, rounded up to 8) + GEMM") != std::string::npos, !res) << note3;
+    EXPECT_EQ(note3.find("sabre compile zero-pads C") != std::string::npos, res) << note3;
     std::string grouped = graph_for(entry, 32, true);
     const std::string conv_attrs = "{kernel_shape=[3, 3], pads=[1, 1, 1, 1]}";
     grouped.replace(grouped.find(conv_attrs), conv_attrs.size(), "{group=2, kernel_shape=[3, 3], pads=[1, 1, 1, 1]}");

@@ -137,3 +137,61 @@ TEST(RuntimeResolve, ConvArgsFromStepParams) {
       R"({"n":1,"h":8,"w":8,"c":8,"k":16,"r":3,"s":3,"p":4,"q":4,"pads":[1,1,1,1],"strides":[2,2],"dilations":[1,1]})");
   EXPECT_EQ(conv_args(strided, {}).stride_h, 2);
 }
+
+// An im2col step's params at the bound dims (what the runtime hands native::im2col): the stem at
+// batch 3 with a [batch*12544, 152] output; the refusals (p disagreeing with the rest, a's rows or
+// columns wrong, lists of the wrong length), each naming the step.
+TEST(RuntimeResolve, Im2colGeometryFromStepParams) {
+  Step s;
+  s.op = "im2col";
+  s.name = "/conv1/Conv (im2col, 147 -> 152 columns)";
+  s.params = sabre::json::parse(
+      R"({"n":"batch","c":3,"h":"224","w":224,"r":7,"s":7,"p":"112","q":"112","pads":[3,3,3,3],)"
+      R"("strides":[2,2],"dilations":[1,1]})");
+  EXPECT_TRUE(is_known_op("im2col"));
+  const Dims at3 = {{"batch", 3}};
+  Im2colGeometry g = im2col_geometry(s, at3, {3 * 112 * 112, 152});
+  EXPECT_EQ(g.n, 3);
+  EXPECT_EQ(g.c, 3);
+  EXPECT_EQ(g.h, 224);
+  EXPECT_EQ(g.w, 224);
+  EXPECT_EQ(g.r, 7);
+  EXPECT_EQ(g.s, 7);
+  EXPECT_EQ(g.p, 112);
+  EXPECT_EQ(g.q, 112);
+  EXPECT_EQ(g.cols, 152);
+  EXPECT_EQ(g.pad_h, 3);
+  EXPECT_EQ(g.stride_w, 2);
+  EXPECT_EQ(g.dil_h, 1);
+  // The same step at batch 32: only n and the rows move.
+  EXPECT_EQ(im2col_geometry(s, {{"batch", 32}}, {32 * 112 * 112, 152}).n, 32);
+  auto refused = [&](const Step& st, std::vector<int64_t> a, const char* why) {
+    try {
+      im2col_geometry(st, at3, a);
+      ADD_FAILURE() << "accepted: " << why;
+    } catch (const PlanError& e) {
+      EXPECT_NE(std::string(e.what()).find("step '/conv1/Conv (im2col, 147 -> 152 columns)' (im2col)"), std::string::npos)
+          << e.what();
+    }
+  };
+  refused(s, {2 * 112 * 112, 152}, "rows for batch 2");
+  refused(s, {3 * 112 * 112, 144}, "fewer columns than r*s*c");
+  refused(s, {3 * 112 * 112 * 152}, "a not 2-D");
+  Step wrong_p = s;
+  wrong_p.params = sabre::json::parse(
+      R"({"n":"batch","c":3,"h":224,"w":224,"r":7,"s":7,"p":111,"q":112,"pads":[3,3,3,3],"strides":[2,2],"dilations":[1,1]})");
+  refused(wrong_p, {3 * 111 * 112, 152}, "p not the output size");
+  Step short_pads = s;
+  short_pads.params = sabre::json::parse(
+      R"({"n":"batch","c":3,"h":224,"w":224,"r":7,"s":7,"p":112,"q":112,"pads":[3,3],"strides":[2,2],"dilations":[1,1]})");
+  refused(short_pads, {3 * 112 * 112, 152}, "pads of 2");
+  // Asymmetric pads are fine (only the begin pads place the taps), dilation 2 too.
+  Step asym = s;
+  asym.params = sabre::json::parse(
+      R"({"n":1,"c":4,"h":9,"w":9,"r":3,"s":3,"p":9,"q":8,"pads":[2,1,0,0],"strides":[1,1],"dilations":[1,1]})");
+  EXPECT_EQ(im2col_geometry(asym, {}, {72, 40}).pad_h, 2);
+  Step dil = s;
+  dil.params = sabre::json::parse(
+      R"({"n":1,"c":3,"h":11,"w":11,"r":3,"s":3,"p":7,"q":7,"pads":[0,0,0,0],"strides":[1,1],"dilations":[2,2]})");
+  EXPECT_EQ(im2col_geometry(dil, {}, {49, 32}).dil_w, 2);
+}

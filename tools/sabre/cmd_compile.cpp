@@ -22,6 +22,7 @@ const std::vector<FlagSpec> kFlags = {
     {"--plan-only", "", "", "write plan, weights and manifest without compiling any kernel", false},
     {"--no-fuse-attention", "", "", "keep attention as GEMMs, softmax and permutes (default: attention with head dim 32/64 and <= 512 keys is one native kernel reading Q/K/V from one joined projection GEMM; H200: BERT-base 0.84/1.13/2.24 ms at batch 1/8/32, 1.07/1.47/2.96 unfused)", false},
     {"--fuse-attention", "", "", "the default; kept so older scripts run", false},
+    {"--no-im2col-stem", "", "", "run a conv at the NCHW input with C < 8 (the RGB stem) as before: channels zero-padded to 8 by the NHWC conversion, then an implicit-GEMM conv (default: an im2col step reading the NCHW images and a GEMM over R*S*C columns rounded up to 8)", false},
     {"--conv-kernels", "", "auto|sm80|sm90", "conv kernel families: auto (default) lets the model rank CUTLASS 2.x sm80 implicit GEMMs (with split-K) against 3.x sm90 TMA/wgmma kernels on sm_90a; sm80 or sm90 insists on one (sm90 where C and K are multiples of 8)", false},
     {"--arch", "", "sm_90a|sm_80", "what kernels are compiled for (default sm_90a)", false},
     {"--jobs", "-j", "N", "compiler processes at a time (default: all cores)", false},
@@ -83,6 +84,7 @@ int run(const std::vector<std::string>& argv) {
     if (args.has("--fuse-attention") && args.has("--no-fuse-attention"))
       throw UsageError("--fuse-attention and --no-fuse-attention contradict each other: give one");
     o.fuse_attention = !args.has("--no-fuse-attention");
+    o.im2col_stem = !args.has("--no-im2col-stem");
     const std::string ck = args.value("--conv-kernels").value_or("auto");
     if (ck == "auto")
       o.conv_kernels = codegen::ConvKernels::automatic;

@@ -19,6 +19,10 @@ int fallback_alignment(DType t, int64_t extent) {
   return a;
 }
 
+bool im2col_shape(int64_t c, int64_t r, int64_t s) {
+  return c >= 1 && c < 8 && r >= 1 && s >= 1 && r * s * c <= kIm2colMaxColumns;
+}
+
 int static_alignment(DType t, std::initializer_list<std::pair<const char*, Dim>> extents, std::string* note) {
   int align = max_alignment(t);
   for (const auto& [what, d] : extents) {
@@ -214,10 +218,19 @@ CheckResult check_conv(const Match& m, const std::string& epilogue) {
   std::string note;
   const int align = static_alignment(t, {{"C", ci}, {"K", k}}, &note);
   // The region cannot know where X comes from; the lowering lifts an unaligned C (K aligned) where
-  // X enters NHWC from an NCHW value (codegen/lower.cpp, channel_padding), so the report says so.
-  if (fallback_alignment(t, ci.value()) < max_alignment(t) && fallback_alignment(t, k.value()) == max_alignment(t))
-    note += "; sabre compile zero-pads C to the 16-byte access where X enters NHWC from an NCHW value (the model's "
-            "images), which takes the aligned kernels";
+  // X enters NHWC from an NCHW value (codegen/lower.cpp, channel_padding), or runs a small conv
+  // there as im2col + GEMM (no residual), so the report says so.
+  if (fallback_alignment(t, ci.value()) < max_alignment(t) && fallback_alignment(t, k.value()) == max_alignment(t)) {
+    const auto& ws = w->shape();
+    const int64_t r = ws[2].is_static() ? ws[2].value() : 0, s = ws[3].is_static() ? ws[3].value() : 0;
+    if (epilogue.find("res") == std::string::npos && im2col_shape(ci.value(), r, s))
+      note += "; where X is an NCHW value (the model's images) sabre compile runs it as im2col (R*S*C = " +
+              std::to_string(r * s * ci.value()) + " columns, rounded up to 8) + GEMM, or with --no-im2col-stem "
+              "zero-pads C to the 16-byte access, which takes the aligned conv kernels";
+    else
+      note += "; sabre compile zero-pads C to the 16-byte access where X enters NHWC from an NCHW value (the model's "
+              "images), which takes the aligned kernels";
+  }
   CheckResult r;
   if (!note.empty()) r.attrs["alignment_note"] = note;
   r.attrs["kind"] = std::string("conv2d_fprop");

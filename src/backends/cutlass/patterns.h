@@ -29,4 +29,11 @@ int fallback_alignment(ir::DType t, int64_t extent);
 int static_alignment(ir::DType t, std::initializer_list<std::pair<const char*, ir::Dim>> extents,
                      std::string* note = nullptr);
 
+// The convs `sabre compile` runs as im2col + GEMM where X is an NCHW value whose channels it would
+// otherwise pad (codegen/lower.cpp, LowerOptions::im2col_stem): fewer channels than one 16-byte
+// access of the f16/bf16 compute dtype holds (the RGB stem's 3) and R·S·C <= kIm2colMaxColumns
+// (the GEMM's K; ResNet's 7x7 stem has 147). The region's alignment note says so.
+inline constexpr int64_t kIm2colMaxColumns = 1024;
+bool im2col_shape(int64_t c, int64_t r, int64_t s);
+
 }  // namespace sabre::cutlass_backend

@@ -143,6 +143,21 @@ cudaError_t permute(size_t elem_size, const void* x, const std::vector<int64_t>&
 // the aligned kernels with zero filter taps in the new channels.
 cudaError_t nchw_to_nhwc(DType x_dtype, DType y_dtype, const void* x, int64_t n, int64_t c, int64_t h, int64_t w,
                          int64_t c_pad, void* y, cudaStream_t stream);
+// im2col at the NCHW boundary (im2col.cu): the A operand of the GEMM a small-channel conv (the RGB
+// stem) runs as. a [n·p·q, cols] row-major, row (n·P + p)·Q + q, column (r·S + s)·C + c:
+// a[row, col] = x[n, c, p·stride_h - pad_h + r·dil_h, q·stride_w - pad_w + s·dil_w] converted from
+// x_dtype to a_dtype (f32/f16/bf16, rounded as cast()), 0 where the tap falls in the padding and in
+// the columns from r·S·C to cols (cols >= r·s·c: the row rounded up to the 16-byte access, so the
+// GEMM's K is aligned). x [n,c,h,w] dense, read as it is; p and q are the caller's (any tap outside
+// x reads 0).
+struct Im2colArgs {
+  DType x_dtype = DType::f32, a_dtype = DType::f16;
+  const void* x = nullptr;
+  void* a = nullptr;
+  int64_t n = 0, c = 0, h = 0, w = 0, r = 1, s = 1, p = 0, q = 0, cols = 0;
+  int64_t pad_h = 0, pad_w = 0, stride_h = 1, stride_w = 1, dil_h = 1, dil_w = 1;
+};
+cudaError_t im2col(const Im2colArgs& a, cudaStream_t stream);
 // Any strided read into a dense output: y[i...] = x[offset + sum_k i_k * strides[k]] (elements,
 // strides may be 0 or negative). Slice, Expand and general permutes reduce to this.
 cudaError_t strided_copy(size_t elem_size, const void* x, int64_t offset, const std::vector<int64_t>& out_dims,
