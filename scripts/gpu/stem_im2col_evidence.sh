@@ -4,8 +4,8 @@
 # step feeding a gemm step through the session, graphs replayed), then ResNet-50 compiled --no-tune
 # with the new stem and with --no-im2col-stem, each compared with PyTorch fp16 and profiled at batch
 # 32 (the stem's steps: im2col + gemm against nchw_to_nhwc + conv), and both timed at batch 1 and 32.
-# Merge the branch only if the tests pass and the outputs still match. $OUT/main.log and
-# $OUT/logs.tgz come back. Written on the 2-core box; not yet run.
+# Then ResNet-50 with the new stem timed against eager and torch.compile. $OUT/main.log and
+# $OUT/logs.tgz come back.
 # Usage on the GPU host: bash scripts/gpu/stem_im2col_evidence.sh
 set -u
 OUT=${OUT:-/tmp/sabre-stem} LOGS=/tmp/steplogs; mkdir -p "$OUT"
@@ -37,6 +37,7 @@ for a in rn50 rn50_pad rn50 rn50_pad; do
   LIMIT=20 TAIL=3 step bench_${a}_b32 $b/sabre bench /tmp/$a.sabre --dim batch=32
   LIMIT=20 TAIL=3 step bench_${a}_b1 $b/sabre bench /tmp/$a.sabre --dim batch=1
 done
+LIMIT=60 TAIL=5 step latency_rn50 python3 bench/models/tv_e2e.py latency resnet50 /tmp/tv /tmp/rn50.sabre $b/sabre 1 32
 } > $OUT/main.log 2>&1
 finish
 exit 0
