@@ -99,6 +99,19 @@ namespace {
 int64_t out_extent(int64_t in, int64_t pads, int64_t stride, int64_t dil, int64_t f) {
   return stride > 0 ? (in + pads - dil * (f - 1) - 1) / stride + 1 : -1;
 }
+// A 2-D window's pads [4] (default zeros), strides [2] and dilations [2] (default ones), checked.
+struct Window {
+  std::vector<int64_t> pads, strides, dilations;
+};
+Window window_params(const Step& s, const Dims& dims) {
+  Window w{param_dims(s, "pads", dims), param_dims(s, "strides", dims), param_dims(s, "dilations", dims)};
+  if (w.pads.empty()) w.pads = {0, 0, 0, 0};
+  if (w.strides.empty()) w.strides = {1, 1};
+  if (w.dilations.empty()) w.dilations = {1, 1};
+  if (w.pads.size() != 4 || w.strides.size() != 2 || w.dilations.size() != 2)
+    throw PlanError("plan: " + where(s) + " needs pads [4], strides [2] and dilations [2]");
+  return w;
+}
 }  // namespace
 
 sabre_conv_args conv_args(const Step& s, const Dims& dims) {
@@ -112,13 +125,7 @@ sabre_conv_args conv_args(const Step& s, const Dims& dims) {
   a.s = param_dim(s, "s", dims);
   a.p = param_dim(s, "p", dims);
   a.q = param_dim(s, "q", dims);
-  std::vector<int64_t> pads = param_dims(s, "pads", dims), st = param_dims(s, "strides", dims),
-                       dil = param_dims(s, "dilations", dims);
-  if (pads.empty()) pads = {0, 0, 0, 0};
-  if (st.empty()) st = {1, 1};
-  if (dil.empty()) dil = {1, 1};
-  if (pads.size() != 4 || st.size() != 2 || dil.size() != 2)
-    throw PlanError("plan: " + where(s) + " needs pads [4], strides [2] and dilations [2]");
+  const auto [pads, st, dil] = window_params(s, dims);
   if (pads[0] != pads[2] || pads[1] != pads[3])
     throw PlanError("plan: " + where(s) + " has asymmetric pads; conv kernels pad both sides of a dim alike");
   a.pad_h = pads[0];
@@ -149,13 +156,7 @@ Im2colGeometry im2col_geometry(const Step& s, const Dims& dims, const std::vecto
   g.s = param_dim(s, "s", dims);
   g.p = param_dim(s, "p", dims);
   g.q = param_dim(s, "q", dims);
-  std::vector<int64_t> pads = param_dims(s, "pads", dims), st = param_dims(s, "strides", dims),
-                       dil = param_dims(s, "dilations", dims);
-  if (pads.empty()) pads = {0, 0, 0, 0};
-  if (st.empty()) st = {1, 1};
-  if (dil.empty()) dil = {1, 1};
-  if (pads.size() != 4 || st.size() != 2 || dil.size() != 2)
-    throw PlanError("plan: " + where(s) + " needs pads [4], strides [2] and dilations [2]");
+  const auto [pads, st, dil] = window_params(s, dims);
   g.pad_h = pads[0], g.pad_w = pads[1], g.stride_h = st[0], g.stride_w = st[1], g.dil_h = dil[0], g.dil_w = dil[1];
   g.cols = a_shape.size() == 2 ? a_shape[1] : -1;
   const auto text = [&] {
