@@ -80,6 +80,19 @@ bool is_view(const std::string& op) {
 
 bool scalar_constant(const Value* v) { return v && v->is_constant() && v->constant().numel() == 1; }
 
+// A Clip's [min, max] (inputs 1 and 2; an absent one is -inf / +inf), or nullopt where a bound is
+// not a constant scalar. (The importer reads Clip from opset 11 on, where the bounds are inputs.)
+std::optional<std::pair<double, double>> clip_bounds(const ir::Node* clip) {
+  double lo = -INFINITY, hi = INFINITY;
+  for (auto [i, out] : {std::pair<size_t, double*>{1, &lo}, {2, &hi}}) {
+    const Value* b = clip->input(i);
+    if (!b) continue;
+    if (!scalar_constant(b)) return std::nullopt;
+    *out = b->constant().get_f64(0);
+  }
+  return std::pair{lo, hi};
+}
+
 // The only users of `v` are `n` (once per slot it reads), and v is not a model output.
 bool only_user(const ir::Graph& g, const Value* v, const Node* n) {
   if (g.is_graph_output(v) || v->users().empty()) return false;
@@ -243,26 +256,16 @@ class Lowerer {
   void depthwise_activation_fusion(Node* conv) {
     Node* u = sole_user(conv->output(0));
     if (!u || !u->domain().empty() || absorbed_.count(u) || u->num_outputs() != 1) return;
-    std::optional<double> lo, hi;
-    if (u->op() == "Relu") {
-      lo = 0.0;
-    } else if (u->op() == "Clip") {
-      auto bound = [&](size_t i, const char* attr, std::optional<double>& out) {
-        if (u->num_inputs() > i && u->input(i)) {  // opset >= 11: bounds are inputs
-          if (!scalar_constant(u->input(i))) return false;
-          out = u->input(i)->constant().get_f64(0);
-        } else if (u->has_attr(attr)) {  // opset < 11
-          out = u->attr_float(attr);
-        }
-        return true;
-      };
-      if (!bound(1, "min", lo) || !bound(2, "max", hi)) return;
-      if (lo && hi && *lo > *hi) return;  // ONNX says every output is max; not worth a special case
-    } else {
+    std::pair<double, double> bounds{0.0, INFINITY};  // Relu
+    if (u->op() == "Clip") {
+      auto b = clip_bounds(u);
+      if (!b || b->first > b->second) return;  // min above max: every output is max; not worth a special case
+      bounds = *b;
+    } else if (u->op() != "Relu") {
       return;
     }
     absorbed_.insert(u);
-    dw_act_[conv] = {u, lo, hi};
+    dw_act_[conv] = {u, bounds.first, bounds.second};
   }
 
   // The single reader of `v`'s data (Shape/Size readers only see its dims), or nullptr.
@@ -993,14 +996,10 @@ class Lowerer {
           beta = static_cast<float>(m->attr_float("beta", 0.5));
         }
         if (clip) {
-          auto bound = [&](size_t i, float def) {
-            const Value* b = m->input(i);
-            if (!b) return def;
-            if (!scalar_constant(b)) throw UnsupportedError(where(m) + ": Clip bounds must be constants");
-            return static_cast<float>(b->constant().get_f64(0));
-          };
-          alpha = bound(1, -INFINITY);
-          beta = bound(2, INFINITY);
+          auto b = clip_bounds(m);
+          if (!b) throw UnsupportedError(where(m) + ": Clip bounds must be constants");
+          alpha = static_cast<float>(b->first);
+          beta = static_cast<float>(b->second);
         }
         r = ch.unary(op, a[0], alpha, beta);
       }
@@ -1182,7 +1181,8 @@ class Lowerer {
     std::string name = n->name();
     if (act != dw_act_.end()) {
       const DwActivation& a = act->second;
-      p["clamp"] = json::Value(JArray{a.lo ? jnum(*a.lo) : json::Value(), a.hi ? jnum(*a.hi) : json::Value()});
+      auto bound = [](double v) { return std::isinf(v) ? json::Value() : jnum(v); };  // null: unbounded
+      p["clamp"] = json::Value(JArray{bound(a.lo), bound(a.hi)});
       name += " + " + a.node->op() + " " + a.node->name();
     }
     step("depthwise_conv", name, {x, wt, b}, {define(y)}, std::move(p));
@@ -1597,7 +1597,7 @@ class Lowerer {
   std::set<const Node*> needed_, absorbed_;
   struct DwActivation {
     const Node* node;  // the absorbed Relu or Clip
-    std::optional<double> lo, hi;
+    double lo, hi;     // its bounds; +-inf where unbounded
   };
   std::map<const Node*, DwActivation> dw_act_;
   std::map<const Node*, SoftmaxFusion> softmax_;
