@@ -13,24 +13,15 @@ namespace {
 
 using namespace detail;
 
-// n / d for 0 <= n < 2^31 by a multiply-high and a shift (CUTLASS's FastDivmod): five divisions by
+// n / d for 0 <= n < 2^31 by a multiply-high and a shift (common.cuh's DivMod): five divisions by
 // run-time values per thread would otherwise cost more than its memory traffic.
 struct Div32 {
   using I = int;
   int d = 1;
-  unsigned mul = 0, shr = 0;
+  DivMod dm;
   Div32() = default;
-  explicit Div32(int64_t divisor) : d(static_cast<int>(divisor)) {
-    if (d == 1) return;
-    unsigned l = 0;  // ceil(log2 d)
-    while ((1ull << l) < static_cast<unsigned long long>(d)) ++l;
-    const unsigned p = 31 + l;
-    mul = static_cast<unsigned>(((1ull << p) + static_cast<unsigned>(d) - 1) / static_cast<unsigned>(d));
-    shr = p - 32;
-  }
-  __device__ __forceinline__ int div(int n) const {
-    return d == 1 ? n : static_cast<int>(__umulhi(static_cast<unsigned>(n), mul) >> shr);
-  }
+  explicit Div32(int64_t divisor) : d(static_cast<int>(divisor)), dm(static_cast<unsigned>(divisor)) {}
+  __device__ __forceinline__ int div(int n) const { return static_cast<int>(dm.div(static_cast<unsigned>(n))); }
 };
 // Sizes past 2^31 elements: plain 64-bit division.
 struct Div64 {
