@@ -65,7 +65,7 @@ bool split_k_offered(const KernelConfig& c, const GemmShape& shape, const GpuMod
 }
 
 double predict_us(const KernelSpec& s, const GemmShape& shape, int problem_alignment, const GpuModel& gpu,
-                  int target_sm) {
+                  int target_sm, double* compute_us) {
   const KernelConfig& c = s.config;
   if (c.alignment <= 0 || problem_alignment % c.alignment != 0) return std::numeric_limits<double>::infinity();
   const double bytes = elem_bytes(s.ops.ab), out_bytes = elem_bytes(s.ops.d);
@@ -125,6 +125,7 @@ double predict_us(const KernelSpec& s, const GemmShape& shape, int problem_align
   const double t_hbm = hbm_bytes / (gpu.hbm_tbps * 1e12);
   const double l2_bytes = double(tiles) * shape.k * bytes * (double(tm) / c.cluster_n + double(tn) / c.cluster_m);
   const double t_l2 = l2_bytes / (gpu.l2_tbps * 1e12);
+  if (compute_us) *compute_us = t_compute * 1e6 + gpu.launch_us;
   return std::max({t_compute, t_hbm, t_l2}) * 1e6 + gpu.launch_us;
 }
 
@@ -141,12 +142,14 @@ std::vector<Candidate> rank_candidates(const GemmProblem& p, int64_t m, int targ
       KernelSpec s{c, ops, epi};
       if (unsupported_reason(s, target_sm)) continue;  // the epilogue may rule out what the catalog allowed
       if (!split_k_offered(c, shape, gpu)) continue;
-      double t = predict_us(s, shape, p.alignment, gpu, target_sm);
+      double compute = 0;
+      double t = predict_us(s, shape, p.alignment, gpu, target_sm, &compute);
       if (!std::isfinite(t)) continue;
-      out.push_back({s, kernel_name(s), t});
+      out.push_back({s, kernel_name(s), t, compute});
     }
   std::sort(out.begin(), out.end(), [](const Candidate& a, const Candidate& b) {
-    return a.predicted_us != b.predicted_us ? a.predicted_us < b.predicted_us : a.name < b.name;
+    if (a.predicted_us != b.predicted_us) return a.predicted_us < b.predicted_us;
+    return a.compute_us != b.compute_us ? a.compute_us < b.compute_us : a.name < b.name;
   });
   if (limit && out.size() > limit) out.resize(limit);
   return out;
@@ -185,7 +188,9 @@ std::vector<ConvCandidate> rank_conv_candidates(const ConvProblem& p, int target
       g.schedule = split > 1 ? Schedule::splitk : Schedule::multistage;
       g.tile = c.tile, g.warp = c.warp, g.stages = c.stages, g.alignment = c.alignment, g.splits = split;
       if (!split_k_offered(g, shape, gpu)) continue;
-      sm80.push_back({conv_kernel_name(spec), predict_us(KernelSpec{g, ops, *epi}, shape, p.alignment, gpu, target_sm)});
+      ConvCandidate cand{conv_kernel_name(spec), 0, 0};
+      cand.predicted_us = predict_us(KernelSpec{g, ops, *epi}, shape, p.alignment, gpu, target_sm, &cand.compute_us);
+      sm80.push_back(cand);
     }
   }
   if (target_sm == 90 && family != ConvKernels::sm80) {
@@ -198,7 +203,9 @@ std::vector<ConvCandidate> rank_conv_candidates(const ConvProblem& p, int target
       g.tile = c.tile, g.cluster_m = c.cluster_m, g.cluster_n = c.cluster_n, g.alignment = c.alignment;
       const int64_t c_padded = (p.c + c.tile.k - 1) / c.tile.k * c.tile.k;
       const GemmShape padded{shape.m, shape.n, p.r * p.s * c_padded, 1};
-      sm90.push_back({sm90_conv_kernel_name(spec), predict_us(KernelSpec{g, ops, *epi}, padded, p.alignment, gpu, target_sm)});
+      ConvCandidate cand{sm90_conv_kernel_name(spec), 0, 0};
+      cand.predicted_us = predict_us(KernelSpec{g, ops, *epi}, padded, p.alignment, gpu, target_sm, &cand.compute_us);
+      sm90.push_back(cand);
     }
   }
   std::vector<ConvCandidate> out = family == ConvKernels::sm90 && !sm90.empty() ? sm90 : sm80;
@@ -208,7 +215,8 @@ std::vector<ConvCandidate> rank_conv_candidates(const ConvProblem& p, int target
   if (out.empty())
     throw std::invalid_argument("no conv kernel the model can time for alignment " + std::to_string(p.alignment));
   std::sort(out.begin(), out.end(), [](const ConvCandidate& a, const ConvCandidate& b) {
-    return a.predicted_us != b.predicted_us ? a.predicted_us < b.predicted_us : a.name < b.name;
+    if (a.predicted_us != b.predicted_us) return a.predicted_us < b.predicted_us;
+    return a.compute_us != b.compute_us ? a.compute_us < b.compute_us : a.name < b.name;
   });
   return out;
 }

@@ -39,6 +39,7 @@ struct Candidate {
   cutlass_backend::KernelSpec spec;
   std::string name;
   double predicted_us = 0;
+  double compute_us = 0;  // the time without the bandwidth floors: breaks ties between candidates at a floor
 };
 
 // The operands and epilogue of a problem; throws std::invalid_argument (naming the field) for a
@@ -47,8 +48,12 @@ cutlass_backend::GemmOperands problem_operands(const GemmProblem& p);
 cutlass_backend::EpilogueSpec problem_epilogue(const GemmProblem& p);
 
 // Predicted time of `s` on `shape`, microseconds; +inf when the kernel cannot run it (alignment).
+// `compute_us`, where given, gets the part the bandwidth floors do not cover (the grid's mainloop
+// and epilogue time): where the floors decide, every candidate predicts the same and the one with
+// the most slack under the floor should win the tie (ResNet-50's 64-channel 1x1 convs and its stem
+// GEMM at batch 32 tied so, and the name order put an sm80 kernel first).
 double predict_us(const cutlass_backend::KernelSpec& s, const GemmShape& shape, int problem_alignment,
-                  const GpuModel& gpu, int target_sm);
+                  const GpuModel& gpu, int target_sm, double* compute_us = nullptr);
 
 // Whether a split-K kernel (schedule splitk) is worth offering for `shape`: the data-parallel grid
 // would fill fewer than half the SMs (tiles < SMs/2), all splits × tiles CTAs fit in one wave, and
@@ -77,6 +82,7 @@ enum class ConvKernels { automatic, sm80, sm90 };
 struct ConvCandidate {
   std::string name;
   double predicted_us = 0;
+  double compute_us = 0;  // as Candidate::compute_us: the tie-break at a bandwidth floor
 };
 std::vector<ConvCandidate> rank_conv_candidates(const ConvProblem& p, int target_sm,
                                                 ConvKernels family = ConvKernels::automatic);

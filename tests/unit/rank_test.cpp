@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <tuple>
 
 #include "backends/cutlass/kernel_spec.h"
 #include "backends/cutlass/patterns.h"
@@ -137,6 +138,22 @@ TEST(Rank, UnorderedSplitKCostsFewerPassesThanOrdered) {
   auto o2 = *cb::parse_kernel_name("sm90_ws_splitk2_tn_f16_f16_f32_128x64x64_c1x1_a8_bias_res");
   EXPECT_DOUBLE_EQ(predict_us(u2, {128, 768, 3072, 1}, 8, g, 90), predict_us(o2, {128, 768, 3072, 1}, 8, g, 90))
       << "two splits: a store and a load either way";
+}
+
+// Where the bandwidth floor decides (a 64-channel reduction with a residual: ResNet-50's first
+// 1x1 convs at batch 32; its stem GEMM over 152 columns), every candidate predicts the floor; the
+// tie goes to the kernel with the most slack under it, not to the name order (which put the sm80
+// kernels first), and the first sm80 one ranks below every sm90 one at the floor.
+TEST(Rank, TiesAtTheBandwidthFloorGoToTheMostSlack) {
+  for (auto [m, n, k, epi] : {std::tuple<int64_t, int64_t, int64_t, const char*>{100352, 256, 64, "bias_res_relu"},
+                              {401408, 64, 152, "bias_relu"}}) {
+    auto r = rank_candidates(problem("f16", n, k, m, epi), m, 90);
+    ASSERT_GE(r.size(), 2u);
+    EXPECT_DOUBLE_EQ(r[0].predicted_us, r[1].predicted_us) << "not a floor-bound problem any more: " << m;
+    EXPECT_EQ(r[0].spec.config.family, cb::Family::sm90) << r[0].name;
+    for (size_t i = 1; i < r.size(); ++i)
+      if (r[i].predicted_us == r[0].predicted_us) EXPECT_LE(r[i - 1].compute_us, r[i].compute_us) << r[i].name;
+  }
 }
 
 TEST(Rank, UnalignedProblemFallsBackToNarrowAccessKernels) {
