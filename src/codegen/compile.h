@@ -29,6 +29,7 @@ struct CompileOptions {
   bool fuse_attention = true;        // LowerOptions::fuse_attention (sabre compile --no-fuse-attention: false)
   ConvKernels conv_kernels = ConvKernels::automatic;
   bool im2col_stem = true;           // LowerOptions::im2col_stem (sabre compile --no-im2col-stem: false)
+  bool pointwise_gemm = true;        // LowerOptions::pointwise_gemm (sabre compile --no-pointwise-gemm: false)
   bool plan_only = false;            // write the artifact without kernels; compile nothing
   std::string arch = "sm_90a";       // what kernels are compiled for
   int jobs = 0;                      // parallel compiler processes; 0: all cores

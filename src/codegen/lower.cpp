@@ -186,12 +186,15 @@ class Lowerer {
     out_.plan.symbols = symbols_;
     out_.layout_permutes = permutes_;
     out_.im2col_convs = im2col_;
+    out_.pointwise_convs = pointwise_;
     if (!nhwc_.empty())
       out_.notes.push_back("NHWC inside conv regions: " + std::to_string(nhwc_.size()) + " values stored NHWC, " +
                            std::to_string(permutes_) + " NCHW<->NHWC conversion" + (permutes_ == 1 ? "" : "s") +
                            " at the region edges" +
                            (im2col_ ? ", " + std::to_string(im2col_) + " conv" + (im2col_ == 1 ? "" : "s") +
-                                          " reading NCHW through im2col" : ""));
+                                          " reading NCHW through im2col" : "") +
+                           (pointwise_ ? ", " + std::to_string(pointwise_) + " 1x1 conv" + (pointwise_ == 1 ? "" : "s") +
+                                             " run as GEMMs (--no-pointwise-gemm: conv kernels)" : ""));
     return std::move(out_);
   }
 
@@ -1328,6 +1331,7 @@ class Lowerer {
     const int64_t c_pad = channel_padding(X, W);
     if (c_pad && o_.im2col_stem && !res && groups == 1 && emit_im2col_gemm(n, conv, X, W, bias, c_pad, epilogue))
       return;
+    if (!c_pad && o_.pointwise_gemm && groups == 1 && emit_pointwise_gemm(n, conv, X, W, bias, res, epilogue)) return;
     ConvProblem prob;
     prob.dtype = dt;
     prob.epilogue = epilogue;
@@ -1464,6 +1468,50 @@ class Lowerer {
     out_.notes.push_back("conv " + conv->name() + " (" + n->name() + "): im2col (" + cols +
                          ") + GEMM instead of a C-padded (" + std::to_string(C) + " -> " + std::to_string(c_pad) +
                          ") implicit-GEMM conv, reading " + X->name() + " in NCHW (--no-im2col-stem: the padded conv)");
+    return true;
+  }
+
+  // A 1x1 conv with stride 1, no padding, dilation 1 and one group (ResNet's bottleneck ends,
+  // MobileNetV2's expand and project convs) as a "gemm" step (LowerOptions::pointwise_gemm): X in
+  // NHWC is A [n·h·w, C] and Y in NHWC is D [n·h·w, K] as they lie, the KRSC filter is B [K, C]
+  // ("tn"), and the residual (NHWC) is R [n·h·w, K]; the conv's bias and epilogue carry over.
+  // The GEMM kernels are persistent (an SM90 pingpong CTA overlaps one tile's epilogue with the
+  // next tile's mainloop, which a reduction of 64 channels needs: ResNet-50's first-stage 64 -> 256
+  // residual convs ran 75-78 us each on the H200 as non-persistent implicit-GEMM convs at batch
+  // 32, three times their bytes' time), launch with PDL and are tuned over more tiles. Returns
+  // false (the conv step runs) where the shape does not qualify or, with a note, where no GEMM
+  // kernel takes the epilogue.
+  bool emit_pointwise_gemm(const Node* n, const Node* conv, Value* X, Value* W, Value* bias, Value* res,
+                           const std::string& epilogue) {
+    const auto& xs = X->shape();
+    const auto& ws = W->shape();
+    const auto& ys = n->output(0)->shape();
+    const bool ones = [](const std::vector<int64_t>& v, int64_t x) {
+      for (int64_t e : v)
+        if (e != x) return false;
+      return true;
+    }(conv->attr_ints("strides", {1, 1}), 1);
+    if (!(ws[2] == Dim(1)) || !(ws[3] == Dim(1)) || !ones) return false;
+    for (int64_t pad : conv->attr_ints("pads", {0, 0, 0, 0}))
+      if (pad != 0) return false;
+    for (int64_t d : conv->attr_ints("dilations", {1, 1}))
+      if (d != 1) return false;
+    if (!(xs[2] == ys[2]) || !(xs[3] == ys[3])) return false;  // shape inference agrees: 1x1, stride 1
+    const Dim m = xs[0] * xs[2] * xs[3];
+    JObject p{{"stride_a", jstr("0")}, {"stride_b", jstr("0")}, {"stride_d", jstr("0")}, {"stride_r", jstr("0")}};
+    try {
+      p = gemm_params(n, std::move(p), m, ws[0], xs[1], Dim(1), "tn", epilogue, res != nullptr);
+    } catch (const UnsupportedError& e) {
+      out_.notes.push_back("conv " + conv->name() + " (" + n->name() + "): 1x1, but not run as a GEMM (" + e.what() +
+                           "); the conv kernels run it");
+      return false;
+    }
+    p["pattern"] = jstr(n->attr_string("pattern", ""));
+    if (!nhwc_.count(n->output(0)))
+      throw std::logic_error("lower: conv output '" + n->output(0)->name() + "' is not NHWC (invariant: assign_layouts)");
+    step("gemm", n->name() + " (" + conv->name() + ", 1x1 as a GEMM)",
+         {tensor_nhwc(X), tensor_nhwc(W), tensor(bias), tensor_nhwc(res)}, {define(n->output(0))}, p);
+    ++pointwise_;
     return true;
   }
 
@@ -1616,6 +1664,7 @@ class Lowerer {
   std::map<const Value*, int> pending_cast_;  // float model input -> its tensor, while no cast to the compute dtype exists
   int permutes_ = 0;
   int im2col_ = 0;  // conv regions lowered to im2col + gemm
+  int pointwise_ = 0;  // 1x1 conv regions lowered to gemm (emit_pointwise_gemm)
   std::set<std::string> conv_seen_;
 };
 

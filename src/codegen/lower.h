@@ -14,7 +14,8 @@
 // C breaks the 16-byte access (the RGB stem's 3), writes C padded with zero channels so that the
 // conv runs on the aligned kernels (filter padded with zero taps; a note says so). Such a conv
 // with a small reduction (R·S·C <= 1024, C < 8: the stem) instead becomes an "im2col" step reading
-// X in NCHW and a "gemm" step whose output is already NHWC (LowerOptions::im2col_stem). Anything
+// X in NCHW and a "gemm" step whose output is already NHWC (LowerOptions::im2col_stem); a 1x1
+// stride-1 conv is a "gemm" step over its NHWC tensors (LowerOptions::pointwise_gemm). Anything
 // the runtime cannot run is reported all at once.
 // Tests: tests/unit/codegen_lower_test.cpp
 #pragma once
@@ -75,6 +76,11 @@ struct LowerOptions {
   // to 8] x [K, same]ᵀ whose D is Y in NHWC, instead of nchw_to_nhwc with padded channels and a
   // conv step reducing over R·S·8. On by default (sabre compile --no-im2col-stem: off, the padded conv).
   bool im2col_stem = true;
+  // A 1x1 conv with stride 1, no padding, dilation 1 and one group runs as a "gemm" step over its
+  // NHWC tensors (A = X [n·h·w, C], B = the filter [K, C], D = Y [n·h·w, K], R = the residual) on
+  // the GEMM kernels (persistent, PDL, tuned as GEMMs) where one takes its epilogue; else the conv
+  // step. On by default (sabre compile --no-pointwise-gemm: off, the conv kernels).
+  bool pointwise_gemm = true;
   // false: lay the weights out (offsets, sizes, dtypes in the plan) without converting or copying
   // them; Lowered::weights stays empty. For a lowering that only collects the GEMM problems.
   bool weights = true;
@@ -93,6 +99,7 @@ struct Lowered {
   std::vector<std::string> conv_kernels;        // conv kernel names from every conv step, unique
   int layout_permutes = 0;                      // NCHW<->NHWC conversion steps (nchw_to_nhwc, permute) the layout assignment added
   int im2col_convs = 0;                         // conv regions lowered to im2col + gemm (LowerOptions::im2col_stem)
+  int pointwise_convs = 0;                      // 1x1 conv regions lowered to gemm (LowerOptions::pointwise_gemm)
   std::vector<std::string> notes;               // what the user should know (default ranges, ...)
 };
 

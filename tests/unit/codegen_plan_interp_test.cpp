@@ -553,7 +553,8 @@ std::string test_pick_conv(const codegen::ConvProblem& p) {
 // The plan `original` lowers to (canonicalize, partition, lower), run by the interpreter at
 // `dims`, against the reference executor on `original`: relative L2 error per output.
 void check_graph(const std::string& name, const ir::Graph& original, ir::DType dtype, double tol,
-                 codegen::Lowered* lowered_out = nullptr, bool fuse_attention = false, bool im2col_stem = true);
+                 codegen::Lowered* lowered_out = nullptr, bool fuse_attention = false, bool im2col_stem = true,
+                 bool pointwise_gemm = true);
 
 void check_model(const std::string& name, ir::DType dtype, double tol, bool fuse_attention = false,
                  codegen::Lowered* lowered_out = nullptr) {
@@ -563,7 +564,7 @@ void check_model(const std::string& name, ir::DType dtype, double tol, bool fuse
 }
 
 void check_graph(const std::string& name, const ir::Graph& original, ir::DType dtype, double tol,
-                 codegen::Lowered* lowered_out, bool fuse_attention, bool im2col_stem) {
+                 codegen::Lowered* lowered_out, bool fuse_attention, bool im2col_stem, bool pointwise_gemm) {
   ir::Graph g = partition::partition(codegen::canonicalize_model(original.clone(), fuse_attention),
                                      cutlass_backend::pattern_table()).graph;
   codegen::LowerOptions o;
@@ -573,6 +574,7 @@ void check_graph(const std::string& name, const ir::Graph& original, ir::DType d
   o.pick_conv = test_pick_conv;
   o.fuse_attention = fuse_attention;
   o.im2col_stem = im2col_stem;
+  o.pointwise_gemm = pointwise_gemm;
   codegen::Lowered low = codegen::lower(g, o);
 
   std::mt19937 rng(7);
@@ -844,12 +846,12 @@ ir::Graph stem_graph(int64_t c_in, int64_t k1, bool nchw_reader = false) {
   return g;
 }
 
-// The i-th conv step of a plan (the stem's convs run in graph order: 0 the stem, 1 conv2).
-const runtime::Step* conv_step(const runtime::Plan& p, int i) {
+// The i-th conv (or other `op`) step of a plan (the stem's convs run in graph order: 0 the stem, 1 conv2).
+const runtime::Step* conv_step(const runtime::Plan& p, int i, const std::string& op = "conv") {
   int seen = 0;
   for (const auto& s : p.steps)
-    if (s.op == "conv" && seen++ == i) return &s;
-  ADD_FAILURE() << "no conv step " << i;
+    if (s.op == op && seen++ == i) return &s;
+  ADD_FAILURE() << "no " << op << " step " << i;
   return nullptr;
 }
 std::string kernel_of(const runtime::Step& s) { return s.params.get("dispatch")->arr().at(0).get("kernel")->str(); }
@@ -886,28 +888,47 @@ ir::Graph inverted_residual_graph() {
 // Fires: the expanding conv and its Clip(0, 6) are one conv step with the bias_relu6 epilogue (the
 // depthwise conv reads its output directly: no clip step between), the projection keeps bias_res,
 // the depthwise conv's Clip runs in the native depthwise step (clamp [0, 6]; the projection reads
-// its output directly), and the plan computes the block.
+// its output directly), and the plan computes the block. Both 1x1 convs are "gemm" steps over their
+// NHWC tensors by default (LowerOptions::pointwise_gemm) and "conv" steps without it.
 TEST(CodegenLayoutNhwc, InvertedResidualFusesRelu6IntoTheConv) {
-  codegen::Lowered low;
-  check_graph("inverted_residual", inverted_residual_graph(), ir::DType::f16, 4e-3, &low);
-  if (HasFatalFailure()) return;
-  const auto& p = low.plan;
-  ASSERT_EQ(count_steps(p, "conv"), 2);
-  EXPECT_EQ(count_steps(p, "depthwise_conv"), 1);
-  const runtime::Step* expand = conv_step(p, 0);
-  const runtime::Step* project = conv_step(p, 1);
-  ASSERT_TRUE(expand && project);
-  EXPECT_EQ(expand->params.get("epilogue")->str(), "bias_relu6");
-  EXPECT_NE(kernel_of(*expand).find("_bias_relu6"), std::string::npos) << kernel_of(*expand);
-  EXPECT_EQ(project->params.get("epilogue")->str(), "bias_res");
-  EXPECT_EQ(count_steps(p, "elementwise"), 0) << "both Clips are fused";
-  for (const auto& s : p.steps) {
-    if (s.op == "depthwise_conv") {
-      EXPECT_EQ(s.inputs.at(0), expand->outputs.at(0)) << "a step between the conv and the depthwise conv";
-      EXPECT_EQ(project->inputs.at(0), s.outputs.at(0)) << "a step between the depthwise conv and the projection";
-      const json::Value* cl = s.params.get("clamp");
-      ASSERT_NE(cl, nullptr);
-      EXPECT_EQ(cl->dump(), "[0,6]");
+  for (bool pointwise : {true, false}) {
+    SCOPED_TRACE(pointwise ? "1x1 convs as GEMMs" : "1x1 convs on the conv kernels");
+    const std::string op = pointwise ? "gemm" : "conv";
+    codegen::Lowered low;
+    check_graph("inverted_residual", inverted_residual_graph(), ir::DType::f16, 4e-3, &low, false, true, pointwise);
+    if (HasFatalFailure()) return;
+    const auto& p = low.plan;
+    ASSERT_EQ(count_steps(p, op), 2);
+    EXPECT_EQ(count_steps(p, pointwise ? "conv" : "gemm"), 0);
+    EXPECT_EQ(low.pointwise_convs, pointwise ? 2 : 0);
+    EXPECT_EQ(count_steps(p, "depthwise_conv"), 1);
+    const runtime::Step* expand = conv_step(p, 0, op);
+    const runtime::Step* project = conv_step(p, 1, op);
+    ASSERT_TRUE(expand && project);
+    EXPECT_EQ(expand->params.get("epilogue")->str(), "bias_relu6");
+    EXPECT_NE(kernel_of(*expand).find("_bias_relu6"), std::string::npos) << kernel_of(*expand);
+    EXPECT_EQ(project->params.get("epilogue")->str(), "bias_res");
+    EXPECT_NE(kernel_of(*project).find("_bias_res"), std::string::npos) << kernel_of(*project);
+    EXPECT_EQ(count_steps(p, "elementwise"), 0) << "both Clips are fused";
+    if (pointwise) {  // A = X [n·h·w, C], B = the filter [K, C], the residual as it lies (NHWC)
+      EXPECT_EQ(expand->params.get("m")->str(), "36*batch");
+      EXPECT_EQ(num_param(*expand, "n"), 16);
+      EXPECT_EQ(num_param(*expand, "k"), 8);
+      EXPECT_EQ(expand->params.get("layout")->str(), "tn");
+      EXPECT_EQ(num_param(*project, "n"), 8);
+      EXPECT_EQ(num_param(*project, "k"), 16);
+      EXPECT_EQ(num_param(*project, "beta"), 1);
+      ASSERT_EQ(project->inputs.size(), 4u);
+      EXPECT_GE(project->inputs.at(3), 0) << "the residual is the GEMM's R";
+    }
+    for (const auto& s : p.steps) {
+      if (s.op == "depthwise_conv") {
+        EXPECT_EQ(s.inputs.at(0), expand->outputs.at(0)) << "a step between the conv and the depthwise conv";
+        EXPECT_EQ(project->inputs.at(0), s.outputs.at(0)) << "a step between the depthwise conv and the projection";
+        const json::Value* cl = s.params.get("clamp");
+        ASSERT_NE(cl, nullptr);
+        EXPECT_EQ(cl->dump(), "[0,6]");
+      }
     }
   }
 }
@@ -956,7 +977,9 @@ TEST(CodegenLayoutNhwc, DepthwiseActivationFusion) {
     if (HasFatalFailure()) return;
     EXPECT_EQ(count_steps(low.plan, "elementwise"), 1) << act;
     for (const auto& s : low.plan.steps)
-      if (s.op == "depthwise_conv") EXPECT_EQ(s.params.get("clamp"), nullptr) << act;
+      if (s.op == "depthwise_conv") {
+        EXPECT_EQ(s.params.get("clamp"), nullptr) << act;
+      }
   }
 }
 

@@ -23,6 +23,7 @@ const std::vector<FlagSpec> kFlags = {
     {"--no-fuse-attention", "", "", "keep attention as GEMMs, softmax and permutes (default: attention with head dim 32/64 and <= 512 keys is one native kernel reading Q/K/V from one joined projection GEMM; H200: BERT-base 0.84/1.13/2.24 ms at batch 1/8/32, 1.07/1.47/2.96 unfused)", false},
     {"--fuse-attention", "", "", "the default; kept so older scripts run", false},
     {"--no-im2col-stem", "", "", "run a conv at the NCHW input with C < 8 (the RGB stem) as before: channels zero-padded to 8 by the NHWC conversion, then an implicit-GEMM conv (default: an im2col step reading the NCHW images and a GEMM over R*S*C columns rounded up to 8)", false},
+    {"--no-pointwise-gemm", "", "", "run 1x1 stride-1 convs on the conv kernels (default: as GEMMs over their NHWC tensors, on the persistent GEMM kernels)", false},
     {"--conv-kernels", "", "auto|sm80|sm90", "conv kernel families: auto (default) lets the model rank CUTLASS 2.x sm80 implicit GEMMs (with split-K) against 3.x sm90 TMA/wgmma kernels on sm_90a; sm80 or sm90 insists on one (sm90 where C and K are multiples of 8)", false},
     {"--arch", "", "sm_90a|sm_80", "what kernels are compiled for (default sm_90a)", false},
     {"--jobs", "-j", "N", "compiler processes at a time (default: all cores)", false},
@@ -85,6 +86,7 @@ int run(const std::vector<std::string>& argv) {
       throw UsageError("--fuse-attention and --no-fuse-attention contradict each other: give one");
     o.fuse_attention = !args.has("--no-fuse-attention");
     o.im2col_stem = !args.has("--no-im2col-stem");
+    o.pointwise_gemm = !args.has("--no-pointwise-gemm");
     const std::string ck = args.value("--conv-kernels").value_or("auto");
     if (ck == "auto")
       o.conv_kernels = codegen::ConvKernels::automatic;
