@@ -90,7 +90,7 @@ int main() {
   CK(cudaMemset(bt, 0, 1 << 20));
   CK(cudaMemset(idx, 0, 1 << 20));
   // ResNet-50 at batch 32: the images [32,3,224,224] f32 are 19 MB, the pool's input 51 MB.
-  const size_t cnn = size_t{64} << 20;
+  const size_t cnn = size_t{128} << 20;  // and the stem's im2col output 122 MB
   void *cx, *cy;
   CK(cudaMalloc(&cx, cnn));
   CK(cudaMalloc(&cy, cnn));
@@ -168,6 +168,15 @@ int main() {
     row("permute f16 [B,3,224,224]->NHWC (before)", px * 3 * 2 * 2, time_ms([&](cudaStream_t s) {
           return native::permute(2, cx, {b, 3, 224, 224}, {0, 2, 3, 1}, cy, s);
         }));
+    {
+      // ResNet-50's stem as sabre compile lowers it: the A operand [B*112*112, 152] of its GEMM.
+      native::Im2colArgs a;
+      a.x_dtype = DType::f32, a.a_dtype = DType::f16, a.x = cx, a.a = cy;
+      a.n = b, a.c = 3, a.h = a.w = 224, a.r = a.s = 7, a.p = a.q = 112, a.cols = 152;
+      a.pad_h = a.pad_w = 3, a.stride_h = a.stride_w = 2;
+      row("im2col f32 [B,3,224,224] 7x7/2 -> f16 [B*112*112,152]", px * 3 * 4 + double(b) * 112 * 112 * 152 * 2,
+          time_ms([&](cudaStream_t s) { return native::im2col(a, s); }));
+    }
     {
       native::PoolArgs a;
       a.layout = native::Layout::nhwc;
