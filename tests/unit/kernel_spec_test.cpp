@@ -166,6 +166,8 @@ TEST(Catalog, HasEnoughConfigsPerArch) {
   EXPECT_EQ(clusters.size(), 3u);
   EXPECT_EQ(schedules.size(), 5u);
   EXPECT_TRUE(tile_m.count(64) && tile_m.count(256) && tile_n.count(64) && tile_n.count(256));
+  // Tiles with N = 96 and 192 for mid-size M, where power-of-two tiles leave a partial wave.
+  EXPECT_TRUE(tile_n.count(96) && tile_n.count(192));
 }
 
 TEST(Catalog, SplitKRowsSplitTwoFourAndEightWays) {
