@@ -103,6 +103,7 @@ double predict_us(const KernelSpec& s, const GemmShape& shape, int problem_align
       const int64_t splits = std::min<int64_t>(k_iters, ceil_div(gpu.sms, tiles));
       if (splits > 1) t_compute += (splits - 1) * tm * tn * 4.0 / (gpu.l2_tbps * 1e12 / gpu.sms) * 0.25 + 0.5e-6;
     }
+    t_compute += gpu.streamk_fixed_us * 1e-6;
   } else if (is_split_k(c.schedule)) {
     // `splits` CTAs per tile, each over its share of the k-iterations. The deterministic reduction
     // is a turnstile: the earlier splits add their f32 partial tile into the workspace one after

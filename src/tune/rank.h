@@ -28,6 +28,13 @@ struct GpuModel {
   // the SM80 conv 64x64 splitk8 and splitk4 at ResNet-50's batch-1 7x7 and 14x14 layers 27 and 18 us.
   // (The first estimate, 0.3 us, made the model pick split-K where it lost to one CTA per tile.)
   double lock_handoff_us = 2.7;
+  // What a stream-K kernel costs beyond its balanced work and fixups: it launches without PDL, after
+  // the memset with which initialize zeroes its locks. On the H200 (bench/results/gemm_tune_h200_2026-12-02.txt
+  // and its DB) every stream-K kernel ran 3.7-15 us over what the model predicted, after scaling by
+  // its error on the data-parallel kernels of the same shape, at up to 576 tiles: the model ranked
+  // stream-K first at 1024x2304x768 (9.1 us predicted, 17.7 measured, against 12.2 for a pingpong).
+  // The smallest excess is taken.
+  double streamk_fixed_us = 3.7;
   static GpuModel for_sm(int target_sm);  // 90: H100/H200; 80: A100 (108 SMs, 312 TFLOPs)
 };
 

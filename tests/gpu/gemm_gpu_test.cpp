@@ -5,8 +5,8 @@
 //
 //   sabre_gemm_gpu_test [--out FILE] [-j N] [--timeout S] [--work DIR] [--quick] [NAME...]
 // Default names: every catalog config with the bias epilogue in f16 and bf16 (tn), every epilogue
-// kind on one config per family in f16 and bf16, each kind of epilogue on a split-K config, the tt
-// layout and TF32 on a few, and cuBLASLt.
+// kind on one config per family in f16 and bf16, each kind of epilogue on a split-K config, the
+// tiles with N = 96 or 192 (also in --quick), the tt layout and TF32 on a few, and cuBLASLt.
 #include <dlfcn.h>
 #include <poll.h>
 #include <signal.h>
@@ -489,6 +489,29 @@ std::vector<Candidate> default_candidates(int sm, bool quick) {
       add({cb::catalog(f, {e, e, cb::Layout::tt}, sm).front(), {e, e, cb::Layout::tt}, {cb::Act::gelu_erf, true, cb::Residual::none}});
     }
   }
+  // Tiles with N = 96 or 192 (mid-size M) in the quick run too: their epilogue subtiles and shared
+  // memory layouts are not the power-of-two tiles'. The 128x192 pingpong, whose warpgroup holds 192
+  // accumulators a thread, also with the residual and the EVT tree; N = 96 with B N-major (tt),
+  // whose shared memory swizzle is 64 bytes wide, not 128. m_ragged (N = 200) leaves partial tiles.
+  if (sm == 90)
+    for (cb::Elem e : {cb::Elem::f16, cb::Elem::bf16}) {
+      if (quick && e != cb::Elem::f16) continue;
+      for (cb::Layout l : {cb::Layout::tn, cb::Layout::tt}) {
+        cb::GemmOperands ops{e, e, l};
+        for (const auto& c : cb::catalog(cb::Family::sm90, ops, sm)) {
+          if ((c.tile.n & (c.tile.n - 1)) == 0) continue;
+          if (l == cb::Layout::tt) {
+            if (c.tile.n == 96) add({c, ops, {cb::Act::gelu_erf, true, cb::Residual::none}});
+            continue;
+          }
+          add({c, ops, bias});
+          if (c.schedule == cb::Schedule::pingpong && c.tile.m * c.tile.n == 128 * 192)
+            for (const cb::EpilogueSpec& epi : {cb::EpilogueSpec{cb::Act::none, true, cb::Residual::before_act},
+                                                cb::EpilogueSpec{cb::Act::gelu_erf, true, cb::Residual::after_act}})
+              add({c, ops, epi});
+        }
+      }
+    }
   // Split-K (sm90): the partial accumulators are reduced before the epilogue, which must then apply
   // once per tile. Each kind of epilogue on one split-K config: fusion op without and with bias and
   // activation, the residual as the source tensor, the EVT tree (residual after the activation).

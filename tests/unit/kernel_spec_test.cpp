@@ -166,6 +166,8 @@ TEST(Catalog, HasEnoughConfigsPerArch) {
   EXPECT_EQ(clusters.size(), 3u);
   EXPECT_EQ(schedules.size(), 5u);
   EXPECT_TRUE(tile_m.count(64) && tile_m.count(256) && tile_n.count(64) && tile_n.count(256));
+  // Tiles with N = 96 and 192 for mid-size M, where power-of-two tiles leave a partial wave.
+  EXPECT_TRUE(tile_n.count(96) && tile_n.count(192));
 }
 
 TEST(Catalog, SplitKRowsSplitTwoFourAndEightWays) {
@@ -208,6 +210,23 @@ TEST(StaticFilter, RefusesWhatCannotRun) {
   EXPECT_TRUE(cb::unsupported_reason(t, 90)) << "cooperative needs tile M >= 128";
   t.config.schedule = cb::Schedule::pingpong;
   EXPECT_FALSE(cb::unsupported_reason(t, 90));
+  // Tile N need not be a power of two (wgmma N is any multiple of 8; the epilogue tile is 32 wide).
+  // A pingpong warpgroup holds its whole tile's accumulators: 128x192 (192 a thread) is the most.
+  t = s;
+  t.config.schedule = cb::Schedule::pingpong;
+  for (cb::Shape3 tile : {cb::Shape3{64, 96, 64}, cb::Shape3{128, 96, 64}, cb::Shape3{128, 192, 64}}) {
+    t.config.tile = tile;
+    EXPECT_FALSE(cb::unsupported_reason(t, 90)) << cb::kernel_name(t);
+  }
+  t.config.tile = {128, 256, 64};
+  EXPECT_TRUE(cb::unsupported_reason(t, 90)) << "256 accumulators a thread spill";
+  t.config.tile = {64, 200, 64};
+  EXPECT_TRUE(cb::unsupported_reason(t, 90)) << "tile N must be a multiple of 16";
+  t.config.schedule = cb::Schedule::coop;
+  t.config.tile = {128, 192, 64};
+  EXPECT_FALSE(cb::unsupported_reason(t, 90));
+  t.config.tile = {256, 192, 64};
+  EXPECT_TRUE(cb::unsupported_reason(t, 90)) << "more than 256x128 leaves too little shared memory";
   t = s;
   t.ops = {cb::Elem::f32, cb::Elem::f32, cb::Layout::tt};
   t.config.tile.k = 32;

@@ -156,6 +156,63 @@ TEST(Rank, TiesAtTheBandwidthFloorGoToTheMostSlack) {
   }
 }
 
+// At mid-size M the power-of-two tiles quantize badly on 132 SMs (1024x2304 in 128x128 tiles is
+// 144 tiles, 1.09 waves); tiles with N = 96 or 192 fill one wave. The H200 ran the old picks 1.2-1.4x
+// slower than cuBLASLt there (bench/results/gemm_tune_h200_2026-12-02.txt).
+TEST(Rank, MidSizeMTakesTilesThatFillOneWave) {
+  struct Case {
+    int64_t m, n, k;
+    int tile_m, tile_n;
+  };
+  // 96 tiles of 128x192; 128 tiles of 128x192 (1024x3072 and 4096x768 at both K)
+  for (const Case& c : {Case{1024, 2304, 768, 128, 192}, Case{1024, 3072, 768, 128, 192}, Case{4096, 768, 768, 128, 192},
+                        Case{4096, 768, 3072, 128, 192}, Case{2048, 768, 768, 128, 96}}) {
+    auto r = rank_candidates(problem("f16", c.n, c.k, c.m), c.m, 90, 4);
+    ASSERT_FALSE(r.empty());
+    EXPECT_EQ(r[0].spec.config.tile.m, c.tile_m) << r[0].name << " at " << c.m << "x" << c.n << "x" << c.k;
+    EXPECT_EQ(r[0].spec.config.tile.n, c.tile_n) << r[0].name << " at " << c.m << "x" << c.n << "x" << c.k;
+  }
+  // 1024x768: 64x96 tiles make 128 (64x128 ones 96); the model rates them even, so the tuner times both.
+  auto r = rank_candidates(problem("f16", 768, 768, 1024), 1024, 90, 4);
+  bool n96 = false;
+  for (const Candidate& c : r) n96 |= c.spec.config.tile.m == 64 && c.spec.config.tile.n == 96;
+  EXPECT_TRUE(n96) << r[0].name;
+  // Both 128x192 schedules are timed where that tile fills one wave: the pingpong one holds 192
+  // accumulators a thread, the cooperative one 96.
+  r = rank_candidates(problem("f16", 768, 3072, 4096), 4096, 90, 4);
+  ASSERT_GE(r.size(), 2u);
+  EXPECT_EQ(r[0].name, "sm90_ws_pingpong_tn_f16_f16_f32_128x192x64_c1x1_a8_bias");
+  EXPECT_EQ(r[1].name, "sm90_ws_coop_tn_f16_f16_f32_128x192x64_c1x1_a8_bias");
+}
+
+// Large problems keep the picks they had before the mid-M tiles: many waves make quantization
+// small, and the wider power-of-two tiles feed the tensor cores better.
+TEST(Rank, LargeProblemsKeepTheirPowerOfTwoTiles) {
+  EXPECT_EQ(rank_candidates(problem("f16", 8192, 8192, 8192), 8192, 90, 1)[0].name,
+            "sm90_ws_coop_tn_f16_f16_f32_128x256x64_c1x2_a8_bias");
+  EXPECT_EQ(rank_candidates(problem("f16", 4096, 4096, 4096), 4096, 90, 1)[0].name,
+            "sm90_ws_coop_tn_f16_f16_f32_128x256x64_c1x2_a8_bias");
+  EXPECT_EQ(rank_candidates(problem("f16", 2304, 768, 16384), 16384, 90, 1)[0].name,
+            "sm90_ws_pingpong_tn_f16_f16_f32_128x128x64_c1x2_a8_bias");
+  EXPECT_EQ(rank_candidates(problem("f16", 11008, 4096, 2048), 2048, 90, 1)[0].name,
+            "sm90_ws_pingpong_tn_f16_f16_f32_128x128x64_c1x2_a8_bias");
+}
+
+// Stream-K pays a fixed cost (GpuModel::streamk_fixed_us): on the H200 the 128x128 stream-K kernels
+// the model ranked first at 1024x768x3072 and 1024x2304x768 ran 19.6-20.2 and 17.7 us against 12.6 and
+// 12.2 us for the 64x128 pingpong kernel.
+TEST(Rank, StreamKDoesNotWinMidSizeProblems) {
+  for (auto [n, k] : {std::pair<int64_t, int64_t>{768, 3072}, {2304, 768}, {3072, 768}, {768, 768}}) {
+    auto r = rank_candidates(problem("f16", n, k, 1024), 1024, 90, 1);
+    ASSERT_FALSE(r.empty());
+    EXPECT_NE(r[0].spec.config.schedule, cb::Schedule::streamk) << r[0].name << " at n=" << n << " k=" << k;
+  }
+  const GpuModel g = GpuModel::for_sm(90);
+  auto sk = *cb::parse_kernel_name("sm90_ws_streamk_tn_f16_f16_f32_128x128x64_c1x1_a8_bias");
+  auto pp = *cb::parse_kernel_name("sm90_ws_pingpong_tn_f16_f16_f32_64x128x64_c1x2_a8_bias");
+  EXPECT_GT(predict_us(sk, {1024, 768, 3072, 1}, 8, g, 90), predict_us(pp, {1024, 768, 3072, 1}, 8, g, 90));
+}
+
 TEST(Rank, UnalignedProblemFallsBackToNarrowAccessKernels) {
   GemmProblem p = problem("f16", 91, 3, 77);
   p.alignment = 1;

@@ -21,6 +21,12 @@ constexpr Sm90Row kSm90[] = {
     {Schedule::pingpong, 64, 64, 1, 1},   {Schedule::pingpong, 64, 128, 1, 1},  {Schedule::pingpong, 64, 128, 1, 2},
     {Schedule::pingpong, 64, 256, 1, 1},  {Schedule::pingpong, 64, 256, 2, 1},  {Schedule::pingpong, 128, 64, 1, 1},
     {Schedule::pingpong, 128, 128, 1, 1}, {Schedule::pingpong, 128, 128, 1, 2},
+    // Tile N of 96 and 192: wave quantization at mid-size M on 132 SMs, where power-of-two tiles give
+    // 1.1-1.5 waves (1024x2304 in 128x128 tiles: 144 tiles). 128x192 gives 1024x2304 96 tiles and
+    // 1024x3072, 4096x768 128 (one wave); 64x96 gives 1024x768 128 tiles; 128x96 gives 2048x768 128.
+    // The cooperative 128x192 is the same tile with half the accumulators per warpgroup.
+    {Schedule::pingpong, 64, 96, 1, 2},   {Schedule::pingpong, 128, 96, 1, 1},  {Schedule::pingpong, 128, 192, 1, 1},
+    {Schedule::coop, 128, 192, 1, 1},
     // stream-K: cooperative mainloop, K split across CTAs to fill the machine on few tiles
     {Schedule::streamk, 128, 128, 1, 1},  {Schedule::streamk, 128, 256, 1, 1},  {Schedule::streamk, 256, 128, 1, 1},
     {Schedule::streamk, 128, 128, 2, 1},
