@@ -1,13 +1,15 @@
 // Bandwidth of sabre's native kernels at BERT-base shapes (seq 128, hidden 768, 12 heads) and
 // ResNet-50's stem (224x224 images into NHWC, the 3x3/2 max pool): prints GB/s (bytes read +
 // written once / time) per kernel and batch, and a few fallback paths (layernorm hidden sizes off
-// the 16-byte vector, a max pool over 12 channels). Not a test.
+// the 16-byte vector, a max pool over 12 channels); then fused attention per kernel variant
+// (AttentionKernel: the A/B of the previous kernel against the block shapes). Not a test.
 // Run: build-g/native_bench   (docs/NATIVE.md)
 #include <cuda_runtime.h>
 
 #include <cstdio>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backends/native/native.h"
@@ -191,6 +193,53 @@ int main() {
       row("maxpool 3x3/2 NHWC [B,112,112,12]", double(b) * 12 * 2 * (112 * 112 + 56 * 56),
           time_ms([&](cudaStream_t s) { return native::pool2d(a, s); }));
     }
+  }
+  // Fused attention at BERT-base shapes (12 heads, head dim 64, seq 128), graph replay in us, every
+  // kernel: auto is what a plan runs (the previous kernel under SABRE_ATTN_V1=1), v1 the previous
+  // kernel, the rest a block shape forced (rows x split warps). Masks: [B,1,1,K] as the bench rows
+  // above, [B,1,Q,K] as HF's eager BERT expands its padding mask.
+  {
+    const std::pair<native::AttentionKernel, const char*> kernels[] = {
+        {native::AttentionKernel::automatic, "auto"},      {native::AttentionKernel::v1, "v1"},
+        {native::AttentionKernel::rows16_split4, "r16x4"}, {native::AttentionKernel::rows32_split2, "r32x2"},
+        {native::AttentionKernel::rows64, "r64"},          {native::AttentionKernel::rows128, "r128"}};
+    std::printf("\n%-44s %6s", "attention, graph_us (f16)", "batch");
+    for (const auto& kn : kernels) std::printf(" %8s", kn.second);
+    std::printf("\n");
+    struct Case {
+      const char* name;
+      bool packed;
+      int mask;  // 0 none, 1 [B,1,1,K], 2 [B,1,Q,K]
+      DType mask_dtype;
+      bool causal;
+    };
+    const Case cases[] = {{"packed QKV, [B,1,1,K] f32 mask", true, 1, DType::f32, false},
+                          {"packed QKV, [B,1,Q,K] f32 mask", true, 2, DType::f32, false},
+                          {"packed QKV, [B,1,Q,K] f16 mask", true, 2, DType::f16, false},
+                          {"[B,128,12,64] Q/K/V, [B,1,1,K] f16 mask", false, 1, DType::f16, false},
+                          {"packed QKV, causal, no mask", true, 0, DType::f32, true}};
+    for (int64_t b : {1, 8, 32})
+      for (const Case& c : cases) {
+        native::AttentionArgs a;
+        a.b = b, a.h = 12, a.sq = a.sk = 128, a.d = 64, a.scale = 0.125f, a.o = y;
+        const char* base = static_cast<const char*>(x);
+        const int64_t row = c.packed ? 2304 : 768;
+        a.q = base, a.k = base + (c.packed ? 768 * 2 : 0), a.v = base + (c.packed ? 2 * 768 * 2 : 0);
+        for (int64_t* st : {a.q_stride, a.k_stride, a.v_stride}) st[0] = 128 * row, st[1] = 64, st[2] = row;
+        a.o_stride[0] = 128 * 768, a.o_stride[1] = 64, a.o_stride[2] = 768;
+        if (c.mask) {
+          a.mask = r, a.mask_dtype = c.mask_dtype;
+          if (c.mask == 1) a.mask_stride[0] = 128;
+          else a.mask_stride[0] = 128 * 128, a.mask_stride[2] = 128;
+        }
+        a.causal = c.causal;
+        std::printf("%-44s %6lld", c.name, (long long)b);
+        for (const auto& kn : kernels) {
+          a.kernel = kn.first;
+          std::printf(" %8.2f", time_ms([&](cudaStream_t s) { return native::attention(a, s); }).graph_ms * 1e3);
+        }
+        std::printf("\n");
+      }
   }
   {
     const int64_t n = int64_t{1} << 28;  // 512 MiB of f16 each way: the copy ceiling

@@ -21,6 +21,7 @@
 #include <string>
 #include <type_traits>
 #include <unistd.h>
+#include <utility>
 #include <vector>
 
 #include "backends/native/native.h"
@@ -713,22 +714,41 @@ void where_cast_tests() {
 // ---- fused attention -------------------------------------------------------------------------
 // Q, K, V and O in BERT's [b, s, h, 64] GEMM-output layout (read through strides), against a
 // double-precision reference on the same rounded inputs. mask_kind as softmax_case, the mask in
-// mask_dt. packed (sq = sk): Q, K and V read in place from one [b, s, 3, h, d] tensor, as the fused
-// plan reads the joined QKV GEMM's output.
+// mask_dt; 3: a [B,1,Q,K] f32 mask whose rows 3 mod 7 are all finfo(f32).min (HF's padding value),
+// rows 5 mod 7 all -inf (zeros) and rows 4 mod 7 finfo.min at every third key (the reference rounds
+// scale·s + mask to f32 there, as the kernel does, so a row of finfo.min averages V uniformly).
+// packed (sq = sk): Q, K and V read in place from one [b, s, 3, h, d] tensor, as the fused plan reads
+// the joined QKV GEMM's output. Every case runs each kernel (the automatic choice, the previous
+// kernel and each block shape forced), the output poisoned before each run.
 void attention_case(DType dt, int64_t b, int64_t h, int64_t sq, int64_t sk, int mask_kind, bool causal,
                     int64_t d = 64, bool packed = false, DType mask_dt = DType::f32) {
   const std::string name = "Attention_" + dts(dt) + "_b" + std::to_string(b) + "h" + std::to_string(h) + "_q" +
                            std::to_string(sq) + "k" + std::to_string(sk) + "d" + std::to_string(d) + "_mask" +
                            std::to_string(mask_kind) + (mask_kind && mask_dt != DType::f32 ? dts(mask_dt) : "") +
                            (causal ? "_causal" : "") + (packed ? "_packedqkv" : "");
-  if (!selected(name)) return;
+  const std::pair<native::AttentionKernel, const char*> kernels[] = {
+      {native::AttentionKernel::automatic, "auto"},      {native::AttentionKernel::v1, "v1"},
+      {native::AttentionKernel::rows16_split4, "r16x4"}, {native::AttentionKernel::rows32_split2, "r32x2"},
+      {native::AttentionKernel::rows64, "r64"},          {native::AttentionKernel::rows128, "r128"}};
+  bool any = false;
+  for (const auto& kn : kernels) any = any || selected(name + "_" + kn.second);
+  if (!any) return;
   const Tensor q = rnd(dt, {b, sq, h, d}), k = rnd(dt, {b, sk, h, d}), v = rnd(dt, {b, sk, h, d});
-  std::vector<int64_t> mdims = mask_kind == 1 ? std::vector<int64_t>{b, 1, 1, sk}
-                               : mask_kind == 2 ? std::vector<int64_t>{b, 1, sq, sk}
-                                                : std::vector<int64_t>{1};
+  std::vector<int64_t> mdims = mask_kind == 1                      ? std::vector<int64_t>{b, 1, 1, sk}
+                               : mask_kind == 2 || mask_kind == 3 ? std::vector<int64_t>{b, 1, sq, sk}
+                                                                  : std::vector<int64_t>{1};
   Tensor mask = rnd(mask_kind ? mask_dt : DType::f32, mdims, -3, 0);
   if (mask_kind)
     for (int64_t i = 0; i < mask.numel(); i += 5) mask.set_f64(i, -10000.0);
+  const double fmin = -3.4028234663852886e38;  // finfo(f32).min
+  if (mask_kind == 3)
+    for (int64_t bi = 0; bi < b; ++bi)
+      for (int64_t i = 0; i < sq; ++i)
+        for (int64_t j = 0; j < sk; ++j) {
+          const int64_t at = (bi * sq + i) * sk + j;
+          if (i % 7 == 3 || (i % 7 == 4 && j % 3 == 0)) mask.set_f64(at, fmin);
+          if (i % 7 == 5) mask.set_f64(at, -INFINITY);
+        }
   const float scale = 0.125f;
   std::vector<double> want(static_cast<size_t>(b * sq * h * d));
   for (int64_t bi = 0; bi < b; ++bi)
@@ -743,6 +763,7 @@ void attention_case(DType dt, int64_t b, int64_t h, int64_t sq, int64_t sk, int 
           acc *= scale;
           if (mask_kind == 1) acc += mask.get_f64(bi * sk + j);
           if (mask_kind == 2) acc += mask.get_f64((bi * sq + i) * sk + j);
+          if (mask_kind == 3) acc = double(float(acc) + float(mask.get_f64((bi * sq + i) * sk + j)));
           if (causal && j > i + (sk - sq)) acc = -INFINITY;
           s[size_t(j)] = acc;
           mx = std::max(mx, acc);
@@ -765,7 +786,8 @@ void attention_case(DType dt, int64_t b, int64_t h, int64_t sq, int64_t sk, int 
         qkv.set_f64((r * 3 + 1) * hd + c, k.get_f64(r * hd + c));
         qkv.set_f64((r * 3 + 2) * hd + c, v.get_f64(r * hd + c));
       }
-  Dev dq(q), dk(k), dv(v), dqkv(qkv), dm(mask), dout(size_t(b * sq * h * d) * ir::size_of(dt));
+  const size_t out_bytes = size_t(b * sq * h * d) * ir::size_of(dt);
+  Dev dq(q), dk(k), dv(v), dqkv(qkv), dm(mask), dout(out_bytes);
   native::AttentionArgs a;
   a.dtype = dt;
   a.q = dq.p, a.k = dk.p, a.v = dv.p, a.o = dout.p;
@@ -786,23 +808,29 @@ void attention_case(DType dt, int64_t b, int64_t h, int64_t sq, int64_t sk, int 
     a.mask = dm.p;
     a.mask_dtype = mask_dt;
     if (mask_kind == 1) a.mask_stride[0] = sk;
-    if (mask_kind == 2) a.mask_stride[0] = sq * sk, a.mask_stride[2] = sk;
+    if (mask_kind >= 2) a.mask_stride[0] = sq * sk, a.mask_stride[2] = sk;
   }
-  CK(native::attention(a, nullptr));
-  const Tensor got = dout.get(dt, {b, sq, h, d});
-  double num = 0, den = 0;
-  bool finite = true;
-  for (int64_t i = 0; i < got.numel(); ++i) {
-    const double g = got.get_f64(i), w = want[size_t(i)];
-    finite = finite && std::isfinite(g);
-    num += (g - w) * (g - w);
-    den += w * w;
+  for (const auto& [kernel, kname] : kernels) {
+    const std::string full = name + "_" + kname;
+    if (!selected(full)) continue;
+    CK(cudaMemset(dout.p, 0xFF, out_bytes));  // poison: unwritten elements read as NaN
+    a.kernel = kernel;
+    CK(native::attention(a, nullptr));
+    const Tensor got = dout.get(dt, {b, sq, h, d});
+    double num = 0, den = 0;
+    bool finite = true;
+    for (int64_t i = 0; i < got.numel(); ++i) {
+      const double g = got.get_f64(i), w = want[size_t(i)];
+      finite = finite && std::isfinite(g);
+      num += (g - w) * (g - w);
+      den += w * w;
+    }
+    const double err = std::sqrt(num / std::max(den, 1e-30)), tol = dt == DType::f16 ? 3e-3 : 2e-2;
+    const bool ok = finite && err <= tol;
+    std::printf("%s %-66s rel_l2=%.3g tol=%.0e%s\n", ok ? "PASS" : "FAIL", full.c_str(), err, tol,
+                finite ? "" : " (non-finite output: unwritten?)");
+    ok ? ++g_pass : ++g_fail;
   }
-  const double err = std::sqrt(num / std::max(den, 1e-30)), tol = dt == DType::f16 ? 3e-3 : 2e-2;
-  const bool ok = finite && err <= tol;
-  std::printf("%s %-60s rel_l2=%.3g tol=%.0e%s\n", ok ? "PASS" : "FAIL", name.c_str(), err, tol,
-              finite ? "" : " (non-finite output: unwritten?)");
-  ok ? ++g_pass : ++g_fail;
 }
 
 void attention_tests() {
@@ -812,23 +840,35 @@ void attention_tests() {
     attention_case(dt, 3, 2, 9, 300, 2, false);     // more keys than queries, [B,1,Q,K] mask
     attention_case(dt, 1, 2, 130, 512, 1, true);    // the most keys the kernel takes
     attention_case(dt, 2, 2, 16, 16, 1, false, 32);  // head dim 32 (the bundled bert_tiny)
-    // The cases above take 16-row blocks with four warps splitting each key tile (small grids); these
-    // the other block shapes: 32 rows with two warps per 16 rows, then 64 rows with one.
+    // Grids the automatic choice gives other block shapes (every case also runs each shape forced).
     attention_case(dt, 8, 12, 128, 128, 2, true);
     attention_case(dt, 24, 12, 100, 100, 1, false);
-    // BERT-base at batch 1 as the fused plan runs it (16-row blocks, keys split four ways).
+    // BERT-base as the fused plan runs it: packed Q/K/V, a [B,1,1,K] mask, and HF's expanded
+    // [B,1,Q,K] one in f32 and in the tensor dtype.
     attention_case(dt, 1, 12, 128, 128, 1, false, 64, true);
+    attention_case(dt, 2, 12, 128, 128, 2, false, 64, true);
+    attention_case(dt, 2, 12, 128, 128, 2, false, 64, true, dt);
     // Split keys over four tiles with causal tile skipping, per-row mask, packed Q/K/V.
     attention_case(dt, 1, 4, 200, 200, 2, true, 64, true);
     // Causal with fewer keys than queries: the first 16 rows see no key and give zeros.
     attention_case(dt, 2, 3, 40, 24, 1, true);
-    // 32-row blocks: head dim 32 with ragged rows and keys; a per-row mask in the tensor dtype.
+    // Head dim 32 with ragged rows and keys; a per-row mask in the tensor dtype.
     attention_case(dt, 6, 12, 100, 100, 1, false, 32);
     attention_case(dt, 6, 12, 100, 100, 2, true, 64, false, dt);
-    // 64-row blocks: head dim 32, per-row mask, causal.
     attention_case(dt, 24, 12, 100, 100, 2, true, 32);
+    // One query and one key; 512 of each with a per-row mask (eight tiles, buffers reused).
+    attention_case(dt, 4, 12, 1, 1, 1, false);
+    attention_case(dt, 2, 3, 1, 1, 2, true, 32);
+    attention_case(dt, 1, 2, 512, 512, 2, false);
+    attention_case(dt, 1, 2, 512, 512, 2, true, 32, false, dt);
+    // Odd mask strides (77 keys): one element a load on every step, not only the ragged one.
+    attention_case(dt, 2, 3, 77, 77, 2, false);
+    attention_case(dt, 2, 4, 64, 77, 1, false, 64, false, dt);
+    // finfo(f32).min and -inf rows (HF's padding mask), with and without causal.
+    attention_case(dt, 2, 3, 40, 100, 3, false);
+    attention_case(dt, 2, 3, 100, 100, 3, true, 32);
   }
-  // Refusals: head dim 48, too many keys, a misaligned stride.
+  // Refusals: head dim 48, too many keys, a misaligned stride, an unknown kernel.
   native::AttentionArgs a;
   a.q = a.k = a.v = reinterpret_cast<void*>(256);
   a.sq = a.sk = 16;
@@ -840,8 +880,10 @@ void attention_tests() {
   refused += native::attention(a, nullptr) == cudaErrorNotSupported;
   a.sk = 16, a.q_stride[2] = 60;
   refused += native::attention(a, nullptr) == cudaErrorNotSupported;
-  std::printf("%s %-60s %d of 3 refused\n", refused == 3 ? "PASS" : "FAIL", "Attention_refusals", refused);
-  refused == 3 ? ++g_pass : ++g_fail;
+  a.q_stride[2] = 64, a.kernel = static_cast<native::AttentionKernel>(99);
+  refused += native::attention(a, nullptr) == cudaErrorInvalidValue;
+  std::printf("%s %-66s %d of 4 refused\n", refused == 4 ? "PASS" : "FAIL", "Attention_refusals", refused);
+  refused == 4 ? ++g_pass : ++g_fail;
 }
 
 // ---- depthwise conv (NHWC) against the reference executor's grouped Conv --------------------

@@ -1,139 +1,137 @@
 // Fused attention: O = softmax(scale * Q·Kᵀ + mask [causal]) · V in one kernel per (batch, head,
 // 16·kRowWarps query rows), reading Q, K, V and writing O through strides, so the [batch, seq, heads, 64]
-// GEMM outputs need no permutes. FlashAttention-2's scheme on mma.sync (m16n8k16, f32 accumulation):
-// a warp keeps its Q fragments, score tile, online-softmax state and O accumulator in registers, walks
-// the keys in tiles of kBK, and feeds P to the second MMA straight from the score registers; scores
-// never touch shared memory.
-// Loads: cp.async copies Q and each K and V tile straight into shared memory (rows past the end
-// zero-filled), so all of a tile's loads are in flight at once without passing through registers. K/V
-// are double-buffered: tile t+1 arrives while tile t is computed, and a 128-key sequence is requested
-// whole before the first wait. A warp reads its mask values into registers before it waits for the
-// tile (warps that split the keys: one tile ahead), so their latency overlaps the tile's.
-// Blocks are four warps: kRowWarps groups of 16 query rows times kSplit warps per group, each of which
-// takes kBK / kSplit keys of every tile with its own softmax state (m, l, O); at the end the split warps
-// merge through shared memory (M = max m_i, l = sum exp(m_i - M) l_i, O = sum exp(m_i - M) O_i / l).
-// 4 x 1 where 64-row blocks make two waves of the SMs (2 x 132), else 2 x 2 where 32-row blocks do, else 1 x 4
-// (BERT-base at batch 1: 96 blocks of 16 rows, 384 warps instead of 96). Causal blocks skip the key
-// tiles past their last row's keys. Shared memory: the Q tile (reused to stage O for 16-byte stores)
-// and two stages of one K and one V tile (reused for the merge), at most 45 KiB whatever the key count.
-// (The first version kept whole score rows in shared memory and ran 28 us for one BERT-base layer
-// at batch 1 and 71 us at batch 32, back to back; bench/results/native_bench_h200_2026-12-02.txt. The
-// next loaded tiles synchronously through registers with one warp per 16 rows on small grids: 14.6 /
-// 11.6 / 23.6 us at batch 1 / 8 / 32, graph replay; bench/results/speed_h200_2026-12-02.txt.)
-// Tests: tests/gpu/native_kernels_test.cpp (Attention_*) against a double-precision reference.
-#include "backends/native/common.cuh"
+// GEMM outputs (or one packed QKV projection) need no permutes. FlashAttention-2's scheme on mma.sync
+// (m16n8k16, f32 accumulation): each warp owns 16 query rows, walks the keys in 64-key tiles that the
+// block's warps share through shared memory, keeps its score fragments, online-softmax state and O
+// accumulator in registers, and feeds P to the second MMA straight from the score registers.
+//
+// Blocks: kRowWarps groups of 16 rows x kSplit warps per group; split warps take kBK / kSplit keys of
+// every tile with their own softmax state and merge through shared memory at the end (M = max m_i,
+// l = sum 2^(m_i - M) l_i, O = sum 2^(m_i - M) O_i / l). By grid size, the largest block that still
+// gives every SM two blocks: 128 rows x 8 warps (BERT-base at batch 32: 384 blocks, each head's K and
+// V read once instead of twice), 64 x 4, 32 rows x 2 warps x 2, else 16 rows x 4 warps on the keys
+// (batch 1: 96 blocks, 384 warps instead of 96). Causal blocks skip the key tiles past their last
+// row's keys; warps whose rows all lie past the end only copy and wait.
+// Memory: cp.async copies Q with the first K/V tile and each K and V tile straight into shared
+// memory (rows past the end zero-filled; 16 rows + 4 tiles of kD + 8 halves a row, <= 54 KiB, the
+// 128-row block opting in above 48 KiB). K/V are double-buffered, a 128-key sequence requested whole
+// before the first wait, and a barrier between tiles only where a third tile reuses a buffer. O is
+// staged through the warp's Q rows for 16-byte stores.
+// Per warp and 32-key step (the softmax runs in two steps a tile: S and the mask take 16 registers
+// each instead of 32, which with Q's fragments re-read from shared memory each step keeps every
+// variant at <= 128 registers without spills, i.e. 16 warps an SM): 4 + 8 ldmatrix and 16 MMAs for
+// S, one FMA a score for scale and mask, 2 + 2 shuffles for the row maxima, p = 2^(x·log2 e - m·log2 e)
+// as one FMA and one MUFU.EX2 (ex2.approx.ftz), 8 ldmatrix.trans and 16 MMAs for P·V. The mask is
+// read where the fragments need it, two adjacent keys a load (8 bytes f32, 4 bytes f16/bf16) where
+// its pointer and strides are even, requested right after the previous step used its registers;
+// steps past a row's last key (the ragged end, the causal diagonal) take the per-key checks and
+// element loads, the others none. sm_90 SASS of the 128-row kernel with an f32 mask: ~250
+// instructions a 32-key step, 32 of them HMMA.
+// Fully masked rows give zeros; a row whose scores so far are all huge finite mask values
+// (finfo(f32).min) subtracts its maximum before the exponent instead of overflowing m·log2 e.
+//
+// History (CUDA graph replay on the H200; BERT-base, 12 heads, seq 128, packed QKV, f32 [B,1,1,K] mask):
+// the first version kept whole score rows in shared memory: 28 / 71 us at batch 1 / 32 back to back
+// (bench/results/native_bench_h200_2026-12-02.txt); the next loaded tiles synchronously through
+// registers: 14.6 / 11.6 / 23.6 us at batch 1 / 8 / 32 (bench/results/speed_h200_2026-12-02.txt);
+// the previous one (attention_v1.cu: 4-warp blocks, Q fragments in registers, whole-tile softmax with
+// __expf, the mask one predicated scalar load a score) 4.46 / 9.3 / 22.1 us, ~1300 SASS instructions
+// a 64-key tile a warp at 160-168 registers (three blocks, 12 warps an SM;
+// bench/results/pdl_native_h200_2026-12-03.txt). This one: not yet measured on a GPU.
+// A/B: SABRE_ATTN_V1=1 runs the previous kernel where AttentionKernel::automatic is asked for;
+// AttentionArgs::kernel forces either (bench/native_bench prints both). Both are temporary.
+// Tests: tests/gpu/native_kernels_test.cpp (Attention_*, every variant) against a double-precision reference.
+#include <atomic>
+#include <cstdlib>
+
+#include "backends/native/attention.cuh"
 
 namespace sabre::native {
 namespace {
 
 using namespace detail;
 
-constexpr int kBK = 64;  // keys per tile
-// kD: head dim (32 or 64); kLdT: padded row of a Q/K/V tile in elements (16 bytes of padding put
-// the 8 rows one ldmatrix reads in different banks).
+constexpr int kBK = kAttnBK;  // keys per tile
+constexpr float kLog2e = 1.4426950408889634f;
+// kD: head dim (32 or 64); kLdT: padded row of a Q/K/V tile in elements (16 bytes of padding put the
+// 8 rows one ldmatrix reads in different banks).
 
 struct AttnParams {
   const void *q, *k, *v;
   void* o;
-  long long h, sq, sk;
+  int h;
+  long long sq, sk;
   long long qs[3], ks[3], vs[3], os[3];  // batch, head, row strides (elements)
   float scale;
-  const void* mask;
-  int mask_f32;  // else the tensor dtype
+  const void* mask;  // float or T, as the kernel's M says; null without one
   long long ms[3];
+  int mask_pairs;  // the mask pointer and strides are even: two adjacent keys' values are one load
   int causal;
 };
 
-__device__ __forceinline__ unsigned smem_addr(const void* p) {
-  return static_cast<unsigned>(__cvta_generic_to_shared(p));
-}
-// 16 bytes global -> shared without registers; src_bytes = 0 writes zeros and reads nothing.
-__device__ __forceinline__ void cp_async16(void* dst, const void* src, int src_bytes) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)),
-               "l"(__cvta_generic_to_global(src)), "r"(src_bytes));
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-// Until at most kPending of this thread's committed groups are still in flight.
-template <int kPending>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
+// 2^x, flushing denormal results to zero: one MUFU.EX2, where __expf adds a multiply and, without
+// -ftz, a range fix-up of three more instructions.
+__device__ __forceinline__ float exp2_approx(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
 }
 
-// kRows rows x kD elements into a tile of kLdT-element rows, one cp.async per 16 bytes (rows_left >= 1;
-// rows past it are zero, so padded keys give finite scores and zero values).
-template <class T, int kD, int kRows, int kThreads, int kLdT = kD + 8>
-__device__ __forceinline__ void load_tile_async(T* dst, const T* src, long long rows_left, long long row_stride) {
-  constexpr int kVecs = kRows * (kD / 8);
+// kRows rows x kD elements into a tile of kLdT-element rows at shared address dst, one cp.async per
+// 16 bytes: the thread copies one 16-byte column of every kThreads / (kD / 8)-th row, walking a
+// pointer down them, so a chunk costs an add and a compare; rows at or past rows_left are zeros.
+template <class T, int kD, int kRows, int kThreads, int kLdT>
+__device__ __forceinline__ void copy_tile(unsigned dst, const T* src, long long rows_left, long long stride) {
+  constexpr int kCpr = kD / 8, kStep = kThreads / kCpr;  // 16-byte chunks a row; rows a pass
+  static_assert(kThreads % kCpr == 0, "whole rows a pass");
+  const int r = threadIdx.x / kCpr, c = threadIdx.x % kCpr * 8;
+  const T* s = src + r * stride + c;
+  dst += sizeof(T) * (r * kLdT + c);
 #pragma unroll
-  for (int it = 0; it < (kVecs + kThreads - 1) / kThreads; ++it) {
-    const int i = threadIdx.x + it * kThreads, r = i / (kD / 8), c = (i % (kD / 8)) * 8;
-    if (i < kVecs) {
-      const bool in = r < rows_left;
-      cp_async16(dst + r * kLdT + c, in ? src + r * row_stride + c : src, in ? 16 : 0);
+  for (int it = 0; it < (kRows + kStep - 1) / kStep; ++it, s += kStep * stride) {
+    if (kRows % kStep == 0 || r + it * kStep < kRows) {
+      const bool in = r + it * kStep < rows_left;
+      cp_async16(dst + sizeof(T) * it * kStep * kLdT, in ? s : src, in ? 16 : 0);
     }
   }
 }
 
-__device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], const void* p) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(smem_addr(p)));
-}
-__device__ __forceinline__ void ldmatrix_x4_trans(unsigned (&r)[4], const void* p) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(smem_addr(p)));
-}
-// c += a·b for one m16n8k16 tile: a 16x16 (row-major fragment, 4 regs), b 16x8 (2 regs), c 16x8 f32.
-template <class T>
-__device__ __forceinline__ void mma16816(float (&c)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
-  if constexpr (std::is_same_v<T, half>) {
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-  } else {
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-  }
-}
-// Two floats as one register of two T (the low half first, as the MMA fragments expect).
-template <class T>
-__device__ __forceinline__ unsigned pack2(float lo, float hi) {
-  Pack<T, 2> p;
-  p.v[0] = from_float<T>(lo), p.v[1] = from_float<T>(hi);
-  return *reinterpret_cast<unsigned*>(&p);
-}
-
-template <class T>
-__device__ __forceinline__ float mask_at(const AttnParams& p, long long i) {
-  return p.mask_f32 ? static_cast<const float*>(p.mask)[i] : to_float(static_cast<const T*>(p.mask)[i]);
+// Shared memory of a block: its Q rows, then two buffers of one K and one V tile, rows padded to kLdT.
+template <class T, int kD, int kRowWarps>
+constexpr size_t smem_bytes() {
+  return sizeof(T) * (16 * kRowWarps + 4 * kBK) * (kD + 8);
 }
 
 // Fragment coordinates (PTX ISA, mma.m16n8k16): lane = 4g + t holds accumulator rows g and g + 8,
 // columns 2t and 2t + 1 of each 8-column block.
-// Three blocks an SM: ptxas then keeps every variant at <= 168 registers without spills (four would
-// spill the 64-row variant; unbounded, it takes 206 and two blocks).
-template <class T, int kD, int kRowWarps, int kSplit>
-__global__ void __launch_bounds__(32 * kRowWarps * kSplit, 3) attention_kernel(const AttnParams p) {
+// M: the mask's element type (float or T), void without a mask.
+// 512 threads an SM's worth of blocks (four of 128 threads, two of 256): ptxas keeps to 128 registers.
+template <class T, int kD, int kRowWarps, int kSplit, class M>
+__global__ void __launch_bounds__(32 * kRowWarps * kSplit, 512 / (32 * kRowWarps * kSplit))
+    attention_kernel(const AttnParams p) {
   detail::pdl_enter();
   constexpr int kWarps = kRowWarps * kSplit, kThreads = 32 * kWarps;
   constexpr int kBQ = 16 * kRowWarps, kLdT = kD + 8;
-  constexpr int kKW = kBK / kSplit;  // keys of each tile that one warp takes
-  constexpr int kKc = kD / 16;       // 16-wide chunks of the head dim (Q·Kᵀ's k steps)
-  constexpr int kSn = kKW / 8;       // 8-key blocks of a warp's score tile
-  constexpr int kOn = kD / 8;        // 8-wide blocks of the output row
-  static_assert(kKW % 16 == 0, "a warp's keys must fill whole k steps of P·V");
-  __shared__ __align__(16) T sQ[kBQ * kLdT];
-  __shared__ __align__(16) T sKV[2][2][kBK * kLdT];  // [buffer][K, V]
+  constexpr int kKW = kBK / kSplit;           // keys of each tile that one warp takes
+  constexpr int kStep = kKW < 32 ? kKW : 32;  // keys of one online-softmax step
+  constexpr int kSteps = kKW / kStep;         // steps a tile
+  constexpr int kKc = kD / 16;                // 16-wide chunks of the head dim (Q·Kᵀ's k steps)
+  constexpr int kSn = kStep / 8;              // 8-key blocks of a step's scores
+  constexpr int kOn = kD / 8;                 // 8-wide blocks of the output row
+  constexpr bool kMasked = !std::is_void_v<M>;
+  using Mv = std::conditional_t<kMasked, M, float>;
+  using MaskPair = Pack<Mv, 2>;  // one row's mask at keys 2t, 2t + 1 of an 8-key block
+  static_assert(kStep % 16 == 0, "a step's keys must fill whole k steps of P·V");
+  constexpr unsigned kTileBytes = sizeof(T) * kBK * kLdT, kRowBytes = sizeof(T) * kLdT;
+  extern __shared__ __align__(16) unsigned char smem[];
+  T* sQ = reinterpret_cast<T*>(smem);
+  T* sKV = sQ + kBQ * kLdT;  // [buffer][K, V][kBK * kLdT]; the split warps' merge scratch after the loop
+  const unsigned s_q = smem_addr(sQ), s_kv = smem_addr(sKV);
 
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const int rw = warp / kSplit, sp = warp % kSplit;  // the warp's 16 query rows; its share of each tile
-  const long long bh = blockIdx.y, bi = bh / p.h, hi = bh % p.h;
-  const long long q0 = static_cast<long long>(blockIdx.x) * kBQ;
-  const T* Q = static_cast<const T*>(p.q) + bi * p.qs[0] + hi * p.qs[1] + q0 * p.qs[2];
-  const T* K = static_cast<const T*>(p.k) + bi * p.ks[0] + hi * p.ks[1];
-  const T* V = static_cast<const T*>(p.v) + bi * p.vs[0] + hi * p.vs[1];
+  const int bi = static_cast<int>(blockIdx.y) / p.h, hi = static_cast<int>(blockIdx.y) % p.h;  // b·h < 2^16
+  const long long q0 = static_cast<long long>(blockIdx.x) * kBQ, r0 = q0 + rw * 16;
   int tiles = static_cast<int>((p.sk + kBK - 1) / kBK);
   if (p.causal) {
     // Keys past the last key of the block's last row are masked for all its rows: skip their tiles
@@ -143,151 +141,217 @@ __global__ void __launch_bounds__(32 * kRowWarps * kSplit, 3) attention_kernel(c
     else if (last / kBK + 1 < tiles) tiles = static_cast<int>(last / kBK + 1);
   }
 
-  // The thread's two query rows; rows past the end read any valid mask row and are not stored.
-  // Keys fit in int (at most kMaxAttentionKeys); last_key is -1 where a causal row sees none.
-  long long mrow[2];
-  int last_key[2];  // keys past it are masked out
-#pragma unroll
-  for (int i = 0; i < 2; ++i) {
-    const long long qrow = q0 + rw * 16 + g + 8 * i, qm = qrow < p.sq ? qrow : p.sq - 1;
-    mrow[i] = bi * p.ms[0] + hi * p.ms[1] + qm * p.ms[2];
-    const long long lk = p.causal ? qm + (p.sk - p.sq) : p.sk - 1;
-    last_key[i] = static_cast<int>(lk < -1 ? -1 : lk);
-  }
-
-  // Copy groups, in commit order: Q with tile 0, tile 1, then tile t + 2 after tile t is consumed
-  // (an empty group where there is none), so tile t's group is complete when at most one is pending.
+  // Copy groups, in commit order: Q with tile 0, tile 1, then tile t + 2 after tile t is consumed (an
+  // empty group where there is none), so tile t's group is complete when at most one is pending.
+  // The strides pass through an empty asm so each call computes its own addresses: hoisted out of
+  // the tile loop, every chunk's 64-bit address would stay live across it and spill.
   auto load_kv = [&](int tile, int buf) {
     const long long k0 = static_cast<long long>(tile) * kBK;
-    load_tile_async<T, kD, kBK, kThreads>(sKV[buf][0], K + k0 * p.ks[2], p.sk - k0, p.ks[2]);
-    load_tile_async<T, kD, kBK, kThreads>(sKV[buf][1], V + k0 * p.vs[2], p.sk - k0, p.vs[2]);
+    long long ks = p.ks[2], vs = p.vs[2];
+    asm volatile("" : "+l"(ks), "+l"(vs));
+    const T* K = static_cast<const T*>(p.k) + bi * p.ks[0] + hi * p.ks[1] + k0 * ks;
+    const T* V = static_cast<const T*>(p.v) + bi * p.vs[0] + hi * p.vs[1] + k0 * vs;
+    copy_tile<T, kD, kBK, kThreads, kLdT>(s_kv + (2 * buf) * kTileBytes, K, p.sk - k0, ks);
+    copy_tile<T, kD, kBK, kThreads, kLdT>(s_kv + (2 * buf + 1) * kTileBytes, V, p.sk - k0, vs);
   };
-  load_tile_async<T, kD, kBQ, kThreads>(sQ, Q, p.sq - q0, p.qs[2]);
+  copy_tile<T, kD, kBQ, kThreads, kLdT>(s_q, static_cast<const T*>(p.q) + bi * p.qs[0] + hi * p.qs[1] + q0 * p.qs[2],
+                                        p.sq - q0, p.qs[2]);
   load_kv(0, 0);
   cp_async_commit();
   if (tiles > 1) load_kv(1, 1);
   cp_async_commit();
 
-  unsigned qa[kKc][4];  // Q's A fragments for the warp's 16 rows, kept for every key tile
+  // Warps whose rows all lie past the end (the last block of a ragged sequence) only take part in
+  // the copies and barriers.
+  const bool active = r0 < p.sq;
+  // The thread's two query rows; rows past the end read any valid mask row and are not stored.
+  // Keys fit in int (at most kMaxAttentionKeys); last_key is -1 where a causal row sees none.
+  const Mv* mrow[2];
+  int last_key[2];  // keys past it are masked out
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    const long long qrow = r0 + g + 8 * i, qm = qrow < p.sq ? qrow : p.sq - 1;
+    if constexpr (kMasked) mrow[i] = static_cast<const Mv*>(p.mask) + bi * p.ms[0] + hi * p.ms[1] + qm * p.ms[2];
+    const long long lk = p.causal ? qm + (p.sk - p.sq) : p.sk - 1;
+    last_key[i] = static_cast<int>(lk < -1 ? -1 : lk);
+  }
+  // The warp's smallest last key (its first row's): a step whose keys all lie at or below it needs
+  // no per-key checks, and its mask is read without bounds checks.
+  int warp_last;
+  {
+    const long long rf = r0 < p.sq ? r0 : p.sq - 1, lk = p.causal ? rf + (p.sk - p.sq) : p.sk - 1;
+    warp_last = static_cast<int>(lk < -1 ? -1 : lk);
+  }
+  auto is_edge = [&](int k0) { return k0 + kStep - 1 > warp_last; };
+  auto step_key = [&](int tile, int j) { return tile * kBK + sp * kKW + j * kStep; };  // a step's first key
+  // The lane's ldmatrix.x4 addresses: lanes 0-7 / 8-15 / 16-23 / 24-31 give the rows of its four 8x8
+  // matrices. Q (A of Q·Kᵀ) and V (B of P·V, transposed): (rows 0-7, cols 0-7) / (8-15, 0-7) / (0-7,
+  // 8-15) / (8-15, 8-15). K (B of Q·Kᵀ): (keys 0-7, dims 0-7) / (0-7, 8-15) / (8-15, 0-7) / (8-15,
+  // 8-15), so b[0..1] and b[2..3] are the two 8-key blocks' fragments in adjacent registers, as
+  // the MMA takes them (other pairings cost a move per register).
+  const unsigned qv_off = kRowBytes * (lane % 8 + 8 * ((lane / 8) % 2)) + sizeof(T) * 8 * (lane / 16);
+  const unsigned q_lane = s_q + qv_off + kRowBytes * 16 * rw;
+  const unsigned v_lane = s_kv + kTileBytes + qv_off + kRowBytes * kKW * sp;
+  const unsigned k_lane = s_kv + kRowBytes * (lane % 8 + 8 * (lane / 16) + kKW * sp) + sizeof(T) * 8 * ((lane / 8) % 2);
+
+  // The mask at the thread's score positions of one step, as stored (converted where used): one 8-
+  // or 4-byte load per row and 8-key block where the pointer and strides allow and no key is past the
+  // row's last, else one element at a time with each key checked. It is requested one step ahead,
+  // right after the previous step's values are used (the first before the first wait), so its
+  // latency overlaps a step's work without a second set of registers.
+  MaskPair mk[kSn][2];
+  auto load_mask = [&](int k0) {
+    if constexpr (kMasked) {
+      if (!is_edge(k0) && p.mask_pairs) {
+#pragma unroll
+        for (int i = 0; i < 2; ++i) {
+          const MaskPair* src = reinterpret_cast<const MaskPair*>(mrow[i] + k0 + 2 * t);
+#pragma unroll
+          for (int n = 0; n < kSn; ++n) mk[n][i] = src[4 * n];
+        }
+      } else {
+#pragma unroll
+        for (int n = 0; n < kSn; ++n)
+#pragma unroll
+          for (int i = 0; i < 2; ++i)
+#pragma unroll
+            for (int e = 0; e < 2; ++e) {
+              const int key = k0 + 8 * n + 2 * t + e;
+              mk[n][i].v[e] = key <= last_key[i] ? mrow[i][key] : from_float<Mv>(0.f);
+            }
+      }
+    }
+  };
+  if (active) load_mask(step_key(0, 0));
+
   float o[kOn][4];
 #pragma unroll
   for (int j = 0; j < kOn; ++j) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.f;
   float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};  // running max and sum of the two rows
 
-  // The mask at the thread's score positions, requested before the wait for the tile so the latencies
-  // overlap; where a warp's share of a tile is small (split keys), one tile ahead, so they overlap its
-  // computation too (for whole tiles that would cost 32 more registers and spill).
-  constexpr bool kMaskAhead = kSplit > 1;
-  auto load_mask = [&](float (&mv)[kSn][4], int tile) {
-    const int k0 = tile * kBK + sp * kKW;
-#pragma unroll
-    for (int n = 0; n < kSn; ++n)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int key = k0 + 8 * n + 2 * t + (e % 2);
-        mv[n][e] = p.mask && key <= last_key[e / 2] ? mask_at<T>(p, mrow[e / 2] + key) : 0.f;
-      }
-  };
-  float mkn[kSn][4];  // the mask of the next tile to compute
-  if constexpr (kMaskAhead) load_mask(mkn, 0);
-
   for (int tile = 0; tile < tiles; ++tile) {
-    const int buf = tile % 2;
-    const int k0 = tile * kBK + sp * kKW;  // the warp's first key
-    if constexpr (!kMaskAhead) load_mask(mkn, tile);
-    float mk[kSn][4];
-#pragma unroll
-    for (int n = 0; n < kSn; ++n)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) mk[n][e] = mkn[n][e];
-    if constexpr (kMaskAhead)
-      if (tile + 1 < tiles) load_mask(mkn, tile + 1);
     cp_async_wait<1>();
     __syncthreads();  // the tile (and Q) landed for every thread
-    if (tile == 0) {
-      const T* base = sQ + (rw * 16 + (lane % 8) + 8 * ((lane / 8) % 2)) * kLdT + 8 * (lane / 16);
-#pragma unroll
-      for (int kc = 0; kc < kKc; ++kc) ldmatrix_x4(qa[kc], base + 16 * kc);
-    }
-    const T* sK = sKV[buf][0] + sp * kKW * kLdT;  // the warp's keys of the tile
-    const T* sV = sKV[buf][1] + sp * kKW * kLdT;
+    if (active) {
+      // Not unrolled: interleaving a tile's two steps, ptxas needs more than 128 registers.
+#pragma unroll 1
+      for (int j = 0; j < kSteps; ++j) {
+        const int k0 = step_key(tile, j);
+        const bool edge = is_edge(k0);
+        const unsigned step_off = (tile % 2) * 2 * kTileBytes + j * kStep * kRowBytes;  // the step's keys
+        const unsigned sK = k_lane + step_off, sV = v_lane + step_off;
 
-    // S = Q·Kᵀ for 16 rows x kKW keys. One ldmatrix.x4 of K gives the B fragments of two 8-key blocks.
-    float s[kSn][4];
+        // S = Q·Kᵀ for 16 rows x kStep keys; Q's fragments come again from shared memory each step
+        // (kept in registers, they pushed ptxas past 128).
+        float s[kSn][4];
 #pragma unroll
-    for (int n = 0; n < kSn; ++n) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.f;
+        for (int n = 0; n < kSn; ++n) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.f;
 #pragma unroll
-    for (int n = 0; n < kSn; n += 2) {
-      const T* kb = sK + (8 * n + (lane % 8) + 8 * (lane / 16)) * kLdT + 8 * ((lane / 8) % 2);
+        for (int kc = 0; kc < kKc; ++kc) {
+          unsigned qa[4];
+          ldmatrix_x4(qa, q_lane + sizeof(T) * 16 * kc);
 #pragma unroll
-      for (int kc = 0; kc < kKc; ++kc) {
-        unsigned b[4];
-        ldmatrix_x4(b, kb + 16 * kc);
-        mma16816<T>(s[n], qa[kc], b[0], b[1]);
-        mma16816<T>(s[n + 1], qa[kc], b[2], b[3]);
-      }
-    }
-
-    // Scale, mask, causal and padding; the tile's row maxima.
-    float tmax[2] = {-INFINITY, -INFINITY};
-#pragma unroll
-    for (int n = 0; n < kSn; ++n) {
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int i = e / 2;
-        const int key = k0 + 8 * n + 2 * t + (e % 2);
-        const float v = key > last_key[i] ? -INFINITY : s[n][e] * p.scale + mk[n][e];  // past the end, or causal
-        s[n][e] = v;
-        tmax[i] = fmaxf(tmax[i], v);
-      }
-    }
-    // Online softmax: the row's four lanes agree on the new maximum; the old sum and O rescale.
-    float corr[2];
-#pragma unroll
-    for (int i = 0; i < 2; ++i) {
-      tmax[i] = fmaxf(tmax[i], __shfl_xor_sync(0xffffffffu, tmax[i], 1));
-      tmax[i] = fmaxf(tmax[i], __shfl_xor_sync(0xffffffffu, tmax[i], 2));
-      const float mnew = fmaxf(m[i], tmax[i]);
-      corr[i] = mnew == -INFINITY ? 1.f : __expf(m[i] - mnew);  // exp(-inf) = 0 when m was -inf
-      m[i] = mnew;
-      l[i] *= corr[i];
-    }
-#pragma unroll
-    for (int j = 0; j < kOn; ++j) o[j][0] *= corr[0], o[j][1] *= corr[0], o[j][2] *= corr[1], o[j][3] *= corr[1];
-
-    // P = exp(S - m), summed in f32 and packed to T as the A fragments of P·V: 16 keys (two score
-    // blocks) per k step.
-#pragma unroll
-    for (int kc = 0; kc < kKW / 16; ++kc) {
-      float pv[2][4];
-#pragma unroll
-      for (int h2 = 0; h2 < 2; ++h2)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int i = e / 2;
-          const float x = m[i] == -INFINITY ? 0.f : __expf(s[2 * kc + h2][e] - m[i]);
-          pv[h2][e] = x;
-          l[i] += x;
+          for (int n = 0; n < kSn; n += 2) {
+            unsigned b[4];
+            ldmatrix_x4(b, sK + kRowBytes * 8 * n + sizeof(T) * 16 * kc);
+            mma16816<T>(s[n], qa, b[0], b[1]);
+            mma16816<T>(s[n + 1], qa, b[2], b[3]);
+          }
         }
-      const unsigned a[4] = {pack2<T>(pv[0][0], pv[0][1]), pack2<T>(pv[0][2], pv[0][3]), pack2<T>(pv[1][0], pv[1][1]),
-                             pack2<T>(pv[1][2], pv[1][3])};
-      // V rows 16kc..16kc+15 as B (k = key, n = head dim), transposed by ldmatrix: one x4 gives two
-      // 8-wide output blocks.
-      const T* vb = sV + (16 * kc + (lane % 8) + 8 * ((lane / 8) % 2)) * kLdT + 8 * (lane / 16);
+
+        // x = scale·s + mask, one FMA; -inf past a row's last key, checked only in edge steps.
+        auto scores = [&](auto edge_tag) {
 #pragma unroll
-      for (int j = 0; j < kOn; j += 2) {
-        unsigned b[4];
-        ldmatrix_x4_trans(b, vb + 8 * j);
-        mma16816<T>(o[j], a, b[0], b[1]);
-        mma16816<T>(o[j + 1], a, b[2], b[3]);
+          for (int n = 0; n < kSn; ++n)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+              const int i = e / 2;
+              float x;
+              if constexpr (kMasked) x = fmaf(s[n][e], p.scale, to_float(mk[n][i].v[e % 2]));
+              else x = s[n][e] * p.scale;
+              if constexpr (decltype(edge_tag)::value)
+                if (k0 + 8 * n + 2 * t + (e % 2) > last_key[i]) x = -INFINITY;
+              s[n][e] = x;
+            }
+        };
+        if (edge) scores(std::true_type{});
+        else scores(std::false_type{});
+        // The next step's mask, into the registers just read.
+        if (j + 1 < kSteps) load_mask(step_key(tile, j + 1));
+        else if (tile + 1 < tiles) load_mask(step_key(tile + 1, 0));
+
+        // Online softmax in base 2: the row's four lanes agree on the new maximum; the old sum and O
+        // rescale by 2^((m_old - m_new)·log2 e), and p = 2^(x·log2 e - m_new·log2 e) is one FMA and
+        // one MUFU.EX2 a score.
+        float tmax[2] = {fmaxf(s[0][0], s[0][1]), fmaxf(s[0][2], s[0][3])};
+#pragma unroll
+        for (int n = 1; n < kSn; ++n)
+          tmax[0] = fmaxf(tmax[0], fmaxf(s[n][0], s[n][1])), tmax[1] = fmaxf(tmax[1], fmaxf(s[n][2], s[n][3]));
+        float corr[2], ml2[2];
+        bool huge[2];
+#pragma unroll
+        for (int i = 0; i < 2; ++i) {
+          tmax[i] = fmaxf(tmax[i], __shfl_xor_sync(0xffffffffu, tmax[i], 1));
+          tmax[i] = fmaxf(tmax[i], __shfl_xor_sync(0xffffffffu, tmax[i], 2));
+          const float mnew = fmaxf(m[i], tmax[i]);
+          corr[i] = m[i] == -INFINITY ? 0.f : exp2_approx((m[i] - mnew) * kLog2e);  // O and l are 0 then
+          ml2[i] = mnew == -INFINITY ? 0.f : mnew * kLog2e;  // a row without keys yet: 2^(-inf - 0) = 0
+          huge[i] = mnew != -INFINITY && fabsf(mnew) > 2e38f;
+          m[i] = mnew;
+          l[i] *= corr[i];
+        }
+        if (__any_sync(0xffffffffu, huge[0] || huge[1])) {
+          // A row ruled by huge finite scores (every key so far masked with finfo(f32).min): m·log2 e
+          // would overflow, so subtract m from its scores first (exact where the FMA's form is not).
+#pragma unroll
+          for (int n = 0; n < kSn; ++n)
+#pragma unroll
+            for (int e = 0; e < 4; ++e)
+              if (huge[e / 2]) s[n][e] -= m[e / 2];
+#pragma unroll
+          for (int i = 0; i < 2; ++i)
+            if (huge[i]) ml2[i] = 0.f;
+        }
+#pragma unroll
+        for (int jo = 0; jo < kOn; ++jo)
+          o[jo][0] *= corr[0], o[jo][1] *= corr[0], o[jo][2] *= corr[1], o[jo][3] *= corr[1];
+
+        // P = 2^(x·log2 e - m·log2 e), summed in f32 and packed to T as the A fragments of P·V: 16
+        // keys (two score blocks) per k step.
+#pragma unroll
+        for (int kc = 0; kc < kStep / 16; ++kc) {
+          float pv[2][4];
+#pragma unroll
+          for (int h2 = 0; h2 < 2; ++h2)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+              const int i = e / 2;
+              const float x = exp2_approx(fmaf(s[2 * kc + h2][e], kLog2e, -ml2[i]));
+              pv[h2][e] = x;
+              l[i] += x;
+            }
+          const unsigned a[4] = {pack2<T>(pv[0][0], pv[0][1]), pack2<T>(pv[0][2], pv[0][3]),
+                                 pack2<T>(pv[1][0], pv[1][1]), pack2<T>(pv[1][2], pv[1][3])};
+          // V rows 16kc..16kc+15 of the step as B (k = key, n = head dim), transposed by ldmatrix:
+          // one x4 gives two 8-wide output blocks.
+#pragma unroll
+          for (int jo = 0; jo < kOn; jo += 2) {
+            unsigned b[4];
+            ldmatrix_x4_trans(b, sV + kRowBytes * 16 * kc + sizeof(T) * 8 * jo);
+            mma16816<T>(o[jo], a, b[0], b[1]);
+            mma16816<T>(o[jo + 1], a, b[2], b[3]);
+          }
+        }
       }
     }
 
-    __syncthreads();  // every warp is done with this buffer
-    if (tile + 2 < tiles) load_kv(tile + 2, buf);
+    if (tile + 2 < tiles) {
+      __syncthreads();  // every warp is done with this buffer
+      load_kv(tile + 2, tile % 2);
+    }
     cp_async_commit();
   }
-  cp_async_wait<0>();  // only empty groups are left; the K/V buffers are free from here on
+  cp_async_wait<0>();  // only empty groups are left
 
 #pragma unroll
   for (int i = 0; i < 2; ++i) {
@@ -301,7 +365,7 @@ __global__ void __launch_bounds__(32 * kRowWarps * kSplit, 3) attention_kernel(c
     float inv[2];
 #pragma unroll
     for (int i = 0; i < 2; ++i) inv[i] = l[i] > 0.f ? 1.f / l[i] : 0.f;
-    __syncwarp();
+    __syncwarp();  // only this warp reads these Q rows: its last ldmatrix is done
 #pragma unroll
     for (int j = 0; j < kOn; ++j) {
       *reinterpret_cast<unsigned*>(stage + g * kLdT + 8 * j + 2 * t) = pack2<T>(o[j][0] * inv[0], o[j][1] * inv[0]);
@@ -312,9 +376,10 @@ __global__ void __launch_bounds__(32 * kRowWarps * kSplit, 3) attention_kernel(c
   } else {
     // Merge the group's kSplit partial results through the K/V buffers: each warp's unnormalized O
     // (f32, rows padded by 8 floats against bank conflicts), row maxima and sums.
-    constexpr int kLdO = kD + 8;
-    static_assert(sizeof(float) * kWarps * 16 * (kLdO + 2) <= sizeof(sKV), "merge scratch exceeds the K/V buffers");
-    float* so = reinterpret_cast<float*>(&sKV[0][0][0]);
+    constexpr int kLdO = kD + 8, kScratch = kWarps * 16 * (kLdO + 2);
+    static_assert(sizeof(float) * kScratch <= 4 * kTileBytes, "merge scratch exceeds the K/V buffers");
+    __syncthreads();  // every warp is done with the K/V buffers
+    float* so = reinterpret_cast<float*>(sKV);
     float* sm = so + kWarps * 16 * kLdO;
     float* sl = sm + kWarps * 16;
     float* mine = so + warp * 16 * kLdO;
@@ -327,7 +392,7 @@ __global__ void __launch_bounds__(32 * kRowWarps * kSplit, 3) attention_kernel(c
       sm[warp * 16 + g] = m[0], sm[warp * 16 + g + 8] = m[1];
       sl[warp * 16 + g] = l[0], sl[warp * 16 + g + 8] = l[1];
     }
-    __syncthreads();
+    __syncthreads();  // (and every warp of the group is done with its Q rows)
     const int w0 = rw * kSplit;  // the group's first warp
     for (int i = sp * 32 + lane; i < 16 * kD / 2; i += 32 * kSplit) {
       const int r = i / (kD / 2), c = 2 * (i % (kD / 2));
@@ -337,7 +402,8 @@ __global__ void __launch_bounds__(32 * kRowWarps * kSplit, 3) attention_kernel(c
       float sum = 0.f, a0 = 0.f, a1 = 0.f;
 #pragma unroll
       for (int w = 0; w < kSplit; ++w) {
-        const float f = mx == -INFINITY ? 0.f : __expf(sm[(w0 + w) * 16 + r] - mx);  // 0 for a warp that saw no key
+        const float mw = sm[(w0 + w) * 16 + r];
+        const float f = mw == -INFINITY ? 0.f : exp2_approx((mw - mx) * kLog2e);  // 0 for a warp that saw no key
         const float2 ow = *reinterpret_cast<const float2*>(so + ((w0 + w) * 16 + r) * kLdO + c);
         sum += f * sl[(w0 + w) * 16 + r];
         a0 += f * ow.x, a1 += f * ow.y;
@@ -348,52 +414,97 @@ __global__ void __launch_bounds__(32 * kRowWarps * kSplit, 3) attention_kernel(c
     __syncthreads();
   }
   T* O = static_cast<T*>(p.o) + bi * p.os[0] + hi * p.os[1];
-  const long long row0 = q0 + rw * 16;
   const int gt = sp * 32 + lane;  // the thread in its row group
   if (p.os[2] % 8 == 0 && reinterpret_cast<uintptr_t>(O) % 16 == 0) {
 #pragma unroll
     for (int i = gt; i < 16 * kD / 8; i += 32 * kSplit) {
       const int r = i / (kD / 8), c = (i % (kD / 8)) * 8;
-      if (row0 + r < p.sq)
-        *reinterpret_cast<uint4*>(O + (row0 + r) * p.os[2] + c) = *reinterpret_cast<const uint4*>(stage + r * kLdT + c);
+      if (r0 + r < p.sq)
+        *reinterpret_cast<uint4*>(O + (r0 + r) * p.os[2] + c) = *reinterpret_cast<const uint4*>(stage + r * kLdT + c);
     }
   } else {
     for (int i = gt; i < 16 * kD; i += 32 * kSplit) {
       const int r = i / kD, c = i % kD;
-      if (row0 + r < p.sq) O[(row0 + r) * p.os[2] + c] = stage[r * kLdT + c];
+      if (r0 + r < p.sq) O[(r0 + r) * p.os[2] + c] = stage[r * kLdT + c];
     }
   }
 }
 
-template <class T, int kD, int kRowWarps, int kSplit>
-cudaError_t launch_blocks(const AttnParams& p, long long bh, cudaStream_t stream) {
-  constexpr int kBQ = 16 * kRowWarps;
-  dim3 grid(static_cast<unsigned>((p.sq + kBQ - 1) / kBQ), static_cast<unsigned>(bh));
-  SABRE_CUDA_TRY(detail::launch(attention_kernel<T, kD, kRowWarps, kSplit>, grid, 32 * kRowWarps * kSplit, 0, stream, p));
+// Above 48 KiB of dynamic shared memory a kernel must opt in, once per device (done: a bit per device).
+template <class Kernel>
+cudaError_t opt_in_smem(Kernel kernel, size_t bytes, std::atomic<unsigned long long>& done) {
+  int dev = 0;
+  SABRE_CUDA_TRY(cudaGetDevice(&dev));
+  const unsigned long long bit = dev < 64 ? 1ull << dev : 0;
+  if (bit && (done.load(std::memory_order_relaxed) & bit)) return cudaSuccess;
+  SABRE_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
+  done.fetch_or(bit, std::memory_order_relaxed);
+  return cudaSuccess;
+}
+
+template <class T, int kD, int kRowWarps, int kSplit, class M>
+cudaError_t launch_kernel(const AttnParams& p, long long bh, cudaStream_t stream) {
+  constexpr int kBQ = 16 * kRowWarps, kThreads = 32 * kRowWarps * kSplit;
+  constexpr size_t kSmem = smem_bytes<T, kD, kRowWarps>();
+  const dim3 grid(static_cast<unsigned>((p.sq + kBQ - 1) / kBQ), static_cast<unsigned>(bh));
+  if constexpr (kSmem > 48 * 1024) {
+    static std::atomic<unsigned long long> opted{0};
+    SABRE_CUDA_TRY(opt_in_smem(attention_kernel<T, kD, kRowWarps, kSplit, M>, kSmem, opted));
+  }
+  SABRE_CUDA_TRY(detail::launch(attention_kernel<T, kD, kRowWarps, kSplit, M>, grid, kThreads, kSmem, stream, p));
   SABRE_LAUNCH_CHECK();
   return cudaSuccess;
 }
 
+template <class T, int kD, int kRowWarps, int kSplit>
+cudaError_t launch_shape(const AttnParams& p, bool mask_f32, long long bh, cudaStream_t stream) {
+  if (!p.mask) return launch_kernel<T, kD, kRowWarps, kSplit, void>(p, bh, stream);
+  if (mask_f32) return launch_kernel<T, kD, kRowWarps, kSplit, float>(p, bh, stream);
+  return launch_kernel<T, kD, kRowWarps, kSplit, T>(p, bh, stream);
+}
+
 template <class T, int kD>
-cudaError_t launch(const AttentionArgs& a, cudaStream_t stream) {
+cudaError_t launch(const AttentionArgs& a, AttentionKernel kernel, cudaStream_t stream) {
   AttnParams p{};
   p.q = a.q, p.k = a.k, p.v = a.v, p.o = a.o;
-  p.h = a.h, p.sq = a.sq, p.sk = a.sk;
+  p.h = static_cast<int>(a.h), p.sq = a.sq, p.sk = a.sk;
   for (int i = 0; i < 3; ++i) {
     p.qs[i] = a.q_stride[i], p.ks[i] = a.k_stride[i], p.vs[i] = a.v_stride[i], p.os[i] = a.o_stride[i];
     p.ms[i] = a.mask_stride[i];
   }
   p.scale = a.scale;
   p.mask = a.mask;
-  p.mask_f32 = a.mask_dtype == DType::f32;
+  const bool mask_f32 = a.mask_dtype == DType::f32;
+  const size_t pair_bytes = 2 * (mask_f32 ? sizeof(float) : sizeof(T));
+  p.mask_pairs = a.mask && reinterpret_cast<uintptr_t>(a.mask) % pair_bytes == 0 && a.mask_stride[0] % 2 == 0 &&
+                 a.mask_stride[1] % 2 == 0 && a.mask_stride[2] % 2 == 0;
   p.causal = a.causal;
-  // Four warps a block. Blocks of 64 query rows, a warp per 16 rows, where that gives two waves of
-  // the GPU's SMs; else 32 rows with two warps splitting each group's keys where that does; else 16
-  // rows and four warps on the keys, as many warps in flight as the grid can have.
+  // The largest block whose grid still gives every SM two blocks (132 SMs: the H200's), as many warps
+  // sharing each K/V tile as the grid allows; small grids (BERT-base at batch 1: 96 blocks of 16
+  // rows) split each tile's keys between warps to have more of them in flight.
   const long long bh = a.b * a.h, sms = 132;
-  if (bh * ((a.sq + 63) / 64) >= 2 * sms) return launch_blocks<T, kD, 4, 1>(p, bh, stream);
-  if (bh * ((a.sq + 31) / 32) >= 2 * sms) return launch_blocks<T, kD, 2, 2>(p, bh, stream);
-  return launch_blocks<T, kD, 1, 4>(p, bh, stream);
+  if (kernel == AttentionKernel::automatic) {
+    if (bh * ((a.sq + 127) / 128) >= 2 * sms) kernel = AttentionKernel::rows128;
+    else if (bh * ((a.sq + 63) / 64) >= 2 * sms) kernel = AttentionKernel::rows64;
+    else if (bh * ((a.sq + 31) / 32) >= 2 * sms) kernel = AttentionKernel::rows32_split2;
+    else kernel = AttentionKernel::rows16_split4;
+  }
+  switch (kernel) {
+    case AttentionKernel::rows128: return launch_shape<T, kD, 8, 1>(p, mask_f32, bh, stream);
+    case AttentionKernel::rows64: return launch_shape<T, kD, 4, 1>(p, mask_f32, bh, stream);
+    case AttentionKernel::rows32_split2: return launch_shape<T, kD, 2, 2>(p, mask_f32, bh, stream);
+    case AttentionKernel::rows16_split4: return launch_shape<T, kD, 1, 4>(p, mask_f32, bh, stream);
+    default: return fail(cudaErrorInvalidValue, "attention: unknown AttentionKernel");
+  }
+}
+
+// SABRE_ATTN_V1=1: AttentionKernel::automatic runs the previous kernel (an A/B switch, temporary).
+bool v1_requested() {
+  static const bool on = [] {
+    const char* v = std::getenv("SABRE_ATTN_V1");
+    return v && v[0] == '1';
+  }();
+  return on;
 }
 
 }  // namespace
@@ -415,8 +526,11 @@ std::string attention_unsupported(const AttentionArgs& a) {
 
 cudaError_t attention(const AttentionArgs& a, cudaStream_t stream) {
   if (std::string why = attention_unsupported(a); !why.empty()) return fail(cudaErrorNotSupported, why);
-  if (a.d == 32) return a.dtype == DType::f16 ? launch<half, 32>(a, stream) : launch<bf16, 32>(a, stream);
-  return a.dtype == DType::f16 ? launch<half, 64>(a, stream) : launch<bf16, 64>(a, stream);
+  AttentionKernel kernel = a.kernel;
+  if (kernel == AttentionKernel::automatic && v1_requested()) kernel = AttentionKernel::v1;
+  if (kernel == AttentionKernel::v1) return attention_v1(a, stream);
+  if (a.d == 32) return a.dtype == DType::f16 ? launch<half, 32>(a, kernel, stream) : launch<bf16, 32>(a, kernel, stream);
+  return a.dtype == DType::f16 ? launch<half, 64>(a, kernel, stream) : launch<bf16, 64>(a, kernel, stream);
 }
 
 }  // namespace sabre::native

@@ -92,6 +92,12 @@ cudaError_t depthwise_conv2d(const DepthwiseArgs& a, cudaStream_t stream);
 // Head dim 32 or 64, at most kMaxAttentionKeys keys, f16/bf16, Q/K/V 16-byte aligned with strides in
 // multiples of 8; attention_unsupported says why not ("" when supported).
 constexpr int64_t kMaxAttentionKeys = 512;
+// Which kernel attention() runs. automatic: attention.cu's, its block shape by grid size; the plan
+// and the runtime always ask for it. The others force one, for tests and benchmarks: v1 is the
+// previous kernel (attention_v1.cu; SABRE_ATTN_V1=1 makes automatic mean v1, an A/B switch read once;
+// both are temporary, until the rework is measured), rowsN_splitS a block of N query rows whose
+// warps split each key tile S ways.
+enum class AttentionKernel { automatic, v1, rows16_split4, rows32_split2, rows64, rows128 };
 struct AttentionArgs {
   DType dtype = DType::f16;
   const void *q = nullptr, *k = nullptr, *v = nullptr;
@@ -103,6 +109,7 @@ struct AttentionArgs {
   DType mask_dtype = DType::f32;
   int64_t mask_stride[3] = {0, 0, 0};
   bool causal = false;
+  AttentionKernel kernel = AttentionKernel::automatic;
 };
 std::string attention_unsupported(const AttentionArgs& a);
 cudaError_t attention(const AttentionArgs& a, cudaStream_t stream);
