@@ -197,8 +197,9 @@ TEST(ConvSm90Emitter, TextSpellsEachEpilogueForm) {
         "static_cast<const Element*>(p->bias), Element(0), {}"},
        {"LinCombPerColBiasEltAct", "bias_ptr"}},
       {{cb::Act::gelu_erf, false, cb::Residual::after_act},
-       {"Sm90EVT<Sm90Compute<cutlass::epilogue::thread::GELU,", "Sm90Compute<cutlass::multiplies", "Sm90SrcFetch<Element>"},
-       {"Sm90RowBroadcast", "LinComb"}},
+       {"Sm90EVT<Sm90Compute<SabreGeluErf,", "struct SabreGeluErf {", "Sm90Compute<cutlass::multiplies",
+        "Sm90SrcFetch<Element>"},
+       {"Sm90RowBroadcast", "LinComb", "cutlass::epilogue::thread::GELU"}},
   };
   for (const auto& f : forms) {
     cb::Sm90ConvSpec s = f16_bias_relu();

@@ -23,7 +23,7 @@ bool has(const std::string& text, const std::string& what) { return text.find(wh
 
 TEST(Emitter, Sm90PlainEpiloguesUseFusionOps) {
   auto t = cb::emit_kernel(first(cb::Family::sm90, cb::Elem::f16, {cb::Act::gelu_erf, true, cb::Residual::none}));
-  EXPECT_TRUE(has(t, "LinCombPerColBiasEltAct<\n    cutlass::epilogue::thread::GELU,"));
+  EXPECT_TRUE(has(t, "LinCombPerColBiasEltAct<\n    SabreGeluErf,"));
   EXPECT_TRUE(has(t, "using ElementC = void;"));
   EXPECT_TRUE(has(t, "KernelTmaWarpSpecializedCooperative"));
   EXPECT_TRUE(has(t, "#if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)"));
@@ -126,42 +126,78 @@ TEST(Emitter, Sm80EpiloguesUseLinearCombinations) {
   EXPECT_TRUE(has(t, "GemmShape<16, 8, 8>"));
   t = cb::emit_kernel(first(cb::Family::sm80, cb::Elem::bf16, {cb::Act::gelu_erf, true, cb::Residual::before_act}));
   EXPECT_TRUE(has(t, "LinearCombinationResidualBlock<"));
-  EXPECT_TRUE(has(t, "cutlass::epilogue::thread::Identity, cutlass::plus,\n    cutlass::epilogue::thread::GELU>"));
+  EXPECT_TRUE(has(t, "cutlass::epilogue::thread::Identity, cutlass::plus,\n    SabreGeluErf>"));
   EXPECT_TRUE(has(t, "GemmUniversalWithBroadcast<"));
   t = cb::emit_kernel(first(cb::Family::sm80, cb::Elem::bf16, {cb::Act::gelu_erf, true, cb::Residual::after_act}));
-  EXPECT_TRUE(has(t, "cutlass::epilogue::thread::GELU, cutlass::plus,\n    cutlass::epilogue::thread::Identity>"));
+  EXPECT_TRUE(has(t, "SabreGeluErf, cutlass::plus,\n    cutlass::epilogue::thread::Identity>"));
 }
 
-// relu6 is not a CUTLASS functor: the kernel defines SabreReLu6 (scalar and Array<> forms) ahead of the
-// epilogue that names it, in every epilogue form; other activations' text carries no such definition.
-TEST(Emitter, Relu6IsAFunctorTheKernelDefines) {
-  auto defined_before = [](const std::string& t, const std::string& use) {
-    const size_t def = t.find("struct SabreReLu6 {"), arr = t.find("struct SabreReLu6<cutlass::Array<T, N>> {");
-    const size_t at = t.find(use);
-    EXPECT_NE(def, std::string::npos);
-    EXPECT_NE(arr, std::string::npos);
-    EXPECT_NE(at, std::string::npos) << use;
-    EXPECT_LT(def, at) << use;
-    EXPECT_LT(arr, at) << use;
-    EXPECT_EQ(t.find("struct SabreReLu6 {", def + 1), std::string::npos) << "defined once";
+namespace {
+
+// An activation functor the kernel defines (functor F, for relu6 and gelu_erf): the scalar and
+// Array<> forms stand once, ahead of the epilogue that names F, in every epilogue form. The residual
+// block calls its activation without arguments, so what F computes must be in F.
+void expect_functor_defined_in_every_epilogue_form(cb::Act act, const std::string& f) {
+  const struct {
+    cb::Family family;
+    cb::Elem elem;
+    cb::EpilogueSpec epi;
+    std::string use;
+  } forms[] = {
+      {cb::Family::sm90, cb::Elem::f16, {act, true, cb::Residual::none}, "LinCombPerColBiasEltAct<\n    " + f + ","},
+      {cb::Family::sm90, cb::Elem::bf16, {act, false, cb::Residual::none}, "LinCombEltAct<\n    " + f + ","},
+      {cb::Family::sm90, cb::Elem::f16, {act, true, cb::Residual::after_act}, "Sm90EVT<Sm90Compute<" + f + ", ElementCompute"},
+      {cb::Family::sm80, cb::Elem::f16, {act, true, cb::Residual::none}, "LinearCombinationGeneric<\n    " + f + ","},
+      {cb::Family::sm80, cb::Elem::bf16, {act, true, cb::Residual::before_act},
+       "cutlass::epilogue::thread::Identity, cutlass::plus,\n    " + f + ">"},
   };
-  defined_before(cb::emit_kernel(first(cb::Family::sm90, cb::Elem::f16, {cb::Act::relu6, true, cb::Residual::none})),
-                 "LinCombPerColBiasEltAct<\n    SabreReLu6,");
-  defined_before(cb::emit_kernel(first(cb::Family::sm90, cb::Elem::bf16, {cb::Act::relu6, false, cb::Residual::none})),
-                 "LinCombEltAct<\n    SabreReLu6,");
-  defined_before(cb::emit_kernel(first(cb::Family::sm90, cb::Elem::f16, {cb::Act::relu6, true, cb::Residual::after_act})),
-                 "Sm90EVT<Sm90Compute<SabreReLu6, ElementCompute");
-  defined_before(cb::emit_kernel(first(cb::Family::sm80, cb::Elem::f16, {cb::Act::relu6, true, cb::Residual::none})),
-                 "LinearCombinationGeneric<\n    SabreReLu6,");
-  // The residual block calls its activation without arguments: the bounds must be in the functor.
-  defined_before(cb::emit_kernel(first(cb::Family::sm80, cb::Elem::bf16, {cb::Act::relu6, true, cb::Residual::before_act})),
-                 "cutlass::epilogue::thread::Identity, cutlass::plus,\n    SabreReLu6>");
+  for (const auto& form : forms) {
+    const std::string t = cb::emit_kernel(first(form.family, form.elem, form.epi));
+    const size_t def = t.find("struct " + f + " {"), arr = t.find("struct " + f + "<cutlass::Array<T, N>> {");
+    const size_t at = t.find(form.use);
+    EXPECT_NE(def, std::string::npos) << form.use;
+    EXPECT_NE(arr, std::string::npos) << form.use;
+    EXPECT_NE(at, std::string::npos) << form.use;
+    EXPECT_LT(def, at) << form.use;
+    EXPECT_LT(arr, at) << form.use;
+    EXPECT_EQ(t.find("struct " + f + " {", def + 1), std::string::npos) << "defined once";
+  }
+}
+
+}  // namespace
+
+// relu6 is not a CUTLASS functor: the kernel defines SabreReLu6; other activations' text carries no
+// such definition.
+TEST(Emitter, Relu6IsAFunctorTheKernelDefines) {
+  expect_functor_defined_in_every_epilogue_form(cb::Act::relu6, "SabreReLu6");
   const std::string t = cb::emit_kernel(first(cb::Family::sm80, cb::Elem::f16, {cb::Act::relu6, false, cb::Residual::none}));
   EXPECT_TRUE(has(t, "return mn(mx(x, T(0)), T(6));"));
   EXPECT_TRUE(has(t, "// D = relu6(alpha*acc)"));
   for (cb::Family f : {cb::Family::sm90, cb::Family::sm80})
     for (cb::Act a : {cb::Act::none, cb::Act::relu, cb::Act::hardswish})
       EXPECT_FALSE(has(cb::emit_kernel(first(f, cb::Elem::f16, {a, true, cb::Residual::none})), "SabreReLu6"));
+}
+
+// gelu_erf runs through SabreGeluErf, defined after the text of backends/gelu_erf.h (pasted once,
+// without its #pragma once); CUTLASS's GELU (erff) is gone, and other activations' text carries
+// neither.
+TEST(Emitter, GeluErfIsAFunctorTheKernelDefines) {
+  expect_functor_defined_in_every_epilogue_form(cb::Act::gelu_erf, "SabreGeluErf");
+  const std::string t = cb::emit_kernel(first(cb::Family::sm80, cb::Elem::f16, {cb::Act::gelu_erf, false, cb::Residual::none}));
+  const size_t math = t.find("namespace sabre_gelu {");
+  EXPECT_LT(math, t.find("struct SabreGeluErf {"));
+  EXPECT_EQ(t.find("namespace sabre_gelu {", math + 1), std::string::npos) << "pasted once";
+  EXPECT_FALSE(has(t, "#pragma once"));
+  EXPECT_FALSE(has(t, "cutlass::epilogue::thread::GELU"));
+  EXPECT_TRUE(has(t, "y[i] = T(sabre_gelu::gelu_erf(float(x[i])));"));
+  EXPECT_TRUE(has(t, "asm(\"ex2.approx.ftz.f32 %0, %1;\""));
+  EXPECT_TRUE(has(t, "// D = gelu(alpha*acc)"));
+  for (cb::Family f : {cb::Family::sm90, cb::Family::sm80})
+    for (cb::Act a : {cb::Act::none, cb::Act::relu, cb::Act::gelu_tanh, cb::Act::relu6}) {
+      const std::string other = cb::emit_kernel(first(f, cb::Elem::f16, {a, true, cb::Residual::none}));
+      EXPECT_FALSE(has(other, "SabreGeluErf"));
+      EXPECT_FALSE(has(other, "sabre_gelu"));
+    }
 }
 
 TEST(Emitter, RefusesSpecsTheTargetCannotRun) {

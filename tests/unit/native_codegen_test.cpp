@@ -78,6 +78,10 @@ TEST(NativeCodegen, SourceNamesKernelAndOps) {
   EXPECT_NE(src.find("extern \"C\" __global__ void __launch_bounds__(256) " + name + "("), std::string::npos);
   EXPECT_NE(src.find("sabre_ew::f_gelu_erf(v2)"), std::string::npos);
   EXPECT_NE(src.find("struct SabreEwParams"), std::string::npos);  // self-contained
+  // Gelu's math is backends/gelu_erf.h, the CUTLASS epilogues' too, pasted ahead of ew_device.cuh.
+  const size_t gelu = src.find("float f_gelu_erf(float x) { return sabre_gelu::gelu_erf(x); }");
+  EXPECT_NE(gelu, std::string::npos);
+  EXPECT_LT(src.find("namespace sabre_gelu {"), gelu);
   EXPECT_EQ(src.find("#include \"backends"), std::string::npos);
   // The name is the chain's identity: another dtype or op gives another kernel.
   EXPECT_NE(kernel_name(bias_gelu(DType::bf16)), name);

@@ -17,9 +17,10 @@ std::string cutlass_elem(Elem e);
 // The activation functor template (applied to scalars by the sm90 fusion ops and EVT nodes, to
 // Array<> by the sm80 epilogues): "cutlass::epilogue::thread::ReLu", ...
 std::string cutlass_act(Act a);
-// Definitions of the activation functors CUTLASS lacks (relu6: "SabreReLu6"), to emit inside the
-// generated source's anonymous namespace ahead of the epilogue types; "" for CUTLASS's own, so
-// those kernels' sources (and cache keys) do not change.
+// Definitions of the activation functors sabre supplies, to emit inside the generated source's
+// anonymous namespace ahead of the epilogue types: relu6 ("SabreReLu6", which CUTLASS lacks) and
+// gelu_erf ("SabreGeluErf", cheaper than CUTLASS's GELU; backends/gelu_erf.h); "" for CUTLASS's own,
+// so those kernels' sources (and cache keys) do not change.
 std::string act_functor_definitions(Act a);
 // The conv epilogue as a formula for generated comments: "Y = relu(alpha*conv(X,W) + bias[k] + beta*R)".
 std::string conv_algebra(const EpilogueSpec& e);

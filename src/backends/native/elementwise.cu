@@ -4,6 +4,7 @@
 // fallback and the generated kernels' cross-check. Tests: tests/gpu/native_kernels_test.cpp
 #include <stdexcept>
 
+#include "backends/gelu_erf.h"
 #include "backends/native/common.cuh"
 #include "backends/native/ew_abi.h"
 #include "backends/native/ew_device.cuh"

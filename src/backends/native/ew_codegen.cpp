@@ -5,7 +5,7 @@
 
 #include "backends/native/elementwise.h"
 #include "backends/native/ew_internal.h"
-#include "backends/native/ew_prelude.inc"  // kEwPrelude: ew_abi.h + ew_device.cuh, made by CMake
+#include "backends/native/ew_prelude.inc"  // kEwPrelude: ew_abi.h + gelu_erf.h + ew_device.cuh, made by CMake
 
 namespace sabre::native {
 namespace {

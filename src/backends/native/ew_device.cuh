@@ -1,7 +1,8 @@
 // Device helpers of elementwise-chain kernels: loads/stores with f32 math, the op formulas, and
 // the index math of SabreEwParams. Shared by the interpreter (elementwise.cu) and pasted, with
-// ew_abi.h, into every generated kernel source, so both paths compute with the same formulas.
-// Self-contained on purpose: only CUDA toolkit headers. Tests: tests/gpu/native_kernels_test.cpp
+// ew_abi.h and backends/gelu_erf.h, into every generated kernel source, so both paths compute with
+// the same formulas. Needs those two ahead of it, else only CUDA toolkit headers, on purpose.
+// Tests: tests/gpu/native_kernels_test.cpp
 #pragma once
 
 #include <cuda_bf16.h>
@@ -51,7 +52,8 @@ __device__ __forceinline__ float round_to(float v, int dt) {
 // The op formulas (f32 math). Names match sabre::native::EwOp.
 __device__ __forceinline__ float f_relu(float x) { return x > 0.f ? x : 0.f; }
 __device__ __forceinline__ float f_sigmoid(float x) { return 1.f / (1.f + __expf(-x)); }
-__device__ __forceinline__ float f_gelu_erf(float x) { return 0.5f * x * (1.f + erff(x * 0.70710678118654752f)); }
+// x*Phi(x) in one ex2, the CUTLASS gelu_erf epilogues' math (gelu_erf.h: |d erf| <= 4e-7).
+__device__ __forceinline__ float f_gelu_erf(float x) { return sabre_gelu::gelu_erf(x); }
 __device__ __forceinline__ float f_gelu_tanh(float x) {
   return 0.5f * x * (1.f + tanhf(0.79788456080286536f * (x + 0.044715f * x * x * x)));
 }
