@@ -200,7 +200,13 @@ std::vector<ConvCandidate> rank_conv_candidates(const ConvProblem& p, int target
       if (c.alignment > p.alignment || sm90_conv_unsupported_reason(spec, target_sm)) continue;
       KernelConfig g;
       g.family = Family::sm90;
-      g.schedule = Schedule::coop;
+      // The persistent kernels are the GEMM's own schedules around the conv mainloop, so the GEMM
+      // model's pingpong (epilogue under the other warpgroup's mainloop) and coop (data-parallel
+      // waves) describe them. ws (one CTA per tile, its epilogue alone) is modelled as coop too, as it
+      // was before the persistent schedules: the model has no term for what persistence saves over it
+      // (the next tile's first loads during the epilogue, a CTA's setup per tile), so a ws kernel and
+      // a coop one of the same tile predict the same and the tie goes to the persistent one below.
+      g.schedule = c.schedule == Sm90ConvSchedule::pingpong ? Schedule::pingpong : Schedule::coop;
       g.tile = c.tile, g.cluster_m = c.cluster_m, g.cluster_n = c.cluster_n, g.alignment = c.alignment;
       const int64_t c_padded = (p.c + c.tile.k - 1) / c.tile.k * c.tile.k;
       const GemmShape padded{shape.m, shape.n, p.r * p.s * c_padded, 1};
@@ -215,9 +221,15 @@ std::vector<ConvCandidate> rank_conv_candidates(const ConvProblem& p, int target
             out.end());
   if (out.empty())
     throw std::invalid_argument("no conv kernel the model can time for alignment " + std::to_string(p.alignment));
-  std::sort(out.begin(), out.end(), [](const ConvCandidate& a, const ConvCandidate& b) {
+  auto persistent = [](const ConvCandidate& c) {
+    auto s = parse_sm90_conv_kernel_name(c.name);
+    return s && s->config.schedule != Sm90ConvSchedule::ws;
+  };
+  std::sort(out.begin(), out.end(), [&](const ConvCandidate& a, const ConvCandidate& b) {
     if (a.predicted_us != b.predicted_us) return a.predicted_us < b.predicted_us;
-    return a.compute_us != b.compute_us ? a.compute_us < b.compute_us : a.name < b.name;
+    if (a.compute_us != b.compute_us) return a.compute_us < b.compute_us;
+    if (persistent(a) != persistent(b)) return persistent(a);
+    return a.name < b.name;
   });
   return out;
 }

@@ -81,8 +81,10 @@ enum class ConvKernels { automatic, sm80, sm90 };
 // The conv kernels that can run `p` (at its batch p.n), fastest predicted first: the sm80 catalog
 // configs with the widest alignment C and K allow and their serial split-K variants (offered as
 // split_k_offered says, with whole channel tiles per slice at every filter tap), and on sm 90 the
-// sm90 family as `family` allows, modelled as the cooperative GEMM schedule over K padded to 64
-// channels. Each is predicted with predict_us on the implicit GEMM (M = N·P·Q, N = K, K = R·S·C).
+// sm90 family as `family` allows, modelled over K padded to 64 channels as the GEMM schedule it runs
+// (pingpong as pingpong; coop, and the non-persistent ws, as coop; at an exact tie a persistent kernel
+// comes before a ws one). Each is predicted with predict_us on the implicit GEMM (M = N·P·Q, N = K,
+// K = R·S·C).
 // Throws std::invalid_argument saying why when no conv kernel fits (grouped convs, an epilogue
 // conv kernels are not generated with, a dtype). Tests: tests/unit/codegen_lower_test.cpp,
 // tests/unit/conv_tune_test.cpp

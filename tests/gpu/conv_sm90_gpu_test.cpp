@@ -36,7 +36,8 @@ constexpr int kSkip = 77;
 
 // Every epilogue form (per-column bias fusion op with and without the residual as its source, the
 // no-bias fusion op with and without it, the EVT tree with and without the bias), both dtypes, every
-// catalog row (128x128 c1x1 and c2x1, 128x64, 64x128) and a 1x2 cluster (X tiles multicast).
+// catalog row of each schedule and a 1x2 cluster (X tiles multicast), for ws and for the persistent
+// schedules (whose adapter, scheduler and PDL launch are sabre's: every form again there).
 const char* const kKernels[] = {
     "sm90_conv_fprop_nhwc_f16_f16_f32_128x128x64_c1x1_a8_bias_relu",
     "sm90_conv_fprop_nhwc_bf16_bf16_f32_128x128x64_c1x1_a8_bias_relu",
@@ -52,6 +53,19 @@ const char* const kKernels[] = {
     // relu6 (MobileNetV2's Clip(0, 6)): the functor the kernel defines, with and without bias.
     "sm90_conv_fprop_nhwc_f16_f16_f32_128x64x64_c1x1_a8_bias_relu6",
     "sm90_conv_fprop_nhwc_bf16_bf16_f32_128x128x64_c1x1_a8_relu6",
+    // Persistent pingpong (rows 128x64, 128x128, 64x128) and cooperative (128x128 c1x1 and c2x1,
+    // 256x64, 256x128).
+    "sm90_conv_fprop_pingpong_nhwc_f16_f16_f32_128x64x64_c1x1_a8_bias_relu",
+    "sm90_conv_fprop_pingpong_nhwc_f16_f16_f32_128x64x64_c1x1_a8_bias_res_relu",
+    "sm90_conv_fprop_pingpong_nhwc_bf16_bf16_f32_128x128x64_c1x1_a8_bias_relu_res",
+    "sm90_conv_fprop_pingpong_nhwc_f16_f16_f32_64x128x64_c1x1_a8_res_relu",
+    "sm90_conv_fprop_pingpong_nhwc_bf16_bf16_f32_64x128x64_c1x1_a8_bias_relu6",
+    "sm90_conv_fprop_pingpong_nhwc_f16_f16_f32_128x128x64_c1x2_a8_linear",
+    "sm90_conv_fprop_coop_nhwc_f16_f16_f32_128x128x64_c1x1_a8_bias_relu",
+    "sm90_conv_fprop_coop_nhwc_bf16_bf16_f32_128x128x64_c2x1_a8_bias_res_relu",
+    "sm90_conv_fprop_coop_nhwc_f16_f16_f32_256x64x64_c1x1_a8_bias_res_relu",
+    "sm90_conv_fprop_coop_nhwc_f16_f16_f32_256x128x64_c1x1_a8_relu_res",
+    "sm90_conv_fprop_coop_nhwc_bf16_bf16_f32_256x64x64_c1x1_a8_silu",
 };
 
 struct Problem {
@@ -79,6 +93,11 @@ const Problem kProblems[] = {
     {"3x3_c96_k72", 2, 11, 11, 96, 72, 3, 3, 1, 1, 1, 1, 1, 1},
     // ResNet-50's last 3x3 layer at batch 1: few output tiles over a deep R·S·C.
     {"3x3_c512_k512_7x7_batch1", 1, 7, 7, 512, 512, 3, 3, 1, 1, 1, 1, 1, 1},
+    // More output tiles than the H200's 132 SMs, so a persistent CTA walks several tiles (its pipeline
+    // state carried across them) and pingpong's second warpgroup gets tiles: the 3x3 for every tile
+    // but 256x128 (98 tiles), the 1x1 (196 of them) for that one too.
+    {"3x3_c64_k256_56x56_many_tiles", 4, 56, 56, 64, 256, 3, 3, 1, 1, 1, 1, 1, 1},
+    {"1x1_c64_k256_56x56_many_tiles", 8, 56, 56, 64, 256, 1, 1, 0, 0, 1, 1, 1, 1},
     // Asymmetric padding (ONNX pads end != begin): only p and q say so; the kernel derives the end padding.
     {"3x3_p1_end0", 1, 10, 10, 64, 64, 3, 3, 1, 1, 1, 1, 1, 1, 0, 0},
     {"3x3_s2_p0_end1", 2, 14, 14, 64, 64, 3, 3, 0, 0, 2, 2, 1, 1, 1, 1},

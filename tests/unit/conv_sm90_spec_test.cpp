@@ -1,7 +1,9 @@
 // The sm90 conv family (conv_sm90.h): names round-trip, the static filter, the catalog, and the
-// emitted text spells each epilogue form with the CUTLASS 3.x builder types it needs. No GPU, no nvcc.
+// emitted text spells each epilogue form with the CUTLASS 3.x builder types it needs, for the ws
+// schedule and the persistent pingpong and coop ones. No GPU, no nvcc.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -25,6 +27,9 @@ cb::Sm90ConvSpec f16_bias_relu() {
 
 bool has(const std::string& text, const std::string& want) { return text.find(want) != std::string::npos; }
 
+constexpr cb::Sm90ConvSchedule kSchedules[] = {cb::Sm90ConvSchedule::ws, cb::Sm90ConvSchedule::pingpong,
+                                               cb::Sm90ConvSchedule::coop};
+
 // The conv epilogues plus the GELU forms the GEMM family also offers.
 std::vector<cb::EpilogueSpec> epilogues() {
   auto out = cb::conv_epilogues();
@@ -44,6 +49,26 @@ TEST(ConvSm90Spec, NameOfF16BiasRelu) {
   s.config.cluster_m = 2;
   s.epi.residual = cb::Residual::after_act;
   EXPECT_EQ(cb::sm90_conv_kernel_name(s), "sm90_conv_fprop_nhwc_bf16_bf16_f32_128x128x64_c2x1_a8_bias_relu_res");
+}
+
+// ws kernels keep the names they had before the persistent schedules (no token); the persistent ones
+// say their schedule with the GEMM family's words.
+TEST(ConvSm90Spec, NamesSayThePersistentSchedule) {
+  cb::Sm90ConvSpec s = f16_bias_relu();
+  s.config.tile = {128, 64, 64};
+  EXPECT_EQ(cb::sm90_conv_kernel_name(s), "sm90_conv_fprop_nhwc_f16_f16_f32_128x64x64_c1x1_a8_bias_relu");
+  s.config.schedule = cb::Sm90ConvSchedule::pingpong;
+  EXPECT_EQ(cb::sm90_conv_kernel_name(s), "sm90_conv_fprop_pingpong_nhwc_f16_f16_f32_128x64x64_c1x1_a8_bias_relu");
+  s.config.schedule = cb::Sm90ConvSchedule::coop;
+  s.config.tile = {256, 64, 64};
+  s.epi.residual = cb::Residual::before_act;
+  EXPECT_EQ(cb::sm90_conv_kernel_name(s), "sm90_conv_fprop_coop_nhwc_f16_f16_f32_256x64x64_c1x1_a8_bias_res_relu");
+  auto back = cb::parse_sm90_conv_kernel_name("sm90_conv_fprop_coop_nhwc_f16_f16_f32_256x64x64_c1x1_a8_bias_res_relu");
+  ASSERT_TRUE(back);
+  EXPECT_EQ(*back, s);
+  EXPECT_EQ(cb::sm90_conv_schedule_name(cb::Sm90ConvSchedule::ws), "ws");
+  EXPECT_EQ(cb::sm90_conv_schedule_name(cb::Sm90ConvSchedule::pingpong), "pingpong");
+  EXPECT_EQ(cb::sm90_conv_schedule_name(cb::Sm90ConvSchedule::coop), "coop");
 }
 
 TEST(ConvSm90Spec, NamesRoundTripOverCatalogEpiloguesAndDtypes) {
@@ -101,6 +126,14 @@ TEST(ConvSm90Spec, ParseRefusesMalformedNames) {
            "sm90_conv_fprop_nhwc_f16_f16_f32_128x128x64_c1x1_a8_bias_relu ",
            "sm90_conv_fprop_",
            "",
+           // Schedule tokens: ws is unnamed, one token only, before the layout, the GEMM family's words.
+           "sm90_conv_fprop_ws_nhwc_f16_f16_f32_128x128x64_c1x1_a8_bias_relu",
+           "sm90_conv_fprop_pingpong_pingpong_nhwc_f16_f16_f32_128x128x64_c1x1_a8_bias_relu",
+           "sm90_conv_fprop_pingpong_coop_nhwc_f16_f16_f32_128x128x64_c1x1_a8_bias_relu",
+           "sm90_conv_fprop_nhwc_pingpong_f16_f16_f32_128x128x64_c1x1_a8_bias_relu",
+           "sm90_conv_fprop_pp_nhwc_f16_f16_f32_128x128x64_c1x1_a8_bias_relu",
+           "sm90_conv_fprop_cooperative_nhwc_f16_f16_f32_128x128x64_c1x1_a8_bias_relu",
+           "sm90_conv_fprop_pingpong_",
        })
     EXPECT_FALSE(cb::parse_sm90_conv_kernel_name(bad)) << bad;
 }
@@ -136,6 +169,20 @@ TEST(ConvSm90Spec, StaticFilter) {
   EXPECT_EQ(reason([](auto& t) { t.config.cluster_n = 2; }), "");
   EXPECT_TRUE(has(reason([](auto& t) { t.epi = {cb::Act::none, true, cb::Residual::after_act}; }), "one name"));
   EXPECT_EQ(reason([](auto& t) { t.elem = cb::Elem::bf16; }), "");
+  // pingpong: one consumer warpgroup per tile, as ws.
+  using S = cb::Sm90ConvSchedule;
+  EXPECT_EQ(reason([](auto& t) { t.config.schedule = S::pingpong; }), "");
+  EXPECT_EQ(reason([](auto& t) { t.config.schedule = S::pingpong, t.config.tile = {64, 128, 64}; }), "");
+  EXPECT_TRUE(has(reason([](auto& t) { t.config.schedule = S::pingpong, t.config.tile.m = 256; }), "tile M"));
+  EXPECT_TRUE(has(reason([](auto& t) { t.config.schedule = S::pingpong, t.config.tile.n = 256; }), "registers"));
+  // coop: two warpgroups split M, so M is 128 or 256 (CUTLASS needs >= 128) and twice the registers fit.
+  EXPECT_EQ(reason([](auto& t) { t.config.schedule = S::coop; }), "");
+  EXPECT_EQ(reason([](auto& t) { t.config.schedule = S::coop, t.config.tile = {256, 128, 64}; }), "");
+  EXPECT_EQ(reason([](auto& t) { t.config.schedule = S::coop, t.config.tile = {128, 256, 64}; }), "");
+  EXPECT_TRUE(has(reason([](auto& t) { t.config.schedule = S::coop, t.config.tile.m = 64; }), "128 or 256"));
+  EXPECT_TRUE(has(reason([](auto& t) { t.config.schedule = S::coop, t.config.tile = {256, 256, 64}; }), "two warpgroups"));
+  EXPECT_TRUE(has(reason([](auto& t) { t.config.schedule = S::coop, t.config.tile.k = 32; }), "tile K"));
+  EXPECT_TRUE(has(reason([](auto& t) { t.config.schedule = S::kCount; }), "schedule"));
 }
 
 TEST(ConvSm90Spec, CatalogRowsAreAlignedHopperTiles) {
@@ -144,15 +191,26 @@ TEST(ConvSm90Spec, CatalogRowsAreAlignedHopperTiles) {
     ASSERT_GE(cat.size(), 3u);
     bool workhorse = false;
     std::set<std::string> names;
+    std::map<cb::Sm90ConvSchedule, std::vector<std::string>> tiles;
     for (const auto& c : cat) {
       EXPECT_EQ(c.alignment, 8);
       EXPECT_EQ(c.tile.k, 64);
       EXPECT_FALSE(cb::sm90_conv_unsupported_reason({c, e, {}}, 90));
       EXPECT_TRUE(cb::sm90_conv_unsupported_reason({c, e, {}}, 80));
-      workhorse |= c.tile == cb::Shape3{128, 128, 64} && c.cluster_m == 1 && c.cluster_n == 1;
+      workhorse |= c.tile == cb::Shape3{128, 128, 64} && c.cluster_m == 1 && c.cluster_n == 1 &&
+                   c.schedule == cb::Sm90ConvSchedule::ws;
       EXPECT_TRUE(names.insert(cb::sm90_conv_kernel_name({c, e, {}})).second);
+      tiles[c.schedule].push_back(std::to_string(c.tile.m) + "x" + std::to_string(c.tile.n) + "_c" +
+                                  std::to_string(c.cluster_m) + "x" + std::to_string(c.cluster_n));
     }
     EXPECT_TRUE(workhorse);
+    // The ws rows are the ones the family had before the persistent schedules, in their order (the
+    // model's ties and the tuner's top-k see them as before); each ws tile has a pingpong twin.
+    EXPECT_EQ(tiles[cb::Sm90ConvSchedule::ws],
+              (std::vector<std::string>{"128x128_c1x1", "128x128_c2x1", "128x64_c1x1", "64x128_c1x1"}));
+    EXPECT_EQ(tiles[cb::Sm90ConvSchedule::pingpong], (std::vector<std::string>{"128x64_c1x1", "128x128_c1x1", "64x128_c1x1"}));
+    EXPECT_EQ(tiles[cb::Sm90ConvSchedule::coop],
+              (std::vector<std::string>{"128x128_c1x1", "128x128_c2x1", "256x64_c1x1", "256x128_c1x1"}));
   }
   EXPECT_TRUE(cb::sm90_conv_catalog(cb::Elem::f32).empty());
 }
@@ -201,13 +259,16 @@ TEST(ConvSm90Emitter, TextSpellsEachEpilogueForm) {
         "Sm90SrcFetch<Element>"},
        {"Sm90RowBroadcast", "LinComb", "cutlass::epilogue::thread::GELU"}},
   };
-  for (const auto& f : forms) {
-    cb::Sm90ConvSpec s = f16_bias_relu();
-    s.epi = f.epi;
-    const std::string t = cb::emit_sm90_conv_kernel(s, 90);
-    for (const auto& w : f.want) EXPECT_TRUE(has(t, w)) << cb::epilogue_name(f.epi) << " lacks: " << w;
-    for (const auto& w : f.not_want) EXPECT_FALSE(has(t, w)) << cb::epilogue_name(f.epi) << " has: " << w;
-  }
+  for (cb::Sm90ConvSchedule sch : kSchedules)
+    for (const auto& f : forms) {
+      cb::Sm90ConvSpec s = f16_bias_relu();
+      s.config.schedule = sch;
+      s.epi = f.epi;
+      const std::string t = cb::emit_sm90_conv_kernel(s, 90);
+      const std::string n = cb::sm90_conv_kernel_name(s);
+      for (const auto& w : f.want) EXPECT_TRUE(has(t, w)) << n << " lacks: " << w;
+      for (const auto& w : f.not_want) EXPECT_FALSE(has(t, w)) << n << " has: " << w;
+    }
 }
 
 TEST(ConvSm90Emitter, TextNamesTheBuildersAndTheAbi) {
@@ -237,15 +298,76 @@ TEST(ConvSm90Emitter, TextNamesTheBuildersAndTheAbi) {
     EXPECT_TRUE(has(t, want)) << want;
   EXPECT_FALSE(has(t, "sabre_kernel_registry"));  // the conv registry, not the GEMM one
   EXPECT_FALSE(has(t, "DefaultConv2dFprop"));     // not the 2.x templates
+  // ws is CUTLASS's own kernel, launched without PDL (ConvUniversalAdapter cannot).
+  for (const char* persistent_only : {"CUTLASS_ENABLE_GDC_FOR_SM90", "pdl_enabled", "GemmUniversalAdapter",
+                                      "PersistentConvMainloop", "KernelTmaWarpSpecializedPingpong"})
+    EXPECT_FALSE(has(t, persistent_only)) << persistent_only;
   cb::EmitOptions no_reg;
   no_reg.registry = false;
   EXPECT_FALSE(has(cb::emit_sm90_conv_kernel(s, 90, no_reg), "sabre_conv_registry"));
+}
+
+// The persistent kernels: the conv mainloop collective (from the ws builder's parts) in CUTLASS's
+// persistent GEMM kernel through sabre's adapter, the GEMM epilogue on the row-major [n*p*q, k]
+// output, GemmUniversalAdapter, PDL as the persistent GEMMs have it.
+TEST(ConvSm90Emitter, PersistentTextNamesTheGemmKernelAndTheAdapter) {
+  for (cb::Sm90ConvSchedule sch : {cb::Sm90ConvSchedule::pingpong, cb::Sm90ConvSchedule::coop}) {
+    cb::Sm90ConvSpec s = f16_bias_relu();
+    s.config.schedule = sch;
+    s.epi.residual = cb::Residual::before_act;
+    const bool coop = sch == cb::Sm90ConvSchedule::coop;
+    const std::string n = cb::sm90_conv_kernel_name(s);
+    const std::string t = cb::emit_sm90_conv_kernel(s, 90);
+    std::vector<std::string> want = {
+        "#define CUTLASS_ENABLE_GDC_FOR_SM90 1", "#include <cstdlib>",
+        coop ? "using KernelSchedule = cutlass::gemm::KernelTmaWarpSpecializedCooperative;"
+             : "using KernelSchedule = cutlass::gemm::KernelTmaWarpSpecializedPingpong;",
+        coop ? "using EpilogueSchedule = cutlass::epilogue::TmaWarpSpecializedCooperative;"
+             : "using EpilogueSchedule = cutlass::epilogue::TmaWarpSpecialized;",
+        coop ? "constexpr int kMmaWarpGroups = 2;" : "constexpr int kMmaWarpGroups = 1;",
+        "Layout<Shape<Int<kMmaWarpGroups>, _1, _1>>",
+        // the mainloop from the ws builder's parts, with the persistent tag in the conv dispatch policy
+        "using WsBuilder = cutlass::conv::collective::CollectiveBuilder<", "cutlass::conv::KernelImplicitTmaWarpSpecializedSm90>;",
+        "cutlass::conv::MainloopSm90TmaGmmaWarpSpecializedImplicitGemm<", "WsBuilder::PipelineStages",
+        "cutlass::conv::collective::CollectiveConv<", "Sm90ImplicitGemmTileTraits<WsBuilder::GmemTiledCopyA, WsBuilder::SmemLayoutA>",
+        "StageCountAutoCarveout",
+        // the adapter
+        "struct PersistentConvMainloop : ConvMainloop {", "static constexpr int NumProducerThreadEvents = 1;",
+        "cute::append<5>(t.layout(), Layout<_1, _0>{})", "get_linearized_problem_shape_MNKL(problem)",
+        "cute::replace<3>(", "ConvMainloop::load(params, pipeline, state, cute::make_tuple(get<2>(load_inputs), get<3>(load_inputs))",
+        "ConvMainloop::to_underlying_arguments(args.problem, {args.ptr_A, args.ptr_B}, workspace)",
+        "using TransformA = cute::identity;",
+        // the kernel, its smem bound, the GEMM epilogue on Y and R as [n*p*q, k]
+        "cutlass::gemm::kernel::GemmUniversal<GemmProblemShape,", "PersistentConvMainloop, CollectiveEpilogue, void>;",
+        "static_assert(ConvKernel::SharedStorageSize <= 232448",
+        "cutlass::gemm::device::GemmUniversalAdapter<ConvKernel>", "using LayoutY = cutlass::layout::RowMajor;",
+        "ElementC, LayoutY, kAlign, Element, LayoutY, kAlign, EpilogueSchedule, FusionOp>",
+        "using LayoutX = cutlass::layout::TensorNHWC;", "using TileShape = Shape<_128, _128, Shape<_64>>;",
+        "StrideC sc = cute::make_stride(int64_t(p->k), cute::Int<1>{}, rows * p->k);",
+        "cutlass::gemm::GemmUniversalMode::kGemm", "gemm_problem_shape(problem)",
+        "{static_cast<const Element*>(p->x), static_cast<const Element*>(p->filter), problem}",
+        "cudaDevAttrMultiProcessorCount", "      hw};",
+        // PDL as the GEMMs: SABRE_PDL=0 turns it off
+        "bool pdl_enabled()", "SABRE_PDL", "SABRE_CHECK_CUTLASS(conv.run(stream, /*cuda_adapter=*/nullptr, pdl_enabled()));",
+        "GemmUniversalAdapter::can_implement", "int " + n + "_run(const sabre_conv_args* p, sabre_stream_t stream)",
+        "sabre_conv_registry", "stride above 8", "end_padding(", "kCrossCorrelation"};
+    for (const auto& w : want) EXPECT_TRUE(has(t, w)) << n << " lacks: " << w;
+    for (const char* w : {"ConvUniversalAdapter<", "cutlass::conv::kernel::ConvUniversal<", "65535 CTA columns",
+                          "KernelImplicitTmaWarpSpecializedSm90Pingpong", "KernelImplicitTmaWarpSpecializedSm90Cooperative",
+                          "get<0, 0>(sd)"})
+      EXPECT_FALSE(has(t, w)) << n << " has: " << w;
+    // The GDC define comes before every include (CUTLASS reads it in its headers).
+    EXPECT_LT(t.find("#define CUTLASS_ENABLE_GDC_FOR_SM90"), t.find("#include"));
+  }
 }
 
 TEST(ConvSm90Emitter, RefusesWhatTheFilterRefuses) {
   cb::Sm90ConvSpec s = f16_bias_relu();
   EXPECT_THROW(cb::emit_sm90_conv_kernel(s, 80), std::invalid_argument);
   s.config.tile.n = 256;
+  EXPECT_THROW(cb::emit_sm90_conv_kernel(s, 90), std::invalid_argument);
+  s.config.tile = {64, 128, 64};
+  s.config.schedule = cb::Sm90ConvSchedule::coop;  // coop needs M >= 128
   EXPECT_THROW(cb::emit_sm90_conv_kernel(s, 90), std::invalid_argument);
 }
 

@@ -3,10 +3,14 @@
 // and dispatch tables, DB winners over the model, and workload collection from a partitioned model.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <map>
+#include <set>
 #include <filesystem>
 #include <tuple>
 
+#include "backends/cutlass/conv_sm90.h"
 #include "backends/cutlass/kernel_spec.h"
 #include "backends/cutlass/patterns.h"
 #include "frontend/onnx/importer.h"
@@ -347,4 +351,57 @@ TEST(Select, BertTinyWorkloadsAreCollectedOncePerShape) {
   bool gelu = false;
   for (const auto& p : probs) gelu = gelu || p.epilogue.find("gelu") != std::string::npos;
   EXPECT_TRUE(gelu);
+}
+
+// The sm90 conv schedules on the GEMM model: pingpong as pingpong (its epilogue under the other
+// warpgroup's mainloop, so less grid time than ws of the same tile), coop and the non-persistent ws
+// as coop (the same prediction for the same tile), and at that tie the persistent kernel first.
+// ResNet-50's layer1 3x3 at batch 32 (M = 100352, N = 64, K = 576), the layer the ws kernels ran at a
+// third of its rate on the H200, gets a persistent kernel first. (There every candidate predicts the
+// HBM floor, which counts A as the M x K im2col matrix, so the grid time, compute_us, decides.)
+TEST(Rank, ConvSm90SchedulesMapOntoTheGemmModel) {
+  ConvProblem p;
+  p.dtype = "f16";
+  p.epilogue = "bias_relu";
+  p.n = 32, p.h = p.w = p.p = p.q = 56, p.c = p.k = 64, p.r = p.s = 3, p.pad_h = p.pad_w = 1;
+  p.alignment = 8;
+  const auto r = rank_conv_candidates(p, 90, ConvKernels::sm90);
+  std::map<std::string, size_t> at;
+  std::map<std::string, double> us, grid_us;
+  std::set<cb::Sm90ConvSchedule> schedules;
+  for (size_t i = 0; i < r.size(); ++i) {
+    auto s = cb::parse_sm90_conv_kernel_name(r[i].name);
+    ASSERT_TRUE(s) << r[i].name;
+    schedules.insert(s->config.schedule);
+    at[r[i].name] = i, us[r[i].name] = r[i].predicted_us, grid_us[r[i].name] = r[i].compute_us;
+  }
+  EXPECT_EQ(schedules.size(), 3u);
+  EXPECT_EQ(r.size(), cb::sm90_conv_catalog(cb::Elem::f16).size());
+  auto first = cb::parse_sm90_conv_kernel_name(r[0].name);
+  EXPECT_NE(first->config.schedule, cb::Sm90ConvSchedule::ws) << r[0].name;
+
+  const std::string ws = "sm90_conv_fprop_nhwc_f16_f16_f32_128x128x64_c1x1_a8_bias_relu";
+  const std::string coop = "sm90_conv_fprop_coop_nhwc_f16_f16_f32_128x128x64_c1x1_a8_bias_relu";
+  const std::string pp = "sm90_conv_fprop_pingpong_nhwc_f16_f16_f32_128x128x64_c1x1_a8_bias_relu";
+  ASSERT_TRUE(at.count(ws) && at.count(coop) && at.count(pp));
+  EXPECT_EQ(us[ws], us[coop]);
+  EXPECT_EQ(grid_us[ws], grid_us[coop]);
+  EXPECT_LT(at[coop], at[ws]);
+  EXPECT_LE(us[pp], us[ws]);
+  EXPECT_LT(grid_us[pp], grid_us[ws]);
+  EXPECT_LT(at[pp], at[ws]);
+  const std::string ws64 = "sm90_conv_fprop_nhwc_f16_f16_f32_128x64x64_c1x1_a8_bias_relu";
+  const std::string pp64 = "sm90_conv_fprop_pingpong_nhwc_f16_f16_f32_128x64x64_c1x1_a8_bias_relu";
+  EXPECT_LE(us[pp64], us[ws64]);
+  EXPECT_LT(grid_us[pp64], grid_us[ws64]);
+  EXPECT_LT(at[pp64], at[ws64]);
+  // The automatic families rank the persistent kernels among the sm80 ones, deterministically.
+  const auto all = rank_conv_candidates(p, 90, ConvKernels::automatic);
+  EXPECT_TRUE(std::any_of(all.begin(), all.end(), [&](const ConvCandidate& c) { return c.name == pp64; }));
+  const auto again = rank_conv_candidates(p, 90, ConvKernels::automatic);
+  ASSERT_EQ(all.size(), again.size());
+  for (size_t i = 0; i < all.size(); ++i) EXPECT_EQ(all[i].name, again[i].name);
+  // Never on sm 80.
+  for (const auto& c : rank_conv_candidates(p, 80, ConvKernels::automatic))
+    EXPECT_FALSE(cb::is_sm90_conv_kernel_name(c.name)) << c.name;
 }

@@ -27,8 +27,9 @@ const char* kUsage =
     "EPI is an epilogue name such as linear, bias, bias_gelu, bias_res_relu (residual before act),\n"
     "gelu_res (after); default bias. Activations: relu gelu gelutanh silu sigmoid hardswish relu6.\n"
     "emit and build also take conv kernel names (docs/KERNELS.md), e.g.\n"
-    "sm80_conv_fprop_optimized_nhwc_f16_f16_f32_128x128x32_w64x64x32_s3_a8_bias_relu or\n"
-    "sm90_conv_fprop_nhwc_f16_f16_f32_128x128x64_c1x1_a8_bias_relu.\n";
+    "sm80_conv_fprop_optimized_nhwc_f16_f16_f32_128x128x32_w64x64x32_s3_a8_bias_relu,\n"
+    "sm90_conv_fprop_nhwc_f16_f16_f32_128x128x64_c1x1_a8_bias_relu (CUTLASS's non-persistent kernel) or\n"
+    "sm90_conv_fprop_pingpong_nhwc_f16_f16_f32_128x64x64_c1x1_a8_bias_relu (persistent: pingpong, coop).\n";
 
 // Every catalog kernel for target_sm with epilogue `epi`, filtered.
 std::vector<cb::KernelSpec> list_specs(int target_sm, std::optional<cb::Family> fam, std::optional<cb::Elem> dtype,

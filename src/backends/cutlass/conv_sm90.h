@@ -19,14 +19,26 @@
 
 namespace sabre::cutlass_backend {
 
-// One schedule only: CUTLASS 4.2 builds sm90 conv mainloops with KernelImplicitTmaWarpSpecializedSm90
-// (one TMA producer warp, one consumer warpgroup per CTA, one tile per CTA); its dispatch policy
-// static_asserts that the persistent cooperative and pingpong schedules are not supported for conv.
-// So the name carries no schedule token.
+// How the CTAs walk the output tiles of the implicit GEMM.
+//  ws: CUTLASS 4.2's own sm90 conv kernel (KernelImplicitTmaWarpSpecializedSm90 through ConvUniversal,
+//      i.e. the non-persistent warp-specialized GEMM kernel): one CTA per output tile, one TMA producer
+//      warp and one consumer warpgroup; the epilogue follows the mainloop with nothing overlapping it.
+//  pingpong, coop: the same conv mainloop collective (TMA im2col + wgmma) run by CUTLASS's persistent
+//      GEMM kernels (sm90_gemm_tma_warpspecialized_pingpong / _cooperative.hpp) through a small adapter
+//      in the generated source (conv_sm90.cpp says what it bridges). A grid of at most one CTA per SM
+//      walks the tiles; pingpong's two consumer warpgroups take alternate tiles, so one's epilogue runs
+//      under the other's mainloop; coop's two split each tile's M, and the producer loads the next tile
+//      during the epilogue. CUTLASS 4.2's conv builder and dispatch policy refuse its own persistent
+//      conv tags ("not supported yet"), so these kernels are assembled from the builder's parts.
+//      They launch with programmatic dependent launch, as the persistent GEMMs do.
+enum class Sm90ConvSchedule : uint8_t { ws, pingpong, coop, kCount };
+std::string_view sm90_conv_schedule_name(Sm90ConvSchedule s);  // "ws", "pingpong", "coop"
+
 struct Sm90ConvConfig {
   Shape3 tile;                       // CTA tile of the implicit GEMM (M = N·P·Q, N = K, K = 64 channels)
   int cluster_m = 1, cluster_n = 1;  // 2x1 multicasts each filter tile to both CTAs; 1x2 each X tile
   int alignment = 8;                 // elements: 16 bytes, TMA's row alignment (C and K multiples of 8)
+  Sm90ConvSchedule schedule = Sm90ConvSchedule::ws;
   bool operator==(const Sm90ConvConfig&) const = default;
 };
 
@@ -37,7 +49,8 @@ struct Sm90ConvSpec {
   bool operator==(const Sm90ConvSpec&) const = default;
 };
 
-// sm90_conv_fprop_nhwc_f16_f16_f32_128x128x64_c1x1_a8_bias_relu
+// sm90_conv_fprop_nhwc_f16_f16_f32_128x128x64_c1x1_a8_bias_relu (ws: no schedule token, the names the
+// family had before the persistent schedules), sm90_conv_fprop_pingpong_nhwc_..., sm90_conv_fprop_coop_nhwc_...
 std::string sm90_conv_kernel_name(const Sm90ConvSpec& s);
 // The spec of a name sm90_conv_kernel_name made, or nullopt (one spelling per kernel: no leading zeros).
 std::optional<Sm90ConvSpec> parse_sm90_conv_kernel_name(std::string_view name);
@@ -46,8 +59,9 @@ bool is_sm90_conv_kernel_name(std::string_view name);
 
 // Static filter: why `s` cannot be built or run on a GPU of compute capability target_sm, or nullopt.
 // Needs sm 90 exactly (wgmma and TMA im2col exist only in sm_90a code), f16 or bf16, alignment 8
-// (16 bytes), tile K 64, tile M 64 or 128 with at most 128 accumulator registers per thread, tile N a
-// multiple of 16 in 16..256, cluster 1x1, 2x1 or 1x2.
+// (16 bytes), tile K 64, tile N a multiple of 16 in 16..256, cluster 1x1, 2x1 or 1x2, and at most 128
+// accumulator registers per thread: tile M 64 or 128 for ws and pingpong (one consumer warpgroup per
+// tile), 128 or 256 for coop (two warpgroups split M; CUTLASS's cooperative kernel needs M >= 128).
 std::optional<std::string> sm90_conv_unsupported_reason(const Sm90ConvSpec& s, int target_sm);
 
 // The tile/cluster rows for `elem` (empty for types other than f16 and bf16). Every row passes the
