@@ -8,8 +8,8 @@
 // Blocks: kRowWarps groups of 16 rows x kSplit warps per group; split warps take kBK / kSplit keys of
 // every tile with their own softmax state and merge through shared memory at the end (M = max m_i,
 // l = sum 2^(m_i - M) l_i, O = sum 2^(m_i - M) O_i / l). By grid size, the largest block that still
-// gives every SM two blocks: 128 rows x 8 warps (BERT-base at batch 32: 384 blocks, each head's K and
-// V read once instead of twice), 64 x 4, 32 rows x 2 warps x 2, else 16 rows x 4 warps on the keys
+// gives half the SMs a block: 128 rows x 8 warps (BERT-base at batch 8 and 32: 96 and 384 blocks,
+// each head's K and V read once), 64 x 4, 32 rows x 2 warps x 2, else 16 rows x 4 warps on the keys
 // (batch 1: 96 blocks, 384 warps instead of 96). Causal blocks skip the key tiles past their last
 // row's keys; warps whose rows all lie past the end only copy and wait.
 // Memory: cp.async copies Q with the first K/V tile and each K and V tile straight into shared
@@ -479,14 +479,17 @@ cudaError_t launch(const AttentionArgs& a, AttentionKernel kernel, cudaStream_t 
   p.mask_pairs = a.mask && reinterpret_cast<uintptr_t>(a.mask) % pair_bytes == 0 && a.mask_stride[0] % 2 == 0 &&
                  a.mask_stride[1] % 2 == 0 && a.mask_stride[2] % 2 == 0;
   p.causal = a.causal;
-  // The largest block whose grid still gives every SM two blocks (132 SMs: the H200's), as many warps
-  // sharing each K/V tile as the grid allows; small grids (BERT-base at batch 1: 96 blocks of 16
-  // rows) split each tile's keys between warps to have more of them in flight.
+  // The largest block whose grid still gives half the SMs a block (132 SMs: the H200's), as many
+  // warps sharing each K/V tile as the grid allows; small grids (BERT-base at batch 1: 96 blocks of
+  // 16 rows) split each tile's keys between warps to have more of them in flight. On the H200
+  // (native_bench, 2026-12-03, packed QKV, f32 mask): batch 8's 96 blocks of 128 rows ran 5.64 us
+  // against 7.96 for the 384 blocks of 32 rows x 2 that a two-blocks-an-SM rule chose; batch 1's
+  // 96 blocks of 16 rows x 4 3.44 us against 3.94 for 48 of 32 x 2.
   const long long bh = a.b * a.h, sms = 132;
   if (kernel == AttentionKernel::automatic) {
-    if (bh * ((a.sq + 127) / 128) >= 2 * sms) kernel = AttentionKernel::rows128;
-    else if (bh * ((a.sq + 63) / 64) >= 2 * sms) kernel = AttentionKernel::rows64;
-    else if (bh * ((a.sq + 31) / 32) >= 2 * sms) kernel = AttentionKernel::rows32_split2;
+    if (bh * ((a.sq + 127) / 128) >= sms / 2) kernel = AttentionKernel::rows128;
+    else if (bh * ((a.sq + 63) / 64) >= sms / 2) kernel = AttentionKernel::rows64;
+    else if (bh * ((a.sq + 31) / 32) >= sms / 2) kernel = AttentionKernel::rows32_split2;
     else kernel = AttentionKernel::rows16_split4;
   }
   switch (kernel) {
