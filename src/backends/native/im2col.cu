@@ -6,8 +6,6 @@
 // consecutive groups (coalesced rows), each gathers its taps through the read-only path, and the
 // index math is 32-bit with multiply-shift division wherever the sizes allow.
 // Tests: tests/gpu/native_kernels_test.cpp (Im2col_*)
-#include <type_traits>
-
 #include "backends/native/common.cuh"
 
 namespace sabre::native {
@@ -90,94 +88,8 @@ __global__ void __launch_bounds__(256) im2col_kernel(const Im2colP<D> p) {
   }
 }
 
-// One warp per 32 consecutive rows of A (pixels: row = (n·P + p)·Q + q, so they are contiguous
-// in A whatever P and Q are), one lane per pixel. For each column (r, s, c), the same for every
-// lane, the lanes read the image at consecutive output pixels (stride_w apart along W: 32 loads
-// in two or three 128-byte lines) and keep VEC columns in registers; each VEC-group goes to the
-// warp's staging rows in shared memory as one 16-byte store (row pitch cols·size: conflict-free
-// when a row is a multiple of 16 bytes), and the warp then writes its 32 rows of A, one contiguous
-// block, in 16-byte stores. The per-thread gather kernel above made every lane of a load read a
-// different column, ~32 L1 wavefronts per load: ResNet-50's stem took 95 us at batch 32 on the
-// H200 so, about a third of its bytes' speed; an earlier block-per-output-row kernel through
-// shared memory gathered the same way from shared memory and took 112.6 us.
-constexpr int kPixWarps = 4;  // warps per block
-
-template <class TX, class TA, int VEC>
-__global__ void __launch_bounds__(32 * kPixWarps) im2col_pixels_kernel(const Im2colP<Div32> p, int pixels) {
-  pdl_enter();
-  extern __shared__ __align__(16) unsigned char im2col_smem[];
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const int cols = p.vecs * VEC;
-  TA* stage = reinterpret_cast<TA*>(im2col_smem) + warp * 32 * cols;  // [32][cols]
-  const int first = (blockIdx.x * kPixWarps + warp) * 32;
-  if (first >= pixels) return;
-  const int pix = min(first + lane, pixels - 1);  // lanes past the end repeat the last pixel, unwritten
-  const int t = p.by_q.div(pix);
-  const int oq = pix - t * p.q;
-  const int nb = p.by_p.div(t);
-  const int op = t - nb * p.p;
-  const int ih0 = op * p.stride_h - p.pad_h, iw0 = oq * p.stride_w - p.pad_w;
-  const TX* __restrict__ xn = static_cast<const TX*>(p.x) + static_cast<long long>(nb) * p.chw;
-  int c = 0, s = 0, r = 0;  // the column's (r, s, c): c counts fastest, then s, then r
-  for (int g = 0; g < p.vecs; ++g) {
-    Pack<TA, VEC> v;
-#pragma unroll
-    for (int j = 0; j < VEC; ++j) {
-      float val = 0.f;
-      if (g * VEC + j < p.rsc) {
-        const int ih = ih0 + r * p.dil_h, iw = iw0 + s * p.dil_w;
-        if (ih >= 0 && ih < p.h && iw >= 0 && iw < p.w) val = to_float(__ldg(xn + c * p.hw + ih * p.w + iw));
-        if (++c == p.c) {
-          c = 0;
-          if (++s == p.by_s.d) s = 0, ++r;
-        }
-      }
-      v.v[j] = from_float<TA>(val);
-    }
-    *reinterpret_cast<Pack<TA, VEC>*>(stage + lane * cols + g * VEC) = v;
-  }
-  __syncwarp();
-  const int rows = min(32, pixels - first);
-  const Pack<TA, VEC>* src = reinterpret_cast<const Pack<TA, VEC>*>(stage);
-  Pack<TA, VEC>* dst = reinterpret_cast<Pack<TA, VEC>*>(static_cast<TA*>(p.a) + static_cast<long long>(first) * cols);
-  for (int k = lane; k < rows * p.vecs; k += 32) dst[k] = src[k];
-}
-
-// The warp-per-pixels kernel where it applies: 16-byte column groups, 16-byte row pitch, a warp's
-// 32 staged rows within 12 KB, 32-bit sizes. Returns false (nothing launched) otherwise.
-template <class TX, class TA>
-bool launch_pixels(const Im2colArgs& a, cudaStream_t stream, cudaError_t& err) {
-  constexpr int kVec = static_cast<int>(16 / sizeof(TA));
-  const int64_t pixels = a.n * a.p * a.q;
-  const int64_t smem = int64_t(kPixWarps) * 32 * a.cols * static_cast<int64_t>(sizeof(TA));
-  constexpr int64_t kMax = (int64_t(1) << 31) - 1;
-  if (a.cols % kVec != 0 || !aligned16(a.a) || smem > 48 * 1024 || pixels > kMax - 32 * kPixWarps ||
-      a.n * a.c * a.h * a.w > kMax || a.h + a.pad_h + (a.r - 1) * a.dil_h >= kMax ||
-      a.w + a.pad_w + (a.s - 1) * a.dil_w >= kMax || a.p * a.stride_h >= kMax || a.q * a.stride_w >= kMax)
-    return false;
-  Im2colP<Div32> p{};
-  p.x = a.x;
-  p.a = a.a;
-  p.c = int(a.c), p.h = int(a.h), p.w = int(a.w), p.hw = int(a.h * a.w), p.chw = int(a.c * a.h * a.w);
-  p.p = int(a.p), p.q = int(a.q);
-  p.pad_h = int(a.pad_h), p.pad_w = int(a.pad_w), p.stride_h = int(a.stride_h), p.stride_w = int(a.stride_w);
-  p.dil_h = int(a.dil_h), p.dil_w = int(a.dil_w);
-  p.rsc = int(a.r * a.s * a.c);
-  p.vecs = int(a.cols / kVec);
-  p.by_q = Div32(a.q), p.by_p = Div32(a.p), p.by_s = Div32(a.s);
-  const int64_t blocks = (pixels + 32 * kPixWarps - 1) / (32 * kPixWarps);
-  err = launch(im2col_pixels_kernel<TX, TA, kVec>, static_cast<unsigned>(blocks), 32 * kPixWarps,
-               static_cast<size_t>(smem), stream, p, static_cast<int>(pixels));
-  if (err != cudaSuccess) err = fail_cuda(err, "launch(im2col_pixels_kernel)", __FILE__, __LINE__);
-  return true;
-}
-
 template <class TX, class TA, class D>
 cudaError_t launch_im2col(const Im2colArgs& a, cudaStream_t stream) {
-  if constexpr (std::is_same_v<D, Div32>) {
-    cudaError_t err = cudaSuccess;
-    if (launch_pixels<TX, TA>(a, stream, err)) return err;
-  }
   constexpr int kVec = static_cast<int>(16 / sizeof(TA));
   const bool vec = a.cols % kVec == 0 && aligned16(a.a);
   const int vlen = vec ? kVec : 1;
