@@ -37,7 +37,8 @@
 // the previous one (attention_v1.cu: 4-warp blocks, Q fragments in registers, whole-tile softmax with
 // __expf, the mask one predicated scalar load a score) 4.46 / 9.3 / 22.1 us, ~1300 SASS instructions
 // a 64-key tile a warp at 160-168 registers (three blocks, 12 warps an SM;
-// bench/results/pdl_native_h200_2026-12-03.txt). This one: not yet measured on a GPU.
+// bench/results/pdl_native_h200_2026-12-03.txt). This one: 3.44 / 5.64 / 12.71 us with the 16x4,
+// 128 and 128-row blocks (bench/results/bert_speed_h200_2026-12-03.txt), 704/704 native GPU tests.
 // A/B: SABRE_ATTN_V1=1 runs the previous kernel where AttentionKernel::automatic is asked for;
 // AttentionArgs::kernel forces either (bench/native_bench prints both). Both are temporary.
 // Tests: tests/gpu/native_kernels_test.cpp (Attention_*, every variant) against a double-precision reference.
