@@ -1284,6 +1284,32 @@ TEST(CodegenLayoutNhwc, Im2colGemmIsTunedLikeTheOthers) {
   EXPECT_EQ(codegen::tuned_conv_problems(g, o, 90).size(), 2u * 4) << "both convs at batch 1, 2, 4, 8";
 }
 
+// The 1x1 convs run as GEMMs are tuned as GEMMs: sabre tune and compile --tune collect them
+// among the GEMM problems (M = batch·h·w over the batch range) and not among the conv problems;
+// with pointwise_gemm off they are conv problems again, one per batch bucket.
+TEST(CodegenLayoutNhwc, PointwiseGemmsAreTunedAsGemms) {
+  const ir::Graph g = partition::partition(codegen::canonicalize_model(inverted_residual_graph(), false),
+                                           cutlass_backend::pattern_table()).graph;
+  codegen::LowerOptions o;
+  o.ranges = codegen::parse_dynamic("batch=1..8");
+  o.pick_conv = [](const codegen::ConvProblem& p) { return codegen::analytic_conv_kernel(p, 90); };
+  std::vector<tune::GemmProblem> gemms = codegen::tuned_gemm_problems(g, o, 90);
+  ASSERT_EQ(gemms.size(), 2u);
+  std::set<std::string> seen;
+  for (const auto& p : gemms) {
+    seen.insert(p.epilogue + " n=" + std::to_string(p.n) + " k=" + std::to_string(p.k));
+    EXPECT_EQ(p.layout, "tn");
+    EXPECT_EQ(p.alignment, 8);
+    EXPECT_EQ(p.m_min, 36);
+    EXPECT_EQ(p.m_max, 8 * 36);
+  }
+  EXPECT_EQ(seen, (std::set<std::string>{"bias_relu6 n=16 k=8", "bias_res n=8 k=16"}));
+  EXPECT_TRUE(codegen::tuned_conv_problems(g, o, 90).empty());
+  o.pointwise_gemm = false;
+  EXPECT_TRUE(codegen::tuned_gemm_problems(g, o, 90).empty());
+  EXPECT_EQ(codegen::tuned_conv_problems(g, o, 90).size(), 2u * 4) << "both 1x1 convs at batch 1, 2, 4, 8";
+}
+
 // torchvision exports (bench/models/export_tv.py writes them): SABRE_TV_MODELS=DIR runs
 // DIR/resnet50.onnx and DIR/mobilenet_v2.onnx (NHWC conv regions, depthwise convs) through the check.
 TEST(CodegenPlanInterp, TorchvisionExportsMatchReference) {
