@@ -1420,15 +1420,9 @@ class Lowerer {
     const int64_t vec = cutlass_backend::max_alignment(o_.dtype);
     const int64_t kp = (rsc + vec - 1) / vec * vec;
     const Dim m = xs[0] * ys[2] * ys[3];
-    JObject p{{"stride_a", jstr("0")}, {"stride_b", jstr("0")}, {"stride_d", jstr("0")}, {"stride_r", jstr("0")}};
-    try {
-      p = gemm_params(n, std::move(p), m, Dim(K), Dim(kp), Dim(1), "tn", epilogue, false);
-    } catch (const UnsupportedError& e) {
-      out_.notes.push_back("conv " + conv->name() + " (" + n->name() + "): not run as im2col + GEMM (" + e.what() +
-                           "); its channels are padded instead");
-      return false;
-    }
-    p["pattern"] = jstr(n->attr_string("pattern", ""));
+    std::optional<JObject> p = conv_gemm_params(n, conv, m, Dim(K), Dim(kp), epilogue, false, "not run as im2col + GEMM",
+                                                "its channels are padded instead");
+    if (!p) return false;
     // X itself where it is a float model input nothing has cast yet: the im2col casts on the way.
     auto raw = pending_cast_.find(X);
     const int x = raw != pending_cast_.end() ? raw->second : tensor(X);
@@ -1461,9 +1455,7 @@ class Lowerer {
                  {"r", jnum(double(R))}, {"s", jnum(double(S))}, {"p", jdim(ys[2])}, {"q", jdim(ys[3])},
                  {"pads", jints(pads)}, {"strides", jints(conv->attr_ints("strides", {1, 1}))},
                  {"dilations", jints(conv->attr_ints("dilations", {1, 1}))}});
-    if (!nhwc_.count(n->output(0)))
-      throw std::logic_error("lower: conv output '" + n->output(0)->name() + "' is not NHWC (invariant: assign_layouts)");
-    step("gemm", n->name() + " (" + conv->name() + " on its im2col)", {a, wt, tensor(bias), -1}, {define(n->output(0))}, p);
+    step("gemm", n->name() + " (" + conv->name() + " on its im2col)", {a, wt, tensor(bias), -1}, {define(n->output(0))}, *p);
     ++im2col_;
     out_.notes.push_back("conv " + conv->name() + " (" + n->name() + "): im2col (" + cols +
                          ") + GEMM instead of a C-padded (" + std::to_string(C) + " -> " + std::to_string(c_pad) +
@@ -1486,33 +1478,39 @@ class Lowerer {
     const auto& xs = X->shape();
     const auto& ws = W->shape();
     const auto& ys = n->output(0)->shape();
-    const bool ones = [](const std::vector<int64_t>& v, int64_t x) {
-      for (int64_t e : v)
-        if (e != x) return false;
-      return true;
-    }(conv->attr_ints("strides", {1, 1}), 1);
-    if (!(ws[2] == Dim(1)) || !(ws[3] == Dim(1)) || !ones) return false;
-    for (int64_t pad : conv->attr_ints("pads", {0, 0, 0, 0}))
-      if (pad != 0) return false;
-    for (int64_t d : conv->attr_ints("dilations", {1, 1}))
-      if (d != 1) return false;
-    if (!(xs[2] == ys[2]) || !(xs[3] == ys[3])) return false;  // shape inference agrees: 1x1, stride 1
-    const Dim m = xs[0] * xs[2] * xs[3];
-    JObject p{{"stride_a", jstr("0")}, {"stride_b", jstr("0")}, {"stride_d", jstr("0")}, {"stride_r", jstr("0")}};
-    try {
-      p = gemm_params(n, std::move(p), m, ws[0], xs[1], Dim(1), "tn", epilogue, res != nullptr);
-    } catch (const UnsupportedError& e) {
-      out_.notes.push_back("conv " + conv->name() + " (" + n->name() + "): 1x1, but not run as a GEMM (" + e.what() +
-                           "); the conv kernels run it");
+    auto all = [](const std::vector<int64_t>& v, int64_t x) {
+      return std::all_of(v.begin(), v.end(), [x](int64_t e) { return e == x; });
+    };
+    if (!(ws[2] == Dim(1)) || !(ws[3] == Dim(1)) || !all(conv->attr_ints("strides", {1, 1}), 1) ||
+        !all(conv->attr_ints("pads", {0, 0, 0, 0}), 0) || !all(conv->attr_ints("dilations", {1, 1}), 1))
       return false;
-    }
-    p["pattern"] = jstr(n->attr_string("pattern", ""));
-    if (!nhwc_.count(n->output(0)))
-      throw std::logic_error("lower: conv output '" + n->output(0)->name() + "' is not NHWC (invariant: assign_layouts)");
+    if (!(xs[2] == ys[2]) || !(xs[3] == ys[3])) return false;  // shape inference agrees: 1x1, stride 1
+    std::optional<JObject> p = conv_gemm_params(n, conv, xs[0] * xs[2] * xs[3], ws[0], xs[1], epilogue, res != nullptr,
+                                                "1x1, but not run as a GEMM", "the conv kernels run it");
+    if (!p) return false;
     step("gemm", n->name() + " (" + conv->name() + ", 1x1 as a GEMM)",
-         {tensor_nhwc(X), tensor_nhwc(W), tensor(bias), tensor_nhwc(res)}, {define(n->output(0))}, p);
+         {tensor_nhwc(X), tensor_nhwc(W), tensor(bias), tensor_nhwc(res)}, {define(n->output(0))}, *p);
     ++pointwise_;
     return true;
+  }
+
+  // The gemm step params of a conv region run as one unbatched "tn" GEMM (emit_im2col_gemm,
+  // emit_pointwise_gemm), its output Y already NHWC; nullopt, with a note saying `refused` and
+  // `instead`, where no GEMM kernel takes the problem.
+  std::optional<JObject> conv_gemm_params(const Node* n, const Node* conv, const Dim& m, const Dim& nn, const Dim& k,
+                                          const std::string& epilogue, bool residual, const std::string& refused,
+                                          const std::string& instead) {
+    if (!nhwc_.count(n->output(0)))
+      throw std::logic_error("lower: conv output '" + n->output(0)->name() + "' is not NHWC (invariant: assign_layouts)");
+    JObject p{{"stride_a", jstr("0")}, {"stride_b", jstr("0")}, {"stride_d", jstr("0")}, {"stride_r", jstr("0")}};
+    try {
+      p = gemm_params(n, std::move(p), m, nn, k, Dim(1), "tn", epilogue, residual);
+    } catch (const UnsupportedError& e) {
+      out_.notes.push_back("conv " + conv->name() + " (" + n->name() + "): " + refused + " (" + e.what() + "); " + instead);
+      return std::nullopt;
+    }
+    p["pattern"] = jstr(n->attr_string("pattern", ""));
+    return p;
   }
 
   // A gemm step's params for D[m,n] = epilogue(A[m,k]·B + bias, residual) (docs/RUNTIME.md): dims,
