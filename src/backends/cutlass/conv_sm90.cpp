@@ -95,15 +95,12 @@ std::string fusion_op(const EpilogueSpec& e) {
   return o;
 }
 
-// The ws kernel: CUTLASS's own sm90 conv, through its conv builder, ConvUniversal and ConvUniversalAdapter.
-std::string ws_device_types(const Sm90ConvSpec& s) {
+// The types both schedules declare after their layouts: C's element, the accumulator and epilogue
+// math, the alignment, and the tile and cluster shapes.
+std::string tile_types(const Sm90ConvSpec& s) {
   const Sm90ConvConfig& c = s.config;
-  const EpilogueSpec& e = s.epi;
-  const bool has_c = e.residual != Residual::none;
+  const bool has_c = s.epi.residual != Residual::none;
   std::string o;
-  o += "namespace {\nusing namespace cute;\n\n";
-  o += "using Element = " + detail::cutlass_elem(s.elem) + ";  // X, W, Y, bias, R\n";
-  o += "using Layout = cutlass::layout::TensorNHWC;  // X [n,h,w,c], W [k,r,s,c], Y and R [n,p,q,k]\n";
   o += std::string("using ElementC = ") + (has_c ? "Element;  // the source tensor C is the residual R\n"
                                                  : "void;  // no source tensor is read\n");
   o += "using ElementAccumulator = float;\nusing ElementCompute = float;\n";
@@ -111,6 +108,18 @@ std::string ws_device_types(const Sm90ConvSpec& s) {
   o += "// The conv K mode is (C,S,R): its tile is a one-mode shape of 64 channels; (R,S) are k-iterations.\n";
   o += "using TileShape = Shape<_" + i(c.tile.m) + ", _" + i(c.tile.n) + ", Shape<_" + i(c.tile.k) + ">>;\n";
   o += "using ClusterShape = Shape<_" + i(c.cluster_m) + ", _" + i(c.cluster_n) + ", _1>;\n";
+  return o;
+}
+
+// The ws kernel: CUTLASS's own sm90 conv, through its conv builder, ConvUniversal and ConvUniversalAdapter.
+std::string ws_device_types(const Sm90ConvSpec& s) {
+  const Sm90ConvConfig& c = s.config;
+  const EpilogueSpec& e = s.epi;
+  std::string o;
+  o += "namespace {\nusing namespace cute;\n\n";
+  o += "using Element = " + detail::cutlass_elem(s.elem) + ";  // X, W, Y, bias, R\n";
+  o += "using Layout = cutlass::layout::TensorNHWC;  // X [n,h,w,c], W [k,r,s,c], Y and R [n,p,q,k]\n";
+  o += tile_types(s);
   o += "// The only sm90 conv schedule in CUTLASS 4.2 (persistent schedules are refused for conv): one TMA\n"
        "// producer warp and one consumer warpgroup; the matching epilogue is the non-cooperative TMA one.\n";
   o += "using KernelSchedule = cutlass::conv::KernelImplicitTmaWarpSpecializedSm90;\n";
@@ -143,7 +152,6 @@ std::string ws_device_types(const Sm90ConvSpec& s) {
 std::string persistent_device_types(const Sm90ConvSpec& s) {
   const Sm90ConvConfig& c = s.config;
   const EpilogueSpec& e = s.epi;
-  const bool has_c = e.residual != Residual::none;
   const bool coop = c.schedule == Sm90ConvSchedule::coop;
   std::string o;
   o += "namespace {\nusing namespace cute;\n\n";
@@ -152,13 +160,7 @@ std::string persistent_device_types(const Sm90ConvSpec& s) {
   o += "// Y and R are packed [n,p,q,k]: the row-major [M = n*p*q, N = k] matrix of the implicit GEMM, so the\n"
        "// epilogue is the GEMM's, over the linearized M the tile scheduler counts.\n";
   o += "using LayoutY = cutlass::layout::RowMajor;\n";
-  o += std::string("using ElementC = ") + (has_c ? "Element;  // the source tensor C is the residual R\n"
-                                                 : "void;  // no source tensor is read\n");
-  o += "using ElementAccumulator = float;\nusing ElementCompute = float;\n";
-  o += "constexpr int kAlign = " + i(c.alignment) + ";  // 16 bytes: TMA's alignment of every channel row\n";
-  o += "// The conv K mode is (C,S,R): its tile is a one-mode shape of 64 channels; (R,S) are k-iterations.\n";
-  o += "using TileShape = Shape<_" + i(c.tile.m) + ", _" + i(c.tile.n) + ", Shape<_" + i(c.tile.k) + ">>;\n";
-  o += "using ClusterShape = Shape<_" + i(c.cluster_m) + ", _" + i(c.cluster_n) + ", _1>;\n";
+  o += tile_types(s);
   if (coop) {
     o += "// Persistent cooperative: two consumer warpgroups split each tile's M; the producer warp loads the\n"
          "// next tile while they run the epilogue. The epilogue schedule must be the cooperative one.\n";
@@ -289,12 +291,7 @@ std::string host_code(const Sm90ConvSpec& s, const EmitOptions& opts) {
   o += "namespace {\n\n";
   o += detail::host_error_plumbing();
   if (pers)
-    o += "// Programmatic dependent launch: the kernel (built with CUTLASS_ENABLE_GDC_FOR_SM90) waits for the\n"
-         "// previous kernel on the stream before its first global load, so it may launch while that one\n"
-         "// drains. SABRE_PDL=0 turns it off.\n"
-         "bool pdl_enabled() {\n"
-         "  static const bool on = [] { const char* v = std::getenv(\"SABRE_PDL\"); return !(v && v[0] == '0'); }();\n"
-         "  return on;\n}\n\n";
+    o += detail::pdl_switch();
   o += "constexpr bool kHasBias = " + std::string(e.bias ? "true" : "false") + ";\n";
   o += "constexpr bool kHasResidual = " + std::string(res ? "true" : "false") + ";\n";
   o += "constexpr int64_t kElemBytes = int64_t(sizeof(Element));\n\n";
@@ -403,23 +400,7 @@ std::string host_code(const Sm90ConvSpec& s, const EmitOptions& opts) {
     o += res ? "      {{}, static_cast<const Element*>(p->residual), sc, static_cast<Element*>(p->y), sd});\n"
              : "      {{}, nullptr, sc, static_cast<Element*>(p->y), sd});\n";
   }
-  if (e.residual == Residual::after_act) {
-    o += "  // Tree arguments in the tree's order: children first, then the node's op.\n";
-    o += "  args.epilogue.thread = {\n";
-    o += "      {{p->beta}, {nullptr}, {}},  // beta\n";
-    o += "      {},                          // R\n";
-    o += "      {                            // act(...)\n";
-    if (e.bias)
-      o += "          {{{p->alpha}, {nullptr}, {}}, {}, {static_cast<const Element*>(p->bias), Element(0), {}}, {}},\n";
-    else
-      o += "          {{{p->alpha}, {nullptr}, {}}, {}, {}},\n";
-    o += "          {}},\n";
-    o += "      {}};\n";
-  } else {
-    o += "  args.epilogue.thread.alpha = p->alpha;\n";
-    o += res ? "  args.epilogue.thread.beta = p->beta;\n" : "  args.epilogue.thread.beta = 0.0f;\n";
-    if (e.bias) o += "  args.epilogue.thread.bias_ptr = static_cast<const Element*>(p->bias);\n";
-  }
+  o += detail::sm90_epilogue_arguments(e, "Element");
   o += "  return SABRE_OK;\n}\n\n";
   o += "}  // namespace\n\n";
   o += "extern \"C\" {\n\n";

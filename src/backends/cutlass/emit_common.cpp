@@ -126,6 +126,37 @@ std::string conv_refuse_pointer_checks() {
   return o;
 }
 
+std::string pdl_switch() {
+  return "// Programmatic dependent launch: the kernel (built with CUTLASS_ENABLE_GDC_FOR_SM90) waits for the\n"
+         "// previous kernel on the stream before its first global load, so it may launch while that one\n"
+         "// drains. SABRE_PDL=0 turns it off.\n"
+         "bool pdl_enabled() {\n"
+         "  static const bool on = [] { const char* v = std::getenv(\"SABRE_PDL\"); return !(v && v[0] == '0'); }();\n"
+         "  return on;\n}\n\n";
+}
+
+std::string sm90_epilogue_arguments(const EpilogueSpec& e, const std::string& elem) {
+  std::string o;
+  if (e.residual == Residual::after_act) {
+    o += "  // Tree arguments in the tree's order: children first, then the node's op.\n";
+    o += "  args.epilogue.thread = {\n";
+    o += "      {{p->beta}, {nullptr}, {}},  // beta\n";
+    o += "      {},                          // R\n";
+    o += "      {                            // act(...)\n";
+    if (e.bias)
+      o += "          {{{p->alpha}, {nullptr}, {}}, {}, {static_cast<const " + elem + "*>(p->bias), " + elem + "(0), {}}, {}},\n";
+    else
+      o += "          {{{p->alpha}, {nullptr}, {}}, {}, {}},\n";
+    o += "          {}},\n";
+    o += "      {}};\n";
+  } else {
+    o += "  args.epilogue.thread.alpha = p->alpha;\n";
+    o += e.residual != Residual::none ? "  args.epilogue.thread.beta = p->beta;\n" : "  args.epilogue.thread.beta = 0.0f;\n";
+    if (e.bias) o += "  args.epilogue.thread.bias_ptr = static_cast<const " + elem + "*>(p->bias);\n";
+  }
+  return o;
+}
+
 std::string host_error_plumbing() {
   std::string o;
   o += "thread_local std::string g_last_error;\n\n";

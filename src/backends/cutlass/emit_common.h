@@ -33,6 +33,13 @@ std::string conv_refuse_pointer_checks();
 // thread-local last error, fail(status, message), and SABRE_CHECK_CUTLASS / SABRE_CHECK_CUDA, which
 // return the failing statement, status text and line through fail().
 std::string host_error_plumbing();
+// A generated kernel's run-time PDL switch, pdl_enabled() (SABRE_PDL=0: off), for the inside of its
+// anonymous namespace; the kernels built with CUTLASS_ENABLE_GDC_FOR_SM90 pass it to run().
+std::string pdl_switch();
+// make_args' epilogue arguments of an sm90 fusion op (emitter.cpp's FusionOp, conv_sm90.cpp's
+// fusion_op: LinComb*/EVT tree with the residual after the activation) for `e`, the bias read as
+// `elem` (the generated source's element type name).
+std::string sm90_epilogue_arguments(const EpilogueSpec& e, const std::string& elem);
 
 // The run entry point's check that the caller's workspace holds `need` bytes (SABRE_BAD_ARGS else).
 std::string workspace_check();

@@ -42,12 +42,7 @@ std::string host_prologue(const KernelSpec& s) {
   o += "bool aligned(const void* p) { return reinterpret_cast<uintptr_t>(p) % (kAlignment * kElemBytes) == 0; }\n";
   o += "bool divisible(int64_t v) { return v % kAlignment == 0; }\n\n";
   if (uses_pdl(s.config))
-    o += "// Programmatic dependent launch: the kernel (built with CUTLASS_ENABLE_GDC_FOR_SM90) waits for the\n"
-         "// previous kernel on the stream before its first global load, so it may launch while that one\n"
-         "// drains. SABRE_PDL=0 turns it off.\n"
-         "bool pdl_enabled() {\n"
-         "  static const bool on = [] { const char* v = std::getenv(\"SABRE_PDL\"); return !(v && v[0] == '0'); }();\n"
-         "  return on;\n}\n\n";
+    o += detail::pdl_switch();
   o += "// Why this kernel cannot run these arguments, or nullptr. Covers what CUTLASS leaves to the caller:\n"
        "// contiguous extents, row and batch strides and base pointers must all be multiples of the alignment.\n";
   o += "const char* refuse(const sabre_gemm_args* p) {\n";
@@ -244,23 +239,7 @@ std::string emit_sm90(const KernelSpec& s) {
     o += std::string("  args.scheduler.reduction_mode = cutlass::gemm::kernel::detail::ReductionMode::") +
          (c.schedule == Schedule::splitk ? "Deterministic;\n" : "Nondeterministic;\n");
   }
-  if (e.residual == Residual::after_act) {
-    o += "  // Tree arguments in the tree's order: children first, then the node's op.\n";
-    o += "  args.epilogue.thread = {\n";
-    o += "      {{p->beta}, {nullptr}, {}},  // beta\n";
-    o += "      {},                          // R\n";
-    o += "      {                            // act(...)\n";
-    if (e.bias)
-      o += "          {{{p->alpha}, {nullptr}, {}}, {}, {static_cast<const ElementD*>(p->bias), ElementD(0), {}}, {}},\n";
-    else
-      o += "          {{{p->alpha}, {nullptr}, {}}, {}, {}},\n";
-    o += "          {}},\n";
-    o += "      {}};\n";
-  } else {
-    o += "  args.epilogue.thread.alpha = p->alpha;\n";
-    o += has_c ? "  args.epilogue.thread.beta = p->beta;\n" : "  args.epilogue.thread.beta = 0.0f;\n";
-    if (e.bias) o += "  args.epilogue.thread.bias_ptr = static_cast<const ElementD*>(p->bias);\n";
-  }
+  o += detail::sm90_epilogue_arguments(e, "ElementD");
   o += "  return SABRE_OK;\n}\n\n";
   return o;
 }
