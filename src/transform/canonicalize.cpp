@@ -13,6 +13,7 @@
 #include "transform/layout_weights.h"
 #include "transform/mark_gemm_bias.h"
 #include "transform/merge_qkv.h"
+#include "transform/simplify_masks.h"
 #include "transform/unflatten_gemm.h"
 
 namespace sabre::transform {
@@ -34,6 +35,7 @@ ir::Graph canonicalize(ir::Graph g, const PassOptions& opts) {
   };
   step("fold_constants", fold_constants);
   step("fold_shapes", fold_shapes);
+  step("simplify_masks", simplify_masks);
   step("unflatten_gemm", unflatten_gemm);
   step("fuse_gelu", fuse_gelu);
   step("fuse_layernorm", fuse_layernorm);

@@ -20,7 +20,7 @@ TEST(Canonicalize, DumpsAfterEveryPassInOrder) {
   transform::PassOptions o;
   o.dump_to = [&](const std::string& after, const ir::Graph&) { seen.push_back(after); };
   g = transform::canonicalize(std::move(g), o);
-  std::vector<std::string> want = {"fold_constants", "fold_shapes", "unflatten_gemm", "fuse_gelu", "fuse_layernorm",
+  std::vector<std::string> want = {"fold_constants", "fold_shapes", "simplify_masks", "unflatten_gemm", "fuse_gelu", "fuse_layernorm",
                                    "fold_batchnorm", "fold_constants", "layout_weights", "mark_gemm_bias"};
   EXPECT_EQ(seen, want);
   EXPECT_NE(ir::print(g).find("sabre.MatMulTransB"), std::string::npos);
