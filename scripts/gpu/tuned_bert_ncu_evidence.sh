@@ -40,7 +40,7 @@ done
 ncu_run() {  # ncu_run NAME ARTIFACT DIMS...: one run, every kernel's GPU time
   local name=$1 art=$2; shift 2
   LIMIT=90 TAIL=2 step $name ncu --clock-control none --metrics gpu__time_duration.sum --csv --print-units base \
-    $b/sabre bench $art "$@" --warmup 0 --iters 1 --no-graphs
+    $b/sabre bench $art "$@" --warmup 1 --iters 1 --no-graphs
 }
 ncu_run ncu_bert_b1 /tmp/bert_tuned.sabre --dim batch=1 --dim seq=128
 ncu_run ncu_bert_b32 /tmp/bert_tuned.sabre --dim batch=32 --dim seq=128
