@@ -195,12 +195,11 @@ int main() {
     }
   }
   // Fused attention at BERT-base shapes (12 heads, head dim 64, seq 128), graph replay in us, every
-  // kernel: auto is what a plan runs (the previous kernel under SABRE_ATTN_V1=1), v1 the previous
-  // kernel, the rest a block shape forced (rows x split warps). Masks: [B,1,1,K] as the bench rows
+  // kernel: auto is what a plan runs, the rest a block shape forced (rows x split warps). Masks: [B,1,1,K] as the bench rows
   // above, [B,1,Q,K] as HF's eager BERT expands its padding mask.
   {
     const std::pair<native::AttentionKernel, const char*> kernels[] = {
-        {native::AttentionKernel::automatic, "auto"},      {native::AttentionKernel::v1, "v1"},
+        {native::AttentionKernel::automatic, "auto"},
         {native::AttentionKernel::rows16_split4, "r16x4"}, {native::AttentionKernel::rows32_split2, "r32x2"},
         {native::AttentionKernel::rows64, "r64"},          {native::AttentionKernel::rows128, "r128"}};
     std::printf("\n%-44s %6s", "attention, graph_us (f16)", "batch");

@@ -6,9 +6,10 @@
       (channels_last) on random images for each batch B, runs the sabre artifact on the same inputs
       (`sabre run`) and prints the relative L2 error against PyTorch fp16 (target <= 1e-2) and, for
       scale, PyTorch fp16 against fp32. Exit 1 when over 1e-2.
-  tv_e2e.py latency NAME OUTDIR ARTIFACT SABRE B [B ...]
+  tv_e2e.py latency NAME OUTDIR ARTIFACT[,ARTIFACT...] SABRE B [B ...]
       Median latency of PyTorch eager fp16 channels_last, torch.compile(mode="reduce-overhead") and
-      `sabre bench` (CUDA graphs) at each batch, in one run."""
+      `sabre bench` (CUDA graphs) of each artifact at each batch, in one run; "x best torch" is the
+      faster torch time over the first artifact's."""
 import copy
 import os
 import subprocess
@@ -65,11 +66,15 @@ def compare(name, outdir, artifact, sabre, batches):
 
 
 
-def latency(name, outdir, artifact, sabre, batches):
+def latency(name, outdir, artifacts, sabre, batches):
     model = load(name, outdir).to("cuda", torch.float16).to(memory_format=torch.channels_last)
+    arts = artifacts.split(",")
     print(f"{name} fp16 on {torch.cuda.get_device_name()}, torch {torch.__version__}, torchvision "
           f"{torchvision.__version__}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
-    print(f"{'batch':>5} {'eager ms':>9} {'compile ms':>11} {'sabre ms':>9} {'x best torch':>13}")
+    if len(arts) > 1:
+        print("sabre ms columns: " + ", ".join(os.path.basename(a) for a in arts))
+    heads = "".join(f"{'sabre ms':>9} " for _ in arts)
+    print(f"{'batch':>5} {'eager ms':>9} {'compile ms':>11} {heads}{'x best torch':>13}")
     compiled = torch.compile(model, mode="reduce-overhead")
     for b in batches:
         x = torch.randn(b, 3, 224, 224, device="cuda", dtype=torch.float16).to(memory_format=torch.channels_last)
@@ -78,8 +83,9 @@ def latency(name, outdir, artifact, sabre, batches):
             compiled(x)
             compiled(x)
             comp = cuda_median_ms(lambda: compiled(x))
-        ours = sabre_p50_ms(sabre, artifact, {"batch": b})
-        print(f"{b:>5} {eager:>9.3f} {comp:>11.3f} {ours:>9.3f} {min(eager, comp) / ours:>13.2f}", flush=True)
+        ours = [sabre_p50_ms(sabre, a, {"batch": b}) for a in arts]
+        cols = "".join(f"{t:>9.3f} " for t in ours)
+        print(f"{b:>5} {eager:>9.3f} {comp:>11.3f} {cols}{min(eager, comp) / ours[0]:>13.2f}", flush=True)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# (Historical: SABRE_ATTN_V1 and the previous attention kernel were removed after this call measured them.)
 # One device call (2026-12-03 third session): the reworked attention kernel (A/B against the
 # previous one, SABRE_ATTN_V1=1), gelu(erf) epilogues through gelu_erf.h instead of erff, sm90 GEMM
 # tiles with N = 96/192, and the warp-per-pixels im2col. GPU tests first (native kernels, the new

@@ -1,4 +1,4 @@
-// Internal to the fused attention kernels (attention.cu, attention_v1.cu): cp.async, ldmatrix and
+// Internal to the fused attention kernel (attention.cu): cp.async, ldmatrix and
 // mma.sync m16n8k16 wrappers. All exist from sm_80, so the compute_80 PTX keeps them.
 #pragma once
 
@@ -8,7 +8,7 @@
 
 namespace sabre::native::detail {
 
-constexpr int kAttnBK = 64;  // keys per tile, both kernels
+constexpr int kAttnBK = 64;  // keys per tile
 
 __device__ __forceinline__ unsigned smem_addr(const void* p) {
   return static_cast<unsigned>(__cvta_generic_to_shared(p));
@@ -74,8 +74,3 @@ __device__ __forceinline__ unsigned pack2(float lo, float hi) {
 }
 
 }  // namespace sabre::native::detail
-
-namespace sabre::native {
-// The previous kernel (attention_v1.cu), kept for an on-GPU A/B against attention.cu's (temporary).
-cudaError_t attention_v1(const AttentionArgs& a, cudaStream_t stream);
-}  // namespace sabre::native

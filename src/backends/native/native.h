@@ -93,11 +93,9 @@ cudaError_t depthwise_conv2d(const DepthwiseArgs& a, cudaStream_t stream);
 // multiples of 8; attention_unsupported says why not ("" when supported).
 constexpr int64_t kMaxAttentionKeys = 512;
 // Which kernel attention() runs. automatic: attention.cu's, its block shape by grid size; the plan
-// and the runtime always ask for it. The others force one, for tests and benchmarks: v1 is the
-// previous kernel (attention_v1.cu; SABRE_ATTN_V1=1 makes automatic mean v1, an A/B switch read once;
-// both are temporary, until the rework is measured), rowsN_splitS a block of N query rows whose
-// warps split each key tile S ways.
-enum class AttentionKernel { automatic, v1, rows16_split4, rows32_split2, rows64, rows128 };
+// and the runtime always ask for it. The others force one, for tests and benchmarks: rowsN_splitS a
+// block of N query rows whose warps split each key tile S ways.
+enum class AttentionKernel { automatic, rows16_split4, rows32_split2, rows64, rows128 };
 struct AttentionArgs {
   DType dtype = DType::f16;
   const void *q = nullptr, *k = nullptr, *v = nullptr;
