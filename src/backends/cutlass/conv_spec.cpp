@@ -7,7 +7,7 @@
 namespace sabre::cutlass_backend {
 namespace {
 
-constexpr std::array<std::string_view, size_t(ConvIter::kCount)> kIterNames = {"optimized", "analytic"};
+constexpr std::array<std::string_view, size_t(ConvIter::kCount)> kIterNames = {"optimized", "analytic", "few_channels"};
 constexpr std::string_view kPrefix = "sm80_conv_fprop_";
 
 std::string dims(Shape3 s) { return std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k); }
@@ -45,11 +45,13 @@ std::optional<ConvSpec> parse_conv_kernel_name(std::string_view name) {
   if (!name.starts_with(kPrefix)) return std::nullopt;
   std::string_view rest = name.substr(kPrefix.size());
   ConvSpec s;
-  auto it = detail::take_token(rest);
-  if (!it) return std::nullopt;
+  // An iterator name may hold '_' (few_channels): match whole names, each followed by '_'.
   bool found = false;
-  for (size_t i = 0; i < kIterNames.size(); ++i)
-    if (kIterNames[i] == *it) s.config.iter = ConvIter(i), found = true;
+  for (size_t i = 0; i < kIterNames.size() && !found; ++i)
+    if (rest.starts_with(kIterNames[i]) && rest.substr(kIterNames[i].size()).starts_with('_')) {
+      s.config.iter = ConvIter(i), found = true;
+      rest.remove_prefix(kIterNames[i].size() + 1);
+    }
   if (!found || detail::take_token(rest) != "nhwc") return std::nullopt;
   auto e = detail::take_operand_types(rest);
   if (!e) return std::nullopt;
@@ -102,6 +104,10 @@ std::optional<std::string> conv_unsupported_reason(const ConvSpec& s, int target
     return "alignment below 4 bytes is the analytic iterator's fallback";
   if (c.split_k < 1 || c.split_k > kMaxConvSplitK)
     return "split_k must be 1.." + std::to_string(kMaxConvSplitK);
+  // CUTLASS counts a few-channels kernel's k-iterations over all of R·S·C whatever the split
+  // (implicit_gemm_k_iterations), so every slice would walk the whole reduction.
+  if (c.split_k > 1 && c.iter == ConvIter::few_channels)
+    return "few_channels kernels have no split-K: CUTLASS gives each slice all R*S*C k-iterations";
   if (c.split_k > 1 && !conv_split_k_allowed(s.epi))
     return "split-K needs an epilogue that stays linear until the last slice and reads a source (bias or residual); " +
            epilogue_name(s.epi) + " does not";
@@ -118,6 +124,14 @@ std::optional<std::string> conv_unsupported_reason(const ConvSpec& s, int target
   if (sm80_mainloop_smem_bytes(g, s.elem) > max_smem_bytes(target_sm))
     return "mainloop needs " + std::to_string(sm80_mainloop_smem_bytes(g, s.elem) / 1024) +
            " KiB of shared memory, more than the target's " + std::to_string(max_smem_bytes(target_sm) / 1024) + " KiB";
+  return std::nullopt;
+}
+
+std::optional<std::string> conv_channels_unsupported_reason(const ConvConfig& c, int64_t channels) {
+  if (channels < 1 || channels % c.alignment) return "c (input channels) is not a multiple of the kernel's alignment";
+  if (c.iter == ConvIter::few_channels && channels > kFewChannelsMaxC)
+    return "few_channels kernels are for c <= " + std::to_string(kFewChannelsMaxC) +
+           " (one tap's channels per access); wider C runs on the optimized iterator";
   return std::nullopt;
 }
 
