@@ -283,6 +283,22 @@ TEST(ConvSpec, ChannelsRule) {
   EXPECT_FALSE(cb::conv_channels_unsupported_reason(a1, 3));
 }
 
+// The catalog has 16-byte few_channels tiles for the padded stem in both dtypes, each passing the filter.
+TEST(ConvSpec, CatalogHasFewChannelsStemTiles) {
+  for (cb::Elem e : {cb::Elem::f16, cb::Elem::bf16}) {
+    std::set<std::string> tiles;
+    for (const auto& c : cb::conv_catalog(e, 90)) {
+      if (c.iter != cb::ConvIter::few_channels) continue;
+      EXPECT_EQ(c.alignment, 8);
+      EXPECT_EQ(c.split_k, 1);
+      EXPECT_FALSE(cb::conv_unsupported_reason({c, e, {}}, 80));
+      tiles.insert(std::to_string(c.tile.m) + "x" + std::to_string(c.tile.n) + "x" + std::to_string(c.tile.k) + "_s" +
+                   std::to_string(c.stages));
+    }
+    EXPECT_EQ(tiles, (std::set<std::string>{"256x64x32_s3", "128x64x32_s4", "64x64x32_s4"}));
+  }
+}
+
 // The emitter spells the iterator kFewChannels, and the kernel refuses what the channel rule
 // refuses (c > 16) and offsets past int32; the other iterators' kernels say nothing of it.
 TEST(ConvEmitter, FewChannelsUsesTheFewChannelsIterator) {

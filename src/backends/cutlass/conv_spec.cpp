@@ -150,6 +150,12 @@ constexpr ConvRow kConvRows[] = {
     // fallbacks for channel counts that are not a multiple of 8
     {ConvIter::analytic, 64, 64, 32, 32, 32, 4, 4},  // even C
     {ConvIter::analytic, 64, 64, 32, 32, 32, 2, 2},  // any C (3): register-pipelined, 1-element accesses
+    // The RGB stem padded to 8 channels (7x7: GEMM K = 392, 13 k-tiles of 32; N = K = 64 output
+    // channels; M = n·112·112 = 401408 at batch 32, 12544 at batch 1): one tap of 8 channels per
+    // 16-byte access. 256x64 and 128x64 for the big batches, 64x64 to fill the SMs at batch 1.
+    {ConvIter::few_channels, 256, 64, 32, 64, 32, 3, 16},
+    {ConvIter::few_channels, 128, 64, 32, 64, 32, 4, 16},
+    {ConvIter::few_channels, 64, 64, 32, 32, 32, 4, 16},
 };
 
 }  // namespace

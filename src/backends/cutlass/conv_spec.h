@@ -78,9 +78,9 @@ std::optional<std::string> conv_unsupported_reason(const ConvSpec& s, int target
 // (their can_implement), and the ranking offers a kernel only where this is nullopt.
 std::optional<std::string> conv_channels_unsupported_reason(const ConvConfig& c, int64_t channels);
 
-// Configs for `elem` on target_sm that pass the static filter: a few aligned (16-byte) tiles and
-// the 4-byte and 2-byte (alignment 2 and 1 for 16-bit types) analytic fallbacks for channel
-// counts such as 3 (RGB stems).
+// Configs for `elem` on target_sm that pass the static filter: a few aligned (16-byte) tiles, the
+// 4-byte and 2-byte (alignment 2 and 1 for 16-bit types) analytic fallbacks for channel counts
+// such as 3 (RGB stems), and 16-byte few_channels tiles for the stem padded to 8 channels.
 std::vector<ConvConfig> conv_catalog(Elem elem, int target_sm);
 
 // The epilogues conv kernels are generated with: each activation of {none, relu, silu, hardswish,
