@@ -117,7 +117,7 @@ CompileSummary compile_model(const std::string& model, const std::string& out_di
   lo.dtype = opts.dtype;
   lo.ranges = opts.ranges;
   lo.fuse_attention = opts.fuse_attention;
-  lo.im2col_stem = opts.im2col_stem;
+  lo.stem = opts.stem;
   lo.pointwise_gemm = opts.pointwise_gemm;
   lo.pick_conv = [sm, family = opts.conv_kernels](const ConvProblem& p) { return analytic_conv_kernel(p, sm, family); };
   tune::PickOptions popts;  // analytic picks unless a tuning DB is consulted below

@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 
+#include "backends/cutlass/conv_spec.h"
 #include "backends/cutlass/patterns.h"
 #include "backends/native/elementwise.h"
 
@@ -1279,7 +1280,7 @@ class Lowerer {
   // gets zero taps there: the same sums, on the aligned kernels. Returns that width, or 0 where
   // X is already NHWC (a conv's or pool's output: padding would cost a pass), C and K are not
   // both static, or K breaks the access too. Where this pads, a small conv (the stem) runs as
-  // im2col + GEMM instead when LowerOptions::im2col_stem allows (emit_im2col_gemm).
+  // im2col + GEMM instead when LowerOptions::stem says so (emit_im2col_gemm).
   int64_t channel_padding(const Value* X, const Value* W) const {
     if (nhwc_.count(X) || X->is_constant() || !W->is_constant()) return 0;
     const auto& xs = X->shape();
@@ -1329,7 +1330,7 @@ class Lowerer {
     const std::string epilogue = n->attr_string("epilogue", "linear");
     const std::string dt(ir::name(o_.dtype));
     const int64_t c_pad = channel_padding(X, W);
-    if (c_pad && o_.im2col_stem && !res && groups == 1 && emit_im2col_gemm(n, conv, X, W, bias, c_pad, epilogue))
+    if (c_pad && o_.stem == Stem::im2col && !res && groups == 1 && emit_im2col_gemm(n, conv, X, W, bias, c_pad, epilogue))
       return;
     if (!c_pad && o_.pointwise_gemm && groups == 1 && emit_pointwise_gemm(n, conv, X, W, bias, res, epilogue)) return;
     ConvProblem prob;
@@ -1383,11 +1384,28 @@ class Lowerer {
       last = kernel;
     }
     dispatch.back() = json::Value(JObject{{"max_m", jnum(-1)}, {"kernel", jstr(last)}});  // the last covers any m
-    if (c_pad)
+    if (c_pad) {
+      // Which path the stem took and on what: the kernels of the dispatch table, and whether they
+      // walk K = R·S·C packed (few_channels) or pad C to the tile's K at every tap.
+      std::string kernels;
+      bool few = true;
+      for (const auto& e : dispatch) {
+        const std::string k = e.obj().at("kernel").str();
+        kernels += (kernels.empty() ? "" : ", ") + k;
+        auto spec = cutlass_backend::parse_conv_kernel_name(k);
+        few = few && spec && spec->config.iter == cutlass_backend::ConvIter::few_channels;
+      }
       out_.notes.push_back("conv " + n->name() + ": input channels padded " + xs[1].str() + " -> " + std::to_string(c_pad) +
                            " at the NHWC boundary (zero channels, zero filter taps): alignment-" +
                            std::to_string(prob.alignment) + " kernels instead of alignment-" +
-                           std::to_string(cutlass_backend::static_alignment(o_.dtype, {{"C", xs[1]}, {"K", ws[0]}})));
+                           std::to_string(cutlass_backend::static_alignment(o_.dtype, {{"C", xs[1]}, {"K", ws[0]}})) +
+                           "; runs as a conv step (" +
+                           (o_.stem == Stem::conv ? "--stem conv" : "im2col + GEMM does not take it") +
+                           ") on " + kernels +
+                           (few ? " (few_channels: GEMM K = R*S*C = " + std::to_string(prob.r * prob.s * c_pad) +
+                                      ", no padding to the tile's K)"
+                                : ""));
+    }
     JObject p{{"n", jdim(xs[0])}, {"h", jdim(xs[2])}, {"w", jdim(xs[3])}, {"c", jdim(c_dim)},
               {"k", jdim(ws[0])}, {"r", jdim(ws[2])}, {"s", jdim(ws[3])}, {"p", jdim(ys[2])}, {"q", jdim(ys[3])},
               {"pads", jints(pads)}, {"strides", jints(strides)}, {"dilations", jints(dil)},
@@ -1400,7 +1418,7 @@ class Lowerer {
   }
 
   // The small-channel conv at the NCHW boundary (the RGB stem; emit_conv calls this where
-  // channel_padding pads X) as im2col + GEMM (LowerOptions::im2col_stem): an "im2col" step reads X
+  // channel_padding pads X) as im2col + GEMM (LowerOptions::stem): an "im2col" step reads X
   // as the graph has it (NCHW; a float model input itself, cast on the way) and writes
   // A [n·p·q, kp], column (r·S + s)·C + c, kp = R·S·C rounded up to the 16-byte access; the filter
   // [K,C,R,S] is repacked once to B [K, kp] with the same columns (zeros past R·S·C); a gemm step
@@ -1459,7 +1477,7 @@ class Lowerer {
     ++im2col_;
     out_.notes.push_back("conv " + conv->name() + " (" + n->name() + "): im2col (" + cols +
                          ") + GEMM instead of a C-padded (" + std::to_string(C) + " -> " + std::to_string(c_pad) +
-                         ") implicit-GEMM conv, reading " + X->name() + " in NCHW (--no-im2col-stem: the padded conv)");
+                         ") implicit-GEMM conv, reading " + X->name() + " in NCHW (--stem conv: the padded conv)");
     return true;
   }
 
@@ -1667,6 +1685,14 @@ class Lowerer {
 };
 
 }  // namespace
+
+std::string_view stem_name(Stem s) { return s == Stem::conv ? "conv" : "im2col"; }
+
+Stem parse_stem(const std::string& text) {
+  if (text == "im2col") return Stem::im2col;
+  if (text == "conv") return Stem::conv;
+  throw std::invalid_argument("--stem '" + text + "': give im2col (an im2col step and a GEMM) or conv (the channel-padded conv)");
+}
 
 std::pair<int64_t, int64_t> default_range(const std::string& symbol) {
   std::string s = symbol;

@@ -14,7 +14,7 @@
 // C breaks the 16-byte access (the RGB stem's 3), writes C padded with zero channels so that the
 // conv runs on the aligned kernels (filter padded with zero taps; a note says so). Such a conv
 // with a small reduction (R·S·C <= 1024, C < 8: the stem) instead becomes an "im2col" step reading
-// X in NCHW and a "gemm" step whose output is already NHWC (LowerOptions::im2col_stem); a 1x1
+// X in NCHW and a "gemm" step whose output is already NHWC (LowerOptions::stem); a 1x1
 // stride-1 conv is a "gemm" step over its NHWC tensors (LowerOptions::pointwise_gemm). Anything
 // the runtime cannot run is reported all at once.
 // Tests: tests/unit/codegen_lower_test.cpp
@@ -25,6 +25,7 @@
 #include <map>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -58,6 +59,22 @@ using ConvProblem = tune::ConvProblem;
 // The conv kernel's name for a problem; throws std::invalid_argument (with why) when no kernel fits.
 using ConvKernelPicker = std::function<std::string(const ConvProblem&)>;
 
+// How a conv runs whose channels channel_padding pads at the NCHW boundary (the RGB stem: C < 8),
+// sabre compile and sabre tune --stem. Both read the images as the model has them (NCHW).
+enum class Stem : uint8_t {
+  // With R·S·C <= 1024 (cutlass_backend::im2col_shape), groups 1 and no residual: an "im2col" step
+  // (X read in NCHW, cast on the way) and a "gemm" step on [n·p·q, R·S·C rounded up to 8] x
+  // [K, same]ᵀ whose D is Y in NHWC. Other such convs run as `conv` does.
+  im2col,
+  // nchw_to_nhwc writes C zero-padded to 8 and a conv step reduces over R·S·8 (the filter gets zero
+  // taps); the ranking puts it on few_channels kernels (conv_spec.h), whose K is R·S·8 with no
+  // padding to the tile (392 for the 7x7 stem).
+  conv,
+};
+std::string_view stem_name(Stem s);  // "im2col", "conv"
+// "im2col" or "conv"; std::invalid_argument saying what to give otherwise.
+Stem parse_stem(const std::string& text);
+
 struct LowerOptions {
   ir::DType dtype = ir::DType::f16;  // compute dtype: f16 or bf16
   DimRanges ranges;                  // symbol ranges; unnamed symbols get default_range()
@@ -70,12 +87,10 @@ struct LowerOptions {
   // --no-fuse-attention (CompileOptions; on the H200 2026-12-02 faster than the unfused plan); off
   // here so a bare lowering keeps every op as the graph has it.
   bool fuse_attention = false;
-  // A conv whose channels channel_padding would pad at the NCHW boundary (the RGB stem: C < 8),
-  // with R·S·C <= 1024 (cutlass_backend::im2col_shape), groups 1 and no residual, runs as an
-  // "im2col" step (X read in NCHW, cast on the way) and a "gemm" step on [n·p·q, R·S·C rounded up
-  // to 8] x [K, same]ᵀ whose D is Y in NHWC, instead of nchw_to_nhwc with padded channels and a
-  // conv step reducing over R·S·8. On by default (sabre compile --no-im2col-stem: off, the padded conv).
-  bool im2col_stem = true;
+  // The RGB stem's path (Stem). im2col by default: on the H200 at batch 32 (ResNet-50) the im2col
+  // step and its GEMM took 95 + 95 us, the padded conv on the optimized iterator 270 us; --stem conv
+  // (or --no-im2col-stem) takes the padded conv, now on few_channels kernels, to compare.
+  Stem stem = Stem::im2col;
   // A 1x1 conv with stride 1, no padding, dilation 1 and one group runs as a "gemm" step over its
   // NHWC tensors (A = X [n·h·w, C], B = the filter [K, C], D = Y [n·h·w, K], R = the residual) on
   // the GEMM kernels (persistent, PDL, tuned as GEMMs) where one takes its epilogue; else the conv
@@ -98,7 +113,7 @@ struct Lowered {
   std::vector<ElementwiseKernel> ew_kernels;    // unique by name
   std::vector<std::string> conv_kernels;        // conv kernel names from every conv step, unique
   int layout_permutes = 0;                      // NCHW<->NHWC conversion steps (nchw_to_nhwc, permute) the layout assignment added
-  int im2col_convs = 0;                         // conv regions lowered to im2col + gemm (LowerOptions::im2col_stem)
+  int im2col_convs = 0;                         // conv regions lowered to im2col + gemm (LowerOptions::stem)
   int pointwise_convs = 0;                      // 1x1 conv regions lowered to gemm (LowerOptions::pointwise_gemm)
   std::vector<std::string> notes;               // what the user should know (default ranges, ...)
 };

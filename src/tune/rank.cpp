@@ -177,7 +177,12 @@ std::vector<ConvCandidate> rank_conv_candidates(const ConvProblem& p, int target
   const GemmOperands ops{*elem, *elem, Layout::tn};
   std::vector<ConvCandidate> sm80, sm90;
   for (const ConvConfig& base : conv_catalog(*elem, target_sm)) {
-    if (base.alignment != best_align) continue;
+    if (base.alignment != best_align || conv_channels_unsupported_reason(base, p.c)) continue;
+    // The GEMM K the mainloop walks: optimized and analytic take C in chunks of the tile's K at
+    // every filter tap (R·S·ceil(C/tileK) k-tiles; the stem padded to 8 channels fills a quarter
+    // of each 32-wide tile), few_channels packs (r,s,c) into K = R·S·C.
+    const int64_t c_walked = base.iter == ConvIter::few_channels ? p.c : (p.c + base.tile.k - 1) / base.tile.k * base.tile.k;
+    const GemmShape walked{shape.m, shape.n, p.r * p.s * c_walked, 1};
     for (int split = 1; split <= kMaxConvSplitK; split *= 2) {
       ConvConfig c = base;
       c.split_k = split;
@@ -188,9 +193,9 @@ std::vector<ConvCandidate> rank_conv_candidates(const ConvProblem& p, int target
       g.family = Family::sm80;
       g.schedule = split > 1 ? Schedule::splitk : Schedule::multistage;
       g.tile = c.tile, g.warp = c.warp, g.stages = c.stages, g.alignment = c.alignment, g.splits = split;
-      if (!split_k_offered(g, shape, gpu)) continue;
+      if (!split_k_offered(g, walked, gpu)) continue;
       ConvCandidate cand{conv_kernel_name(spec), 0, 0};
-      cand.predicted_us = predict_us(KernelSpec{g, ops, *epi}, shape, p.alignment, gpu, target_sm, &cand.compute_us);
+      cand.predicted_us = predict_us(KernelSpec{g, ops, *epi}, walked, p.alignment, gpu, target_sm, &cand.compute_us);
       sm80.push_back(cand);
     }
   }

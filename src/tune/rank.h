@@ -79,12 +79,15 @@ std::vector<Candidate> rank_candidates(const GemmProblem& p, int64_t m, int targ
 enum class ConvKernels { automatic, sm80, sm90 };
 
 // The conv kernels that can run `p` (at its batch p.n), fastest predicted first: the sm80 catalog
-// configs with the widest alignment C and K allow and their serial split-K variants (offered as
-// split_k_offered says, with whole channel tiles per slice at every filter tap), and on sm 90 the
-// sm90 family as `family` allows, modelled over K padded to 64 channels as the GEMM schedule it runs
-// (pingpong as pingpong; coop, and the non-persistent ws, as coop; at an exact tie a persistent kernel
-// comes before a ws one). Each is predicted with predict_us on the implicit GEMM (M = N·P·Q, N = K,
-// K = R·S·C).
+// configs with the widest alignment C and K allow that take p.c (conv_channels_unsupported_reason:
+// few_channels only for C <= 16) and their serial split-K variants (offered as split_k_offered
+// says, with whole channel tiles per slice at every filter tap), and on sm 90 the sm90 family as
+// `family` allows, modelled over K padded to 64 channels as the GEMM schedule it runs (pingpong as
+// pingpong; coop, and the non-persistent ws, as coop; at an exact tie a persistent kernel comes
+// before a ws one). Each is predicted with predict_us on the implicit GEMM (M = N·P·Q, N = K) over
+// the K its mainloop walks: R·S·C for few_channels, R·S·(C rounded up to the tile's K) for the
+// optimized and analytic iterators, which take C in tile-K chunks at every tap (the padded stem's
+// 8 channels fill a quarter of a 32-wide k-tile), and R·S·(C rounded up to 64) for sm90.
 // Throws std::invalid_argument saying why when no conv kernel fits (grouped convs, an epilogue
 // conv kernels are not generated with, a dtype). Tests: tests/unit/codegen_lower_test.cpp,
 // tests/unit/conv_tune_test.cpp

@@ -112,6 +112,11 @@ def main():
                                            "--no-fuse-attention"], [r"contradict"]),
         ("contradicting attention flags (tune)", ["tune", bert, "--no-tune", "--fuse-attention", "--no-fuse-attention"],
          [r"contradict"]),
+        ("bad --stem", ["compile", bert, "-o", w("c.sabre"), "--plan-only", "--stem", "gemm"],
+         [r"--stem", r"gemm", r"im2col", r"conv"]),
+        ("contradicting stem flags", ["compile", bert, "-o", w("c.sabre"), "--plan-only", "--stem", "im2col",
+                                      "--no-im2col-stem"], [r"contradict"]),
+        ("bad --stem (tune)", ["tune", bert, "--no-tune", "--stem", "padded"], [r"--stem", r"padded"]),
         ("no model argument", ["inspect"], [r"usage|model"]),
         ("unknown command", ["frobnicate"], [r"frobnicate"]),
     ]

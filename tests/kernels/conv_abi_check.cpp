@@ -1,5 +1,6 @@
 // Host-side checks of built conv kernel libraries, no GPU needed: the registry, and what
 // can_implement accepts and refuses (groups, channel alignment, pointers, NULLs) with a message.
+// few_channels kernels are checked on C = 8 (the padded stem's) and must refuse C past 16.
 // can_implement and workspace_size never touch the device (pointers are only checked, not read).
 //   conv_abi_check DIR NAME...   (libraries DIR/NAME.so, as sabre kernels build writes them)
 #include <dlfcn.h>
@@ -47,14 +48,15 @@ int main(int argc, char** argv) {
     }
     const sabre_conv_entry& e = es[0];
     const int align = alignment_of(name);
+    const bool few = name.find("_few_channels_") != std::string::npos;
     // Fake device addresses, 256-byte aligned: only their alignment is looked at.
     sabre_conv_args a{};
-    a.n = 2, a.h = 14, a.w = 14, a.c = 64, a.k = 64, a.r = 3, a.s = 3, a.p = 14, a.q = 14;
+    a.n = 2, a.h = 14, a.w = 14, a.c = few ? 8 : 64, a.k = 64, a.r = 3, a.s = 3, a.p = 14, a.q = 14;
     a.pad_h = a.pad_w = 1, a.stride_h = a.stride_w = 1, a.dil_h = a.dil_w = 1, a.groups = 1;
     a.x = reinterpret_cast<void*>(0x10000), a.filter = reinterpret_cast<void*>(0x20000);
     a.bias = reinterpret_cast<void*>(0x30000), a.residual = reinterpret_cast<void*>(0x40000);
     a.y = reinterpret_cast<void*>(0x50000), a.alpha = 1, a.beta = 1;
-    expect(e.can_implement(&a) == SABRE_OK, name, "3x3 C=K=64 should be implementable", e);
+    expect(e.can_implement(&a) == SABRE_OK, name, few ? "3x3 C=8 K=64 should be implementable" : "3x3 C=K=64 should be implementable", e);
     expect(e.workspace_size(&a) == 0, name, "no split-K: workspace 0", e);
     sabre_conv_args b = a;
     b.stride_h = b.stride_w = 2, b.dil_h = b.dil_w = 2, b.pad_h = b.pad_w = 2, b.p = b.q = 6;
@@ -69,6 +71,20 @@ int main(int argc, char** argv) {
     int st = e.can_implement(&b);
     expect(align == 1 ? st == SABRE_OK : st == SABRE_NOT_SUPPORTED && std::strstr(e.last_error(), "alignment"), name,
            "C=3 must be taken by alignment-1 kernels only", e);
+    if (few) {
+      for (int64_t c : {24, 64}) {
+        b = a;
+        b.c = c;
+        expect(e.can_implement(&b) == SABRE_NOT_SUPPORTED && std::strstr(e.last_error(), "c <= 16"), name,
+               "few_channels must refuse C past 16 with a message", e);
+      }
+      b = a;
+      b.c = 16;
+      expect(e.can_implement(&b) == SABRE_OK, name, "few_channels takes C=16", e);
+      b = a;
+      b.r = b.s = 7, b.stride_h = b.stride_w = 2, b.pad_h = b.pad_w = 3, b.h = b.w = 224, b.p = b.q = 112;
+      expect(e.can_implement(&b) == SABRE_OK, name, "the 7x7 stride-2 stem at 224x224 should be implementable", e);
+    }
     b = a;
     b.x = reinterpret_cast<void*>(0x10002);
     st = e.can_implement(&b);

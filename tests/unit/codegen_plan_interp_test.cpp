@@ -16,6 +16,7 @@
 #include "partition/partitioner.h"
 #include "reference/reference.h"
 #include "transform/canonicalize.h"
+#include "tune/conv_tune.h"
 
 namespace sabre {
 namespace {
@@ -552,9 +553,11 @@ std::string test_pick_conv(const codegen::ConvProblem& p) {
 
 // The plan `original` lowers to (canonicalize, partition, lower), run by the interpreter at
 // `dims`, against the reference executor on `original`: relative L2 error per output.
+// pick_conv unset: test_pick_conv.
 void check_graph(const std::string& name, const ir::Graph& original, ir::DType dtype, double tol,
-                 codegen::Lowered* lowered_out = nullptr, bool fuse_attention = false, bool im2col_stem = true,
-                 bool pointwise_gemm = true);
+                 codegen::Lowered* lowered_out = nullptr, bool fuse_attention = false,
+                 codegen::Stem stem = codegen::Stem::im2col, bool pointwise_gemm = true,
+                 const codegen::ConvKernelPicker& pick_conv = nullptr);
 
 void check_model(const std::string& name, ir::DType dtype, double tol, bool fuse_attention = false,
                  codegen::Lowered* lowered_out = nullptr) {
@@ -564,16 +567,17 @@ void check_model(const std::string& name, ir::DType dtype, double tol, bool fuse
 }
 
 void check_graph(const std::string& name, const ir::Graph& original, ir::DType dtype, double tol,
-                 codegen::Lowered* lowered_out, bool fuse_attention, bool im2col_stem, bool pointwise_gemm) {
+                 codegen::Lowered* lowered_out, bool fuse_attention, codegen::Stem stem, bool pointwise_gemm,
+                 const codegen::ConvKernelPicker& pick_conv) {
   ir::Graph g = partition::partition(codegen::canonicalize_model(original.clone(), fuse_attention),
                                      cutlass_backend::pattern_table()).graph;
   codegen::LowerOptions o;
   o.dtype = dtype;
   for (const std::string& sym : g.symbols()) o.ranges[sym] = {1, sym == "batch" ? 4 : 16};
   o.pick = [](const tune::GemmProblem& p) { return tune::pick_kernels(p, tune::PickOptions{}); };
-  o.pick_conv = test_pick_conv;
+  o.pick_conv = pick_conv ? pick_conv : test_pick_conv;
   o.fuse_attention = fuse_attention;
-  o.im2col_stem = im2col_stem;
+  o.stem = stem;
   o.pointwise_gemm = pointwise_gemm;
   codegen::Lowered low = codegen::lower(g, o);
 
@@ -895,7 +899,7 @@ TEST(CodegenLayoutNhwc, InvertedResidualFusesRelu6IntoTheConv) {
     SCOPED_TRACE(pointwise ? "1x1 convs as GEMMs" : "1x1 convs on the conv kernels");
     const std::string op = pointwise ? "gemm" : "conv";
     codegen::Lowered low;
-    check_graph("inverted_residual", inverted_residual_graph(), ir::DType::f16, 4e-3, &low, false, true, pointwise);
+    check_graph("inverted_residual", inverted_residual_graph(), ir::DType::f16, 4e-3, &low, false, codegen::Stem::im2col, pointwise);
     if (HasFatalFailure()) return;
     const auto& p = low.plan;
     ASSERT_EQ(count_steps(p, op), 2);
@@ -983,13 +987,13 @@ TEST(CodegenLayoutNhwc, DepthwiseActivationFusion) {
   }
 }
 
-// Fires with im2col_stem off (sabre compile --no-im2col-stem): the stem's C = 3 would take
+// Fires with the stem on the conv path (sabre compile --stem conv): the stem's C = 3 would take
 // alignment-1 kernels; the images' conversion to NHWC writes 8 channels (5 of zeros) and casts
 // f32 -> f16 on the way, the filter gets zero taps, the conv runs on alignment-8 kernels, the same
 // values come out, and a note says what happened. The conv after the pool (C = 8 already) is untouched.
 TEST(CodegenLayoutNhwc, StemConvChannelsPaddedAtTheBoundary) {
   codegen::Lowered low;
-  check_graph("stem", stem_graph(3, 8), ir::DType::f16, 4e-3, &low, false, /*im2col_stem=*/false);
+  check_graph("stem", stem_graph(3, 8), ir::DType::f16, 4e-3, &low, false, codegen::Stem::conv);
   if (HasFatalFailure()) return;
   const auto& p = low.plan;
   const runtime::Step* in = only_nchw_to_nhwc(p);
@@ -1033,12 +1037,12 @@ TEST(CodegenLayoutNhwc, StemConvChannelsPaddedAtTheBoundary) {
   EXPECT_EQ(notes, 1);
 }
 
-// The images also read in NCHW (sigmoid(x) as a second output), im2col_stem off: that reader gets
+// The images also read in NCHW (sigmoid(x) as a second output), --stem conv: that reader gets
 // the one cast of the images (the conversion reads whichever copy exists first), the stem still
 // pads; both outputs match.
 TEST(CodegenLayoutNhwc, StemPaddingWithAnNchwReaderOfTheImages) {
   codegen::Lowered low;
-  check_graph("stem_nchw_reader", stem_graph(3, 8, true), ir::DType::f16, 4e-3, &low, false, /*im2col_stem=*/false);
+  check_graph("stem_nchw_reader", stem_graph(3, 8, true), ir::DType::f16, 4e-3, &low, false, codegen::Stem::conv);
   if (HasFatalFailure()) return;
   const auto& p = low.plan;
   const runtime::Step* in = only_nchw_to_nhwc(p);
@@ -1048,6 +1052,43 @@ TEST(CodegenLayoutNhwc, StemPaddingWithAnNchwReaderOfTheImages) {
   int input_casts = 0;
   for (const auto& s : p.steps) input_casts += s.op == "cast" && s.inputs.at(0) == p.inputs.at(0);
   EXPECT_EQ(input_casts, 1) << "the NCHW reader's copy in the compute dtype";
+}
+
+// Fires (--stem conv with the real analytic picker): the stem padded 3 -> 8 runs on a few_channels
+// kernel (GEMM K = 7·7·8 = 392, not 7·7·32 for the optimized iterator's 32-wide channel tiles), at
+// every batch bucket; conv2 (C = 64 after the pool) is an ordinary conv and takes the optimized
+// iterator; no im2col step. Random images: the values match the reference in f16 and bf16, and the
+// note says the stem took the conv path on few_channels.
+TEST(CodegenLayoutNhwc, StemConvOnFewChannelsKernels) {
+  const codegen::ConvKernelPicker analytic = [](const codegen::ConvProblem& p) {
+    return codegen::analytic_conv_kernel(p, 90);
+  };
+  for (ir::DType dt : {ir::DType::f16, ir::DType::bf16}) {
+    SCOPED_TRACE(std::string(ir::name(dt)));
+    codegen::Lowered low;
+    check_graph("stem_few_channels", stem_graph(3, 64), dt, dt == ir::DType::f16 ? 4e-3 : 2.5e-2, &low, false,
+                codegen::Stem::conv, true, analytic);
+    if (HasFatalFailure()) return;
+    const auto& p = low.plan;
+    EXPECT_EQ(count_steps(p, "im2col"), 0);
+    EXPECT_EQ(low.im2col_convs, 0);
+    const runtime::Step* stem = conv_step(p, 0);
+    const runtime::Step* c2 = conv_step(p, 1);
+    ASSERT_TRUE(stem && c2);
+    EXPECT_EQ(num_param(*stem, "c"), 8);
+    EXPECT_EQ(num_param(*stem, "r"), 7);
+    for (const auto& e : stem->params.get("dispatch")->arr())
+      EXPECT_NE(e.get("kernel")->str().find("sm80_conv_fprop_few_channels_nhwc_"), std::string::npos) << e.get("kernel")->str();
+    EXPECT_EQ(num_param(*c2, "c"), 64);
+    for (const auto& e : c2->params.get("dispatch")->arr())
+      EXPECT_EQ(e.get("kernel")->str().find("few_channels"), std::string::npos) << e.get("kernel")->str();
+    int said = 0;
+    for (const auto& n : low.notes)
+      said += n.find("input channels padded 3 -> 8") != std::string::npos &&
+              n.find("runs as a conv step (--stem conv) on sm80_conv_fprop_few_channels_") != std::string::npos &&
+              n.find("(few_channels: GEMM K = R*S*C = 392, no padding to the tile's K)") != std::string::npos;
+    EXPECT_EQ(said, 1);
+  }
 }
 
 // Refuses: a C = 3 conv whose input is already NHWC (another conv's output) keeps the alignment-1
@@ -1087,7 +1128,7 @@ std::string dims_text(const runtime::TensorInfo& t) {
   return s;
 }
 
-// Fires (LowerOptions::im2col_stem, the default): the stem (C = 3, 7x7: 147 columns) becomes an
+// Fires (LowerOptions::stem im2col, the default): the stem (C = 3, 7x7: 147 columns) becomes an
 // im2col step that reads the f32 images as they are (NCHW, cast on the way) into A [batch·64, 152]
 // and a gemm step A·Bᵀ with B [8, 152] (the filter repacked, zero columns past 147), the conv's bias
 // and relu, whose D is the stem's NHWC value; conv2 (C = 8, after the NHWC pool) stays a conv. No
@@ -1260,7 +1301,8 @@ TEST(CodegenLayoutNhwc, CnnStemModelRunsItsStemAsIm2colGemm) {
 
 // sabre compile --tune collects its GEMM problems through lower (tuned_gemm_problems): the stem's
 // GEMM is among them, as every other GEMM is, and its conv problems are gone from the conv list;
-// with im2col_stem off it is the other way round.
+// with the stem on the conv path (--stem conv) it is the other way round, and the stem's conv
+// problem (C padded to 8) has few_channels kernels among its candidates, first.
 TEST(CodegenLayoutNhwc, Im2colGemmIsTunedLikeTheOthers) {
   const ir::Graph g = partition::partition(codegen::canonicalize_model(stem_graph(3, 8), false),
                                            cutlass_backend::pattern_table()).graph;
@@ -1279,9 +1321,23 @@ TEST(CodegenLayoutNhwc, Im2colGemmIsTunedLikeTheOthers) {
   std::set<int64_t> filters;
   for (const auto& c : codegen::tuned_conv_problems(g, o, 90)) filters.insert(c.r);
   EXPECT_EQ(filters, (std::set<int64_t>{3})) << "conv2 only, not the 7x7 stem";
-  o.im2col_stem = false;
+  o.stem = codegen::Stem::conv;
   EXPECT_TRUE(codegen::tuned_gemm_problems(g, o, 90).empty());
-  EXPECT_EQ(codegen::tuned_conv_problems(g, o, 90).size(), 2u * 4) << "both convs at batch 1, 2, 4, 8";
+  const std::vector<codegen::ConvProblem> convs = codegen::tuned_conv_problems(g, o, 90);
+  EXPECT_EQ(convs.size(), 2u * 4) << "both convs at batch 1, 2, 4, 8";
+  int stems = 0;
+  for (const auto& c : convs) {
+    if (c.r != 7) continue;
+    ++stems;
+    EXPECT_EQ(c.c, 8) << "padded 3 -> 8";
+    EXPECT_EQ(c.alignment, 8);
+    tune::ProfileOptions po;
+    po.target_sm = 90;
+    const std::vector<tune::ConvCandidate> cands = tune::conv_candidates(c, po, tune::ConvKernels::automatic);
+    ASSERT_FALSE(cands.empty());
+    EXPECT_NE(cands.front().name.find("_few_channels_"), std::string::npos) << "batch " << c.n << ": " << cands.front().name;
+  }
+  EXPECT_EQ(stems, 4);
 }
 
 // The 1x1 convs run as GEMMs are tuned as GEMMs: sabre tune and compile --tune collect them

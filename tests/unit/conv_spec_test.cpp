@@ -212,3 +212,109 @@ TEST(ConvEmitter, RefusesUnsupportedSpec) {
   s.elem = cb::Elem::f32;
   EXPECT_THROW(cb::emit_conv_kernel(s, 90), std::invalid_argument);
 }
+
+namespace {
+
+cb::ConvSpec few_channels_stem() {
+  cb::ConvSpec s;
+  s.config = {cb::ConvIter::few_channels, {128, 64, 32}, {64, 32, 32}, 4, 8};
+  s.elem = cb::Elem::f16;
+  s.epi = {cb::Act::relu, true, cb::Residual::none};
+  return s;
+}
+
+}  // namespace
+
+// The few-channels iterator's name holds an underscore; it round-trips whole and near misses do not parse.
+TEST(ConvSpec, FewChannelsNameRoundTrips) {
+  const cb::ConvSpec s = few_channels_stem();
+  const std::string n = "sm80_conv_fprop_few_channels_nhwc_f16_f16_f32_128x64x32_w64x32x32_s4_a8_bias_relu";
+  EXPECT_EQ(cb::conv_kernel_name(s), n);
+  EXPECT_EQ(cb::conv_iter_name(cb::ConvIter::few_channels), "few_channels");
+  EXPECT_TRUE(cb::is_conv_kernel_name(n));
+  auto back = cb::parse_conv_kernel_name(n);
+  ASSERT_TRUE(back);
+  EXPECT_EQ(*back, s);
+  for (const char* bad : {
+           "sm80_conv_fprop_few_nhwc_f16_f16_f32_128x64x32_w64x32x32_s4_a8_bias_relu",
+           "sm80_conv_fprop_fewchannels_nhwc_f16_f16_f32_128x64x32_w64x32x32_s4_a8_bias_relu",
+           "sm80_conv_fprop_few_channels_f16_f16_f32_128x64x32_w64x32x32_s4_a8_bias_relu",  // no layout
+           "sm80_conv_fprop_few_channels",
+           "sm80_conv_fprop_few_channels_",
+       })
+    EXPECT_FALSE(cb::parse_conv_kernel_name(bad)) << bad;
+}
+
+// Static filter: few_channels takes the aligned tiles as the optimized iterator does, but no split-K
+// (CUTLASS gives every slice all R·S·C k-iterations).
+TEST(ConvSpec, FewChannelsStaticFilterRefusesSplitK) {
+  cb::ConvSpec s = few_channels_stem();
+  EXPECT_FALSE(cb::conv_unsupported_reason(s, 90));
+  EXPECT_FALSE(cb::conv_unsupported_reason(s, 80));
+  EXPECT_TRUE(cb::conv_unsupported_reason(s, 75));
+  s.config.split_k = 2;
+  auto why = cb::conv_unsupported_reason(s, 90);
+  ASSERT_TRUE(why);
+  EXPECT_NE(why->find("few_channels kernels have no split-K"), std::string::npos) << *why;
+}
+
+// The channel rule: every iterator needs C a multiple of its alignment; few_channels only up to
+// kFewChannelsMaxC (16) channels, so ordinary convs (C >= 32) never take it.
+TEST(ConvSpec, ChannelsRule) {
+  const cb::ConvConfig few = few_channels_stem().config;
+  const cb::ConvConfig opt = f16_bias_relu().config;
+  EXPECT_EQ(cb::kFewChannelsMaxC, 16);
+  for (int64_t c : {8, 16}) {
+    EXPECT_FALSE(cb::conv_channels_unsupported_reason(few, c)) << c;
+    EXPECT_FALSE(cb::conv_channels_unsupported_reason(opt, c)) << c;
+  }
+  for (int64_t c : {24, 32, 64, 512}) {
+    auto why = cb::conv_channels_unsupported_reason(few, c);
+    ASSERT_TRUE(why) << c;
+    EXPECT_NE(why->find("few_channels kernels are for c <= 16"), std::string::npos) << *why;
+    EXPECT_FALSE(cb::conv_channels_unsupported_reason(opt, c)) << c;
+  }
+  for (int64_t c : {3, 6, 0}) {
+    EXPECT_TRUE(cb::conv_channels_unsupported_reason(few, c)) << c;
+    EXPECT_TRUE(cb::conv_channels_unsupported_reason(opt, c)) << c;
+  }
+  cb::ConvConfig a1 = opt;
+  a1.iter = cb::ConvIter::analytic, a1.alignment = 1, a1.stages = 2;
+  EXPECT_FALSE(cb::conv_channels_unsupported_reason(a1, 3));
+}
+
+// The catalog has 16-byte few_channels tiles for the padded stem in both dtypes, each passing the filter.
+TEST(ConvSpec, CatalogHasFewChannelsStemTiles) {
+  for (cb::Elem e : {cb::Elem::f16, cb::Elem::bf16}) {
+    std::set<std::string> tiles;
+    for (const auto& c : cb::conv_catalog(e, 90)) {
+      if (c.iter != cb::ConvIter::few_channels) continue;
+      EXPECT_EQ(c.alignment, 8);
+      EXPECT_EQ(c.split_k, 1);
+      EXPECT_FALSE(cb::conv_unsupported_reason({c, e, {}}, 80));
+      tiles.insert(std::to_string(c.tile.m) + "x" + std::to_string(c.tile.n) + "x" + std::to_string(c.tile.k) + "_s" +
+                   std::to_string(c.stages));
+    }
+    EXPECT_EQ(tiles, (std::set<std::string>{"256x64x32_s3", "128x64x32_s4", "64x64x32_s4"}));
+  }
+}
+
+// The emitter spells the iterator kFewChannels, and the kernel refuses what the channel rule
+// refuses (c > 16) and offsets past int32; the other iterators' kernels say nothing of it.
+TEST(ConvEmitter, FewChannelsUsesTheFewChannelsIterator) {
+  for (bool res : {false, true}) {
+    cb::ConvSpec s = few_channels_stem();
+    if (res) s.epi.residual = cb::Residual::before_act;
+    const std::string t = cb::emit_conv_kernel(s, 90);
+    for (const char* want : {"constexpr auto kIterator = cutlass::conv::IteratorAlgorithm::kFewChannels;",
+                             res ? "DefaultConv2dFpropWithBroadcast<" : "DefaultConv2dFprop<", "kStages = 4",
+                             "if (p->c > 16) return \"few_channels kernels are for c <= 16",
+                             "few_channels offsets are 32-bit", "/*split_k_slices=*/1"})
+      EXPECT_NE(t.find(want), std::string::npos) << want;
+  }
+  for (const cb::ConvSpec& other : {f16_bias_relu()}) {
+    const std::string t = cb::emit_conv_kernel(other, 90);
+    EXPECT_EQ(t.find("kFewChannels"), std::string::npos);
+    EXPECT_EQ(t.find("few_channels"), std::string::npos);
+  }
+}

@@ -11,6 +11,7 @@
 #include <tuple>
 
 #include "backends/cutlass/conv_sm90.h"
+#include "backends/cutlass/conv_spec.h"
 #include "backends/cutlass/kernel_spec.h"
 #include "backends/cutlass/patterns.h"
 #include "frontend/onnx/importer.h"
@@ -404,4 +405,75 @@ TEST(Rank, ConvSm90SchedulesMapOntoTheGemmModel) {
   // Never on sm 80.
   for (const auto& c : rank_conv_candidates(p, 80, ConvKernels::automatic))
     EXPECT_FALSE(cb::is_sm90_conv_kernel_name(c.name)) << c.name;
+}
+
+namespace {
+
+// ResNet's RGB stem as sabre compile lowers it with --stem conv: 224x224 images, C padded 3 -> 8,
+// 7x7 stride 2 pad 3 to 64 channels (P = Q = 112), bias and relu.
+ConvProblem padded_stem(int64_t batch) {
+  ConvProblem p;
+  p.dtype = "f16";
+  p.epilogue = "bias_relu";
+  p.n = batch, p.h = p.w = 224, p.c = 8, p.k = 64, p.r = p.s = 7, p.p = p.q = 112;
+  p.pad_h = p.pad_w = 3, p.stride_h = p.stride_w = 2;
+  p.alignment = 8;
+  return p;
+}
+
+bool few_channels(const std::string& name) {
+  auto s = cb::parse_conv_kernel_name(name);
+  return s && s->config.iter == cb::ConvIter::few_channels;
+}
+
+}  // namespace
+
+// The padded stem (C = 8): the optimized iterator walks C in 32-wide k-tiles at each of the 49
+// taps (K = 1568, three quarters masked), few_channels packs K = 7·7·8 = 392, so the model ranks a
+// few_channels kernel first at batch 32 (M = 401408) and at batch 1 (M = 12544), on sm 90 (against
+// the sm90 family's K padded to 64 channels too) and sm 80, in both dtypes. Its prediction beats the
+// optimized kernel of the same tile by about the ratio of the walked K.
+TEST(Rank, PaddedStemRanksFewChannelsFirst) {
+  for (int64_t batch : {1, 32})
+    for (int sm : {80, 90})
+      for (const char* dt : {"f16", "bf16"}) {
+        ConvProblem p = padded_stem(batch);
+        p.dtype = dt;
+        const auto r = rank_conv_candidates(p, sm, ConvKernels::automatic);
+        ASSERT_FALSE(r.empty());
+        EXPECT_TRUE(few_channels(r.front().name)) << "batch " << batch << " sm" << sm << " " << dt << ": " << r.front().name;
+      }
+  const auto r = rank_conv_candidates(padded_stem(32), 90, ConvKernels::sm80);
+  std::map<std::string, double> us;
+  for (const auto& c : r) us[c.name] = c.predicted_us;
+  const std::string few = "sm80_conv_fprop_few_channels_nhwc_f16_f16_f32_128x64x32_w64x32x32_s4_a8_bias_relu";
+  const std::string opt = "sm80_conv_fprop_optimized_nhwc_f16_f16_f32_128x64x32_w64x32x32_s4_a8_bias_relu";
+  ASSERT_TRUE(us.count(few) && us.count(opt));
+  EXPECT_GT(us[opt], 3.0 * us[few]) << us[opt] << " vs " << us[few];
+}
+
+// Ordinary convs (C >= 32, and C = 24 past the few_channels limit) are never offered few_channels;
+// C = 16 is, and C = 8 after a pool (an NHWC conv, not the stem) too.
+TEST(Rank, FewChannelsOnlyForSmallC) {
+  ConvProblem p;
+  p.dtype = "f16";
+  p.epilogue = "bias_relu";
+  p.n = 8, p.h = p.w = p.p = p.q = 56, p.r = p.s = 3, p.pad_h = p.pad_w = 1, p.k = 64;
+  p.alignment = 8;
+  for (int64_t c : {24, 32, 64, 256, 512}) {
+    p.c = c;
+    for (int sm : {80, 90})
+      for (const auto& cand : rank_conv_candidates(p, sm, ConvKernels::automatic))
+        EXPECT_FALSE(few_channels(cand.name)) << "C=" << c << ": " << cand.name;
+  }
+  for (int64_t c : {8, 16}) {
+    p.c = c;
+    const auto r = rank_conv_candidates(p, 90, ConvKernels::automatic);
+    EXPECT_TRUE(std::any_of(r.begin(), r.end(), [](const ConvCandidate& x) { return few_channels(x.name); })) << "C=" << c;
+    EXPECT_TRUE(few_channels(r.front().name)) << "C=" << c << ": " << r.front().name;
+  }
+  // An unaligned C (3, as a conv on an NHWC input keeps it) has only the alignment-1 analytic kernels.
+  p.c = 3;
+  p.alignment = 1;
+  for (const auto& cand : rank_conv_candidates(p, 90, ConvKernels::automatic)) EXPECT_FALSE(few_channels(cand.name)) << cand.name;
 }

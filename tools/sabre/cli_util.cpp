@@ -186,4 +186,21 @@ int64_t default_dim(const std::string& symbol) {
   return batch_like ? 1 : 8;
 }
 
+codegen::Stem stem_flag(const ParsedArgs& args) {
+  codegen::Stem stem = codegen::Stem::im2col;
+  if (auto v = args.value("--stem")) {
+    try {
+      stem = codegen::parse_stem(*v);
+    } catch (const std::invalid_argument& e) {
+      throw UsageError(e.what());
+    }
+  }
+  if (args.has("--no-im2col-stem")) {
+    if (args.has("--stem") && stem != codegen::Stem::conv)
+      throw UsageError("--no-im2col-stem (the same as --stem conv) and --stem im2col contradict each other: give one");
+    stem = codegen::Stem::conv;
+  }
+  return stem;
+}
+
 }  // namespace sabre::cli

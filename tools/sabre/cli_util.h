@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "codegen/lower.h"
+
 namespace sabre::cli {
 
 // A bad command line: reported as one line, exit code kExitUsage.
@@ -63,6 +65,11 @@ int64_t default_dim(const std::string& symbol);
 // UsageError "bad FLAG 'TEXT': expected EXPECTED" otherwise.
 uint64_t unsigned_flag(const ParsedArgs& args, const std::string& flag, uint64_t def, size_t max_digits,
                        const std::string& expected);
+
+// The stem path of sabre compile and sabre tune: --stem im2col|conv (default im2col), and
+// --no-im2col-stem, the older spelling of --stem conv. UsageError for another value or for
+// --no-im2col-stem with --stem im2col.
+codegen::Stem stem_flag(const ParsedArgs& args);
 
 // Levenshtein distance, for "did you mean" suggestions.
 size_t edit_distance(const std::string& a, const std::string& b);

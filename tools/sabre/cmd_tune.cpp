@@ -38,7 +38,8 @@ const std::vector<FlagSpec> kFlags = {
      "(batch-like 1..64, others 1..512); M is tuned at powers of two",
      true},
     {"--no-fuse-attention", "", "", "collect the workloads of sabre compile --no-fuse-attention (with attention's GEMMs)", false},
-    {"--no-im2col-stem", "", "", "collect the workloads of sabre compile --no-im2col-stem (the stem as a padded conv, not a GEMM)", false},
+    {"--stem", "", "im2col|conv", "collect the workloads of sabre compile --stem: im2col (default) tunes the stem as a GEMM, conv as a padded conv problem with few_channels candidates", false},
+    {"--no-im2col-stem", "", "", "the same as --stem conv (the older spelling)", false},
     {"--no-pointwise-gemm", "", "", "collect the workloads of sabre compile --no-pointwise-gemm (1x1 convs as convs, not GEMMs)", false},
     {"--fuse-attention", "", "", "the default (fused attention has no attention GEMMs); kept so older scripts run", false},
     {"--sm", "", "SM", "target compute capability for --no-tune (default 90)", false},
@@ -51,7 +52,7 @@ const std::vector<FlagSpec> kFlags = {
 void print_help() {
   std::printf(
       "usage: sabre tune MODEL.onnx [--db PATH] [--top-k N] [--max-kernels N] [--dtype fp16|bf16] [--dim NAME=LO..HI ...]\n"
-      "                  [--no-fuse-attention] [--no-im2col-stem] [--no-pointwise-gemm] [--no-tune]\n\n"
+      "                  [--no-fuse-attention] [--stem im2col|conv] [--no-pointwise-gemm] [--no-tune]\n\n"
       "Partitions and lowers MODEL.onnx as sabre compile does and collects the GEMM workloads compile would tune\n"
       "(dtype, layout, epilogue, N, K, batch, M range) and its conv workloads at each batch bucket (with the same\n"
       "--dtype, dims, attention and stem flags a model tuned here compiles without new measurements). It ranks the\n"
@@ -144,7 +145,7 @@ int run(const std::vector<std::string>& argv) {
     lo.dtype = dtype == "bf16" ? ir::DType::bf16 : ir::DType::f16;
     lo.ranges = ranges;
     lo.fuse_attention = fuse;
-    lo.im2col_stem = !args.has("--no-im2col-stem");
+    lo.stem = stem_flag(args);
     lo.pointwise_gemm = !args.has("--no-pointwise-gemm");
     lo.pick_conv = [sm = po.target_sm](const codegen::ConvProblem& p) { return codegen::analytic_conv_kernel(p, sm); };
     std::vector<tune::GemmProblem> problems = codegen::tuned_gemm_problems(part.graph, lo, po.target_sm);

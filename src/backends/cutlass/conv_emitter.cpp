@@ -9,6 +9,21 @@ namespace {
 
 std::string i(int v) { return std::to_string(v); }
 
+// The kIterator definition's value (after "IteratorAlgorithm::") and its comment.
+std::string iterator_text(ConvIter it) {
+  switch (it) {
+    case ConvIter::optimized: return "kOptimized;\n";
+    case ConvIter::analytic: return "kAnalytic;  // recomputes (r,s,c) per access: any alignment\n";
+    case ConvIter::few_channels:
+      return "kFewChannels;\n"
+             "// The GEMM K runs over (r,s,c) packed, c innermost: each access is one filter tap's kAlign channels,\n"
+             "// so K = R*S*C with no padding of C to the tile's K (the small-C stem). Past R*S*C the filter\n"
+             "// iterator reads zeros.\n";
+    case ConvIter::kCount: break;
+  }
+  throw std::logic_error("conv emitter: ConvIter " + std::to_string(int(it)) + " has no CUTLASS iterator (invariant: kIterNames)");
+}
+
 std::string device_types(const ConvSpec& s) {
   const ConvConfig& c = s.config;
   const EpilogueSpec& e = s.epi;
@@ -24,8 +39,7 @@ std::string device_types(const ConvSpec& s) {
   o += "constexpr int kStages = " + i(c.stages) + ";" +
        (c.stages == 2 ? "  // register-pipelined mainloop: no cp.async, any alignment\n" : "\n");
   o += "using Swizzle = cutlass::gemm::threadblock::GemmIdentityThreadblockSwizzle<4>;\n";
-  o += std::string("constexpr auto kIterator = cutlass::conv::IteratorAlgorithm::") +
-       (c.iter == ConvIter::optimized ? "kOptimized;\n" : "kAnalytic;  // recomputes (r,s,c) per access: any alignment\n");
+  o += std::string("constexpr auto kIterator = cutlass::conv::IteratorAlgorithm::") + iterator_text(c.iter);
   o += "constexpr auto kStrides = cutlass::conv::StrideSupport::kStrided;  // any stride, not only 1\n\n";
   const std::string act = detail::cutlass_act(e.act);
   o += detail::act_functor_definitions(e.act);
@@ -69,8 +83,16 @@ std::string host_code(const ConvSpec& s, const EmitOptions& opts) {
   o += "const char* refuse(const sabre_conv_args* p) {\n";
   o += detail::conv_refuse_shape_checks();
   o += "  if (!fits(p->n * p->p * p->q) || !fits(p->r * p->s * p->c)) return \"implicit GEMM M = n*p*q or K = r*s*c exceeds int32\";\n";
+  if (s.config.iter == ConvIter::few_channels)
+    o += "  // The few-channels iterators compute each access's element offset in int32.\n"
+         "  if (!fits(p->n * p->h * p->w * p->c) || !fits(p->k * p->r * p->s * p->c))\n"
+         "    return \"x or the filter has more than INT32_MAX elements: few_channels offsets are 32-bit\";\n";
   o += detail::conv_refuse_pointer_checks();
   o += "  if (p->c % kAlign) return \"c (input channels) is not a multiple of the kernel's alignment\";\n";
+  if (s.config.iter == ConvIter::few_channels)
+    o += "  if (p->c > " + std::to_string(kFewChannelsMaxC) +
+         ") return \"few_channels kernels are for c <= " + std::to_string(kFewChannelsMaxC) +
+         " (one tap's channels per access); wider C runs on the optimized iterator\";\n";
   o += "  if (p->k % kAlign) return \"k (output channels) is not a multiple of the kernel's alignment\";\n";
   o += "  if (!aligned(p->x) || !aligned(p->filter) || !aligned(p->y) || (kHasBias && !aligned(p->bias)) ||\n"
        "      (kHasResidual && !aligned(p->residual)))\n"

@@ -7,7 +7,7 @@
 namespace sabre::cutlass_backend {
 namespace {
 
-constexpr std::array<std::string_view, size_t(ConvIter::kCount)> kIterNames = {"optimized", "analytic"};
+constexpr std::array<std::string_view, size_t(ConvIter::kCount)> kIterNames = {"optimized", "analytic", "few_channels"};
 constexpr std::string_view kPrefix = "sm80_conv_fprop_";
 
 std::string dims(Shape3 s) { return std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k); }
@@ -45,11 +45,13 @@ std::optional<ConvSpec> parse_conv_kernel_name(std::string_view name) {
   if (!name.starts_with(kPrefix)) return std::nullopt;
   std::string_view rest = name.substr(kPrefix.size());
   ConvSpec s;
-  auto it = detail::take_token(rest);
-  if (!it) return std::nullopt;
+  // An iterator name may hold '_' (few_channels): match whole names, each followed by '_'.
   bool found = false;
-  for (size_t i = 0; i < kIterNames.size(); ++i)
-    if (kIterNames[i] == *it) s.config.iter = ConvIter(i), found = true;
+  for (size_t i = 0; i < kIterNames.size() && !found; ++i)
+    if (rest.starts_with(kIterNames[i]) && rest.substr(kIterNames[i].size()).starts_with('_')) {
+      s.config.iter = ConvIter(i), found = true;
+      rest.remove_prefix(kIterNames[i].size() + 1);
+    }
   if (!found || detail::take_token(rest) != "nhwc") return std::nullopt;
   auto e = detail::take_operand_types(rest);
   if (!e) return std::nullopt;
@@ -102,6 +104,10 @@ std::optional<std::string> conv_unsupported_reason(const ConvSpec& s, int target
     return "alignment below 4 bytes is the analytic iterator's fallback";
   if (c.split_k < 1 || c.split_k > kMaxConvSplitK)
     return "split_k must be 1.." + std::to_string(kMaxConvSplitK);
+  // CUTLASS counts a few-channels kernel's k-iterations over all of R·S·C whatever the split
+  // (implicit_gemm_k_iterations), so every slice would walk the whole reduction.
+  if (c.split_k > 1 && c.iter == ConvIter::few_channels)
+    return "few_channels kernels have no split-K: CUTLASS gives each slice all R*S*C k-iterations";
   if (c.split_k > 1 && !conv_split_k_allowed(s.epi))
     return "split-K needs an epilogue that stays linear until the last slice and reads a source (bias or residual); " +
            epilogue_name(s.epi) + " does not";
@@ -121,6 +127,14 @@ std::optional<std::string> conv_unsupported_reason(const ConvSpec& s, int target
   return std::nullopt;
 }
 
+std::optional<std::string> conv_channels_unsupported_reason(const ConvConfig& c, int64_t channels) {
+  if (channels < 1 || channels % c.alignment) return "c (input channels) is not a multiple of the kernel's alignment";
+  if (c.iter == ConvIter::few_channels && channels > kFewChannelsMaxC)
+    return "few_channels kernels are for c <= " + std::to_string(kFewChannelsMaxC) +
+           " (one tap's channels per access); wider C runs on the optimized iterator";
+  return std::nullopt;
+}
+
 namespace {
 
 // Rows for 16-bit operands: iterator, tile, warp tile (K as the tile's), stages, alignment in bytes.
@@ -136,6 +150,12 @@ constexpr ConvRow kConvRows[] = {
     // fallbacks for channel counts that are not a multiple of 8
     {ConvIter::analytic, 64, 64, 32, 32, 32, 4, 4},  // even C
     {ConvIter::analytic, 64, 64, 32, 32, 32, 2, 2},  // any C (3): register-pipelined, 1-element accesses
+    // The RGB stem padded to 8 channels (7x7: GEMM K = 392, 13 k-tiles of 32; N = K = 64 output
+    // channels; M = n·112·112 = 401408 at batch 32, 12544 at batch 1): one tap of 8 channels per
+    // 16-byte access. 256x64 and 128x64 for the big batches, 64x64 to fill the SMs at batch 1.
+    {ConvIter::few_channels, 256, 64, 32, 64, 32, 3, 16},
+    {ConvIter::few_channels, 128, 64, 32, 64, 32, 4, 16},
+    {ConvIter::few_channels, 64, 64, 32, 32, 32, 4, 16},
 };
 
 }  // namespace

@@ -17,8 +17,17 @@ namespace sabre::cutlass_backend {
 
 // How the mainloop walks the activation: optimized precomputes the filter offsets (the fast path,
 // needs C a multiple of the alignment); analytic recomputes each (R,S,C) coordinate and is the
-// fallback for alignments too small for cp.async (C = 3 with 2 stages).
-enum class ConvIter : uint8_t { optimized, analytic, kCount };
+// fallback for alignments too small for cp.async (C = 3 with 2 stages). Both walk C in chunks of
+// the tile's K at each filter tap, so a C below it (the stem padded to 8 against a K of 32) leaves
+// most of every k-tile masked. few_channels (CUTLASS's kFewChannels) runs the GEMM K over (r,s,c)
+// packed, c innermost, one tap's `alignment` channels per access: R·S·C of useful work with no
+// padding to the tile (392 for the 7x7 stem padded to 8 channels, against 7·7·32 = 1568). For
+// C <= kFewChannelsMaxC only (conv_channels_unsupported_reason), and without split-K.
+enum class ConvIter : uint8_t { optimized, analytic, few_channels, kCount };
+
+// The widest C few_channels kernels take: past it one tap's channels fill a good part of the K
+// tile and the optimized iterator's precomputed offsets win.
+constexpr int64_t kFewChannelsMaxC = 16;
 
 struct ConvConfig {
   ConvIter iter = ConvIter::optimized;
@@ -42,10 +51,11 @@ struct ConvSpec {
   bool operator==(const ConvSpec&) const = default;
 };
 
-std::string_view conv_iter_name(ConvIter i);  // "optimized", "analytic"
+std::string_view conv_iter_name(ConvIter i);  // "optimized", "analytic", "few_channels"
 
-// sm80_conv_fprop_optimized_nhwc_f16_f16_f32_128x128x32_w64x64x32_s3_a8_bias_relu, and with split-K
-// sm80_conv_fprop_optimized_nhwc_f16_f16_f32_64x64x32_w32x32x32_s4_a8_splitk4_bias_relu
+// sm80_conv_fprop_optimized_nhwc_f16_f16_f32_128x128x32_w64x64x32_s3_a8_bias_relu, with split-K
+// sm80_conv_fprop_optimized_nhwc_f16_f16_f32_64x64x32_w32x32x32_s4_a8_splitk4_bias_relu, and the
+// stem's sm80_conv_fprop_few_channels_nhwc_f16_f16_f32_128x64x32_w64x32x32_s4_a8_bias_relu
 std::string conv_kernel_name(const ConvSpec& s);
 std::optional<ConvSpec> parse_conv_kernel_name(std::string_view name);
 // True for names of the conv family ("sm80_conv_"), so a caller can tell them from GEMM names.
@@ -62,9 +72,15 @@ constexpr int kMaxConvSplitK = 16;
 // Static filter: why `s` cannot be built or run on a GPU of compute capability target_sm, or nullopt.
 std::optional<std::string> conv_unsupported_reason(const ConvSpec& s, int target_sm);
 
-// Configs for `elem` on target_sm that pass the static filter: a few aligned (16-byte) tiles and
-// the 4-byte and 2-byte (alignment 2 and 1 for 16-bit types) analytic fallbacks for channel
-// counts such as 3 (RGB stems).
+// Problem filter on the input channels C, beyond the static one: why a kernel of config `c` does
+// not run a conv with `channels` input channels, or nullopt. Every iterator needs C a multiple of
+// the alignment; few_channels is for C <= kFewChannelsMaxC. The kernels refuse the same problems
+// (their can_implement), and the ranking offers a kernel only where this is nullopt.
+std::optional<std::string> conv_channels_unsupported_reason(const ConvConfig& c, int64_t channels);
+
+// Configs for `elem` on target_sm that pass the static filter: a few aligned (16-byte) tiles, the
+// 4-byte and 2-byte (alignment 2 and 1 for 16-bit types) analytic fallbacks for channel counts
+// such as 3 (RGB stems), and 16-byte few_channels tiles for the stem padded to 8 channels.
 std::vector<ConvConfig> conv_catalog(Elem elem, int target_sm);
 
 // The epilogues conv kernels are generated with: each activation of {none, relu, silu, hardswish,

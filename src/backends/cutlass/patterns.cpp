@@ -225,8 +225,8 @@ CheckResult check_conv(const Match& m, const std::string& epilogue) {
     const int64_t r = ws[2].is_static() ? ws[2].value() : 0, s = ws[3].is_static() ? ws[3].value() : 0;
     if (epilogue.find("res") == std::string::npos && im2col_shape(ci.value(), r, s))
       note += "; where X is an NCHW value (the model's images) sabre compile runs it as im2col (R*S*C = " +
-              std::to_string(r * s * ci.value()) + " columns, rounded up to 8) + GEMM, or with --no-im2col-stem "
-              "zero-pads C to the 16-byte access, which takes the aligned conv kernels";
+              std::to_string(r * s * ci.value()) + " columns, rounded up to 8) + GEMM, or with --stem conv "
+              "zero-pads C to the 16-byte access, which takes the aligned conv kernels (few_channels: K = R*S*C padded)";
     else
       note += "; sabre compile zero-pads C to the 16-byte access where X enters NHWC from an NCHW value (the model's "
               "images), which takes the aligned kernels";

@@ -30,7 +30,7 @@ int static_alignment(ir::DType t, std::initializer_list<std::pair<const char*, i
                      std::string* note = nullptr);
 
 // The convs `sabre compile` runs as im2col + GEMM where X is an NCHW value whose channels it would
-// otherwise pad (codegen/lower.cpp, LowerOptions::im2col_stem): fewer channels than one 16-byte
+// otherwise pad (codegen/lower.cpp, LowerOptions::stem): fewer channels than one 16-byte
 // access of the f16/bf16 compute dtype holds (the RGB stem's 3) and R·S·C <= kIm2colMaxColumns
 // (the GEMM's K; ResNet's 7x7 stem has 147). The region's alignment note says so.
 inline constexpr int64_t kIm2colMaxColumns = 1024;
