@@ -35,6 +35,12 @@ struct GpuModel {
   // stream-K first at 1024x2304x768 (9.1 us predicted, 17.7 measured, against 12.2 for a pingpong).
   // The smallest excess is taken.
   double streamk_fixed_us = 3.7;
+  // The few_channels conv iterator gathers one filter tap's channels (16 bytes) from a different
+  // pixel each access and recomputes (n,p,q,r,s) for it: on the H200 (2026-12-03,
+  // bench/results/rn50_stem_h200_2026-12-03.txt) ResNet-50's padded stem at batch 32 (M = 401408,
+  // K = 7·7·8 = 392) took 204.5 us on the 256x64 s3 kernel where the model, counting it as a GEMM
+  // over that K, predicted 79: its time is scaled by that ratio.
+  double few_channels_slowdown = 2.6;
   static GpuModel for_sm(int target_sm);  // 90: H100/H200; 80: A100 (108 SMs, 312 TFLOPs)
 };
 

@@ -432,7 +432,8 @@ bool few_channels(const std::string& name) {
 // taps (K = 1568, three quarters masked), few_channels packs K = 7·7·8 = 392, so the model ranks a
 // few_channels kernel first at batch 32 (M = 401408) and at batch 1 (M = 12544), on sm 90 (against
 // the sm90 family's K padded to 64 channels too) and sm 80, in both dtypes. Its prediction beats the
-// optimized kernel of the same tile by about the ratio of the walked K.
+// optimized kernel of the same tile by the ratio of the walked K (4) over the slowdown the H200
+// measured for its per-access gathers (GpuModel::few_channels_slowdown): 204.5 us against 270 there.
 TEST(Rank, PaddedStemRanksFewChannelsFirst) {
   for (int64_t batch : {1, 32})
     for (int sm : {80, 90})
@@ -449,11 +450,14 @@ TEST(Rank, PaddedStemRanksFewChannelsFirst) {
   const std::string few = "sm80_conv_fprop_few_channels_nhwc_f16_f16_f32_128x64x32_w64x32x32_s4_a8_bias_relu";
   const std::string opt = "sm80_conv_fprop_optimized_nhwc_f16_f16_f32_128x64x32_w64x32x32_s4_a8_bias_relu";
   ASSERT_TRUE(us.count(few) && us.count(opt));
-  EXPECT_GT(us[opt], 3.0 * us[few]) << us[opt] << " vs " << us[few];
+  EXPECT_GT(us[opt], 1.2 * us[few]) << us[opt] << " vs " << us[few];
+  EXPECT_LT(us[opt], 1.6 * us[few]) << us[opt] << " vs " << us[few];
 }
 
 // Ordinary convs (C >= 32, and C = 24 past the few_channels limit) are never offered few_channels;
-// C = 16 is, and C = 8 after a pool (an NHWC conv, not the stem) too.
+// C = 16 is, and C = 8 after a pool (an NHWC conv, not the stem) too; at this small 3x3 (K = 72 or
+// 144 walked as 288) the few_channels gathers (GpuModel::few_channels_slowdown) cost more than the
+// optimized iterator's masked k-tiles, so an optimized kernel leads there.
 TEST(Rank, FewChannelsOnlyForSmallC) {
   ConvProblem p;
   p.dtype = "f16";
@@ -470,7 +474,7 @@ TEST(Rank, FewChannelsOnlyForSmallC) {
     p.c = c;
     const auto r = rank_conv_candidates(p, 90, ConvKernels::automatic);
     EXPECT_TRUE(std::any_of(r.begin(), r.end(), [](const ConvCandidate& x) { return few_channels(x.name); })) << "C=" << c;
-    EXPECT_TRUE(few_channels(r.front().name)) << "C=" << c << ": " << r.front().name;
+    EXPECT_FALSE(few_channels(r.front().name)) << "C=" << c << ": " << r.front().name;
   }
   // An unaligned C (3, as a conv on an NHWC input keeps it) has only the alignment-1 analytic kernels.
   p.c = 3;
