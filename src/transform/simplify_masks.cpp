@@ -121,6 +121,30 @@ bool gather_as_view(ir::Graph& g, Node* n) {
   return false;
 }
 
+// Rewrite 3: a view (Unsqueeze, Reshape, Squeeze, Flatten) of a Cast is the Cast of the view, when
+// the Cast's other readers only read its shape: the cast then sits next to the elementwise ops after
+// the views (the mask's Where) and runs in their kernel instead of its own.
+bool cast_below_view(ir::Graph& g, Node* v) {
+  static const std::set<std::string> kViews = {"Unsqueeze", "Reshape", "Squeeze", "Flatten"};
+  if (!v->domain().empty() || !kViews.count(v->op()) || !v->output(0)->type().known) return false;
+  Value* x = v->input(0);
+  const Node* c = producer_op(x, "Cast");
+  if (!c || g.is_graph_output(x) || !c->input(0)->type().known) return false;
+  for (const Node* u : x->users())
+    if (u != v && u->op() != "Shape" && !(kViews.count(u->op()) && u->input(0) == x)) return false;
+  std::vector<Value*> ins = v->inputs();
+  ins[0] = c->input(0);
+  const std::string name = v->name();
+  Node* view = g.add_node(v->op(), ins, 1, v->attrs(), detail::temp_node_name(g, name));
+  view->output(0)->set_type(c->input(0)->dtype(), v->output(0)->shape());
+  Node* cast = g.add_node("Cast", {view->output(0)}, 1, c->attrs(), c->name() + " (after " + name + ")");
+  cast->output(0)->set_type(v->output(0)->type());
+  detail::replace_value(g, v->output(0), cast->output(0));
+  g.remove_node(v);
+  view->set_name(name);
+  return true;
+}
+
 // Rewrite 2: values that are broadcasts of smaller ones, and their narrow forms.
 class Narrower {
  public:
@@ -215,6 +239,12 @@ ir::Graph simplify_masks(ir::Graph g) {
   }
   g.remove_dead();
   g.sort();
+  for (bool moved = true; moved;) {
+    moved = false;
+    for (Node* n : g.topo_order()) moved = cast_below_view(g, n) || moved;
+    g.remove_dead();
+    g.sort();
+  }
   return g;
 }
 

@@ -3,13 +3,15 @@
 // gathered at b·K + k over Range iotas, And-ed with `q >= 0` over a query iota (always true),
 // Expand-ed to [B,1,Q,K] and turned additive with Where. Run as is, that is a dozen small kernels
 // and a [B,1,Q,K] mask the attention kernel reads per query row (BERT-base at batch 32 on the
-// H200: 17.4 us an attention against 12.7 with a [B,1,1,K] mask). Two exact rewrites:
+// H200: 17.4 us an attention against 12.7 with a [B,1,1,K] mask). Three exact rewrites:
 //  1. A Gather of a flattened 2-D M at b·K + k, b and k Range(0, n, 1) outputs through Unsqueeze,
 //     is M with unit axes inserted: an Unsqueeze (a view).
 //  2. A value that is only a broadcast of a smaller one (Expand; And with an operand that is true
 //     everywhere; Cast and Where with scalar branches over such values) is read at its narrow
 //     shape by broadcasting elementwise consumers whose output shape the other operands already
 //     give: the attention's Add(scores [B,H,Q,K], mask) then reads [B,1,1,K].
+//  3. A view of a Cast whose other readers only take its shape is the Cast of the view, so the
+//     casts meet the Where after the views and run in its kernel (BERT-base's mask: one kernel).
 #pragma once
 
 #include "ir/graph.h"

@@ -1,7 +1,8 @@
 // transform::simplify_masks (through canonicalize, as sabre compile runs it): the padding mask
 // HuggingFace transformers 5 exports (a [B,K] mask gathered at b·K + k over Range iotas, And-ed
 // with `q >= 0`, Expand-ed to [B,1,Q,K], made additive by Where) reaches the attention's Add as
-// the [B,1,1,K] mask it is, with the same values; where `q >= c` can be false it stays [B,1,Q,K].
+// the [B,1,1,K] mask it is, with the same values, its casts after the views; where `q >= c` can be
+// false it stays [B,1,Q,K].
 #include <gtest/gtest.h>
 
 #include <random>
@@ -107,6 +108,22 @@ TEST(SimplifyMasks, PaddingMaskBecomesBatchByKeys) {
   for (const char* gone : {"Gather", "Expand", "GreaterOrEqual", "And", "Flatten"})
     EXPECT_EQ(count(c, gone), 0) << gone;
   EXPECT_NO_THROW(ir::verify(c));
+  // The additive mask is Where(Cast(views of attention_mask)): the casts sit after the views, next
+  // to the Where, so one elementwise kernel reads the i64 mask.
+  const ir::Node* add = nullptr;
+  for (const ir::Node* n : c.nodes())
+    if (n->op() == "Add" && n->input(0)->name() == "scores") add = n;
+  ASSERT_TRUE(add);
+  const ir::Node* where = add->input(1)->producer();
+  ASSERT_TRUE(where && where->op() == "Where");
+  const Value* v = where->input(0);
+  int casts = 0, views = 0;
+  for (; v->producer() && v->producer()->op() == "Cast"; v = v->producer()->input(0)) ++casts;
+  for (; v->producer() && (v->producer()->op() == "Unsqueeze" || v->producer()->op() == "Reshape"); v = v->producer()->input(0))
+    ++views;
+  EXPECT_GE(casts, 1);
+  EXPECT_GE(views, 1);
+  EXPECT_EQ(v->name(), "attention_mask");
   for (auto [batch, seq] : {std::pair{3, 5}, std::pair{1, 7}, std::pair{4, 1}}) expect_same_outputs(g, c, batch, seq, rng);
 }
 
