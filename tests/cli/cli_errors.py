@@ -117,6 +117,8 @@ def main():
         ("contradicting stem flags", ["compile", bert, "-o", w("c.sabre"), "--plan-only", "--stem", "im2col",
                                       "--no-im2col-stem"], [r"contradict"]),
         ("bad --stem (tune)", ["tune", bert, "--no-tune", "--stem", "padded"], [r"--stem", r"padded"]),
+        ("bad --iters (bench)", ["bench", w("none.sabre"), "--iters", "0"], [r"--iters", r"'0'", r"positive integer"]),
+        ("bad --warmup (bench)", ["bench", w("none.sabre"), "--warmup", "x1"], [r"--warmup", r"x1", r"whole number"]),
         ("no model argument", ["inspect"], [r"usage|model"]),
         ("unknown command", ["frobnicate"], [r"frobnicate"]),
     ]

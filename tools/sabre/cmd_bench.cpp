@@ -26,7 +26,7 @@ namespace {
 
 const std::vector<FlagSpec> kFlags = {
     {"--dim", "", "NAME=VALUE", "value of a symbolic dim (unset ones: 1 for batch-like names, else 8)", true},
-    {"--warmup", "", "N", "untimed runs first (default 20)", false},
+    {"--warmup", "", "N", "untimed runs first (default 20; 0 for none, e.g. one run under a profiler)", false},
     {"--iters", "", "N", "timed runs (default 200)", false},
     {"--device", "", "N", "the CUDA device (default 0)", false},
     {"--no-graphs", "", "", "launch step by step instead of replaying a CUDA graph", false},
@@ -60,11 +60,14 @@ void print_profile(const std::vector<StepTime>& steps) {
                 slow[i]->kernel.empty() ? "" : "  ", slow[i]->kernel.c_str());
 }
 
-int64_t positive(const std::optional<std::string>& v, const char* flag, int64_t def) {
+// A count flag's value: digits only, at least `min` (0 for --warmup: no untimed runs, as one run under
+// a profiler wants; 1 for --iters).
+int64_t count(const std::optional<std::string>& v, const char* flag, int64_t def, int64_t min) {
   if (!v) return def;
   bool ok = !v->empty() && v->size() < 10;
   for (char c : *v) ok = ok && std::isdigit(static_cast<unsigned char>(c));
-  if (!ok || std::stoll(*v) <= 0) throw UsageError(std::string("bad ") + flag + " '" + *v + "': expected a positive integer");
+  if (!ok || std::stoll(*v) < min)
+    throw UsageError(std::string("bad ") + flag + " '" + *v + "': expected " + (min ? "a positive integer" : "a whole number"));
   return std::stoll(*v);
 }
 
@@ -87,9 +90,9 @@ int bench(const std::vector<std::string>& argv) {
     }
     if (args.positional.size() != 1) throw UsageError("give one artifact: sabre bench MODEL.sabre --dim batch=8");
 #if SABRE_RUNTIME_HAVE_CUDA
-    const int64_t warmup = positive(args.value("--warmup"), "--warmup", 20);
-    const int64_t iters = positive(args.value("--iters"), "--iters", 200);
-    const int device = static_cast<int>(positive(args.value("--device"), "--device", 1)) - (args.has("--device") ? 0 : 1);
+    const int64_t warmup = count(args.value("--warmup"), "--warmup", 20, 0);
+    const int64_t iters = count(args.value("--iters"), "--iters", 200, 1);
+    const int device = static_cast<int>(count(args.value("--device"), "--device", 0, 0));
     std::map<std::string, int64_t> dims = parse_dims(args.all("--dim"));
     sabre::Session session(args.positional[0], device);
     std::set<std::string> symbols;
@@ -108,7 +111,9 @@ int bench(const std::vector<std::string>& argv) {
     struct Free {
       std::vector<void*>& v;
       ~Free() {
-        for (void* p : v) cudaFree(p);
+        for (void* p : v)
+        if (cudaError_t e = cudaFree(p); e != cudaSuccess)
+          std::fprintf(stderr, "sabre bench: warning: freeing an input on the GPU: %s\n", cudaGetErrorString(e));
       }
     } free_all{dev};
     std::vector<std::vector<int64_t>> shapes;
@@ -147,7 +152,8 @@ int bench(const std::vector<std::string>& argv) {
       if (cudaMalloc(&p, std::max<size_t>(bytes, 1)) != cudaSuccess)
         throw std::runtime_error("cannot allocate input '" + sp.name + "' on the GPU");
       dev.push_back(p);
-      cudaMemcpy(p, host.data(), bytes, cudaMemcpyHostToDevice);
+      if (cudaError_t e = cudaMemcpy(p, host.data(), bytes, cudaMemcpyHostToDevice); e != cudaSuccess)
+        throw std::runtime_error("cannot copy input '" + sp.name + "' to the GPU: " + cudaGetErrorString(e));
       ins.push_back({sp.name.c_str(), p, SABRE_DEVICE_CUDA, device, sp.dtype, static_cast<int32_t>(shapes[i].size()),
                      shapes[i].data(), nullptr});
     }
