@@ -42,32 +42,28 @@ static Times time_ms(const std::function<cudaError_t(cudaStream_t)>& f) {
   if (cudaStreamCreate(&s) != cudaSuccess || cudaEventCreate(&a) != cudaSuccess || cudaEventCreate(&b) != cudaSuccess)
     return {-1, -1};
   for (int i = 0; i < 10; ++i) f(s);
-  cudaEventRecord(a, s);
+  bool ok = cudaEventRecord(a, s) == cudaSuccess;
   for (int i = 0; i < iters; ++i) f(s);
-  cudaEventRecord(b, s);
-  cudaEventSynchronize(b);
-  cudaEventElapsedTime(&t.stream_ms, a, b);
-  t.stream_ms /= iters;
+  ok = ok && cudaEventRecord(b, s) == cudaSuccess && cudaEventSynchronize(b) == cudaSuccess &&
+       cudaEventElapsedTime(&t.stream_ms, a, b) == cudaSuccess;
+  t.stream_ms = ok ? t.stream_ms / iters : -1;  // -1: not measured (printed as such)
   t.graph_ms = -1;
   if (cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal) == cudaSuccess) {
     for (int i = 0; i < iters; ++i) f(s);
     if (cudaStreamEndCapture(s, &g) == cudaSuccess && cudaGraphInstantiate(&ge, g, 0) == cudaSuccess) {
-      cudaGraphLaunch(ge, s);  // warm-up
-      cudaEventRecord(a, s);
-      cudaGraphLaunch(ge, s);
-      cudaEventRecord(b, s);
-      if (cudaEventSynchronize(b) == cudaSuccess && cudaEventElapsedTime(&t.graph_ms, a, b) == cudaSuccess)
+      if (cudaGraphLaunch(ge, s) == cudaSuccess && cudaEventRecord(a, s) == cudaSuccess &&  // warm-up, then timed
+          cudaGraphLaunch(ge, s) == cudaSuccess && cudaEventRecord(b, s) == cudaSuccess &&
+          cudaEventSynchronize(b) == cudaSuccess && cudaEventElapsedTime(&t.graph_ms, a, b) == cudaSuccess)
         t.graph_ms /= iters;
       else
         t.graph_ms = -1;
     }
   }
   if (cudaGetLastError() != cudaSuccess) t.graph_ms = -1;  // a launch refused under capture
-  if (ge) cudaGraphExecDestroy(ge);
-  if (g) cudaGraphDestroy(g);
-  cudaEventDestroy(a);
-  cudaEventDestroy(b);
-  cudaStreamDestroy(s);
+  bool released = (!ge || cudaGraphExecDestroy(ge) == cudaSuccess) & (!g || cudaGraphDestroy(g) == cudaSuccess) &
+                  (cudaEventDestroy(a) == cudaSuccess) & (cudaEventDestroy(b) == cudaSuccess) &
+                  (cudaStreamDestroy(s) == cudaSuccess);
+  if (!released) std::fprintf(stderr, "native_bench: warning: releasing a timing stream failed\n");
   return t;
 }
 

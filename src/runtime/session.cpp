@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -55,6 +56,14 @@ void cuda_check(cudaError_t e, const std::string& what) {
   throw Error(SABRE_ERR_CUDA, what + " failed: " + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")");
 }
 
+// Where nothing may throw (destructors, unwinding after another error): a failed release is said
+// on stderr, once per call, and the cleanup goes on.
+void cuda_warn(cudaError_t e, const char* what) {
+  if (e == cudaSuccess) return;
+  cudaGetLastError();
+  std::fprintf(stderr, "sabre runtime: warning: %s failed: %s (%s)\n", what, cudaGetErrorName(e), cudaGetErrorString(e));
+}
+
 // Adds a kernel library's registry (GEMM or conv entries, reached through `reg`) to `into`: its ABI
 // must be this runtime's, and no kernel name may come from two libraries.
 template <class Entry>
@@ -93,8 +102,8 @@ struct Session::Impl {
 
   ~Impl() {
     if (weights_dev) {
-      cudaSetDevice(device);
-      cudaFree(weights_dev);
+      cuda_warn(cudaSetDevice(device), "cudaSetDevice (releasing the weights)");
+      cuda_warn(cudaFree(weights_dev), "freeing the weights");
     }
     for (void* h : libs) dlclose(h);
   }
@@ -265,14 +274,14 @@ struct ExecutionContext::Impl {
   std::map<std::string, Signature> cache;
 
   ~Impl() {
-    cudaSetDevice(s->device);
-    if (stream) cudaStreamSynchronize(stream);
+    cuda_warn(cudaSetDevice(s->device), "cudaSetDevice (releasing a context)");
+    if (stream) cuda_warn(cudaStreamSynchronize(stream), "cudaStreamSynchronize (releasing a context)");
     for (auto& [k, sig] : cache)
-      if (sig.exec) cudaGraphExecDestroy(sig.exec);
-    cudaFree(arena);
-    cudaFree(workspace);
-    for (void* p : out_buf) cudaFree(p);
-    if (own_stream && stream) cudaStreamDestroy(stream);
+      if (sig.exec) cuda_warn(cudaGraphExecDestroy(sig.exec), "cudaGraphExecDestroy");
+    cuda_warn(cudaFree(arena), "freeing the activation arena");
+    cuda_warn(cudaFree(workspace), "freeing the GEMM/conv workspace");
+    for (void* p : out_buf) cuda_warn(cudaFree(p), "freeing an output buffer");
+    if (own_stream && stream) cuda_warn(cudaStreamDestroy(stream), "cudaStreamDestroy");
   }
 
   const Plan& plan() const { return s->art.plan; }
@@ -355,7 +364,8 @@ void ExecutionContext::Impl::profile_steps(const Signature& sig, const std::vect
       }
     } catch (...) {
       go.store(true, std::memory_order_release);
-      cudaStreamSynchronize(stream);
+      // The error being thrown is the one to report; a failed drain is only said.
+      cuda_warn(cudaStreamSynchronize(stream), "cudaStreamSynchronize (after a failed profile step)");
       throw;
     }
     go.store(true, std::memory_order_release);
@@ -496,7 +506,7 @@ void ExecutionContext::Impl::run(const std::vector<sabre_tensor>& inputs, std::v
     } else {
       if (out_cap[k] < sig.bytes[id]) {
         cuda_check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
-        cudaFree(out_buf[k]);
+        cuda_check(cudaFree(out_buf[k]), "freeing output '" + s->out_specs[k].name + "' to grow it");
         out_buf[k] = nullptr;
         out_cap[k] = 0;
         cuda_check(cudaMalloc(&out_buf[k], sig.bytes[id]), "allocating output '" + s->out_specs[k].name + "'");
@@ -508,7 +518,7 @@ void ExecutionContext::Impl::run(const std::vector<sabre_tensor>& inputs, std::v
   // 3. Arena (grows; growing invalidates every captured graph).
   if (sig.mp.peak_bytes > arena_size) {
     cuda_check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
-    cudaFree(arena);
+    cuda_check(cudaFree(arena), "freeing the activation arena to grow it");
     arena = nullptr;
     arena_size = 0;
     cuda_check(cudaMalloc(&arena, sig.mp.peak_bytes), "allocating " + std::to_string(sig.mp.peak_bytes) + " bytes of activations");
@@ -534,7 +544,7 @@ void ExecutionContext::Impl::run(const std::vector<sabre_tensor>& inputs, std::v
     }
   if (ws > workspace_size) {
     cuda_check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
-    cudaFree(workspace);
+    cuda_check(cudaFree(workspace), "freeing the GEMM/conv workspace to grow it");
     workspace = nullptr;
     workspace_size = 0;
     cuda_check(cudaMalloc(&workspace, ws), "allocating the GEMM/conv workspace");
@@ -572,8 +582,8 @@ void ExecutionContext::Impl::run(const std::vector<sabre_tensor>& inputs, std::v
       cudaGraphExecUpdateResultInfo info{};
       updated = cudaGraphExecUpdate(sig.exec, graph, &info) == cudaSuccess;
       if (!updated) {
-        cudaGetLastError();
-        cudaGraphExecDestroy(sig.exec);
+        cudaGetLastError();  // a refused update is not an error: the graph is instantiated again below
+        cuda_check(cudaGraphExecDestroy(sig.exec), "cudaGraphExecDestroy");
         sig.exec = nullptr;
       }
     }
@@ -584,7 +594,7 @@ void ExecutionContext::Impl::run(const std::vector<sabre_tensor>& inputs, std::v
       cuda_check(e, "cudaGraphInstantiate");
       sig.exec = exec;
     }
-    cudaGraphDestroy(graph);
+    cuda_check(cudaGraphDestroy(graph), "cudaGraphDestroy");
     sig.io = io;
     sig.epoch = arena_epoch;
     cuda_check(cudaGraphLaunch(sig.exec, stream), "cudaGraphLaunch");

@@ -537,9 +537,11 @@ bool probe_gpu(Environment& env, std::string& why) {
           return false;
         }
         cudaDeviceProp prop;
-        cudaGetDeviceProperties(&prop, 0);
         int rt = 0;
-        cudaRuntimeGetVersion(&rt);
+        if ((err = cudaGetDeviceProperties(&prop, 0)) != cudaSuccess || (err = cudaRuntimeGetVersion(&rt)) != cudaSuccess) {
+          report(cudaGetErrorString(err));
+          return false;
+        }
         report(std::string(prop.name) + "\n" + std::to_string(prop.major * 10 + prop.minor) + "\n" +
                std::to_string(rt / 1000) + "." + std::to_string((rt % 1000) / 10));
         return true;

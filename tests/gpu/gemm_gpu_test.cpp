@@ -18,10 +18,12 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <initializer_list>
 #include <map>
 #include <random>
 #include <set>
@@ -42,6 +44,16 @@ namespace lt = sabre::cublaslt_backend;
 namespace fs = std::filesystem;
 
 namespace {
+
+// Frees the case's device buffers; a failure (a sticky error left by the kernel) ends this child
+// process, which its parent reports as the candidate's failure.
+void free_device(std::initializer_list<void*> ptrs) {
+  for (void* p : ptrs)
+    if (cudaError_t e = cudaFree(p); e != cudaSuccess) {
+      std::fprintf(stderr, "cudaFree failed: %s\n", cudaGetErrorString(e));
+      std::_Exit(3);
+    }
+}
 
 constexpr int kSkip = 77;
 
@@ -286,12 +298,12 @@ void child_run(const Candidate& c, const std::string& lib, const std::vector<con
         int rs = r.run(&a, nullptr);
         if (ci == SABRE_NOT_SUPPORTED && rs == SABRE_NOT_SUPPORTED) emit(label + " REFUSED_OK 0 " + r.last_error());
         else fail("FAIL", "alignment " + std::to_string(c.alignment) + " kernel accepted an unaligned shape");
-        cudaFree(da), cudaFree(db), cudaFree(dbias), cudaFree(dres), cudaFree(dd);
+        free_device({da, db, dbias, dres, dd});
         continue;
       }
       if (ci != SABRE_OK) {
         fail("REFUSED", std::string("can_implement: ") + r.last_error());
-        cudaFree(da), cudaFree(db), cudaFree(dbias), cudaFree(dres), cudaFree(dd);
+        free_device({da, db, dbias, dres, dd});
         continue;
       }
       size_t wsz = r.workspace_size(&a);
@@ -359,8 +371,8 @@ void child_run(const Candidate& c, const std::string& lib, const std::vector<con
     if (nan_count) emit(label + " FAIL " + buf + " " + std::to_string(nan_count) + " outputs unwritten or non-finite");
     else if (!(rel <= tolerance(c.ab))) emit(label + " FAIL " + buf + " relative L2 error above tolerance");
     else emit(label + " ok " + buf + " -");
-    cudaFree(da), cudaFree(db), cudaFree(dbias), cudaFree(dres), cudaFree(dd);
-    if (ws) cudaFree(ws), ws = nullptr;
+    free_device({da, db, dbias, dres, dd});
+    if (ws) free_device({ws}), ws = nullptr;
   }
 }
 
@@ -443,8 +455,8 @@ int probe_gpu(std::string& desc) {
       msg = "none";
     } else {
       cudaDeviceProp prop{};
-      cudaGetDeviceProperties(&prop, 0);
-      msg = std::to_string(prop.major * 10 + prop.minor) + " " + prop.name;
+      if (cudaGetDeviceProperties(&prop, 0) != cudaSuccess) msg = "none";
+      else msg = std::to_string(prop.major * 10 + prop.minor) + " " + prop.name;
     }
     if (write(fds[1], msg.data(), msg.size()) < 0) _exit(1);
     _exit(0);

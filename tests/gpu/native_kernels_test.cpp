@@ -1194,10 +1194,13 @@ int main(int argc, char** argv) {
   }
   if (argc > 1) g_filter = argv[1];
   cudaDeviceProp prop{};
-  cudaGetDeviceProperties(&prop, 0);
+  // make the runtime's primary context current for the driver API too (cudaFree(nullptr))
+  if (cudaError_t e = cudaGetDeviceProperties(&prop, 0); e != cudaSuccess || (e = cudaFree(nullptr)) != cudaSuccess) {
+    std::printf("FAIL setting up the device: %s\n", cudaGetErrorString(e));
+    return 1;
+  }
   g_cc = prop.major * 10 + prop.minor;
   std::printf("device: %s (sm_%d)\n", prop.name, g_cc);
-  cudaFree(nullptr);  // make the runtime's primary context current for the driver API too
   load_driver();
   if (const char* e = std::getenv("NVCC")) g_nvcc = e;
   else if (std::system("nvcc --version > /dev/null 2>&1") == 0) g_nvcc = "nvcc";

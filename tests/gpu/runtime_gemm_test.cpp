@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <cstdio>
 #include <filesystem>
@@ -23,6 +24,13 @@ namespace fs = std::filesystem;
 // bias -> y [batch,5,6,8] (NHWC). f32 throughout, the stand-in library's dtype. B's 5 columns past
 // 147 hold 1000s (the lowering writes zeros there): only the zeros im2col writes in A's last 5
 // columns keep them out of y. Batches 1, 3, 8 and 3 again (a replayed graph) against a host conv.
+// A CUDA call the test itself makes: a failure ends the test as failed, saying which.
+void cuda_ok(cudaError_t e, const char* what) {
+  if (e == cudaSuccess) return;
+  std::printf("FAIL %s: %s\n", what, cudaGetErrorString(e));
+  std::exit(1);
+}
+
 int check_im2col_gemm(int sm) {
   const int64_t C = 3, H = 9, W = 11, R = 7, S = 7, K = 8, P = 5, Q = 6, rsc = R * S * C, cols = 152;
   Plan p;
@@ -70,16 +78,16 @@ int check_im2col_gemm(int sm) {
     for (auto& v : x) v = u(rng);
     const size_t ny = static_cast<size_t>(batch * P * Q * K);
     void *dx = nullptr, *dy = nullptr;
-    cudaMalloc(&dx, x.size() * 4);
-    cudaMalloc(&dy, ny * 4);
-    cudaMemcpy(dx, x.data(), x.size() * 4, cudaMemcpyHostToDevice);
-    cudaMemset(dy, 0xff, ny * 4);
+    cuda_ok(cudaMalloc(&dx, x.size() * 4), "cudaMalloc");
+    cuda_ok(cudaMalloc(&dy, ny * 4), "cudaMalloc");
+    cuda_ok(cudaMemcpy(dx, x.data(), x.size() * 4, cudaMemcpyHostToDevice), "cudaMemcpy");
+    cuda_ok(cudaMemset(dy, 0xff, ny * 4), "cudaMemset");
     int64_t xs[4] = {batch, C, H, W}, ys[4] = {batch, P, Q, K};
     std::vector<sabre_tensor> outs = {{"y", dy, SABRE_DEVICE_CUDA, 0, {SABRE_DTYPE_FLOAT, 32, 1}, 4, ys, nullptr}};
     try {
       ctx.run({{"images", dx, SABRE_DEVICE_CUDA, 0, {SABRE_DTYPE_FLOAT, 32, 1}, 4, xs, nullptr}}, outs);
       std::vector<float> y(ny);
-      cudaMemcpy(y.data(), dy, ny * 4, cudaMemcpyDeviceToHost);
+      cuda_ok(cudaMemcpy(y.data(), dy, ny * 4, cudaMemcpyDeviceToHost), "cudaMemcpy");
       double err = 0;
       for (int64_t n = 0; n < batch; ++n)
         for (int64_t op = 0; op < P; ++op)
@@ -104,8 +112,8 @@ int check_im2col_gemm(int sm) {
       std::printf("FAIL im2col + gemm, batch %lld: %s\n", (long long)batch, e.what());
       ++failures;
     }
-    cudaFree(dx);
-    cudaFree(dy);
+    cuda_ok(cudaFree(dx), "cudaFree");
+    cuda_ok(cudaFree(dy), "cudaFree");
   }
   fs::remove_all(dir);
   return failures;
@@ -118,7 +126,7 @@ int main() {
     return 77;
   }
   cudaDeviceProp prop{};
-  cudaGetDeviceProperties(&prop, 0);
+  cuda_ok(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties");
   const int64_t K = 32, N = 48;
   Plan p;
   p.symbols = {{"batch", 1, 128}};
@@ -154,10 +162,10 @@ int main() {
     std::vector<float> x(static_cast<size_t>(batch * K));
     for (auto& v : x) v = u(rng);
     void *dx = nullptr, *dy = nullptr;
-    cudaMalloc(&dx, x.size() * 4);
-    cudaMalloc(&dy, static_cast<size_t>(batch * N) * 4);
-    cudaMemcpy(dx, x.data(), x.size() * 4, cudaMemcpyHostToDevice);
-    cudaMemset(dy, 0xff, static_cast<size_t>(batch * N) * 4);
+    cuda_ok(cudaMalloc(&dx, x.size() * 4), "cudaMalloc");
+    cuda_ok(cudaMalloc(&dy, static_cast<size_t>(batch * N) * 4), "cudaMalloc");
+    cuda_ok(cudaMemcpy(dx, x.data(), x.size() * 4, cudaMemcpyHostToDevice), "cudaMemcpy");
+    cuda_ok(cudaMemset(dy, 0xff, static_cast<size_t>(batch * N) * 4), "cudaMemset");
     int64_t xs[2] = {batch, K}, ys[2] = {batch, N};
     std::vector<sabre_tensor> outs = {{"y", dy, SABRE_DEVICE_CUDA, 0, {SABRE_DTYPE_FLOAT, 32, 1}, 2, ys, nullptr}};
     try {
@@ -168,7 +176,7 @@ int main() {
       continue;
     }
     std::vector<float> y(static_cast<size_t>(batch * N));
-    cudaMemcpy(y.data(), dy, y.size() * 4, cudaMemcpyDeviceToHost);
+    cuda_ok(cudaMemcpy(y.data(), dy, y.size() * 4, cudaMemcpyDeviceToHost), "cudaMemcpy");
     double err = 0;
     for (int64_t i = 0; i < batch; ++i) {
       std::vector<double> h(N);
@@ -188,14 +196,14 @@ int main() {
     }
     std::printf("batch %lld: max abs error %.3g\n", (long long)batch, err);
     if (err > 1e-5) ++failures;
-    cudaFree(dx);
-    cudaFree(dy);
+    cuda_ok(cudaFree(dx), "cudaFree");
+    cuda_ok(cudaFree(dy), "cudaFree");
   }
   // A kernel failing while the graph is being captured: SABRE_ERR_CUDA naming the step, kernel and
   // message; then the same context runs again (the capture was abandoned cleanly).
   for (int rep = 0; rep < 2; ++rep) {
     void* dx = nullptr;
-    cudaMalloc(&dx, 13 * K * 4);
+    cuda_ok(cudaMalloc(&dx, 13 * K * 4), "cudaMalloc");
     int64_t xs[2] = {13, K};
     std::vector<sabre_tensor> outs;
     try {
@@ -211,7 +219,7 @@ int main() {
         ++failures;
       }
     }
-    cudaFree(dx);
+    cuda_ok(cudaFree(dx), "cudaFree");
     cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
     cudaError_t qe = cudaStreamIsCapturing(static_cast<cudaStream_t>(ctx.stream()), &cs);
     if (qe != cudaSuccess || cs != cudaStreamCaptureStatusNone) {
@@ -221,15 +229,15 @@ int main() {
   }
   {
     void *dx = nullptr;
-    cudaMalloc(&dx, 16 * K * 4);
+    cuda_ok(cudaMalloc(&dx, 16 * K * 4), "cudaMalloc");
     std::vector<float> x(static_cast<size_t>(16 * K), 0.25f);
-    cudaMemcpy(dx, x.data(), x.size() * 4, cudaMemcpyHostToDevice);
+    cuda_ok(cudaMemcpy(dx, x.data(), x.size() * 4, cudaMemcpyHostToDevice), "cudaMemcpy");
     int64_t xs[2] = {16, K};
     std::vector<sabre_tensor> outs = {{"y", nullptr, 0, 0, {}, 0, nullptr, nullptr}};
     try {
       ctx.run({{"x", dx, SABRE_DEVICE_CUDA, 0, {SABRE_DTYPE_FLOAT, 32, 1}, 2, xs, nullptr}}, outs);
       std::vector<float> y(static_cast<size_t>(16 * N));
-      cudaMemcpy(y.data(), outs[0].data, y.size() * 4, cudaMemcpyDeviceToHost);
+      cuda_ok(cudaMemcpy(y.data(), outs[0].data, y.size() * 4, cudaMemcpyDeviceToHost), "cudaMemcpy");
       double row = 0;
       for (int64_t j = 0; j < N; ++j) row += y[static_cast<size_t>(j)];
       if (std::fabs(row - 1.0) > 1e-4) {
@@ -240,7 +248,7 @@ int main() {
       std::printf("FAIL: the context is not usable after a CUDA error: %s\n", e.what());
       ++failures;
     }
-    cudaFree(dx);
+    cuda_ok(cudaFree(dx), "cudaFree");
   }
   failures += check_im2col_gemm(m.sm);
   std::printf("%s\n", failures ? "FAILED" : "PASSED");

@@ -116,17 +116,20 @@ std::vector<float> host_reference(const std::vector<float>& x, const std::vector
   return y;
 }
 
+// A CUDA call the test makes itself (not the runtime under test): a failure counts and is said.
+#define CUDA_OK(call) CHECK((call) == cudaSuccess, "%s", cudaGetErrorString(cudaGetLastError()))
+
 struct DeviceBuf {
   void* p = nullptr;
-  explicit DeviceBuf(size_t n) { cudaMalloc(&p, n); }
-  ~DeviceBuf() { cudaFree(p); }
+  explicit DeviceBuf(size_t n) { CUDA_OK(cudaMalloc(&p, n)); }
+  ~DeviceBuf() { CUDA_OK(cudaFree(p)); }
 };
 
 // One run at `batch`: random x, poisoned y, compare. Returns max abs error.
 double run_once(sabre::ExecutionContext& ctx, const std::vector<float>& w, int64_t batch, unsigned seed, bool* replayed = nullptr) {
   auto x = random_floats(static_cast<size_t>(batch * kCols), seed, -2.f, 2.f);
   DeviceBuf dx(x.size() * 4), dy(x.size() * 4);
-  cudaMemcpy(dx.p, x.data(), x.size() * 4, cudaMemcpyHostToDevice);
+  CUDA_OK(cudaMemcpy(dx.p, x.data(), x.size() * 4, cudaMemcpyHostToDevice));
   cudaMemset(dy.p, 0xff, x.size() * 4);  // NaN poison
   int64_t shape[2] = {batch, kCols};
   sabre_tensor in{"x", dx.p, SABRE_DEVICE_CUDA, 0, {SABRE_DTYPE_FLOAT, 32, 1}, 2, shape, nullptr};
@@ -135,7 +138,7 @@ double run_once(sabre::ExecutionContext& ctx, const std::vector<float>& w, int64
   ctx.run({in}, outs);
   if (replayed) *replayed = ctx.last_stats().graph_replayed;
   std::vector<float> y(x.size());
-  cudaMemcpy(y.data(), dy.p, y.size() * 4, cudaMemcpyDeviceToHost);
+  CUDA_OK(cudaMemcpy(y.data(), dy.p, y.size() * 4, cudaMemcpyDeviceToHost));
   auto ref = host_reference(x, w, batch);
   double err = 0;
   for (size_t i = 0; i < y.size(); ++i) err = std::isfinite(y[i]) ? std::max(err, std::fabs(double(y[i]) - ref[i])) : 1e30;
@@ -172,13 +175,13 @@ void check_nchw_to_nhwc_step(int sm) {
     const size_t pixels = static_cast<size_t>(batch * 5 * 7);
     auto x = random_floats(pixels * 3, 40 + static_cast<unsigned>(batch), -2.f, 2.f);
     DeviceBuf dx(x.size() * 4), dy(pixels * 8 * 2);
-    cudaMemcpy(dx.p, x.data(), x.size() * 4, cudaMemcpyHostToDevice);
+    CUDA_OK(cudaMemcpy(dx.p, x.data(), x.size() * 4, cudaMemcpyHostToDevice));
     cudaMemset(dy.p, 0xff, pixels * 8 * 2);  // NaN poison
     int64_t xs[4] = {batch, 3, 5, 7}, ys[4] = {batch, 5, 7, 8};
     std::vector<sabre_tensor> outs = {{"images.nhwc_c8", dy.p, SABRE_DEVICE_CUDA, 0, {SABRE_DTYPE_FLOAT, 16, 1}, 4, ys, nullptr}};
     ctx.run({{"images", dx.p, SABRE_DEVICE_CUDA, 0, {SABRE_DTYPE_FLOAT, 32, 1}, 4, xs, nullptr}}, outs);
     std::vector<uint16_t> y(pixels * 8);
-    cudaMemcpy(y.data(), dy.p, y.size() * 2, cudaMemcpyDeviceToHost);
+    CUDA_OK(cudaMemcpy(y.data(), dy.p, y.size() * 2, cudaMemcpyDeviceToHost));
     // Rounding to f16 moves a value by at most half a unit in the last place (2^-11 relative, 2^-25
     // among subnormals); the padding channels must be +0 exactly.
     int bad = 0;
@@ -218,7 +221,7 @@ int main() {
     return 77;
   }
   cudaDeviceProp prop{};
-  cudaGetDeviceProperties(&prop, 0);
+  CUDA_OK(cudaGetDeviceProperties(&prop, 0));
   int sm = prop.major * 10 + prop.minor;
   std::vector<float> w;
   std::string dir = build_artifact(w, sm);
@@ -244,13 +247,13 @@ int main() {
     int64_t shape[2] = {batch, kCols};
     for (int rep = 0; rep < 3; ++rep) {
       auto x = random_floats(static_cast<size_t>(batch * kCols), 500 + rep, -2.f, 2.f);
-      cudaMemcpy(dx.p, x.data(), x.size() * 4, cudaMemcpyHostToDevice);
-      cudaMemset(dy.p, 0xff, x.size() * 4);
+      CUDA_OK(cudaMemcpy(dx.p, x.data(), x.size() * 4, cudaMemcpyHostToDevice));
+      CUDA_OK(cudaMemset(dy.p, 0xff, x.size() * 4));
       std::vector<sabre_tensor> outs = {{"y", dy.p, SABRE_DEVICE_CUDA, 0, {SABRE_DTYPE_FLOAT, 32, 1}, 2, shape, nullptr}};
       ctx.run({{"x", dx.p, SABRE_DEVICE_CUDA, 0, {SABRE_DTYPE_FLOAT, 32, 1}, 2, shape, nullptr}}, outs);
       CHECK(ctx.last_stats().graph_replayed == (rep > 0), "rep %d replayed=%d", rep, ctx.last_stats().graph_replayed);
       std::vector<float> y(x.size());
-      cudaMemcpy(y.data(), dy.p, y.size() * 4, cudaMemcpyDeviceToHost);
+      CUDA_OK(cudaMemcpy(y.data(), dy.p, y.size() * 4, cudaMemcpyDeviceToHost));
       auto ref = host_reference(x, w, batch);
       double e = 0;
       for (size_t i = 0; i < y.size(); ++i) e = std::isfinite(y[i]) ? std::max(e, std::fabs(double(y[i]) - ref[i])) : 1e30;
@@ -274,8 +277,8 @@ int main() {
     const int64_t batch = 16;
     auto x = random_floats(static_cast<size_t>(batch * kCols), 900, -2.f, 2.f);
     DeviceBuf dx(x.size() * 4), dy(x.size() * 4);
-    cudaMemcpy(dx.p, x.data(), x.size() * 4, cudaMemcpyHostToDevice);
-    cudaMemset(dy.p, 0xff, x.size() * 4);
+    CUDA_OK(cudaMemcpy(dx.p, x.data(), x.size() * 4, cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMemset(dy.p, 0xff, x.size() * 4));
     int64_t shape[2] = {batch, kCols};
     std::vector<sabre_tensor> outs = {{"y", dy.p, SABRE_DEVICE_CUDA, 0, {SABRE_DTYPE_FLOAT, 32, 1}, 2, shape, nullptr}};
     std::vector<sabre::StepTime> prof =
@@ -289,7 +292,7 @@ int main() {
             prof[i].op.c_str(), prof[i].us);
     }
     std::vector<float> y(x.size());
-    cudaMemcpy(y.data(), dy.p, y.size() * 4, cudaMemcpyDeviceToHost);
+    CUDA_OK(cudaMemcpy(y.data(), dy.p, y.size() * 4, cudaMemcpyDeviceToHost));
     auto ref = host_reference(x, w, batch);
     double e = 0;
     for (size_t i = 0; i < y.size(); ++i) e = std::isfinite(y[i]) ? std::max(e, std::fabs(double(y[i]) - ref[i])) : 1e30;
@@ -362,13 +365,13 @@ int main() {
   sabre_context* cc = nullptr;
   CHECK(sabre_context_create(cs, nullptr, &cc) == SABRE_SUCCESS, "%s", sabre_last_error());
   auto x = random_floats(4 * kCols, 77, -1.f, 1.f);
-  cudaMemcpy(dx.p, x.data(), x.size() * 4, cudaMemcpyHostToDevice);
+  CUDA_OK(cudaMemcpy(dx.p, x.data(), x.size() * 4, cudaMemcpyHostToDevice));
   sabre_tensor out{"y", nullptr, 0, 0, {}, 0, nullptr, nullptr};
   CHECK(sabre_run(cc, &base, 1, &out, 1, 1) == SABRE_SUCCESS, "%s", sabre_last_error());
   CHECK(out.data && out.ndim == 2 && out.shape[0] == 4 && out.shape[1] == kCols, "owned output descriptor");
   if (out.data) {
     std::vector<float> y(x.size());
-    cudaMemcpy(y.data(), out.data, y.size() * 4, cudaMemcpyDeviceToHost);
+    CUDA_OK(cudaMemcpy(y.data(), out.data, y.size() * 4, cudaMemcpyDeviceToHost));
     auto ref = host_reference(x, w, 4);
     double e = 0;
     for (size_t i = 0; i < y.size(); ++i) e = std::max(e, std::fabs(double(y[i]) - ref[i]));
