@@ -7,6 +7,10 @@
 
 #include "command.h"
 
+#if SABRE_RUNTIME_HAVE_CUDA
+#include <cuda_runtime_api.h>
+#endif
+
 namespace sabre::cli {
 
 namespace {
@@ -28,6 +32,24 @@ uint64_t unsigned_flag(const ParsedArgs& args, const std::string& flag, uint64_t
   if (!ok) throw UsageError("bad " + flag + " '" + *v + "': expected " + expected);
   return std::stoull(*v);
 }
+
+#if SABRE_RUNTIME_HAVE_CUDA
+DeviceInputs::~DeviceInputs() {
+  for (void* p : ptrs_)
+    if (cudaError_t e = cudaFree(p); e != cudaSuccess)
+      std::fprintf(stderr, "sabre: warning: freeing an input on the GPU: %s\n", cudaGetErrorString(e));
+}
+
+void* DeviceInputs::upload(const std::string& name, const void* host, size_t bytes) {
+  void* p = nullptr;
+  if (cudaMalloc(&p, std::max<size_t>(bytes, 1)) != cudaSuccess)
+    throw std::runtime_error("cannot allocate " + std::to_string(bytes) + " bytes on the GPU for input '" + name + "'");
+  ptrs_.push_back(p);
+  if (cudaError_t e = cudaMemcpy(p, host, bytes, cudaMemcpyHostToDevice); e != cudaSuccess)
+    throw std::runtime_error("cannot copy input '" + name + "' to the GPU: " + cudaGetErrorString(e));
+  return p;
+}
+#endif
 
 size_t edit_distance(const std::string& a, const std::string& b) {
   std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);

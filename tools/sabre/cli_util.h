@@ -71,6 +71,23 @@ uint64_t unsigned_flag(const ParsedArgs& args, const std::string& flag, uint64_t
 // --no-im2col-stem with --stem im2col.
 codegen::Stem stem_flag(const ParsedArgs& args);
 
+#if SABRE_RUNTIME_HAVE_CUDA
+// The device copies of the inputs sabre run and sabre bench hand a Session: upload allocates and
+// copies one (throwing, with the input's name, where either fails); the destructor frees them all,
+// saying on stderr where a free fails.
+class DeviceInputs {
+ public:
+  DeviceInputs() = default;
+  DeviceInputs(const DeviceInputs&) = delete;
+  DeviceInputs& operator=(const DeviceInputs&) = delete;
+  ~DeviceInputs();
+  void* upload(const std::string& name, const void* host, size_t bytes);
+
+ private:
+  std::vector<void*> ptrs_;
+};
+#endif
+
 // Levenshtein distance, for "did you mean" suggestions.
 size_t edit_distance(const std::string& a, const std::string& b);
 

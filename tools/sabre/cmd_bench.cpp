@@ -60,17 +60,6 @@ void print_profile(const std::vector<StepTime>& steps) {
                 slow[i]->kernel.empty() ? "" : "  ", slow[i]->kernel.c_str());
 }
 
-// A count flag's value: digits only, at least `min` (0 for --warmup: no untimed runs, as one run under
-// a profiler wants; 1 for --iters).
-int64_t count(const std::optional<std::string>& v, const char* flag, int64_t def, int64_t min) {
-  if (!v) return def;
-  bool ok = !v->empty() && v->size() < 10;
-  for (char c : *v) ok = ok && std::isdigit(static_cast<unsigned char>(c));
-  if (!ok || std::stoll(*v) < min)
-    throw UsageError(std::string("bad ") + flag + " '" + *v + "': expected " + (min ? "a positive integer" : "a whole number"));
-  return std::stoll(*v);
-}
-
 double percentile(std::vector<double> v, double p) {
   std::sort(v.begin(), v.end());
   size_t i = static_cast<size_t>(p / 100.0 * static_cast<double>(v.size() - 1) + 0.5);
@@ -90,9 +79,10 @@ int bench(const std::vector<std::string>& argv) {
     }
     if (args.positional.size() != 1) throw UsageError("give one artifact: sabre bench MODEL.sabre --dim batch=8");
 #if SABRE_RUNTIME_HAVE_CUDA
-    const int64_t warmup = count(args.value("--warmup"), "--warmup", 20, 0);
-    const int64_t iters = count(args.value("--iters"), "--iters", 200, 1);
-    const int device = static_cast<int>(count(args.value("--device"), "--device", 0, 0));
+    const int64_t warmup = int64_t(unsigned_flag(args, "--warmup", 20, 9, "a whole number"));
+    const int64_t iters = int64_t(unsigned_flag(args, "--iters", 200, 9, "a positive integer"));
+    if (iters == 0) throw UsageError("bad --iters '0': expected a positive integer");
+    const int device = static_cast<int>(unsigned_flag(args, "--device", 0, 3, "a GPU index such as 0"));
     std::map<std::string, int64_t> dims = parse_dims(args.all("--dim"));
     sabre::Session session(args.positional[0], device);
     std::set<std::string> symbols;
@@ -107,15 +97,7 @@ int bench(const std::vector<std::string>& argv) {
       dims.emplace(s, default_dim(s));
       dim_line += (dim_line.empty() ? "" : ", ") + s + "=" + std::to_string(dims[s]);
     }
-    std::vector<void*> dev;
-    struct Free {
-      std::vector<void*>& v;
-      ~Free() {
-        for (void* p : v)
-        if (cudaError_t e = cudaFree(p); e != cudaSuccess)
-          std::fprintf(stderr, "sabre bench: warning: freeing an input on the GPU: %s\n", cudaGetErrorString(e));
-      }
-    } free_all{dev};
+    DeviceInputs dev;
     std::vector<std::vector<int64_t>> shapes;
     std::vector<sabre_tensor> ins;
     std::mt19937 rng(1);
@@ -148,12 +130,7 @@ int bench(const std::vector<std::string>& argv) {
           e[0] = static_cast<uint8_t>(rng() & 1);
         }
       }
-      void* p = nullptr;
-      if (cudaMalloc(&p, std::max<size_t>(bytes, 1)) != cudaSuccess)
-        throw std::runtime_error("cannot allocate input '" + sp.name + "' on the GPU");
-      dev.push_back(p);
-      if (cudaError_t e = cudaMemcpy(p, host.data(), bytes, cudaMemcpyHostToDevice); e != cudaSuccess)
-        throw std::runtime_error("cannot copy input '" + sp.name + "' to the GPU: " + cudaGetErrorString(e));
+      void* p = dev.upload(sp.name, host.data(), bytes);
       ins.push_back({sp.name.c_str(), p, SABRE_DEVICE_CUDA, device, sp.dtype, static_cast<int32_t>(shapes[i].size()),
                      shapes[i].data(), nullptr});
     }

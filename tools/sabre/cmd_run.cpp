@@ -359,24 +359,11 @@ int run_artifact(const ParsedArgs& args) {
   if (ec) throw std::runtime_error("cannot create output directory '" + *out_dir + "': " + ec.message());
 
   // Host -> device, run, device -> host.
-  std::vector<void*> dev;
-  struct Free {
-    std::vector<void*>& v;
-    ~Free() {
-      for (void* p : v)
-        if (cudaError_t e = cudaFree(p); e != cudaSuccess)
-          std::fprintf(stderr, "sabre run: warning: freeing an input on the GPU: %s\n", cudaGetErrorString(e));
-    }
-  } free_all{dev};
+  DeviceInputs dev;
   std::vector<sabre_tensor> ins;
   for (const auto& sp : specs) {
     const ir::Tensor& t = inputs.at(sp.name);
-    void* p = nullptr;
-    if (cudaMalloc(&p, std::max<size_t>(t.nbytes(), 1)) != cudaSuccess)
-      throw std::runtime_error("cannot allocate " + std::to_string(t.nbytes()) + " bytes on the GPU for input '" + sp.name + "'");
-    dev.push_back(p);
-    if (cudaError_t e = cudaMemcpy(p, t.bytes(), t.nbytes(), cudaMemcpyHostToDevice); e != cudaSuccess)
-      throw std::runtime_error("cannot copy input '" + sp.name + "' to the GPU: " + cudaGetErrorString(e));
+    void* p = dev.upload(sp.name, t.bytes(), t.nbytes());
     sabre_tensor d{sp.name.c_str(), p, SABRE_DEVICE_CUDA, device, runtime::to_dlpack(t.dtype()),
                    static_cast<int32_t>(t.rank()), t.dims().data(), nullptr};
     ins.push_back(d);
