@@ -196,10 +196,9 @@ std::vector<ConvCandidate> rank_conv_candidates(const ConvProblem& p, int target
       if (!split_k_offered(g, walked, gpu)) continue;
       ConvCandidate cand{conv_kernel_name(spec), 0, 0};
       cand.predicted_us = predict_us(KernelSpec{g, ops, *epi}, walked, p.alignment, gpu, target_sm, &cand.compute_us);
-      if (base.iter == ConvIter::few_channels) {
-        cand.predicted_us = (cand.predicted_us - gpu.launch_us) * gpu.few_channels_slowdown + gpu.launch_us;
-        cand.compute_us = (cand.compute_us - gpu.launch_us) * gpu.few_channels_slowdown + gpu.launch_us;
-      }
+      if (base.iter == ConvIter::few_channels)
+        for (double* us : {&cand.predicted_us, &cand.compute_us})
+          *us = (*us - gpu.launch_us) * gpu.few_channels_slowdown + gpu.launch_us;
       sm80.push_back(cand);
     }
   }
