@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "backends/native/elementwise.h"
+#include "backends/native/stem_conv.h"
 #include "ir/dtype.h"
 
 namespace sabre::native {
@@ -163,6 +164,9 @@ struct Im2colArgs {
   int64_t pad_h = 0, pad_w = 0, stride_h = 1, stride_w = 1, dil_h = 1, dil_w = 1;
 };
 cudaError_t im2col(const Im2colArgs& a, cudaStream_t stream);
+// The small-channel conv at the NCHW boundary in one kernel (stem_conv.cu; StemConvArgs and the
+// rules in stem_conv.h): im2col in shared memory, tensor-core products, bias and clamp, NHWC out.
+cudaError_t stem_conv(const StemConvArgs& a, cudaStream_t stream);
 // Any strided read into a dense output: y[i...] = x[offset + sum_k i_k * strides[k]] (elements,
 // strides may be 0 or negative). Slice, Expand and general permutes reduce to this.
 cudaError_t strided_copy(size_t elem_size, const void* x, int64_t offset, const std::vector<int64_t>& out_dims,
