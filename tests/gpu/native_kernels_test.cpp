@@ -1153,6 +1153,103 @@ void im2col_tests() {
   im2col_case(DType::f32, DType::f16, {{1, 1, 1, 1}, 1, 1, 1, 1, 0, 0});              // one pixel, 1 -> 8 columns
 }
 
+// ---- stem_conv (the small-channel conv read from NCHW, one kernel) ------------------------------
+// The reference executor's Conv on the images rounded to y's dtype (the cast the kernel folds in)
+// with the filter and bias in that dtype, then Relu or Clip, transposed to NHWC. The kernel takes
+// the filter packed [K, cols] (column (r·S + s)·C + c, zeros past R·S·C): packed here from the
+// KCRS tensor the reference gets. cols 0: R·S·C rounded up to 16 (what the lowering asks).
+struct StemCase {
+  std::vector<int64_t> x;  // [n, c, h, w]
+  int64_t k, r, s, stride_h, stride_w, pad_h, pad_w, dil_h = 1, dil_w = 1, cols = 0;
+  bool bias = true, clamp = false;
+  float lo = 0.f, hi = INFINITY;
+};
+void stem_case(DType xt, DType dt, const StemCase& k) {
+  const int64_t N = k.x[0], C = k.x[1], H = k.x[2], W = k.x[3], rsc = k.r * k.s * C;
+  const int64_t cols = k.cols ? k.cols : (rsc + 15) / 16 * 16;
+  std::string name = "StemConv_" + dts(xt) + "_to_" + dts(dt) + "_" + shp(k.x) + "_k" + std::to_string(k.k) + "_" +
+                     std::to_string(k.r) + "x" + std::to_string(k.s) + "_s" + std::to_string(k.stride_h) +
+                     std::to_string(k.stride_w) + "_p" + std::to_string(k.pad_h) + std::to_string(k.pad_w) + "_d" +
+                     std::to_string(k.dil_h) + std::to_string(k.dil_w) + "_cols" + std::to_string(cols) +
+                     (k.bias ? "_bias" : "");
+  if (k.clamp) name += std::isinf(k.hi) ? "_relu" : "_clip0to" + std::to_string(int(k.hi * 10)) + "tenths";
+  if (!selected(name)) return;
+  const Tensor x = rnd(xt, k.x);
+  const Tensor xc = xt == dt ? x : ref_op("Cast", {x}, {{"to", dts(dt)}})[0];
+  const Tensor w = rnd(dt, {k.k, C, k.r, k.s}, -0.5, 0.5), b = rnd(dt, {k.k});
+  const std::vector<int64_t> pads = {k.pad_h, k.pad_w, k.pad_h, k.pad_w}, strides = {k.stride_h, k.stride_w},
+                             dil = {k.dil_h, k.dil_w}, ks = {k.r, k.s};
+  std::vector<Tensor> ins = {xc, w};
+  if (k.bias) ins.push_back(b);
+  Tensor conv = ref_op("Conv", ins, {{"pads", pads}, {"strides", strides}, {"dilations", dil}, {"kernel_shape", ks}})[0];
+  if (k.clamp)
+    conv = std::isinf(k.hi) ? ref_op("Relu", {conv}, {})[0]
+                            : ref_op("Clip", {conv, Tensor::from_f32({k.lo}, {}).cast(dt), Tensor::from_f32({k.hi}, {}).cast(dt)}, {})[0];
+  const Tensor want = to_nhwc(conv);
+  Tensor packed(dt, {k.k, cols});
+  for (int64_t o = 0; o < k.k; ++o)
+    for (int64_t col = 0; col < cols; ++col) {
+      double v = 0;
+      if (col < rsc) v = w.get_f64(((o * C + col % C) * k.r + col / C / k.s) * k.s + (col / C) % k.s);
+      packed.set_f64(o * cols + col, v);
+    }
+  Dev dx(x), dw(packed), db(b), dy(want.nbytes());
+  native::StemConvArgs a;
+  a.x_dtype = xt, a.dtype = dt, a.x = dx.p, a.w = dw.p, a.bias = k.bias ? db.p : nullptr, a.y = dy.p;
+  a.n = N, a.c = C, a.h = H, a.w_ = W, a.k = k.k, a.r = k.r, a.s = k.s, a.p = want.dims()[1], a.q = want.dims()[2];
+  a.cols = cols, a.pad_h = k.pad_h, a.pad_w = k.pad_w, a.stride_h = k.stride_h, a.stride_w = k.stride_w;
+  a.dil_h = k.dil_h, a.dil_w = k.dil_w, a.clamp = k.clamp, a.clamp_min = k.lo, a.clamp_max = k.hi;
+  CK(native::stem_conv(a, nullptr));
+  check(name, dy.get(dt, want.dims()), want);
+}
+
+void stem_conv_tests() {
+  // ResNet's stem (7x7/2 pad 3, 64 channels, 147 -> 160 columns) at toy size: every x/y dtype pair.
+  for (auto [xt, dt] : std::vector<std::pair<DType, DType>>{
+           {DType::f32, DType::f16}, {DType::f16, DType::f16}, {DType::f32, DType::bf16}, {DType::bf16, DType::bf16}})
+    stem_case(xt, dt, {{2, 3, 37, 41}, 64, 7, 7, 2, 2, 3, 3, 1, 1, 0, true, true});
+  stem_case(DType::f32, DType::f16, {{2, 3, 224, 224}, 64, 7, 7, 2, 2, 3, 3, 1, 1, 0, true, true});  // ResNet-50's, batch 2
+  // MobileNetV2's (3x3/2 pad 1, 32 channels: half a channel block, ReLU6 whose bound 0.5 engages).
+  stem_case(DType::f32, DType::f16, {{2, 3, 67, 45}, 32, 3, 3, 2, 2, 1, 1, 1, 1, 0, true, true, 0.f, 0.5f});
+  // A row longer than a tile (q = 300: three tiles, the last partial) and K = 200 (four channel
+  // blocks, the last of 8 channels): the persistent loop reloads the filter.
+  stem_case(DType::f16, DType::f16, {{1, 3, 5, 300}, 200, 3, 3, 1, 1, 1, 1});
+  stem_case(DType::f32, DType::bf16, {{2, 4, 19, 23}, 16, 3, 3, 1, 1, 1, 1, 1, 1, 0, false});     // C = 4, no bias, linear
+  stem_case(DType::f16, DType::f16, {{2, 3, 21, 17}, 24, 3, 3, 1, 1, 2, 2, 2, 2});                // dilation 2
+  stem_case(DType::f32, DType::f16, {{3, 5, 13, 11}, 40, 5, 3, 2, 1, 2, 1, 1, 2});                // R != S, stride 2x1, dilation 1x2
+  stem_case(DType::f32, DType::f16, {{1, 3, 9, 9}, 64, 7, 7, 2, 2, 3, 3, 1, 1, 176, true, true}); // extra zero columns
+  stem_case(DType::f32, DType::f16, {{1, 1, 1, 1}, 8, 1, 1, 1, 1, 0, 0});                         // one pixel, 1 -> 16 columns
+  stem_case(DType::f32, DType::f16, {{1, 7, 12, 12}, 8, 6, 6, 2, 2, 0, 0});                       // C = 7: 252 -> 256 columns
+
+  // Refusals: C = 8 (the aligned kernels take it), K = 12, cols past 256, a patch past the limit,
+  // and y off 16-byte alignment.
+  int refused = 0;
+  void* p16 = reinterpret_cast<void*>(256);
+  native::StemConvArgs a;
+  a.x = a.w = a.y = p16;
+  a.n = 1, a.c = 3, a.h = a.w_ = 8, a.k = 64, a.r = a.s = 3, a.p = a.q = 8, a.cols = 32, a.pad_h = a.pad_w = 1;
+  auto refuses = [&](native::StemConvArgs b, cudaError_t e, const char* what) {
+    const bool ok = native::stem_conv(b, nullptr) == e && native::last_error_message().find(what) != std::string::npos;
+    if (!ok) std::printf("     stem_conv did not refuse with '%s': %s\n", what, native::last_error_message().c_str());
+    refused += ok;
+  };
+  native::StemConvArgs b = a;
+  b.c = 8;
+  refuses(b, cudaErrorNotSupported, "1..7 channels");
+  b = a, b.k = 12;
+  refuses(b, cudaErrorNotSupported, "multiples of 8");
+  b = a, b.cols = 272, b.r = b.s = 9;
+  refuses(b, cudaErrorNotSupported, "up to 256");
+  b = a, b.c = 7, b.r = b.s = 6, b.cols = 256, b.stride_w = 4, b.dil_h = 2;
+  refuses(b, cudaErrorNotSupported, "shared memory");
+  b = a, b.y = static_cast<char*>(p16) + 2;
+  refuses(b, cudaErrorInvalidValue, "16-byte aligned");
+  if (selected("StemConv_refusals")) {
+    std::printf("%s %-66s %d of 5 refused\n", refused == 5 ? "PASS" : "FAIL", "StemConv_refusals", refused);
+    refused == 5 ? ++g_pass : ++g_fail;
+  }
+}
+
 // ---- argument errors: clear messages, no launch --------------------------------------------
 void error_tests() {
   if (!selected("Errors")) return;
@@ -1209,7 +1306,8 @@ int main(int argc, char** argv) {
       {"errors", error_tests},     {"elementwise", elementwise_tests}, {"softmax", softmax_tests},
       {"layernorm", layernorm_tests}, {"reduce", reduce_tests},        {"movement", movement_tests},
       {"where_cast", where_cast_tests}, {"pool", pool_tests},  {"fill_iota", fill_iota_tests},
-      {"attention", attention_tests},   {"depthwise", depthwise_tests}, {"im2col", im2col_tests}};
+      {"attention", attention_tests},   {"depthwise", depthwise_tests}, {"im2col", im2col_tests},
+      {"stem_conv", stem_conv_tests}};
   for (auto [name, fn] : groups) {
     try {
       fn();

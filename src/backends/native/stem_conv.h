@@ -19,10 +19,33 @@
 
 namespace sabre::native {
 
-// The kernel keeps a block's whole filter [k <= 64 per block, cols] and its input rows in shared
-// memory and reduces over cols in 16-column steps.
+// The kernel keeps a block's filter [64 output channels, cols] and the input rows of a tile of
+// kStemConvTile output pixels along one output row (every channel, every filter row) in shared
+// memory, and reduces over cols in 16-column steps.
 inline constexpr int64_t kStemConvMaxCols = 256;
 inline constexpr int64_t kStemConvMaxChannels = 8;  // C < 8 (what channel_padding pads)
+inline constexpr int64_t kStemConvTile = 128;       // output pixels a tile
+inline constexpr int64_t kStemConvMaxPatch = 16384; // elements of a tile's input rows (32 KB in f16)
+
+// Where a tile's input rows lie in shared memory (elements): channel c's filter row r at
+// c·plane_pitch + r·dil_h·row_pitch. row_pitch >= ww = (tile - 1)·stride_w + (s - 1)·dil_w + 1 and
+// plane_pitch >= rh·row_pitch, rh = (r - 1)·dil_h + 1, padded so that the gathers of one MMA
+// fragment (8 pixels by 4 filter columns, mostly different channels) spread over the banks:
+// row_pitch = 40 and plane_pitch = 16 (mod 64).
+struct StemConvLayout {
+  int64_t rh = 0, ww = 0, row_pitch = 0, plane_pitch = 0, elems = 0;
+};
+inline StemConvLayout stem_conv_layout(int64_t c, int64_t r, int64_t s, int64_t stride_w, int64_t dil_h, int64_t dil_w) {
+  StemConvLayout l;
+  l.rh = (r - 1) * dil_h + 1;
+  l.ww = (kStemConvTile - 1) * stride_w + (s - 1) * dil_w + 1;
+  l.row_pitch = (l.ww + 7) / 8 * 8;
+  while (l.row_pitch % 64 != 40) l.row_pitch += 8;
+  l.plane_pitch = l.rh * l.row_pitch;
+  while (l.plane_pitch % 64 != 16) l.plane_pitch += 8;
+  l.elems = c * l.plane_pitch;
+  return l;
+}
 
 struct StemConvArgs {
   ir::DType x_dtype = ir::DType::f32, dtype = ir::DType::f16;
@@ -53,6 +76,9 @@ inline std::string stem_conv_unsupported(ir::DType x_dtype, ir::DType dtype, int
            ", it takes a multiple of 16 up to " + std::to_string(kStemConvMaxCols);
   if (stride_h < 1 || stride_w < 1 || stride_h > 4 || stride_w > 4) return "stem_conv: strides 1..4";
   if (dil_h < 1 || dil_w < 1 || dil_h > 2 || dil_w > 2) return "stem_conv: dilations 1..2";
+  if (const int64_t e = stem_conv_layout(c, r, s, stride_w, dil_h, dil_w).elems; e > kStemConvMaxPatch)
+    return "stem_conv: a tile's input rows take " + std::to_string(e) + " elements of shared memory, at most " +
+           std::to_string(kStemConvMaxPatch);
   return "";
 }
 
