@@ -1156,8 +1156,8 @@ void im2col_tests() {
 // ---- stem_conv (the small-channel conv read from NCHW, one kernel) ------------------------------
 // The reference executor's Conv on the images rounded to y's dtype (the cast the kernel folds in)
 // with the filter and bias in that dtype, then Relu or Clip, transposed to NHWC. The kernel takes
-// the filter packed [K, cols] (column (r·S + s)·C + c, zeros past R·S·C): packed here from the
-// KCRS tensor the reference gets. cols 0: R·S·C rounded up to 16 (what the lowering asks).
+// the filter packed [K, cols] (native::stem_conv_column, zeros elsewhere): packed here from the
+// KCRS tensor the reference gets. cols 0: native::stem_conv_cols (what the lowering asks).
 struct StemCase {
   std::vector<int64_t> x;  // [n, c, h, w]
   int64_t k, r, s, stride_h, stride_w, pad_h, pad_w, dil_h = 1, dil_w = 1, cols = 0;
@@ -1165,8 +1165,8 @@ struct StemCase {
   float lo = 0.f, hi = INFINITY;
 };
 void stem_case(DType xt, DType dt, const StemCase& k) {
-  const int64_t N = k.x[0], C = k.x[1], H = k.x[2], W = k.x[3], rsc = k.r * k.s * C;
-  const int64_t cols = k.cols ? k.cols : (rsc + 15) / 16 * 16;
+  const int64_t N = k.x[0], C = k.x[1], H = k.x[2], W = k.x[3];
+  const int64_t cols = k.cols ? k.cols : native::stem_conv_cols(C, k.r, k.s);
   std::string name = "StemConv_" + dts(xt) + "_to_" + dts(dt) + "_" + shp(k.x) + "_k" + std::to_string(k.k) + "_" +
                      std::to_string(k.r) + "x" + std::to_string(k.s) + "_s" + std::to_string(k.stride_h) +
                      std::to_string(k.stride_w) + "_p" + std::to_string(k.pad_h) + std::to_string(k.pad_w) + "_d" +
@@ -1187,12 +1187,12 @@ void stem_case(DType xt, DType dt, const StemCase& k) {
                             : ref_op("Clip", {conv, Tensor::from_f32({k.lo}, {}).cast(dt), Tensor::from_f32({k.hi}, {}).cast(dt)}, {})[0];
   const Tensor want = to_nhwc(conv);
   Tensor packed(dt, {k.k, cols});
+  for (int64_t i = 0; i < packed.numel(); ++i) packed.set_f64(i, 0);
   for (int64_t o = 0; o < k.k; ++o)
-    for (int64_t col = 0; col < cols; ++col) {
-      double v = 0;
-      if (col < rsc) v = w.get_f64(((o * C + col % C) * k.r + col / C / k.s) * k.s + (col / C) % k.s);
-      packed.set_f64(o * cols + col, v);
-    }
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t r = 0; r < k.r; ++r)
+        for (int64_t q = 0; q < k.s; ++q)
+          packed.set_f64(o * cols + native::stem_conv_column(C, k.s, r, q, c), w.get_f64(((o * C + c) * k.r + r) * k.s + q));
   Dev dx(x), dw(packed), db(b), dy(want.nbytes());
   native::StemConvArgs a;
   a.x_dtype = xt, a.dtype = dt, a.x = dx.p, a.w = dw.p, a.bias = k.bias ? db.p : nullptr, a.y = dy.p;
@@ -1217,12 +1217,13 @@ void stem_conv_tests() {
   stem_case(DType::f32, DType::bf16, {{2, 4, 19, 23}, 16, 3, 3, 1, 1, 1, 1, 1, 1, 0, false});     // C = 4, no bias, linear
   stem_case(DType::f16, DType::f16, {{2, 3, 21, 17}, 24, 3, 3, 1, 1, 2, 2, 2, 2});                // dilation 2
   stem_case(DType::f32, DType::f16, {{3, 5, 13, 11}, 40, 5, 3, 2, 1, 2, 1, 1, 2});                // R != S, stride 2x1, dilation 1x2
-  stem_case(DType::f32, DType::f16, {{1, 3, 9, 9}, 64, 7, 7, 2, 2, 3, 3, 1, 1, 176, true, true}); // extra zero columns
+  stem_case(DType::f32, DType::f16, {{1, 3, 9, 9}, 64, 7, 7, 2, 2, 3, 3, 1, 1, 224, true, true}); // extra zero columns
   stem_case(DType::f32, DType::f16, {{1, 1, 1, 1}, 8, 1, 1, 1, 1, 0, 0});                         // one pixel, 1 -> 16 columns
-  stem_case(DType::f32, DType::f16, {{1, 7, 12, 12}, 8, 6, 6, 2, 2, 0, 0});                       // C = 7: 252 -> 256 columns
+  stem_case(DType::f32, DType::f16, {{1, 7, 12, 12}, 8, 3, 3, 2, 2, 0, 0});                       // C = 7: 8 channels a tap
+  stem_case(DType::f16, DType::f16, {{2, 5, 30, 31}, 16, 5, 5, 2, 2, 2, 2});                      // C = 5: 200 -> 208 columns
 
-  // Refusals: C = 8 (the aligned kernels take it), K = 12, cols past 256, a patch past the limit,
-  // and y off 16-byte alignment.
+  // Refusals: C = 8 (the aligned kernels take it), K = 12, cols past 256 (9x9 taps of 4 channels),
+  // input rows past the shared-memory limit (11 rows of 511 positions), and y off 16-byte alignment.
   int refused = 0;
   void* p16 = reinterpret_cast<void*>(256);
   native::StemConvArgs a;
@@ -1240,7 +1241,7 @@ void stem_conv_tests() {
   refuses(b, cudaErrorNotSupported, "multiples of 8");
   b = a, b.cols = 272, b.r = b.s = 9;
   refuses(b, cudaErrorNotSupported, "up to 256");
-  b = a, b.c = 7, b.r = b.s = 6, b.cols = 256, b.stride_w = 4, b.dil_h = 2;
+  b = a, b.r = 11, b.s = 3, b.cols = 144, b.stride_w = 4, b.dil_h = 2;
   refuses(b, cudaErrorNotSupported, "shared memory");
   b = a, b.y = static_cast<char*>(p16) + 2;
   refuses(b, cudaErrorInvalidValue, "16-byte aligned");

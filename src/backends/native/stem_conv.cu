@@ -1,20 +1,24 @@
 // The small-channel conv at the NCHW boundary (the RGB stem) in one kernel: what ResNet-50's 7x7/2
-// stem on 3 channels took as an im2col step and a GEMM (95 + 95 us at batch 32 on the H200: the
+// stem on 3 channels took as an im2col step and a GEMM (88 + 95 us at batch 32 on the H200: the
 // im2col wrote 128 MB that the GEMM read back, and the GEMM's N = 64 tiles ran at 40 TFLOP/s).
 //
 // A block is persistent: it loads the filter [64 output channels, cols] into shared memory once
 // (again only where K > 64 moves it to another channel block) and walks tiles of kTile output
-// pixels along one output row. Per tile it copies the input rows the tile reads (every channel,
-// (R-1)·dil_h + 1 rows, (kTile-1)·stride_w + (S-1)·dil_w + 1 columns, taps outside x as zeros,
-// converted to T on the way: the images' f32 -> f16 cast is folded in) into shared memory; each
-// warp then takes 32 pixels x 64 channels and, per 16 filter columns, gathers its A fragments
-// straight from those rows through a column -> offset table (the im2col happens in registers,
-// never in memory), reads the filter's B fragments with ldmatrix, and issues 16 mma.sync
-// m16n8k16 with f32 accumulation. Bias and clamp in f32; the tile is staged through shared memory
-// for 16-byte NHWC stores, so a tile's 128 pixels x 64 channels go out as 16 KB of whole rows.
-// Columns from R·S·C to cols read a zero slot (the filter is zero there too, and a non-finite
-// input tap must not leak into them).
-// Tests: tests/gpu/native_kernels_test.cpp (StemConv_*) against a double-precision reference.
+// pixels along one output row. Per tile it copies the input rows the tile reads ((R-1)·dil_h + 1
+// rows of (kTile-1)·stride_w + (S-1)·dil_w + 1 positions, each position's channels contiguous and
+// padded with zeros to CP = 4 or 8, taps outside x as zeros, converted to T on the way: the images'
+// f32 -> f16 cast is folded in) into shared memory, every load of a thread in flight before its
+// first store. Each warp then takes 32 pixels x 64 channels and, per 16 filter columns, gathers its
+// A fragments straight from those rows (columns 2j, 2j + 1 are channels c, c + 1 of one position:
+// one 4-byte load, and the 8 pixels x 4 column pairs of a fragment register fall on 32 banks at
+// stride 2), reads the filter's B fragments with ldmatrix and issues 16 mma.sync m16n8k16 with f32
+// accumulation: the im2col happens in registers, never in memory. Bias and clamp in f32; the tile
+// is staged through shared memory (where its rows were) for 16-byte NHWC stores, so its 128 pixels
+// x 64 channels go out as 16 KB of whole rows. Columns past R·S·CP read a zero slot (the filter is
+// zero there too, and a non-finite input tap must not leak into them).
+// The first version (one warp per input row, a 2-byte gather per column, channel planes apart)
+// took 99 us at batch 32 on the H200, its input copy waiting on one load after another.
+// Tests: tests/gpu/native_kernels_test.cpp (StemConv_*) against the reference executor's Conv.
 #include <algorithm>
 
 #include "backends/native/attention.cuh"
@@ -34,11 +38,12 @@ static_assert(kTile == 32 * kWarps, "a warp takes 32 pixels of the tile");
 struct StemP {
   const void *x, *w, *bias;
   void* y;
-  int n, c, h, wd, k, p, q, cols, rsc;
+  int n, c, h, wd, k, p, q, cols;
   int r, s, pad_h, pad_w, stride_h, stride_w, dil_h, dil_w;
-  int rh, ww, row_pitch, plane_pitch;  // stem_conv_layout
-  int patch, zero_len;                 // elements of the staged-rows region (>= the staged output) and the zero slot
-  int qblocks, kblocks;                // tiles along an output row; 64-channel blocks
+  int rh, ww, row_pitch;  // stem_conv_layout
+  DivMod by_ww;
+  int rows, zero_len;     // the rows region (>= the staged output) and the zero slot after it
+  int qblocks;            // tiles along an output row
   long long tiles;
   int clamp;
   float lo, hi;
@@ -50,51 +55,52 @@ __device__ __forceinline__ T convert(TX v) {
   else return from_float<T>(to_float(v));
 }
 
-// Shared memory: the filter [kNT][cols + 8] (T), the column table [cols] (int), the tile's input
-// rows (or, after its MMAs, its staged output [kTile][kLdY]) and the zero slot (T).
+// Shared memory: the filter [kNT][cols + 8] (T), the column-pair table [cols / 2] (int), the tile's
+// input rows (or, after its MMAs, its staged output [kTile][kLdY]) and the zero slot (T).
 template <class T>
 __host__ __device__ constexpr size_t filter_bytes(int cols) {
   return sizeof(T) * static_cast<size_t>(kNT) * (cols + 8);
 }
+__host__ __device__ constexpr size_t table_bytes(int cols) { return sizeof(int) * static_cast<size_t>((cols / 2 + 3) / 4 * 4); }
 
-template <class TX, class T>
+// CP: channels a position takes in shared memory (4 or 8; stem_conv_channel_pitch).
+template <class TX, class T, int CP>
 __global__ void __launch_bounds__(kThreads, 4) stem_conv_kernel(const StemP p) {
+  constexpr int kFill = 32 / CP;  // input positions a thread loads before it stores them (32 values)
   pdl_enter();
   extern __shared__ __align__(16) unsigned char smem[];
   const int wpitch = p.cols + 8;
   T* sW = reinterpret_cast<T*>(smem);
   int* sK = reinterpret_cast<int*>(smem + filter_bytes<T>(p.cols));
-  T* sP = reinterpret_cast<T*>(smem + filter_bytes<T>(p.cols) + sizeof(int) * ((p.cols + 3) / 4 * 4));
-  T* sZ = sP + p.patch;
+  T* sP = reinterpret_cast<T*>(smem + filter_bytes<T>(p.cols) + table_bytes(p.cols));
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const T zero = from_float<T>(0.f);
 
-  // Column (r·S + s)·C + c -> its element's offset in the staged rows for pixel 0 of the tile
-  // (pixel m adds m·stride_w); columns past R·S·C -> the zero slot.
-  for (int col = threadIdx.x; col < p.cols; col += kThreads) {
-    int off = p.patch;
-    if (col < p.rsc) {
-      const int ci = col % p.c, si = (col / p.c) % p.s, ri = col / p.c / p.s;
-      off = ci * p.plane_pitch + ri * p.dil_h * p.row_pitch + si * p.dil_w;
-    }
-    sK[col] = off;
+  // Column pair j (columns 2j, 2j + 1: channels c, c + 1 of tap (r, s)) -> the offset of its first
+  // element in the rows for pixel 0 of the tile (pixel m adds m·stride_w·CP); past R·S·CP -> the zero slot.
+  for (int j = threadIdx.x; j < p.cols / 2; j += kThreads) {
+    const int col = 2 * j, tap = col / CP;
+    int off = p.rows;
+    if (tap < p.r * p.s) off = tap / p.s * p.dil_h * p.row_pitch + tap % p.s * p.dil_w * CP + col % CP;
+    sK[j] = off;
   }
-  for (int i = threadIdx.x; i < p.zero_len; i += kThreads) sZ[i] = zero;
+  for (int i = threadIdx.x; i < p.zero_len; i += kThreads) sP[p.rows + i] = zero;
 
   const TX* __restrict__ x = static_cast<const TX*>(p.x);
   const T* __restrict__ wg = static_cast<const T*>(p.w);
   const T* __restrict__ bg = static_cast<const T*>(p.bias);
   T* __restrict__ y = static_cast<T*>(p.y);
   const long long per_kb = static_cast<long long>(p.n) * p.p * p.qblocks;
+  const long long plane = static_cast<long long>(p.h) * p.wd;
   int loaded_kb = -1;
   float bias[8][2];
 
-  // The warp's pixels: m = 32·warp + 16·mt + g + 8·hi, at m·stride_w in the staged rows.
+  // The warp's pixels: m = 32·warp + 16·mt + g + 8·hi, at m·stride_w·CP in the rows.
   int po[2][2];
 #pragma unroll
   for (int mt = 0; mt < 2; ++mt)
 #pragma unroll
-    for (int hi = 0; hi < 2; ++hi) po[mt][hi] = (32 * warp + 16 * mt + g + 8 * hi) * p.stride_w;
+    for (int hi = 0; hi < 2; ++hi) po[mt][hi] = (32 * warp + 16 * mt + g + 8 * hi) * p.stride_w * CP;
   // ldmatrix lanes for B: rows (channels) lane % 8 + 8·(lane / 16), columns 8·((lane / 8) % 2).
   const unsigned w_lane = smem_addr(sW) + sizeof(T) * ((lane % 8 + 8 * (lane / 16)) * wpitch + 8 * ((lane / 8) % 2));
 
@@ -129,22 +135,32 @@ __global__ void __launch_bounds__(kThreads, 4) stem_conv_kernel(const StemP p) {
         }
       loaded_kb = kb;
     }
-    // The tile's input rows: warps take (channel, row) pairs, lanes consecutive columns.
+    // The tile's input rows: position i = rr·ww + j (row rr, column j) of the rh·ww, its C channels
+    // loaded for kFill positions a thread before any is stored.
     {
-      const int h0 = pi * p.stride_h - p.pad_h, w0 = q0 * p.stride_w - p.pad_w;
-      const TX* xn = x + static_cast<size_t>(ni) * p.c * p.h * p.wd;
-      for (int row = warp; row < p.c * p.rh; row += kWarps) {
-        const int ci = row / p.rh, rr = row - ci * p.rh, hi = h0 + rr;
-        T* dst = sP + ci * p.plane_pitch + rr * p.row_pitch;
-        if (static_cast<unsigned>(hi) < static_cast<unsigned>(p.h)) {
-          const TX* src = xn + (static_cast<size_t>(ci) * p.h + hi) * p.wd;
-#pragma unroll 4
-          for (int j = lane; j < p.ww; j += 32) {
-            const int wi = w0 + j;
-            dst[j] = static_cast<unsigned>(wi) < static_cast<unsigned>(p.wd) ? convert<TX, T>(__ldg(src + wi)) : zero;
-          }
-        } else {
-          for (int j = lane; j < p.ww; j += 32) dst[j] = zero;
+      const int h0 = pi * p.stride_h - p.pad_h, w0 = q0 * p.stride_w - p.pad_w, total = p.rh * p.ww;
+      const TX* xn = x + static_cast<size_t>(ni) * p.c * plane;
+      for (int base = threadIdx.x; base < total; base += kThreads * kFill) {
+        TX v[kFill][CP];
+        int dst[kFill];
+#pragma unroll
+        for (int f = 0; f < kFill; ++f) {
+          const int i = base + f * kThreads;
+          const int rr = static_cast<int>(p.by_ww.div(static_cast<unsigned>(i))), j = i - rr * p.ww;
+          const int hi = h0 + rr, wi = w0 + j;
+          const bool in = i < total && static_cast<unsigned>(hi) < static_cast<unsigned>(p.h) &&
+                          static_cast<unsigned>(wi) < static_cast<unsigned>(p.wd);
+          const TX* src = xn + (in ? static_cast<long long>(hi) * p.wd + wi : 0);
+#pragma unroll
+          for (int ci = 0; ci < CP; ++ci) v[f][ci] = in && ci < p.c ? __ldg(src + ci * plane) : TX(0.f);
+          dst[f] = i < total ? rr * p.row_pitch + j * CP : -1;
+        }
+#pragma unroll
+        for (int f = 0; f < kFill; ++f) {
+          Pack<T, CP> o;
+#pragma unroll
+          for (int ci = 0; ci < CP; ++ci) o.v[ci] = convert<TX, T>(v[f][ci]);
+          if (dst[f] >= 0) *reinterpret_cast<Pack<T, CP>*>(sP + dst[f]) = o;
         }
       }
     }
@@ -157,22 +173,16 @@ __global__ void __launch_bounds__(kThreads, 4) stem_conv_kernel(const StemP p) {
       for (int j = 0; j < 8; ++j) acc[mt][j][0] = acc[mt][j][1] = acc[mt][j][2] = acc[mt][j][3] = 0.f;
     const bool active = q0 + 32 * warp < p.q;  // the last tile of a row may leave whole warps idle
     if (active) {
-#pragma unroll 1
+#pragma unroll 2
       for (int k0 = 0; k0 < p.cols; k0 += 16) {
-        const int2 klo = *reinterpret_cast<const int2*>(sK + k0 + 2 * t);
-        const int2 khi = *reinterpret_cast<const int2*>(sK + k0 + 8 + 2 * t);
+        const int klo = sK[k0 / 2 + t], khi = sK[k0 / 2 + 4 + t];
         unsigned a[2][4];
 #pragma unroll
         for (int mt = 0; mt < 2; ++mt) {
-          Pack<T, 2> v;
-          v.v[0] = sP[klo.x + po[mt][0]], v.v[1] = sP[klo.y + po[mt][0]];
-          a[mt][0] = *reinterpret_cast<unsigned*>(&v);
-          v.v[0] = sP[klo.x + po[mt][1]], v.v[1] = sP[klo.y + po[mt][1]];
-          a[mt][1] = *reinterpret_cast<unsigned*>(&v);
-          v.v[0] = sP[khi.x + po[mt][0]], v.v[1] = sP[khi.y + po[mt][0]];
-          a[mt][2] = *reinterpret_cast<unsigned*>(&v);
-          v.v[0] = sP[khi.x + po[mt][1]], v.v[1] = sP[khi.y + po[mt][1]];
-          a[mt][3] = *reinterpret_cast<unsigned*>(&v);
+          a[mt][0] = *reinterpret_cast<const unsigned*>(sP + klo + po[mt][0]);
+          a[mt][1] = *reinterpret_cast<const unsigned*>(sP + klo + po[mt][1]);
+          a[mt][2] = *reinterpret_cast<const unsigned*>(sP + khi + po[mt][0]);
+          a[mt][3] = *reinterpret_cast<const unsigned*>(sP + khi + po[mt][1]);
         }
 #pragma unroll
         for (int jn = 0; jn < 4; ++jn) {
@@ -215,9 +225,9 @@ __global__ void __launch_bounds__(kThreads, 4) stem_conv_kernel(const StemP p) {
   }
 }
 
-template <class TX, class T>
+template <class TX, class T, int CP>
 cudaError_t launch(const StemP& p, size_t smem, cudaStream_t stream) {
-  auto kernel = stem_conv_kernel<TX, T>;
+  auto kernel = stem_conv_kernel<TX, T, CP>;
   // Above 48 KB a kernel must opt in (on the current device: a host call, no stream work).
   if (smem > 48 * 1024)
     SABRE_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
@@ -233,12 +243,12 @@ cudaError_t launch(const StemP& p, size_t smem, cudaStream_t stream) {
   return cudaSuccess;
 }
 
-template <class T>
+template <class T, int CP>
 cudaError_t launch_x(DType x_dtype, const StemP& p, size_t smem, cudaStream_t stream) {
   switch (x_dtype) {
-    case DType::f32: return launch<float, T>(p, smem, stream);
-    case DType::f16: return launch<half, T>(p, smem, stream);
-    case DType::bf16: return launch<bf16, T>(p, smem, stream);
+    case DType::f32: return launch<float, T, CP>(p, smem, stream);
+    case DType::f16: return launch<half, T, CP>(p, smem, stream);
+    case DType::bf16: return launch<bf16, T, CP>(p, smem, stream);
     default: return fail(cudaErrorNotSupported, "stem_conv: x must be f32, f16 or bf16");
   }
 }
@@ -254,34 +264,32 @@ cudaError_t stem_conv(const StemConvArgs& a, cudaStream_t stream) {
   if (a.n < 1 || a.h < 1 || a.w_ < 1 || a.p < 1 || a.q < 1 || a.pad_h < 0 || a.pad_w < 0)
     return fail(cudaErrorInvalidValue, "stem_conv: empty dims or negative padding");
   constexpr int64_t kMax = 0x7fffffff;
-  if (a.n * a.p * a.q > kMax || a.n * a.p > kMax / 2 || a.c * a.h * a.w_ > kMax || a.h + a.pad_h > kMax / 8 ||
-      a.w_ + a.pad_w > kMax / 8)
-    return fail(cudaErrorInvalidValue, "stem_conv: more than 2^31 - 1 pixels or elements an image");
+  if (a.n * a.p * a.q > kMax || a.n * a.p > kMax / 2 || a.h + a.pad_h > kMax / 8 || a.w_ + a.pad_w > kMax / 8)
+    return fail(cudaErrorInvalidValue, "stem_conv: more than 2^31 - 1 output pixels");
   if (!aligned16(a.w) || !aligned16(a.y)) return fail(cudaErrorInvalidValue, "stem_conv: w and y must be 16-byte aligned");
   const StemConvLayout l = stem_conv_layout(a.c, a.r, a.s, a.stride_w, a.dil_h, a.dil_w);
   StemP p{};
   p.x = a.x, p.w = a.w, p.bias = a.bias, p.y = a.y;
   p.n = static_cast<int>(a.n), p.c = static_cast<int>(a.c), p.h = static_cast<int>(a.h), p.wd = static_cast<int>(a.w_);
   p.k = static_cast<int>(a.k), p.p = static_cast<int>(a.p), p.q = static_cast<int>(a.q);
-  p.cols = static_cast<int>(a.cols), p.rsc = static_cast<int>(a.r * a.s * a.c);
-  p.r = static_cast<int>(a.r), p.s = static_cast<int>(a.s);
+  p.cols = static_cast<int>(a.cols), p.r = static_cast<int>(a.r), p.s = static_cast<int>(a.s);
   p.pad_h = static_cast<int>(a.pad_h), p.pad_w = static_cast<int>(a.pad_w);
   p.stride_h = static_cast<int>(a.stride_h), p.stride_w = static_cast<int>(a.stride_w);
   p.dil_h = static_cast<int>(a.dil_h), p.dil_w = static_cast<int>(a.dil_w);
-  p.rh = static_cast<int>(l.rh), p.ww = static_cast<int>(l.ww);
-  p.row_pitch = static_cast<int>(l.row_pitch), p.plane_pitch = static_cast<int>(l.plane_pitch);
+  p.rh = static_cast<int>(l.rh), p.ww = static_cast<int>(l.ww), p.row_pitch = static_cast<int>(l.row_pitch);
+  p.by_ww = DivMod(static_cast<unsigned>(l.ww));
   // The rows region also holds the staged output; a multiple of 8 elements keeps the zero slot aligned.
-  p.patch = static_cast<int>(std::max<int64_t>(l.elems, int64_t{kTile} * kLdY) + 7) / 8 * 8;
-  p.zero_len = (kTile - 1) * p.stride_w + 1;
+  p.rows = static_cast<int>(std::max<int64_t>(l.rows, int64_t{kTile} * kLdY) + 7) / 8 * 8;
+  p.zero_len = static_cast<int>(l.zero_len);
   p.qblocks = static_cast<int>((a.q + kTile - 1) / kTile);
-  p.kblocks = static_cast<int>((a.k + kNT - 1) / kNT);
-  p.tiles = static_cast<long long>(p.kblocks) * p.n * p.p * p.qblocks;
+  p.tiles = static_cast<long long>((a.k + kNT - 1) / kNT) * p.n * p.p * p.qblocks;
   p.clamp = a.clamp ? 1 : 0, p.lo = a.clamp_min, p.hi = a.clamp_max;
   const size_t elem = ir::size_of(a.dtype);
-  const size_t smem = elem * static_cast<size_t>(kNT) * (a.cols + 8) + sizeof(int) * ((a.cols + 3) / 4 * 4) +
-                      elem * (static_cast<size_t>(p.patch) + p.zero_len);
-  if (a.dtype == DType::f16) return launch_x<half>(a.x_dtype, p, smem, stream);
-  return launch_x<bf16>(a.x_dtype, p, smem, stream);
+  const size_t smem = elem * static_cast<size_t>(kNT) * (a.cols + 8) + table_bytes(p.cols) +
+                      elem * (static_cast<size_t>(p.rows) + p.zero_len);
+  const bool f16 = a.dtype == DType::f16;
+  if (l.cp == 4) return f16 ? launch_x<half, 4>(a.x_dtype, p, smem, stream) : launch_x<bf16, 4>(a.x_dtype, p, smem, stream);
+  return f16 ? launch_x<half, 8>(a.x_dtype, p, smem, stream) : launch_x<bf16, 8>(a.x_dtype, p, smem, stream);
 }
 
 }  // namespace sabre::native
