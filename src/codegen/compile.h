@@ -28,7 +28,7 @@ struct CompileOptions {
   int top_k = 4;                     // CUTLASS candidates timed per (workload, M bucket)
   bool fuse_attention = true;        // LowerOptions::fuse_attention (sabre compile --no-fuse-attention: false)
   ConvKernels conv_kernels = ConvKernels::automatic;
-  Stem stem = Stem::im2col;          // LowerOptions::stem (sabre compile --stem im2col|conv)
+  Stem stem = Stem::im2col;          // LowerOptions::stem (sabre compile --stem im2col|conv|direct)
   bool pointwise_gemm = true;        // LowerOptions::pointwise_gemm (sabre compile --no-pointwise-gemm: false)
   bool plan_only = false;            // write the artifact without kernels; compile nothing
   std::string arch = "sm_90a";       // what kernels are compiled for
@@ -74,8 +74,9 @@ ir::Graph canonicalize_model(ir::Graph g, bool fuse_attention);
 // The GEMM problems `sabre compile` tunes for a partitioned graph lowered with `lo` (its picker is
 // replaced; weights are laid out, not converted): every problem the lowering asks a picker for with
 // alignment > 1, in first-seen order. Alignment-1 problems (the fallbacks of symbolic-N/K GEMMs, odd
-// static extents) are left to the analytic model. `sabre tune` collects with this call too, so a
-// model it tuned compiles without new measurements. Throws what lower() throws.
+// static extents) are left to the analytic model. A stem_conv step (Stem::direct) asks for none: it
+// is a native kernel. `sabre tune` collects with this call too, so a model it tuned compiles without
+// new measurements. Throws what lower() throws.
 std::vector<tune::GemmProblem> tuned_gemm_problems(const ir::Graph& partitioned, LowerOptions lo, int target_sm);
 
 // The conv problems `sabre compile` tunes: every (conv region, batch bucket) problem the lowering

@@ -12,6 +12,7 @@
 #include "backends/cutlass/conv_spec.h"
 #include "backends/cutlass/patterns.h"
 #include "backends/native/elementwise.h"
+#include "backends/native/stem_conv.h"
 
 namespace sabre::codegen {
 namespace {
@@ -187,6 +188,7 @@ class Lowerer {
     out_.plan.symbols = symbols_;
     out_.layout_permutes = permutes_;
     out_.im2col_convs = im2col_;
+    out_.stem_convs = stem_conv_;
     out_.pointwise_convs = pointwise_;
     if (!nhwc_.empty())
       out_.notes.push_back("NHWC inside conv regions: " + std::to_string(nhwc_.size()) + " values stored NHWC, " +
@@ -194,6 +196,8 @@ class Lowerer {
                            " at the region edges" +
                            (im2col_ ? ", " + std::to_string(im2col_) + " conv" + (im2col_ == 1 ? "" : "s") +
                                           " reading NCHW through im2col" : "") +
+                           (stem_conv_ ? ", " + std::to_string(stem_conv_) + " conv" + (stem_conv_ == 1 ? "" : "s") +
+                                             " reading NCHW in one stem_conv kernel" : "") +
                            (pointwise_ ? ", " + std::to_string(pointwise_) + " 1x1 conv" + (pointwise_ == 1 ? "" : "s") +
                                              " run as GEMMs (--no-pointwise-gemm: conv kernels)" : ""));
     return std::move(out_);
@@ -1280,7 +1284,8 @@ class Lowerer {
   // gets zero taps there: the same sums, on the aligned kernels. Returns that width, or 0 where
   // X is already NHWC (a conv's or pool's output: padding would cost a pass), C and K are not
   // both static, or K breaks the access too. Where this pads, a small conv (the stem) runs as
-  // im2col + GEMM instead when LowerOptions::stem says so (emit_im2col_gemm).
+  // im2col + GEMM (emit_im2col_gemm) or one stem_conv step (emit_stem_conv) instead when
+  // LowerOptions::stem says so.
   int64_t channel_padding(const Value* X, const Value* W) const {
     if (nhwc_.count(X) || X->is_constant() || !W->is_constant()) return 0;
     const auto& xs = X->shape();
@@ -1330,7 +1335,8 @@ class Lowerer {
     const std::string epilogue = n->attr_string("epilogue", "linear");
     const std::string dt(ir::name(o_.dtype));
     const int64_t c_pad = channel_padding(X, W);
-    if (c_pad && o_.stem == Stem::im2col && !res && groups == 1 && emit_im2col_gemm(n, conv, X, W, bias, c_pad, epilogue))
+    if (c_pad && o_.stem == Stem::direct && emit_stem_conv(n, conv, X, W, bias, res, groups, epilogue)) return;
+    if (c_pad && o_.stem != Stem::conv && !res && groups == 1 && emit_im2col_gemm(n, conv, X, W, bias, c_pad, epilogue))
       return;
     if (!c_pad && o_.pointwise_gemm && groups == 1 && emit_pointwise_gemm(n, conv, X, W, bias, res, epilogue)) return;
     ConvProblem prob;
@@ -1441,44 +1447,123 @@ class Lowerer {
     std::optional<JObject> p = conv_gemm_params(n, conv, m, Dim(K), Dim(kp), epilogue, false, "not run as im2col + GEMM",
                                                 "its channels are padded instead");
     if (!p) return false;
-    // X itself where it is a float model input nothing has cast yet: the im2col casts on the way.
-    auto raw = pending_cast_.find(X);
-    const int x = raw != pending_cast_.end() ? raw->second : tensor(X);
-    if (x < 0) throw AfterRefusal{};
-    // B [K, kp]: B[k, (r·S + s)·C + c] = W[k, c, r, s], zero columns past R·S·C.
-    const size_t es = ir::size_of(wc.dtype());
-    ir::Tensor b(wc.dtype(), {K, kp});
-    std::memset(b.mutable_bytes(), 0, b.nbytes());
-    for (int64_t k = 0; k < K; ++k)
-      for (int64_t c = 0; c < C; ++c)
-        for (int64_t r = 0; r < R; ++r)
-          for (int64_t q = 0; q < S; ++q)
-            std::memcpy(b.mutable_bytes() + static_cast<size_t>(k * kp + (r * S + q) * C + c) * es,
-                        wc.bytes() + static_cast<size_t>(((k * C + c) * R + r) * S + q) * es, es);
-    runtime::TensorInfo bt;
-    bt.name = W->name() + ".im2col";
-    bt.kind = runtime::TensorKind::weight;
-    bt.shape = {runtime::DimExpr::parse(std::to_string(K)), runtime::DimExpr::parse(std::to_string(kp))};
-    const int wt = add_weight(std::move(b), std::move(bt));
+    const int x = nchw_source(X);
+    const int wt = packed_filter(W, kp, "im2col");
     runtime::TensorInfo at;
     at.name = conv->name() + ".im2col";
     at.dtype = o_.dtype;
     at.kind = runtime::TensorKind::activation;
     at.shape = {runtime::DimExpr::parse(m.str()), runtime::DimExpr::parse(std::to_string(kp))};
     const int a = add_tensor(std::move(at));
-    const auto pads = conv->attr_ints("pads", {0, 0, 0, 0});
     const std::string cols = std::to_string(rsc) + " -> " + std::to_string(kp) + " columns";
-    step("im2col", conv->name() + " (im2col, " + cols + ")", {x}, {a},
-         JObject{{"n", jdim(xs[0])}, {"c", jnum(double(C))}, {"h", jdim(xs[2])}, {"w", jdim(xs[3])},
-                 {"r", jnum(double(R))}, {"s", jnum(double(S))}, {"p", jdim(ys[2])}, {"q", jdim(ys[3])},
-                 {"pads", jints(pads)}, {"strides", jints(conv->attr_ints("strides", {1, 1}))},
-                 {"dilations", jints(conv->attr_ints("dilations", {1, 1}))}});
+    step("im2col", conv->name() + " (im2col, " + cols + ")", {x}, {a}, nchw_window_params(n, conv, X, C, R, S));
     step("gemm", n->name() + " (" + conv->name() + " on its im2col)", {a, wt, tensor(bias), -1}, {define(n->output(0))}, *p);
     ++im2col_;
     out_.notes.push_back("conv " + conv->name() + " (" + n->name() + "): im2col (" + cols +
                          ") + GEMM instead of a C-padded (" + std::to_string(C) + " -> " + std::to_string(c_pad) +
                          ") implicit-GEMM conv, reading " + X->name() + " in NCHW (--stem conv: the padded conv)");
     return true;
+  }
+
+  // The small-channel conv at the NCHW boundary as one native kernel (Stem::direct; emit_conv calls
+  // this where channel_padding pads X): a "stem_conv" step reads X as the graph has it (NCHW; a
+  // float model input itself, cast on the way) and the filter packed as im2col's B with the columns
+  // rounded up to the kernel's 16-column steps, and writes Y in NHWC, bias and clamp (relu, relu6)
+  // applied to the f32 sums: no A [n·p·q, cols] through memory and no GEMM, so nothing to tune.
+  // Returns false, with a note saying why (it then runs as Stem::im2col has it), where the conv does
+  // not qualify as for im2col, the epilogue is not one the kernel applies, or
+  // native::stem_conv_unsupported refuses the shape.
+  bool emit_stem_conv(const Node* n, const Node* conv, Value* X, Value* W, Value* bias, const Value* res,
+                      int64_t groups, const std::string& epilogue) {
+    const ir::Tensor& wc = W->constant();  // [K, C, R, S]
+    const int64_t K = wc.dims()[0], C = wc.dims()[1], R = wc.dims()[2], S = wc.dims()[3];
+    const int64_t rsc = R * S * C;
+    constexpr int64_t kStep = 16;  // the kernel reduces over the columns 16 at a time (stem_conv.h)
+    const int64_t cols = (rsc + kStep - 1) / kStep * kStep;
+    const auto strides = conv->attr_ints("strides", {1, 1});
+    const auto dil = conv->attr_ints("dilations", {1, 1});
+    // What the step will read: the model's float input itself while nothing has cast it (nchw_source).
+    const DType x_dtype = pending_cast_.count(X) ? X->dtype() : storage(X->dtype());
+    using cutlass_backend::Act;
+    const std::optional<cutlass_backend::EpilogueSpec> epi = cutlass_backend::parse_epilogue(epilogue);
+    std::string why;
+    if (res) why = "a residual, which the kernel does not add";
+    else if (groups != 1) why = "groups = " + std::to_string(groups);
+    else if (!cutlass_backend::im2col_shape(C, R, S))
+      why = "C = " + std::to_string(C) + ", R*S*C = " + std::to_string(rsc) + ": im2col_shape refuses it";
+    else if (!epi || epi->residual != cutlass_backend::Residual::none ||
+             (epi->act != Act::none && epi->act != Act::relu && epi->act != Act::relu6))
+      why = "epilogue " + epilogue + ": the kernel applies a bias and relu or relu6 only";
+    else why = native::stem_conv_unsupported(x_dtype, o_.dtype, C, R, S, K, cols, strides[0], strides[1], dil[0], dil[1]);
+    if (!why.empty()) {
+      out_.notes.push_back("conv " + conv->name() + " (" + n->name() + "): not one stem_conv kernel (" + why +
+                           "); it runs as with --stem im2col");
+      return false;
+    }
+    if (!nhwc_.count(n->output(0)))
+      throw std::logic_error("lower: conv output '" + n->output(0)->name() + "' is not NHWC (invariant: assign_layouts)");
+    JObject p = nchw_window_params(n, conv, X, C, R, S);
+    p["k"] = jnum(double(K));
+    p["dtype"] = jstr(std::string(ir::name(o_.dtype)));
+    p["epilogue"] = jstr(epilogue);
+    if (epi->act != Act::none) {  // relu: no upper bound (JSON has no infinity)
+      p["clamp_min"] = jnum(0);
+      if (epi->act == Act::relu6) p["clamp_max"] = jnum(6);
+    }
+    const int x = nchw_source(X);
+    const int wt = packed_filter(W, cols, "stem_conv");
+    const int b = tensor(bias);
+    const std::string cols_text = "R*S*C = " + std::to_string(rsc) + " -> " + std::to_string(cols) + " columns";
+    step("stem_conv", n->name() + " (" + conv->name() + ", one stem_conv kernel, " + cols_text + ")", {x, wt, b},
+         {define(n->output(0))}, std::move(p));
+    ++stem_conv_;
+    out_.notes.push_back("conv " + conv->name() + " (" + n->name() +
+                         "): one stem_conv kernel (im2col in shared memory + tensor-core MMA, " + cols_text +
+                         ") reading " + X->name() + " in NCHW (--stem im2col: im2col + GEMM; --stem conv: the padded conv)");
+    return true;
+  }
+
+  // X as a step that reads NCHW takes it (im2col, stem_conv): a float model input nothing has cast
+  // yet is read itself (the step casts on the way), anything else through tensor().
+  int nchw_source(const Value* X) {
+    auto raw = pending_cast_.find(X);
+    const int x = raw != pending_cast_.end() ? raw->second : tensor(X);
+    if (x < 0) throw AfterRefusal{};
+    return x;
+  }
+
+  // The filter W [K, C, R, S] as the matrix [K, cols] the stem's steps read (im2col's B,
+  // stem_conv's w): [k, (r·S + s)·C + c] = W[k, c, r, s], zero columns from R·S·C to cols. A weight
+  // named <W>.<suffix>.
+  int packed_filter(const Value* W, int64_t cols, const std::string& suffix) {
+    const ir::Tensor& wc = W->constant();
+    const int64_t K = wc.dims()[0], C = wc.dims()[1], R = wc.dims()[2], S = wc.dims()[3];
+    const size_t es = ir::size_of(wc.dtype());
+    ir::Tensor b(wc.dtype(), {K, cols});
+    std::memset(b.mutable_bytes(), 0, b.nbytes());
+    for (int64_t k = 0; k < K; ++k)
+      for (int64_t c = 0; c < C; ++c)
+        for (int64_t r = 0; r < R; ++r)
+          for (int64_t q = 0; q < S; ++q)
+            std::memcpy(b.mutable_bytes() + static_cast<size_t>(k * cols + (r * S + q) * C + c) * es,
+                        wc.bytes() + static_cast<size_t>(((k * C + c) * R + r) * S + q) * es, es);
+    runtime::TensorInfo bt;
+    bt.name = W->name() + "." + suffix;
+    bt.kind = runtime::TensorKind::weight;
+    bt.shape = {runtime::DimExpr::parse(std::to_string(K)), runtime::DimExpr::parse(std::to_string(cols))};
+    return add_weight(std::move(b), std::move(bt));
+  }
+
+  // The params of a step that slides the conv's window over X in NCHW (im2col, stem_conv): x's
+  // n, c, h, w, the filter's r and s, Y's p and q, and the conv's pads, strides and dilations.
+  static JObject nchw_window_params(const Node* n, const Node* conv, const Value* X, int64_t C, int64_t R, int64_t S) {
+    const auto& xs = X->shape();
+    const auto& ys = n->output(0)->shape();
+    return JObject{{"n", jdim(xs[0])}, {"c", jnum(double(C))}, {"h", jdim(xs[2])}, {"w", jdim(xs[3])},
+                   {"r", jnum(double(R))}, {"s", jnum(double(S))}, {"p", jdim(ys[2])}, {"q", jdim(ys[3])},
+                   {"pads", jints(conv->attr_ints("pads", {0, 0, 0, 0}))},
+                   {"strides", jints(conv->attr_ints("strides", {1, 1}))},
+                   {"dilations", jints(conv->attr_ints("dilations", {1, 1}))}};
   }
 
   // A 1x1 conv with stride 1, no padding, dilation 1 and one group (ResNet's bottleneck ends,
@@ -1680,18 +1765,28 @@ class Lowerer {
   std::map<const Value*, int> pending_cast_;  // float model input -> its tensor, while no cast to the compute dtype exists
   int permutes_ = 0;
   int im2col_ = 0;  // conv regions lowered to im2col + gemm
+  int stem_conv_ = 0;  // conv regions lowered to one stem_conv step (Stem::direct)
   int pointwise_ = 0;  // 1x1 conv regions lowered to gemm (emit_pointwise_gemm)
   std::set<std::string> conv_seen_;
 };
 
 }  // namespace
 
-std::string_view stem_name(Stem s) { return s == Stem::conv ? "conv" : "im2col"; }
+std::string_view stem_name(Stem s) {
+  switch (s) {
+    case Stem::im2col: return "im2col";
+    case Stem::conv: return "conv";
+    case Stem::direct: return "direct";
+  }
+  return "?";
+}
 
 Stem parse_stem(const std::string& text) {
-  if (text == "im2col") return Stem::im2col;
-  if (text == "conv") return Stem::conv;
-  throw std::invalid_argument("--stem '" + text + "': give im2col (an im2col step and a GEMM) or conv (the channel-padded conv)");
+  for (Stem s : {Stem::im2col, Stem::conv, Stem::direct})
+    if (text == stem_name(s)) return s;
+  throw std::invalid_argument("--stem '" + text +
+                              "': give im2col (an im2col step and a GEMM), conv (the channel-padded conv) or direct "
+                              "(one stem_conv kernel reading the NCHW images)");
 }
 
 std::pair<int64_t, int64_t> default_range(const std::string& symbol) {

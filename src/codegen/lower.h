@@ -14,7 +14,8 @@
 // C breaks the 16-byte access (the RGB stem's 3), writes C padded with zero channels so that the
 // conv runs on the aligned kernels (filter padded with zero taps; a note says so). Such a conv
 // with a small reduction (R·S·C <= 1024, C < 8: the stem) instead becomes an "im2col" step reading
-// X in NCHW and a "gemm" step whose output is already NHWC (LowerOptions::stem); a 1x1
+// X in NCHW and a "gemm" step whose output is already NHWC, or with Stem::direct one "stem_conv"
+// step reading X in NCHW and writing Y in NHWC (LowerOptions::stem); a 1x1
 // stride-1 conv is a "gemm" step over its NHWC tensors (LowerOptions::pointwise_gemm). Anything
 // the runtime cannot run is reported all at once.
 // Tests: tests/unit/codegen_lower_test.cpp
@@ -70,9 +71,15 @@ enum class Stem : uint8_t {
   // taps); the ranking puts it on few_channels kernels (conv_spec.h), whose K is R·S·8 with no
   // padding to the tile (392 for the 7x7 stem).
   conv,
+  // Where im2col applies and the native kernel takes the conv (native::stem_conv_unsupported: K a
+  // multiple of 8, R·S·C rounded up to 16 at most 256 columns, strides 1..4, dilations 1..2) with
+  // no activation, relu or relu6 (bias or not): one "stem_conv" step, X read in NCHW (cast on the
+  // way), the filter as [K, R·S·C rounded up to 16], Y written in NHWC; no GEMM, nothing to tune.
+  // Other such convs run as `im2col` does, with a note saying why.
+  direct,
 };
-std::string_view stem_name(Stem s);  // "im2col", "conv"
-// "im2col" or "conv"; std::invalid_argument saying what to give otherwise.
+std::string_view stem_name(Stem s);  // "im2col", "conv", "direct"
+// "im2col", "conv" or "direct"; std::invalid_argument saying what to give otherwise.
 Stem parse_stem(const std::string& text);
 
 struct LowerOptions {
@@ -90,7 +97,7 @@ struct LowerOptions {
   // The RGB stem's path (Stem). im2col by default: on the H200 at batch 32 (ResNet-50) the im2col
   // step and its GEMM took 95 + 95 us, the padded conv on the optimized iterator 270 us, and on
   // few_channels kernels 204 us + 15 for its NHWC conversion; --stem conv (or --no-im2col-stem)
-  // takes the padded conv.
+  // takes the padded conv. --stem direct (one stem_conv kernel) is not measured yet, so not the default.
   Stem stem = Stem::im2col;
   // A 1x1 conv with stride 1, no padding, dilation 1 and one group runs as a "gemm" step over its
   // NHWC tensors (A = X [n·h·w, C], B = the filter [K, C], D = Y [n·h·w, K], R = the residual) on
@@ -115,6 +122,7 @@ struct Lowered {
   std::vector<std::string> conv_kernels;        // conv kernel names from every conv step, unique
   int layout_permutes = 0;                      // NCHW<->NHWC conversion steps (nchw_to_nhwc, permute) the layout assignment added
   int im2col_convs = 0;                         // conv regions lowered to im2col + gemm (LowerOptions::stem)
+  int stem_convs = 0;                           // conv regions lowered to one stem_conv step (Stem::direct)
   int pointwise_convs = 0;                      // 1x1 conv regions lowered to gemm (LowerOptions::pointwise_gemm)
   std::vector<std::string> notes;               // what the user should know (default ranges, ...)
 };

@@ -1,6 +1,7 @@
 #include "runtime/resolve.h"
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 
 namespace sabre::runtime {
@@ -146,7 +147,18 @@ sabre_conv_args conv_args(const Step& s, const Dims& dims) {
   return a;
 }
 
-Im2colGeometry im2col_geometry(const Step& s, const Dims& dims, const std::vector<int64_t>& a_shape) {
+namespace {
+// "n,c,h,w=3,3,224,224 r,s=7,7 p,q=112,112", for messages.
+std::string geometry_text(const Im2colGeometry& g) {
+  return "n,c,h,w=" + std::to_string(g.n) + "," + std::to_string(g.c) + "," + std::to_string(g.h) + "," +
+         std::to_string(g.w) + " r,s=" + std::to_string(g.r) + "," + std::to_string(g.s) + " p,q=" + std::to_string(g.p) +
+         "," + std::to_string(g.q);
+}
+
+// The params of a step that slides a conv window over an NCHW x (im2col, stem_conv): n, c, h, w,
+// r, s, p, q, pads, strides and dilations, p and q checked against the output size the others
+// give; `symmetric`: pads must be alike on both sides of a dim. `tensors` ends the messages.
+Im2colGeometry nchw_window(const Step& s, const Dims& dims, bool symmetric, const std::string& tensors) {
   Im2colGeometry g;
   g.n = param_dim(s, "n", dims);
   g.c = param_dim(s, "c", dims);
@@ -158,17 +170,47 @@ Im2colGeometry im2col_geometry(const Step& s, const Dims& dims, const std::vecto
   g.q = param_dim(s, "q", dims);
   const auto [pads, st, dil] = window_params(s, dims);
   g.pad_h = pads[0], g.pad_w = pads[1], g.stride_h = st[0], g.stride_w = st[1], g.dil_h = dil[0], g.dil_w = dil[1];
-  g.cols = a_shape.size() == 2 ? a_shape[1] : -1;
-  const auto text = [&] {
-    return "n,c,h,w=" + std::to_string(g.n) + "," + std::to_string(g.c) + "," + std::to_string(g.h) + "," +
-           std::to_string(g.w) + " r,s=" + std::to_string(g.r) + "," + std::to_string(g.s) + " p,q=" + std::to_string(g.p) +
-           "," + std::to_string(g.q) + ", a " + shape_str(a_shape);
-  };
+  if (symmetric && (pads[0] != pads[2] || pads[1] != pads[3]))
+    throw PlanError("plan: " + where(s) + " has asymmetric pads " + shape_str(pads) +
+                    "; the kernel pads both sides of a dim alike");
   if (g.c < 1 || g.r < 1 || g.s < 1 || g.p != out_extent(g.h, pads[0] + pads[2], g.stride_h, g.dil_h, g.r) ||
       g.q != out_extent(g.w, pads[1] + pads[3], g.stride_w, g.dil_w, g.s))
-    throw PlanError("plan: " + where(s) + ": dims disagree (" + text() + ")");
+    throw PlanError("plan: " + where(s) + ": dims disagree (" + geometry_text(g) + ", " + tensors + ")");
+  return g;
+}
+}  // namespace
+
+Im2colGeometry im2col_geometry(const Step& s, const Dims& dims, const std::vector<int64_t>& a_shape) {
+  Im2colGeometry g = nchw_window(s, dims, false, "a " + shape_str(a_shape));
+  g.cols = a_shape.size() == 2 ? a_shape[1] : -1;
   if (a_shape.size() != 2 || a_shape[0] != g.n * g.p * g.q || g.cols < g.r * g.s * g.c)
-    throw PlanError("plan: " + where(s) + ": a must be [n*p*q, cols] with cols >= r*s*c (" + text() + ")");
+    throw PlanError("plan: " + where(s) + ": a must be [n*p*q, cols] with cols >= r*s*c (" + geometry_text(g) + ", a " +
+                    shape_str(a_shape) + ")");
+  return g;
+}
+
+StemConvGeometry stem_conv_geometry(const Step& s, const Dims& dims, const std::vector<int64_t>& x_shape,
+                                    const std::vector<int64_t>& w_shape, const std::vector<int64_t>& y_shape) {
+  const std::string tensors = "x " + shape_str(x_shape) + ", w " + shape_str(w_shape) + ", y " + shape_str(y_shape);
+  StemConvGeometry g;
+  static_cast<Im2colGeometry&>(g) = nchw_window(s, dims, true, tensors);
+  g.k = param_dim(s, "k", dims);
+  g.cols = w_shape.size() == 2 ? w_shape[1] : -1;
+  const std::string text = geometry_text(g) + " k=" + std::to_string(g.k) + ", " + tensors;
+  if (x_shape != std::vector<int64_t>{g.n, g.c, g.h, g.w})
+    throw PlanError("plan: " + where(s) + ": x must be [n,c,h,w] (" + text + ")");
+  if (w_shape.size() != 2 || w_shape[0] != g.k || g.cols < g.r * g.s * g.c)
+    throw PlanError("plan: " + where(s) + ": w must be [k, cols] with cols >= r*s*c (" + text + ")");
+  if (y_shape != std::vector<int64_t>{g.n, g.p, g.q, g.k})
+    throw PlanError("plan: " + where(s) + ": y must be [n,p,q,k] (" + text + ")");
+  // relu: clamp_min 0 and no clamp_max (JSON has no infinity); neither: no clamp.
+  const json::Value *lo = s.params.get("clamp_min"), *hi = s.params.get("clamp_max");
+  g.clamp = (lo && !lo->is_null()) || (hi && !hi->is_null());
+  g.clamp_min = static_cast<float>(param_num(s, "clamp_min", -INFINITY));
+  g.clamp_max = static_cast<float>(param_num(s, "clamp_max", INFINITY));
+  if (g.clamp && !(g.clamp_min <= g.clamp_max))
+    throw PlanError("plan: " + where(s) + ": clamp_min " + std::to_string(g.clamp_min) + " is above clamp_max " +
+                    std::to_string(g.clamp_max));
   return g;
 }
 
@@ -286,7 +328,7 @@ const std::vector<std::string>& known_ops() {
                                                "cast",   "reduce",  "permute",   "slice",       "strided_copy",
                                                "concat", "split",   "gather",    "pool2d",      "global_average_pool",
                                                "copy",   "reshape", "fill",     "iota", "depthwise_conv", "attention",
-                                               "nchw_to_nhwc", "im2col"};
+                                               "nchw_to_nhwc", "im2col", "stem_conv"};
   return ops;
 }
 

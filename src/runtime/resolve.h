@@ -52,6 +52,20 @@ struct Im2colGeometry {
 };
 Im2colGeometry im2col_geometry(const Step& s, const Dims& dims, const std::vector<int64_t>& a_shape);
 
+// A "stem_conv" step's geometry and clamp at these dims (docs/RUNTIME.md): x [n,c,h,w] NCHW,
+// w [k, cols] with cols >= r·s·c, y [n,p,q,k] NHWC; pads [4] alike on both sides of a dim,
+// strides/dilations [2], p and q the output size the others give. Clamp from clamp_min/clamp_max
+// (either present: clamped; an absent bound is unbounded). Throws PlanError naming the step where
+// any of it does not hold; what the kernel itself refuses (native::stem_conv_unsupported) it says
+// when it runs.
+struct StemConvGeometry : Im2colGeometry {
+  int64_t k = 0;  // output channels; cols is w's
+  bool clamp = false;
+  float clamp_min = 0.f, clamp_max = 0.f;
+};
+StemConvGeometry stem_conv_geometry(const Step& s, const Dims& dims, const std::vector<int64_t>& x_shape,
+                                    const std::vector<int64_t>& w_shape, const std::vector<int64_t>& y_shape);
+
 // An elementwise step's "chain" param as a native chain; throws PlanError on unknown op names,
 // bad operands or dtypes (what native::validate rejects).
 native::ElementwiseChain parse_chain(const Step& s);

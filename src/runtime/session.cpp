@@ -842,6 +842,21 @@ void ExecutionContext::Impl::enqueue(size_t i, const Signature& sig, const std::
       a.pad_h = g.pad_h, a.pad_w = g.pad_w, a.stride_h = g.stride_h, a.stride_w = g.stride_w;
       a.dil_h = g.dil_h, a.dil_w = g.dil_w;
       native_check(native::im2col(a, stream));
+    } else if (op == "stem_conv") {
+      // x [n,c,h,w] as the plan gives it (a model input read in place, its dtype cast on the way).
+      const StemConvGeometry g = stem_conv_geometry(st, d, shin(0), shin(1), shout(0));
+      native::StemConvArgs a;
+      a.x_dtype = tin(0).dtype;
+      a.dtype = plan().tensors[static_cast<size_t>(st.outputs[0])].dtype;
+      a.x = in(0);
+      a.w = in(1);
+      a.bias = in(2);
+      a.y = out(0);
+      a.n = g.n, a.c = g.c, a.h = g.h, a.w_ = g.w, a.k = g.k, a.r = g.r, a.s = g.s, a.p = g.p, a.q = g.q, a.cols = g.cols;
+      a.pad_h = g.pad_h, a.pad_w = g.pad_w, a.stride_h = g.stride_h, a.stride_w = g.stride_w;
+      a.dil_h = g.dil_h, a.dil_w = g.dil_w;
+      a.clamp = g.clamp, a.clamp_min = g.clamp_min, a.clamp_max = g.clamp_max;
+      native_check(native::stem_conv(a, stream));
     } else if (op == "slice") {
       auto starts = param_dims(st, "starts", d), ends = param_dims(st, "ends", d), axes = param_dims(st, "axes", d),
            steps = param_dims(st, "steps", d);

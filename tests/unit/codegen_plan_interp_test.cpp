@@ -15,6 +15,7 @@
 #include "ir/infer.h"
 #include "partition/partitioner.h"
 #include "reference/reference.h"
+#include "runtime/resolve.h"
 #include "transform/canonicalize.h"
 #include "tune/conv_tune.h"
 
@@ -249,6 +250,8 @@ class Interp {
           }
           a.v[row * cols + col] = v;
         }
+    } else if (op == "stem_conv") {
+      stem_conv(s);
     } else if (op == "strided_copy") {
       Buf &x = in(s, 0), &y = out(s);
       auto str = dims_list(P.get("strides"));
@@ -423,19 +426,8 @@ class Interp {
           double acc = 0;
           for (int64_t k = 0; k < K; ++k)
             acc += a.v[bi * sa + i * lda + k] * (tn ? b.v[bi * sb + j * ldb + k] : b.v[bi * sb + k * ldb + j]);
-          double v = alpha * static_cast<float>(acc);
-          std::stringstream ss(epi);
-          std::string tok;
-          while (std::getline(ss, tok, '_')) {
-            if (tok == "bias") v += bias->v[j];
-            else if (tok == "res") v += beta * res->v[bi * sr + i * ldr + j];
-            else if (tok == "gelu") v = gelu(v);
-            else if (tok == "gelutanh") v = gelu_tanh(v);
-            else if (tok == "relu") v = std::max(0.0, v);
-            else if (tok == "relu6") v = std::min(std::max(0.0, v), 6.0);
-            else if (tok != "linear") ADD_FAILURE() << "the plan interpreter has no epilogue token " << tok;
-          }
-          d.v[bi * sd + i * ldd + j] = v;
+          d.v[bi * sd + i * ldd + j] = epilogue(epi, alpha * static_cast<float>(acc), bias ? bias->v[j] : 0,
+                                                res ? beta * res->v[bi * sr + i * ldr + j] : 0);
         }
   }
 
@@ -493,6 +485,42 @@ class Interp {
             }
             int64_t o = ((n * Pp + p) * Q + q) * K + k;
             y.v[o] = epilogue(epi, alpha * static_cast<float>(acc), bias ? bias->v[k] : 0, res ? beta * res->v[o] : 0);
+          }
+  }
+
+  // native::stem_conv (stem_conv.h): x [n,c,h,w] NCHW, w [k, cols] column (r·S + s)·C + c, y
+  // [n,p,q,k] NHWC; bias, then the clamp (clamp_min, clamp_max; an absent bound is unbounded).
+  void stem_conv(const runtime::Step& s) {
+    const json::Value& P = s.params;
+    Buf &x = in(s, 0), &f = in(s, 1), &y = out(s);
+    const Buf* bias = s.inputs.at(2) >= 0 ? &in(s, 2) : nullptr;
+    const int64_t N = dim(P.get("n")), C = dim(P.get("c")), H = dim(P.get("h")), W = dim(P.get("w")),
+                  K = dim(P.get("k")), R = dim(P.get("r")), S = dim(P.get("s")), Pp = dim(P.get("p")), Q = dim(P.get("q"));
+    auto pads = dims_list(P.get("pads")), st = dims_list(P.get("strides")), dl = dims_list(P.get("dilations"));
+    const double lo = P.get("clamp_min") ? P.get("clamp_min")->num() : -INFINITY;
+    const double hi = P.get("clamp_max") ? P.get("clamp_max")->num() : INFINITY;
+    EXPECT_EQ(x.dims, (std::vector<int64_t>{N, C, H, W})) << s.name;
+    ASSERT_EQ(f.dims.size(), 2u) << s.name;
+    const int64_t cols = f.dims[1];
+    EXPECT_EQ(f.dims[0], K) << s.name;
+    EXPECT_GE(cols, R * S * C) << s.name;
+    EXPECT_EQ(y.dims, (std::vector<int64_t>{N, Pp, Q, K})) << s.name;
+    EXPECT_EQ(pads[0], pads[2]) << s.name;
+    EXPECT_EQ(pads[1], pads[3]) << s.name;
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t p = 0; p < Pp; ++p)
+        for (int64_t q = 0; q < Q; ++q)
+          for (int64_t k = 0; k < K; ++k) {
+            double acc = 0;
+            for (int64_t r = 0; r < R; ++r)
+              for (int64_t t = 0; t < S; ++t) {
+                const int64_t ih = p * st[0] - pads[0] + r * dl[0], iw = q * st[1] - pads[1] + t * dl[1];
+                if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
+                for (int64_t c = 0; c < C; ++c)  // x rounded to y's dtype on the way in, as the kernel reads it
+                  acc += round_to(dt(s.outputs[0]), x.v[((n * C + c) * H + ih) * W + iw]) * f.v[k * cols + (r * S + t) * C + c];
+              }
+            const double v = static_cast<float>(acc) + (bias ? bias->v[k] : 0);
+            y.v[((n * Pp + p) * Q + q) * K + k] = std::min(std::max(v, lo), hi);
           }
   }
 
@@ -1127,6 +1155,24 @@ std::string dims_text(const runtime::TensorInfo& t) {
   for (const auto& d : t.shape) s += (s.empty() ? "" : ",") + d.str();
   return s;
 }
+// The steps of kind `op` whose first input is tensor `t`.
+int first_input_readers(const runtime::Plan& p, const std::string& op, int t) {
+  int n = 0;
+  for (const auto& s : p.steps) n += s.op == op && s.inputs.at(0) == t;
+  return n;
+}
+// Weight `t` is a stem filter packed for im2col or stem_conv: [k, cols], zeros exactly in the
+// columns from rsc (the model's taps are none zero).
+void expect_packed_filter(const codegen::Lowered& low, int t, int64_t k, int64_t rsc, int64_t cols) {
+  const auto& wt = low.plan.tensors[static_cast<size_t>(t)];
+  ASSERT_EQ(wt.kind, runtime::TensorKind::weight);
+  EXPECT_EQ(dims_text(wt), std::to_string(k) + "," + std::to_string(cols));
+  ir::Tensor w(wt.dtype, {k, cols}, nullptr, low.weights.data() + wt.weight_offset);
+  int64_t zeros_past = 0, zeros_in_data = 0;
+  for (int64_t i = 0; i < w.numel(); ++i) (i % cols >= rsc ? zeros_past : zeros_in_data) += w.get_f64(i) == 0;
+  EXPECT_EQ(zeros_past, k * (cols - rsc));
+  EXPECT_EQ(zeros_in_data, 0);
+}
 
 // Fires (LowerOptions::stem im2col, the default): the stem (C = 3, 7x7: 147 columns) becomes an
 // im2col step that reads the f32 images as they are (NCHW, cast on the way) into A [batch·64, 152]
@@ -1171,18 +1217,8 @@ TEST(CodegenLayoutNhwc, StemConvAsIm2colGemm) {
   EXPECT_EQ(gm->params.get("epilogue")->str(), "bias_relu");
   EXPECT_FALSE(gm->params.get("dispatch")->arr().empty());
   EXPECT_EQ(dims_text(p.tensors[static_cast<size_t>(gm->outputs.at(0))]), "batch,8,8,8") << "NHWC [N,P,Q,K]";
-  int pool_reads = 0;
-  for (const auto& s : p.steps) pool_reads += s.op == "pool2d" && s.inputs.at(0) == gm->outputs.at(0);
-  EXPECT_EQ(pool_reads, 1);
-  // B [8, 152]: zeros exactly in the 5 columns past 147 (the model's taps are none zero).
-  const auto& bt = p.tensors[static_cast<size_t>(gm->inputs.at(1))];
-  ASSERT_EQ(bt.kind, runtime::TensorKind::weight);
-  EXPECT_EQ(dims_text(bt), "8,152");
-  ir::Tensor b(bt.dtype, {8, 152}, nullptr, low.weights.data() + bt.weight_offset);
-  int zeros_past = 0, zeros_in_data = 0;
-  for (int64_t i = 0; i < b.numel(); ++i) (i % 152 >= 147 ? zeros_past : zeros_in_data) += b.get_f64(i) == 0;
-  EXPECT_EQ(zeros_past, 8 * 5);
-  EXPECT_EQ(zeros_in_data, 0);
+  EXPECT_EQ(first_input_readers(p, "pool2d", gm->outputs.at(0)), 1);
+  expect_packed_filter(low, gm->inputs.at(1), 8, 147, 152);  // B [8, 152]
   EXPECT_EQ(low.gemm_kernels.size(), 1u);
   EXPECT_EQ(low.conv_kernels.size(), 1u) << "conv2's only";
   int said = 0;
@@ -1229,7 +1265,8 @@ TEST(CodegenLayoutNhwc, Im2colNothingToDoWhereCIsAligned) {
 
 // x [batch,3,12,12] -> one conv region read straight from the images: `kind` "residual" adds a
 // second input [batch,8,12,12] (conv + bias + residual), "depthwise" is group = 3 (one 3x3 filter
-// per channel), "wide" a 19x19 filter (3·19·19 = 1083 columns > 1024).
+// per channel), "wide" a 19x19 filter (3·19·19 = 1083 columns > 1024), "11x11" an 11x11 filter
+// (363 columns: im2col takes it, stem_conv's 256 do not).
 ir::Graph one_conv_graph(const std::string& kind) {
   std::mt19937 rng(13);
   ir::Graph g;
@@ -1237,7 +1274,7 @@ ir::Graph one_conv_graph(const std::string& kind) {
   const ir::Shape xs = {ir::Dim::symbol("batch"), ir::Dim(3), ir::Dim(12), ir::Dim(12)};
   ir::Value* x = g.add_input("images", {ir::DType::f32, xs, true});
   const bool depthwise = kind == "depthwise", wide = kind == "wide";
-  const int64_t k = depthwise ? 3 : 8, f = wide ? 19 : 3, pad = f / 2;
+  const int64_t k = depthwise ? 3 : 8, f = wide ? 19 : kind == "11x11" ? 11 : 3, pad = f / 2;
   std::map<std::string, ir::AttrValue> attrs = {{"kernel_shape", std::vector<int64_t>{f, f}},
                                                  {"pads", std::vector<int64_t>{pad, pad, pad, pad}}};
   if (depthwise) attrs["group"] = int64_t{3};
@@ -1299,9 +1336,183 @@ TEST(CodegenLayoutNhwc, CnnStemModelRunsItsStemAsIm2colGemm) {
   EXPECT_NE(im->name.find("/conv1/Conv (im2col, 147 -> 152 columns)"), std::string::npos) << im->name;
 }
 
+// ---- the stem as one stem_conv kernel (Stem::direct) ----------------------------------------------
+
+// The shapes of a step's tensors at `dims`.
+std::vector<int64_t> shape_at(const runtime::Plan& p, int t, const runtime::Dims& dims) {
+  std::vector<int64_t> s;
+  for (const auto& d : p.tensors[static_cast<size_t>(t)].shape) s.push_back(d.eval(dims));
+  return s;
+}
+int notes_with(const codegen::Lowered& low, const std::string& text) {
+  int n = 0;
+  for (const auto& note : low.notes) n += note.find(text) != std::string::npos;
+  return n;
+}
+
+// Fires (--stem direct): the stem (C = 3, 7x7/2: 147 columns) is one stem_conv step that reads the
+// f32 images as they are (no cast, no nchw_to_nhwc), the filter packed as im2col's B but with 160
+// columns (zeros past 147), the conv's bias, relu as clamp_min 0 (no clamp_max), and writes the
+// NHWC tensor the pool reads: no im2col, no GEMM for it, nothing to pick. The runtime's
+// stem_conv_geometry takes the step at batch 3, the values match the reference in f16 and bf16,
+// and the notes say what happened.
+TEST(CodegenLayoutNhwc, StemDirectIsOneStemConvStep) {
+  for (ir::DType dt : {ir::DType::f16, ir::DType::bf16}) {
+    SCOPED_TRACE(std::string(ir::name(dt)));
+    codegen::Lowered low;
+    check_graph("stem_direct", stem_graph(3, 8), dt, dt == ir::DType::f16 ? 4e-3 : 2.5e-2, &low, false,
+                codegen::Stem::direct);
+    if (HasFatalFailure()) return;
+    const auto& p = low.plan;
+    EXPECT_EQ(count_steps(p, "im2col"), 0);
+    EXPECT_EQ(count_steps(p, "gemm"), 0);
+    EXPECT_EQ(count_steps(p, "nchw_to_nhwc"), 0);
+    EXPECT_EQ(count_steps(p, "conv"), 1) << "conv2";
+    EXPECT_EQ(count_steps(p, "cast"), 1) << "only the output's";
+    EXPECT_EQ(low.stem_convs, 1);
+    EXPECT_EQ(low.im2col_convs, 0);
+    EXPECT_TRUE(low.gemm_kernels.empty());
+    const runtime::Step* sc = only_step(p, "stem_conv");
+    ASSERT_NE(sc, nullptr);
+    EXPECT_NE(sc->name.find("(stem_conv, one stem_conv kernel, R*S*C = 147 -> 160 columns)"), std::string::npos) << sc->name;
+    ASSERT_EQ(sc->inputs.size(), 3u);
+    EXPECT_EQ(sc->inputs[0], p.inputs.at(0)) << "reads the f32 images";
+    EXPECT_EQ(p.tensors[static_cast<size_t>(sc->inputs[0])].dtype, ir::DType::f32);
+    EXPECT_GE(sc->inputs[2], 0) << "the bias";
+    EXPECT_EQ(num_param(*sc, "c"), 3);
+    EXPECT_EQ(num_param(*sc, "r"), 7);
+    EXPECT_EQ(num_param(*sc, "s"), 7);
+    EXPECT_EQ(num_param(*sc, "k"), 8);
+    EXPECT_EQ(sc->params.get("n")->str(), "batch");
+    EXPECT_EQ(sc->params.get("dtype")->str(), ir::name(dt));
+    EXPECT_EQ(sc->params.get("epilogue")->str(), "bias_relu");
+    ASSERT_NE(sc->params.get("clamp_min"), nullptr);
+    EXPECT_EQ(sc->params.get("clamp_min")->num(), 0);
+    EXPECT_EQ(sc->params.get("clamp_max"), nullptr) << "relu: unbounded above";
+    const auto& yt = p.tensors[static_cast<size_t>(sc->outputs.at(0))];
+    EXPECT_EQ(dims_text(yt), "batch,8,8,8") << "NHWC [N,P,Q,K]";
+    EXPECT_EQ(yt.dtype, dt);
+    EXPECT_EQ(first_input_readers(p, "pool2d", sc->outputs.at(0)), 1);
+    expect_packed_filter(low, sc->inputs[1], 8, 147, 160);  // w [8, 160]
+    // The runtime takes the step as lowered (shapes, pads, relu as an upper-unbounded clamp).
+    const runtime::Dims at3 = {{"batch", 3}};
+    const runtime::StemConvGeometry g = runtime::stem_conv_geometry(
+        *sc, at3, shape_at(p, sc->inputs[0], at3), shape_at(p, sc->inputs[1], at3), shape_at(p, sc->outputs[0], at3));
+    EXPECT_EQ(g.n * g.cols, 3 * 160);
+    EXPECT_TRUE(g.clamp && g.clamp_min == 0.f && g.clamp_max == INFINITY);
+    EXPECT_EQ(notes_with(low, "conv stem_conv (cutlass_region"), 1);
+    EXPECT_EQ(notes_with(low, "): one stem_conv kernel (im2col in shared memory + tensor-core MMA, R*S*C = 147 -> 160 "
+                              "columns) reading images in NCHW (--stem im2col: im2col + GEMM; --stem conv: the padded conv)"),
+              1);
+    EXPECT_EQ(notes_with(low, "1 NCHW<->NHWC conversion at the region edges, 1 conv reading NCHW in one stem_conv kernel"), 1);
+    EXPECT_EQ(notes_with(low, "input channels padded"), 0);
+    EXPECT_EQ(notes_with(low, "not one stem_conv kernel"), 0);
+  }
+}
+
+// The images also read in NCHW (sigmoid(x) as a second output), bf16: that reader gets the one
+// cast of the images, the stem_conv reads whichever copy exists when it runs; both outputs match.
+TEST(CodegenLayoutNhwc, StemDirectWithAnNchwReaderOfTheImagesBf16) {
+  codegen::Lowered low;
+  check_graph("stem_direct_nchw_reader", stem_graph(3, 8, true), ir::DType::bf16, 2.5e-2, &low, false,
+              codegen::Stem::direct);
+  if (HasFatalFailure()) return;
+  const auto& p = low.plan;
+  EXPECT_EQ(count_steps(p, "stem_conv"), 1);
+  EXPECT_EQ(count_steps(p, "im2col"), 0);
+  EXPECT_EQ(count_steps(p, "nchw_to_nhwc"), 0);
+  int input_casts = 0;
+  for (const auto& s : p.steps) input_casts += s.op == "cast" && s.inputs.at(0) == p.inputs.at(0);
+  EXPECT_EQ(input_casts, 1) << "the NCHW reader's copy in the compute dtype";
+}
+
+// x [batch,3,16,16] f32 -> conv 3x3/2 pad 1 (K = 32) + b -> `act` -> y: MobileNetV2's stem at toy
+// size. act "relu6" (Clip(0, 6) as torch exports it), "sigmoid", "silu" (x·sigmoid(x)) or ""
+// (none). Weights large enough that the clamp at 6 engages.
+ir::Graph mobile_stem_graph(const std::string& act) {
+  std::mt19937 rng(17);
+  ir::Graph g;
+  g.name = "mobile_stem_" + act;
+  ir::Value* x = g.add_input("images", {ir::DType::f32, {ir::Dim::symbol("batch"), ir::Dim(3), ir::Dim(16), ir::Dim(16)}, true});
+  using Ints = std::vector<int64_t>;
+  ir::Node* c = g.add_node("Conv", {x, random_const(g, "w", {32, 3, 3, 3}, 2.0, rng), random_const(g, "b", {32}, 0.5, rng)}, 1,
+                           {{"kernel_shape", Ints{3, 3}}, {"pads", Ints{1, 1, 1, 1}}, {"strides", Ints{2, 2}}}, "stem_conv");
+  ir::Value* y = c->output(0);
+  if (act == "relu6") {
+    y = g.add_node("Clip", {y, g.add_constant("relu6_min", ir::Tensor::from_f32({0.0f}, {})),
+                            g.add_constant("relu6_max", ir::Tensor::from_f32({6.0f}, {}))},
+                   1, {}, "relu6")->output(0);
+  } else if (act == "sigmoid") {
+    y = g.add_node("Sigmoid", {y}, 1, {}, "sigmoid")->output(0);
+  } else if (act == "silu") {
+    y = g.add_node("Mul", {y, g.add_node("Sigmoid", {y}, 1, {}, "sigmoid")->output(0)}, 1, {}, "silu")->output(0);
+  }
+  g.add_output(y);
+  ir::infer_types(g);
+  return g;
+}
+
+// Fires on MobileNetV2's stem (3x3/2, C = 3, K = 32: 27 -> 32 columns) with its ReLU6 as
+// clamp_min 0, clamp_max 6, and without an activation (epilogue "bias", no clamp); the values match.
+TEST(CodegenLayoutNhwc, StemDirectRelu6AndNoActivation) {
+  for (const std::string act : {"relu6", ""}) {
+    SCOPED_TRACE(act);
+    codegen::Lowered low;
+    check_graph("mobile_stem_direct_" + act, mobile_stem_graph(act), ir::DType::f16, 4e-3, &low, false,
+                codegen::Stem::direct);
+    if (HasFatalFailure()) return;
+    const runtime::Step* sc = only_step(low.plan, "stem_conv");
+    ASSERT_NE(sc, nullptr);
+    EXPECT_EQ(count_steps(low.plan, "im2col") + count_steps(low.plan, "gemm") + count_steps(low.plan, "conv"), 0);
+    EXPECT_EQ(num_param(*sc, "k"), 32);
+    expect_packed_filter(low, sc->inputs.at(1), 32, 27, 32);
+    EXPECT_EQ(sc->params.get("epilogue")->str(), act.empty() ? "bias" : "bias_relu6");
+    if (act.empty()) {
+      EXPECT_EQ(sc->params.get("clamp_min"), nullptr);
+      EXPECT_EQ(sc->params.get("clamp_max"), nullptr);
+    } else {
+      EXPECT_EQ(num_param(*sc, "clamp_min"), 0);
+      EXPECT_EQ(num_param(*sc, "clamp_max"), 6);
+    }
+    EXPECT_EQ(notes_with(low, "): one stem_conv kernel (im2col in shared memory + tensor-core MMA, R*S*C = 27 -> 32 columns)"), 1);
+  }
+}
+
+// Refuses (--stem direct), each with a note saying why, and runs as --stem im2col has it: an
+// epilogue the kernel does not apply (sigmoid, silu: im2col + GEMM with that epilogue), an 11x11
+// filter (368 columns > 256: im2col + GEMM), a residual (neither takes it: the padded conv). The
+// values match.
+TEST(CodegenLayoutNhwc, StemDirectFallsBackToIm2col) {
+  struct Case {
+    std::string name;
+    ir::Graph graph;
+    std::string why;
+    bool im2col;
+  };
+  std::vector<Case> cases;
+  cases.push_back({"sigmoid", mobile_stem_graph("sigmoid"), "(epilogue bias_sigmoid: the kernel applies a bias and relu or relu6 only)", true});
+  cases.push_back({"silu", mobile_stem_graph("silu"), "(epilogue bias_silu: the kernel applies a bias and relu or relu6 only)", true});
+  cases.push_back({"11x11", one_conv_graph("11x11"),
+                   "(stem_conv: 368 filter columns for R*S*C = 363, it takes a multiple of 16 up to 256)", true});
+  cases.push_back({"residual", one_conv_graph("residual"), "(a residual, which the kernel does not add)", false});
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    codegen::Lowered low;
+    check_graph("stem_direct_refused_" + c.name, c.graph, ir::DType::f16, 4e-3, &low, false, codegen::Stem::direct);
+    if (HasFatalFailure()) return;
+    EXPECT_EQ(count_steps(low.plan, "stem_conv"), 0);
+    EXPECT_EQ(low.stem_convs, 0);
+    EXPECT_EQ(count_steps(low.plan, "im2col"), c.im2col ? 1 : 0);
+    EXPECT_EQ(low.im2col_convs, c.im2col ? 1 : 0);
+    EXPECT_EQ(count_steps(low.plan, "conv"), c.im2col ? 0 : 1);
+    EXPECT_EQ(notes_with(low, "): not one stem_conv kernel " + c.why + "; it runs as with --stem im2col"), 1);
+  }
+}
+
 // sabre compile --tune collects its GEMM problems through lower (tuned_gemm_problems): the stem's
 // GEMM is among them, as every other GEMM is, and its conv problems are gone from the conv list;
-// with the stem on the conv path (--stem conv) it is the other way round, and the stem's conv
+// with --stem direct (one native stem_conv step) the stem is in neither list; with the stem on the
+// conv path (--stem conv) it is the other way round from im2col, and the stem's conv
 // problem (C padded to 8) has few_channels kernels among its candidates, first.
 TEST(CodegenLayoutNhwc, Im2colGemmIsTunedLikeTheOthers) {
   const ir::Graph g = partition::partition(codegen::canonicalize_model(stem_graph(3, 8), false),
@@ -1319,6 +1530,11 @@ TEST(CodegenLayoutNhwc, Im2colGemmIsTunedLikeTheOthers) {
   EXPECT_EQ(gemms[0].m_min, 64);
   EXPECT_EQ(gemms[0].m_max, 8 * 64);
   std::set<int64_t> filters;
+  for (const auto& c : codegen::tuned_conv_problems(g, o, 90)) filters.insert(c.r);
+  EXPECT_EQ(filters, (std::set<int64_t>{3})) << "conv2 only, not the 7x7 stem";
+  o.stem = codegen::Stem::direct;  // one native stem_conv: nothing to tune for the stem
+  EXPECT_TRUE(codegen::tuned_gemm_problems(g, o, 90).empty());
+  filters.clear();
   for (const auto& c : codegen::tuned_conv_problems(g, o, 90)) filters.insert(c.r);
   EXPECT_EQ(filters, (std::set<int64_t>{3})) << "conv2 only, not the 7x7 stem";
   o.stem = codegen::Stem::conv;
@@ -1367,7 +1583,9 @@ TEST(CodegenLayoutNhwc, PointwiseGemmsAreTunedAsGemms) {
 }
 
 // torchvision exports (bench/models/export_tv.py writes them): SABRE_TV_MODELS=DIR runs
-// DIR/resnet50.onnx and DIR/mobilenet_v2.onnx (NHWC conv regions, depthwise convs) through the check.
+// DIR/resnet50.onnx and DIR/mobilenet_v2.onnx (NHWC conv regions, depthwise convs) through the
+// check, with the stem as im2col + GEMM (the default) and as one stem_conv step (--stem direct:
+// ResNet-50's 7x7/2 with relu, MobileNetV2's 3x3/2 with relu6).
 TEST(CodegenPlanInterp, TorchvisionExportsMatchReference) {
   const char* dir = std::getenv("SABRE_TV_MODELS");
   if (!dir) GTEST_SKIP() << "set SABRE_TV_MODELS to the folder export_tv.py wrote";
@@ -1377,8 +1595,15 @@ TEST(CodegenPlanInterp, TorchvisionExportsMatchReference) {
                             {"mobilenet_v2", ir::DType::f16, 1e-2}}) {
     std::string p = std::string(dir) + "/" + m + ".onnx";
     if (!fs::exists(p)) continue;
-    SCOPED_TRACE(p);
-    check_model(fs::absolute(p).string(), dt, tol);
+    const ir::Graph g = onnx_frontend::import_model(fs::absolute(p).string());
+    for (codegen::Stem stem : {codegen::Stem::im2col, codegen::Stem::direct}) {
+      const std::string name = p + " --stem " + std::string(codegen::stem_name(stem));
+      SCOPED_TRACE(name);
+      codegen::Lowered low;
+      check_graph(name, g, dt, tol, &low, false, stem);
+      EXPECT_EQ(count_steps(low.plan, "stem_conv"), stem == codegen::Stem::direct ? 1 : 0);
+      EXPECT_EQ(count_steps(low.plan, "im2col"), stem == codegen::Stem::direct ? 0 : 1);
+    }
   }
 }
 

@@ -2,6 +2,8 @@
 // DLPack dtypes.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "runtime/resolve.h"
 
 using namespace sabre::runtime;
@@ -194,4 +196,75 @@ TEST(RuntimeResolve, Im2colGeometryFromStepParams) {
   dil.params = sabre::json::parse(
       R"({"n":1,"c":3,"h":11,"w":11,"r":3,"s":3,"p":7,"q":7,"pads":[0,0,0,0],"strides":[1,1],"dilations":[2,2]})");
   EXPECT_EQ(im2col_geometry(dil, {}, {49, 32}).dil_w, 2);
+}
+
+// A stem_conv step's params at the bound dims (what the runtime hands native::stem_conv): ResNet's
+// stem at batch 3, x [3,3,224,224], w [64,160], y [3,112,112,64], relu (clamp_min 0, no clamp_max);
+// relu6 and no clamp; and the refusals, each a PlanError naming the step and saying what is wrong:
+// asymmetric pads, lists of the wrong length, p disagreeing with the rest, x, w or y of the wrong
+// shape (among them fewer columns than r*s*c), a clamp_min above clamp_max.
+TEST(RuntimeResolve, StemConvGeometryFromStepParams) {
+  Step s;
+  s.op = "stem_conv";
+  s.name = "/conv1/Conv (one stem_conv kernel)";
+  const std::string window =
+      R"("n":"batch","c":3,"h":"224","w":224,"k":64,"r":7,"s":7,"p":"112","q":"112","strides":[2,2],"dilations":[1,1])";
+  s.params = sabre::json::parse("{" + window + R"(,"pads":[3,3,3,3],"clamp_min":0})");
+  EXPECT_TRUE(is_known_op("stem_conv"));
+  const Dims at3 = {{"batch", 3}};
+  const std::vector<int64_t> x = {3, 3, 224, 224}, w = {64, 160}, y = {3, 112, 112, 64};
+  StemConvGeometry g = stem_conv_geometry(s, at3, x, w, y);
+  EXPECT_EQ(g.n, 3);
+  EXPECT_EQ(g.c, 3);
+  EXPECT_EQ(g.h, 224);
+  EXPECT_EQ(g.w, 224);
+  EXPECT_EQ(g.k, 64);
+  EXPECT_EQ(g.r, 7);
+  EXPECT_EQ(g.p, 112);
+  EXPECT_EQ(g.q, 112);
+  EXPECT_EQ(g.cols, 160);
+  EXPECT_EQ(g.pad_w, 3);
+  EXPECT_EQ(g.stride_h, 2);
+  EXPECT_EQ(g.dil_w, 1);
+  EXPECT_TRUE(g.clamp);
+  EXPECT_EQ(g.clamp_min, 0.f);
+  EXPECT_EQ(g.clamp_max, INFINITY);
+  Step relu6 = s;
+  relu6.params = sabre::json::parse("{" + window + R"(,"pads":[3,3,3,3],"clamp_min":0,"clamp_max":6})");
+  EXPECT_EQ(stem_conv_geometry(relu6, at3, x, w, y).clamp_max, 6.f);
+  Step linear = s;
+  linear.params = sabre::json::parse("{" + window + R"(,"pads":[3,3,3,3]})");
+  EXPECT_FALSE(stem_conv_geometry(linear, at3, x, w, y).clamp);
+
+  auto refused = [&](const Step& st, std::vector<int64_t> xs, std::vector<int64_t> ws, std::vector<int64_t> ys,
+                     const std::string& why) {
+    try {
+      stem_conv_geometry(st, at3, xs, ws, ys);
+      ADD_FAILURE() << "accepted: " << why;
+    } catch (const PlanError& e) {
+      EXPECT_NE(std::string(e.what()).find("step '/conv1/Conv (one stem_conv kernel)' (stem_conv)"), std::string::npos)
+          << e.what();
+      EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
+    }
+  };
+  Step asym = s;
+  asym.params = sabre::json::parse("{" + window + R"(,"pads":[3,3,4,3]})");
+  refused(asym, x, w, y, "has asymmetric pads [3,3,4,3]; the kernel pads both sides of a dim alike");
+  Step short_pads = s;
+  short_pads.params = sabre::json::parse("{" + window + R"(,"pads":[3,3]})");
+  refused(short_pads, x, w, y, "needs pads [4], strides [2] and dilations [2]");
+  Step wrong_p = s;
+  wrong_p.params = sabre::json::parse(
+      R"({"n":"batch","c":3,"h":224,"w":224,"k":64,"r":7,"s":7,"p":111,"q":112,"pads":[3,3,3,3],"strides":[2,2],"dilations":[1,1]})");
+  refused(wrong_p, x, w, {3, 111, 112, 64}, "dims disagree");
+  refused(s, {2, 3, 224, 224}, w, y, "x must be [n,c,h,w]");
+  refused(s, {3, 224, 224, 3}, w, y, "x must be [n,c,h,w]");
+  refused(s, x, {64, 144}, y, "w must be [k, cols] with cols >= r*s*c");
+  refused(s, x, {32, 160}, y, "w must be [k, cols] with cols >= r*s*c");
+  refused(s, x, {64 * 160}, y, "w must be [k, cols] with cols >= r*s*c");
+  refused(s, x, w, {3, 64, 112, 112}, "y must be [n,p,q,k]");
+  refused(s, x, w, {3, 112, 112, 32}, "y must be [n,p,q,k]");
+  Step upside_down = s;
+  upside_down.params = sabre::json::parse("{" + window + R"(,"pads":[3,3,3,3],"clamp_min":6,"clamp_max":0})");
+  refused(upside_down, x, w, y, "is above clamp_max");
 }

@@ -219,7 +219,8 @@ codegen::Stem stem_flag(const ParsedArgs& args) {
   }
   if (args.has("--no-im2col-stem")) {
     if (args.has("--stem") && stem != codegen::Stem::conv)
-      throw UsageError("--no-im2col-stem (the same as --stem conv) and --stem im2col contradict each other: give one");
+      throw UsageError("--no-im2col-stem (the same as --stem conv) and --stem " + std::string(codegen::stem_name(stem)) +
+                       " contradict each other: give one");
     stem = codegen::Stem::conv;
   }
   return stem;
