@@ -1478,8 +1478,8 @@ class Lowerer {
     const ir::Tensor& wc = W->constant();  // [K, C, R, S]
     const int64_t K = wc.dims()[0], C = wc.dims()[1], R = wc.dims()[2], S = wc.dims()[3];
     const int64_t rsc = R * S * C;
-    constexpr int64_t kStep = 16;  // the kernel reduces over the columns 16 at a time (stem_conv.h)
-    const int64_t cols = (rsc + kStep - 1) / kStep * kStep;
+    // Each tap's channels padded to 4 (C = 3) or 8, the columns rounded up to the kernel's 16-column steps.
+    const int64_t cols = native::stem_conv_cols(C, R, S);
     const auto strides = conv->attr_ints("strides", {1, 1});
     const auto dil = conv->attr_ints("dilations", {1, 1});
     // What the step will read: the model's float input itself while nothing has cast it (nchw_source).
@@ -1511,9 +1511,12 @@ class Lowerer {
       if (epi->act == Act::relu6) p["clamp_max"] = jnum(6);
     }
     const int x = nchw_source(X);
-    const int wt = packed_filter(W, cols, "stem_conv");
+    const int wt = packed_filter(W, cols, "stem_conv", [&](int64_t r, int64_t s, int64_t c) {
+      return native::stem_conv_column(C, S, r, s, c);
+    });
     const int b = tensor(bias);
-    const std::string cols_text = "R*S*C = " + std::to_string(rsc) + " -> " + std::to_string(cols) + " columns";
+    const std::string cols_text = "R*S*C = " + std::to_string(rsc) + " in " + std::to_string(cols) + " columns, " +
+                                  std::to_string(native::stem_conv_channel_pitch(C)) + " a tap";
     step("stem_conv", n->name() + " (" + conv->name() + ", one stem_conv kernel, " + cols_text + ")", {x, wt, b},
          {define(n->output(0))}, std::move(p));
     ++stem_conv_;
@@ -1533,9 +1536,11 @@ class Lowerer {
   }
 
   // The filter W [K, C, R, S] as the matrix [K, cols] the stem's steps read (im2col's B,
-  // stem_conv's w): [k, (r·S + s)·C + c] = W[k, c, r, s], zero columns from R·S·C to cols. A weight
-  // named <W>.<suffix>.
-  int packed_filter(const Value* W, int64_t cols, const std::string& suffix) {
+  // stem_conv's w): [k, column(r, s, c)] = W[k, c, r, s], zeros in every other column. im2col's
+  // columns are (r·S + s)·C + c (the default); stem_conv pads each tap's channels (stem_conv_column).
+  // A weight named <W>.<suffix>.
+  int packed_filter(const Value* W, int64_t cols, const std::string& suffix,
+                    const std::function<int64_t(int64_t, int64_t, int64_t)>& column = {}) {
     const ir::Tensor& wc = W->constant();
     const int64_t K = wc.dims()[0], C = wc.dims()[1], R = wc.dims()[2], S = wc.dims()[3];
     const size_t es = ir::size_of(wc.dtype());
@@ -1545,7 +1550,7 @@ class Lowerer {
       for (int64_t c = 0; c < C; ++c)
         for (int64_t r = 0; r < R; ++r)
           for (int64_t q = 0; q < S; ++q)
-            std::memcpy(b.mutable_bytes() + static_cast<size_t>(k * cols + (r * S + q) * C + c) * es,
+            std::memcpy(b.mutable_bytes() + static_cast<size_t>(k * cols + (column ? column(r, q, c) : (r * S + q) * C + c)) * es,
                         wc.bytes() + static_cast<size_t>(((k * C + c) * R + r) * S + q) * es, es);
     runtime::TensorInfo bt;
     bt.name = W->name() + "." + suffix;

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "backends/native/stem_conv.h"
+
 namespace sabre::runtime {
 
 namespace {
@@ -199,8 +201,10 @@ StemConvGeometry stem_conv_geometry(const Step& s, const Dims& dims, const std::
   const std::string text = geometry_text(g) + " k=" + std::to_string(g.k) + ", " + tensors;
   if (x_shape != std::vector<int64_t>{g.n, g.c, g.h, g.w})
     throw PlanError("plan: " + where(s) + ": x must be [n,c,h,w] (" + text + ")");
-  if (w_shape.size() != 2 || w_shape[0] != g.k || g.cols < g.r * g.s * g.c)
-    throw PlanError("plan: " + where(s) + ": w must be [k, cols] with cols >= r*s*c (" + text + ")");
+  // Each tap's channels padded to stem_conv_channel_pitch(c) (stem_conv.h).
+  if (w_shape.size() != 2 || w_shape[0] != g.k || g.cols < g.r * g.s * native::stem_conv_channel_pitch(g.c))
+    throw PlanError("plan: " + where(s) + ": w must be [k, cols] with cols >= r*s*" +
+                    std::to_string(native::stem_conv_channel_pitch(g.c)) + " (" + text + ")");
   if (y_shape != std::vector<int64_t>{g.n, g.p, g.q, g.k})
     throw PlanError("plan: " + where(s) + ": y must be [n,p,q,k] (" + text + ")");
   // relu: clamp_min 0 and no clamp_max (JSON has no infinity); neither: no clamp.

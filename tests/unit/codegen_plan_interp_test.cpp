@@ -9,6 +9,7 @@
 #include <set>
 
 #include "backends/cutlass/patterns.h"
+#include "backends/native/stem_conv.h"
 #include "codegen/compile.h"
 #include "codegen/lower.h"
 #include "frontend/onnx/importer.h"
@@ -488,7 +489,7 @@ class Interp {
           }
   }
 
-  // native::stem_conv (stem_conv.h): x [n,c,h,w] NCHW, w [k, cols] column (r·S + s)·C + c, y
+  // native::stem_conv (stem_conv.h): x [n,c,h,w] NCHW, w [k, cols] column stem_conv_column(r, s, c), y
   // [n,p,q,k] NHWC; bias, then the clamp (clamp_min, clamp_max; an absent bound is unbounded).
   void stem_conv(const runtime::Step& s) {
     const json::Value& P = s.params;
@@ -503,7 +504,7 @@ class Interp {
     ASSERT_EQ(f.dims.size(), 2u) << s.name;
     const int64_t cols = f.dims[1];
     EXPECT_EQ(f.dims[0], K) << s.name;
-    EXPECT_GE(cols, R * S * C) << s.name;
+    EXPECT_EQ(cols, native::stem_conv_cols(C, R, S)) << s.name;
     EXPECT_EQ(y.dims, (std::vector<int64_t>{N, Pp, Q, K})) << s.name;
     EXPECT_EQ(pads[0], pads[2]) << s.name;
     EXPECT_EQ(pads[1], pads[3]) << s.name;
@@ -517,7 +518,7 @@ class Interp {
                 const int64_t ih = p * st[0] - pads[0] + r * dl[0], iw = q * st[1] - pads[1] + t * dl[1];
                 if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
                 for (int64_t c = 0; c < C; ++c)  // x rounded to y's dtype on the way in, as the kernel reads it
-                  acc += round_to(dt(s.outputs[0]), x.v[((n * C + c) * H + ih) * W + iw]) * f.v[k * cols + (r * S + t) * C + c];
+                  acc += round_to(dt(s.outputs[0]), x.v[((n * C + c) * H + ih) * W + iw]) * f.v[k * cols + native::stem_conv_column(C, S, r, t, c)];
               }
             const double v = static_cast<float>(acc) + (bias ? bias->v[k] : 0);
             y.v[((n * Pp + p) * Q + q) * K + k] = std::min(std::max(v, lo), hi);
@@ -1162,14 +1163,18 @@ int first_input_readers(const runtime::Plan& p, const std::string& op, int t) {
   return n;
 }
 // Weight `t` is a stem filter packed for im2col or stem_conv: [k, cols], zeros exactly in the
-// columns from rsc (the model's taps are none zero).
-void expect_packed_filter(const codegen::Lowered& low, int t, int64_t k, int64_t rsc, int64_t cols) {
+// columns no tap takes (the model's taps are none zero): for im2col (cp 0) the columns from rsc;
+// for stem_conv (cp = stem_conv_channel_pitch(c)) the channels from c to cp of each tap, then the
+// columns from rsc / c · cp.
+void expect_packed_filter(const codegen::Lowered& low, int t, int64_t k, int64_t rsc, int64_t cols, int64_t c = 0,
+                          int64_t cp = 0) {
   const auto& wt = low.plan.tensors[static_cast<size_t>(t)];
   ASSERT_EQ(wt.kind, runtime::TensorKind::weight);
   EXPECT_EQ(dims_text(wt), std::to_string(k) + "," + std::to_string(cols));
   ir::Tensor w(wt.dtype, {k, cols}, nullptr, low.weights.data() + wt.weight_offset);
+  auto data = [&](int64_t col) { return cp ? col < rsc / c * cp && col % cp < c : col < rsc; };
   int64_t zeros_past = 0, zeros_in_data = 0;
-  for (int64_t i = 0; i < w.numel(); ++i) (i % cols >= rsc ? zeros_past : zeros_in_data) += w.get_f64(i) == 0;
+  for (int64_t i = 0; i < w.numel(); ++i) (data(i % cols) ? zeros_in_data : zeros_past) += w.get_f64(i) == 0;
   EXPECT_EQ(zeros_past, k * (cols - rsc));
   EXPECT_EQ(zeros_in_data, 0);
 }
@@ -1351,8 +1356,8 @@ int notes_with(const codegen::Lowered& low, const std::string& text) {
 }
 
 // Fires (--stem direct): the stem (C = 3, 7x7/2: 147 columns) is one stem_conv step that reads the
-// f32 images as they are (no cast, no nchw_to_nhwc), the filter packed as im2col's B but with 160
-// columns (zeros past 147), the conv's bias, relu as clamp_min 0 (no clamp_max), and writes the
+// f32 images as they are (no cast, no nchw_to_nhwc), the filter packed with each tap's 3 channels
+// padded to 4 (196 columns, rounded up to 208), the conv's bias, relu as clamp_min 0 (no clamp_max), and writes the
 // NHWC tensor the pool reads: no im2col, no GEMM for it, nothing to pick. The runtime's
 // stem_conv_geometry takes the step at batch 3, the values match the reference in f16 and bf16,
 // and the notes say what happened.
@@ -1374,7 +1379,7 @@ TEST(CodegenLayoutNhwc, StemDirectIsOneStemConvStep) {
     EXPECT_TRUE(low.gemm_kernels.empty());
     const runtime::Step* sc = only_step(p, "stem_conv");
     ASSERT_NE(sc, nullptr);
-    EXPECT_NE(sc->name.find("(stem_conv, one stem_conv kernel, R*S*C = 147 -> 160 columns)"), std::string::npos) << sc->name;
+    EXPECT_NE(sc->name.find("(stem_conv, one stem_conv kernel, R*S*C = 147 in 208 columns, 4 a tap)"), std::string::npos) << sc->name;
     ASSERT_EQ(sc->inputs.size(), 3u);
     EXPECT_EQ(sc->inputs[0], p.inputs.at(0)) << "reads the f32 images";
     EXPECT_EQ(p.tensors[static_cast<size_t>(sc->inputs[0])].dtype, ir::DType::f32);
@@ -1393,16 +1398,16 @@ TEST(CodegenLayoutNhwc, StemDirectIsOneStemConvStep) {
     EXPECT_EQ(dims_text(yt), "batch,8,8,8") << "NHWC [N,P,Q,K]";
     EXPECT_EQ(yt.dtype, dt);
     EXPECT_EQ(first_input_readers(p, "pool2d", sc->outputs.at(0)), 1);
-    expect_packed_filter(low, sc->inputs[1], 8, 147, 160);  // w [8, 160]
+    expect_packed_filter(low, sc->inputs[1], 8, 147, 208, 3, 4);  // w [8, 208]
     // The runtime takes the step as lowered (shapes, pads, relu as an upper-unbounded clamp).
     const runtime::Dims at3 = {{"batch", 3}};
     const runtime::StemConvGeometry g = runtime::stem_conv_geometry(
         *sc, at3, shape_at(p, sc->inputs[0], at3), shape_at(p, sc->inputs[1], at3), shape_at(p, sc->outputs[0], at3));
-    EXPECT_EQ(g.n * g.cols, 3 * 160);
+    EXPECT_EQ(g.n * g.cols, 3 * 208);
     EXPECT_TRUE(g.clamp && g.clamp_min == 0.f && g.clamp_max == INFINITY);
     EXPECT_EQ(notes_with(low, "conv stem_conv (cutlass_region"), 1);
-    EXPECT_EQ(notes_with(low, "): one stem_conv kernel (im2col in shared memory + tensor-core MMA, R*S*C = 147 -> 160 "
-                              "columns) reading images in NCHW (--stem im2col: im2col + GEMM; --stem conv: the padded conv)"),
+    EXPECT_EQ(notes_with(low, "): one stem_conv kernel (im2col in shared memory + tensor-core MMA, R*S*C = 147 in 208 "
+                              "columns, 4 a tap) reading images in NCHW (--stem im2col: im2col + GEMM; --stem conv: the padded conv)"),
               1);
     EXPECT_EQ(notes_with(low, "1 NCHW<->NHWC conversion at the region edges, 1 conv reading NCHW in one stem_conv kernel"), 1);
     EXPECT_EQ(notes_with(low, "input channels padded"), 0);
@@ -1452,7 +1457,7 @@ ir::Graph mobile_stem_graph(const std::string& act) {
   return g;
 }
 
-// Fires on MobileNetV2's stem (3x3/2, C = 3, K = 32: 27 -> 32 columns) with its ReLU6 as
+// Fires on MobileNetV2's stem (3x3/2, C = 3, K = 32: 27 taps in 48 columns) with its ReLU6 as
 // clamp_min 0, clamp_max 6, and without an activation (epilogue "bias", no clamp); the values match.
 TEST(CodegenLayoutNhwc, StemDirectRelu6AndNoActivation) {
   for (const std::string act : {"relu6", ""}) {
@@ -1465,7 +1470,7 @@ TEST(CodegenLayoutNhwc, StemDirectRelu6AndNoActivation) {
     ASSERT_NE(sc, nullptr);
     EXPECT_EQ(count_steps(low.plan, "im2col") + count_steps(low.plan, "gemm") + count_steps(low.plan, "conv"), 0);
     EXPECT_EQ(num_param(*sc, "k"), 32);
-    expect_packed_filter(low, sc->inputs.at(1), 32, 27, 32);
+    expect_packed_filter(low, sc->inputs.at(1), 32, 27, 48, 3, 4);
     EXPECT_EQ(sc->params.get("epilogue")->str(), act.empty() ? "bias" : "bias_relu6");
     if (act.empty()) {
       EXPECT_EQ(sc->params.get("clamp_min"), nullptr);
@@ -1474,13 +1479,13 @@ TEST(CodegenLayoutNhwc, StemDirectRelu6AndNoActivation) {
       EXPECT_EQ(num_param(*sc, "clamp_min"), 0);
       EXPECT_EQ(num_param(*sc, "clamp_max"), 6);
     }
-    EXPECT_EQ(notes_with(low, "): one stem_conv kernel (im2col in shared memory + tensor-core MMA, R*S*C = 27 -> 32 columns)"), 1);
+    EXPECT_EQ(notes_with(low, "): one stem_conv kernel (im2col in shared memory + tensor-core MMA, R*S*C = 27 in 48 columns, 4 a tap)"), 1);
   }
 }
 
 // Refuses (--stem direct), each with a note saying why, and runs as --stem im2col has it: an
 // epilogue the kernel does not apply (sigmoid, silu: im2col + GEMM with that epilogue), an 11x11
-// filter (368 columns > 256: im2col + GEMM), a residual (neither takes it: the padded conv). The
+// filter (484 columns > 256: im2col + GEMM), a residual (neither takes it: the padded conv). The
 // values match.
 TEST(CodegenLayoutNhwc, StemDirectFallsBackToIm2col) {
   struct Case {
@@ -1493,7 +1498,7 @@ TEST(CodegenLayoutNhwc, StemDirectFallsBackToIm2col) {
   cases.push_back({"sigmoid", mobile_stem_graph("sigmoid"), "(epilogue bias_sigmoid: the kernel applies a bias and relu or relu6 only)", true});
   cases.push_back({"silu", mobile_stem_graph("silu"), "(epilogue bias_silu: the kernel applies a bias and relu or relu6 only)", true});
   cases.push_back({"11x11", one_conv_graph("11x11"),
-                   "(stem_conv: 368 filter columns for R*S*C = 363, it takes a multiple of 16 up to 256)", true});
+                   "(stem_conv: 496 filter columns for R*S*CP = 484, it takes a multiple of 16 up to 256)", true});
   cases.push_back({"residual", one_conv_graph("residual"), "(a residual, which the kernel does not add)", false});
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);

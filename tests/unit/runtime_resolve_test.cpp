@@ -212,7 +212,7 @@ TEST(RuntimeResolve, StemConvGeometryFromStepParams) {
   s.params = sabre::json::parse("{" + window + R"(,"pads":[3,3,3,3],"clamp_min":0})");
   EXPECT_TRUE(is_known_op("stem_conv"));
   const Dims at3 = {{"batch", 3}};
-  const std::vector<int64_t> x = {3, 3, 224, 224}, w = {64, 160}, y = {3, 112, 112, 64};
+  const std::vector<int64_t> x = {3, 3, 224, 224}, w = {64, 208}, y = {3, 112, 112, 64};
   StemConvGeometry g = stem_conv_geometry(s, at3, x, w, y);
   EXPECT_EQ(g.n, 3);
   EXPECT_EQ(g.c, 3);
@@ -222,7 +222,7 @@ TEST(RuntimeResolve, StemConvGeometryFromStepParams) {
   EXPECT_EQ(g.r, 7);
   EXPECT_EQ(g.p, 112);
   EXPECT_EQ(g.q, 112);
-  EXPECT_EQ(g.cols, 160);
+  EXPECT_EQ(g.cols, 208);
   EXPECT_EQ(g.pad_w, 3);
   EXPECT_EQ(g.stride_h, 2);
   EXPECT_EQ(g.dil_w, 1);
@@ -259,9 +259,9 @@ TEST(RuntimeResolve, StemConvGeometryFromStepParams) {
   refused(wrong_p, x, w, {3, 111, 112, 64}, "dims disagree");
   refused(s, {2, 3, 224, 224}, w, y, "x must be [n,c,h,w]");
   refused(s, {3, 224, 224, 3}, w, y, "x must be [n,c,h,w]");
-  refused(s, x, {64, 144}, y, "w must be [k, cols] with cols >= r*s*c");
-  refused(s, x, {32, 160}, y, "w must be [k, cols] with cols >= r*s*c");
-  refused(s, x, {64 * 160}, y, "w must be [k, cols] with cols >= r*s*c");
+  refused(s, x, {64, 144}, y, "w must be [k, cols] with cols >= r*s*4");
+  refused(s, x, {32, 208}, y, "w must be [k, cols] with cols >= r*s*4");
+  refused(s, x, {64 * 208}, y, "w must be [k, cols] with cols >= r*s*4");
   refused(s, x, w, {3, 64, 112, 112}, "y must be [n,p,q,k]");
   refused(s, x, w, {3, 112, 112, 32}, "y must be [n,p,q,k]");
   Step upside_down = s;
