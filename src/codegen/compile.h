@@ -28,7 +28,7 @@ struct CompileOptions {
   int top_k = 4;                     // CUTLASS candidates timed per (workload, M bucket)
   bool fuse_attention = true;        // LowerOptions::fuse_attention (sabre compile --no-fuse-attention: false)
   ConvKernels conv_kernels = ConvKernels::automatic;
-  Stem stem = Stem::im2col;          // LowerOptions::stem (sabre compile --stem im2col|conv|direct)
+  Stem stem = Stem::direct;          // LowerOptions::stem (sabre compile --stem direct|im2col|conv)
   bool pointwise_gemm = true;        // LowerOptions::pointwise_gemm (sabre compile --no-pointwise-gemm: false)
   bool plan_only = false;            // write the artifact without kernels; compile nothing
   std::string arch = "sm_90a";       // what kernels are compiled for

@@ -94,11 +94,12 @@ struct LowerOptions {
   // --no-fuse-attention (CompileOptions; on the H200 2026-12-02 faster than the unfused plan); off
   // here so a bare lowering keeps every op as the graph has it.
   bool fuse_attention = false;
-  // The RGB stem's path (Stem). im2col by default: on the H200 at batch 32 (ResNet-50) the im2col
-  // step and its GEMM took 95 + 95 us, the padded conv on the optimized iterator 270 us, and on
-  // few_channels kernels 204 us + 15 for its NHWC conversion; --stem conv (or --no-im2col-stem)
-  // takes the padded conv. --stem direct (one stem_conv kernel) is not measured yet, so not the default.
-  Stem stem = Stem::im2col;
+  // The RGB stem's path (Stem). direct by default: on the H200 at ResNet-50 batch 32 (2026-12-03)
+  // its one stem_conv kernel took 72 us in the model against 93 + 95 for the im2col step and its
+  // GEMM (whole model untuned 1.095 against 1.201 ms; batch 1 0.562 against 0.581), the padded conv
+  // on the optimized iterator 270 us, and on few_channels kernels 204 us + 15 for its NHWC
+  // conversion. A stem the kernel does not take runs as im2col does.
+  Stem stem = Stem::direct;
   // A 1x1 conv with stride 1, no padding, dilation 1 and one group runs as a "gemm" step over its
   // NHWC tensors (A = X [n·h·w, C], B = the filter [K, C], D = Y [n·h·w, K], R = the residual) on
   // the GEMM kernels (persistent, PDL, tuned as GEMMs) where one takes its epilogue; else the conv

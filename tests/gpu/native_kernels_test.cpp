@@ -1228,7 +1228,7 @@ void stem_conv_tests() {
   void* p16 = reinterpret_cast<void*>(256);
   native::StemConvArgs a;
   a.x = a.w = a.y = p16;
-  a.n = 1, a.c = 3, a.h = a.w_ = 8, a.k = 64, a.r = a.s = 3, a.p = a.q = 8, a.cols = 32, a.pad_h = a.pad_w = 1;
+  a.n = 1, a.c = 3, a.h = a.w_ = 8, a.k = 64, a.r = a.s = 3, a.p = a.q = 8, a.cols = 48, a.pad_h = a.pad_w = 1;
   auto refuses = [&](native::StemConvArgs b, cudaError_t e, const char* what) {
     const bool ok = native::stem_conv(b, nullptr) == e && native::last_error_message().find(what) != std::string::npos;
     if (!ok) std::printf("     stem_conv did not refuse with '%s': %s\n", what, native::last_error_message().c_str());

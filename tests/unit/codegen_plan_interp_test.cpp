@@ -1514,9 +1514,10 @@ TEST(CodegenLayoutNhwc, StemDirectFallsBackToIm2col) {
   }
 }
 
-// sabre compile --tune collects its GEMM problems through lower (tuned_gemm_problems): the stem's
-// GEMM is among them, as every other GEMM is, and its conv problems are gone from the conv list;
-// with --stem direct (one native stem_conv step) the stem is in neither list; with the stem on the
+// sabre compile --tune collects its GEMM problems through lower (tuned_gemm_problems): with --stem
+// im2col the stem's GEMM is among them, as every other GEMM is, and its conv problems are gone from
+// the conv list; with --stem direct (the default: one native stem_conv step) the stem is in neither
+// list; with the stem on the
 // conv path (--stem conv) it is the other way round from im2col, and the stem's conv
 // problem (C padded to 8) has few_channels kernels among its candidates, first.
 TEST(CodegenLayoutNhwc, Im2colGemmIsTunedLikeTheOthers) {
@@ -1525,6 +1526,7 @@ TEST(CodegenLayoutNhwc, Im2colGemmIsTunedLikeTheOthers) {
   codegen::LowerOptions o;
   o.ranges = codegen::parse_dynamic("batch=1..8");
   o.pick_conv = [](const codegen::ConvProblem& p) { return codegen::analytic_conv_kernel(p, 90); };
+  o.stem = codegen::Stem::im2col;
   std::vector<tune::GemmProblem> gemms = codegen::tuned_gemm_problems(g, o, 90);
   ASSERT_EQ(gemms.size(), 1u);
   EXPECT_EQ(gemms[0].layout, "tn");
@@ -1537,7 +1539,8 @@ TEST(CodegenLayoutNhwc, Im2colGemmIsTunedLikeTheOthers) {
   std::set<int64_t> filters;
   for (const auto& c : codegen::tuned_conv_problems(g, o, 90)) filters.insert(c.r);
   EXPECT_EQ(filters, (std::set<int64_t>{3})) << "conv2 only, not the 7x7 stem";
-  o.stem = codegen::Stem::direct;  // one native stem_conv: nothing to tune for the stem
+  o.stem = codegen::LowerOptions{}.stem;  // the default, direct: nothing to tune for the stem
+  EXPECT_EQ(o.stem, codegen::Stem::direct);
   EXPECT_TRUE(codegen::tuned_gemm_problems(g, o, 90).empty());
   filters.clear();
   for (const auto& c : codegen::tuned_conv_problems(g, o, 90)) filters.insert(c.r);

@@ -209,7 +209,7 @@ int64_t default_dim(const std::string& symbol) {
 }
 
 codegen::Stem stem_flag(const ParsedArgs& args) {
-  codegen::Stem stem = codegen::Stem::im2col;
+  codegen::Stem stem = codegen::Stem::direct;
   if (auto v = args.value("--stem")) {
     try {
       stem = codegen::parse_stem(*v);

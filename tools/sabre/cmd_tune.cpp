@@ -38,7 +38,7 @@ const std::vector<FlagSpec> kFlags = {
      "(batch-like 1..64, others 1..512); M is tuned at powers of two",
      true},
     {"--no-fuse-attention", "", "", "collect the workloads of sabre compile --no-fuse-attention (with attention's GEMMs)", false},
-    {"--stem", "", "im2col|conv|direct", "collect the workloads of sabre compile --stem: im2col (default) tunes the stem as a GEMM, conv as a padded conv problem with few_channels candidates; direct has nothing to tune for a stem that runs as one native stem_conv kernel", false},
+    {"--stem", "", "direct|im2col|conv", "collect the workloads of sabre compile --stem: direct (default) has nothing to tune for a stem that runs as one native stem_conv kernel; im2col tunes the stem as a GEMM, conv as a padded conv problem with few_channels candidates", false},
     {"--no-im2col-stem", "", "", "the same as --stem conv (the older spelling)", false},
     {"--no-pointwise-gemm", "", "", "collect the workloads of sabre compile --no-pointwise-gemm (1x1 convs as convs, not GEMMs)", false},
     {"--fuse-attention", "", "", "the default (fused attention has no attention GEMMs); kept so older scripts run", false},
@@ -52,7 +52,7 @@ const std::vector<FlagSpec> kFlags = {
 void print_help() {
   std::printf(
       "usage: sabre tune MODEL.onnx [--db PATH] [--top-k N] [--max-kernels N] [--dtype fp16|bf16] [--dim NAME=LO..HI ...]\n"
-      "                  [--no-fuse-attention] [--stem im2col|conv|direct] [--no-pointwise-gemm] [--no-tune]\n\n"
+      "                  [--no-fuse-attention] [--stem direct|im2col|conv] [--no-pointwise-gemm] [--no-tune]\n\n"
       "Partitions and lowers MODEL.onnx as sabre compile does and collects the GEMM workloads compile would tune\n"
       "(dtype, layout, epilogue, N, K, batch, M range) and its conv workloads at each batch bucket (with the same\n"
       "--dtype, dims, attention and stem flags a model tuned here compiles without new measurements). It ranks the\n"
