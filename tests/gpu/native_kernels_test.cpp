@@ -1215,8 +1215,7 @@ void stem_conv_tests() {
   // blocks, the last of 8 channels): the persistent loop reloads the filter.
   stem_case(DType::f16, DType::f16, {{1, 3, 5, 300}, 200, 3, 3, 1, 1, 1, 1});
   // More tiles than the persistent grid has blocks (64 images of 8 output rows; 40 x 5 rows x 3
-  // tiles x 2 channel blocks): f32 images take the path that copies the next tile's rows during
-  // this tile's MMAs, across rows, images and a filter reload.
+  // tiles x 2 channel blocks): each block walks several, across rows, images and a filter reload.
   stem_case(DType::f32, DType::f16, {{64, 3, 16, 16}, 64, 7, 7, 2, 2, 3, 3, 1, 1, 0, true, true});
   stem_case(DType::f32, DType::bf16, {{40, 3, 5, 300}, 72, 3, 3, 1, 1, 1, 1});
   stem_case(DType::f32, DType::bf16, {{2, 4, 19, 23}, 16, 3, 3, 1, 1, 1, 1, 1, 1, 0, false});     // C = 4, no bias, linear

@@ -23,12 +23,6 @@ __device__ __forceinline__ void cp_async16(unsigned dst, const void* src, int sr
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(__cvta_generic_to_global(src)),
                "r"(src_bytes));
 }
-// 4 bytes global -> shared (cached at all levels: the stem's input rows, which neighbouring tiles
-// read again); src_bytes = 0 writes zeros and reads nothing.
-__device__ __forceinline__ void cp_async4(unsigned dst, const void* src, int src_bytes) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(__cvta_generic_to_global(src)),
-               "r"(src_bytes));
-}
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 // Until at most kPending of this thread's committed groups are still in flight.
 template <int kPending>

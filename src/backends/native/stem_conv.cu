@@ -16,11 +16,11 @@
 // is staged through shared memory (where its rows were) for 16-byte NHWC stores, so its 128 pixels
 // x 64 channels go out as 16 KB of whole rows. Columns past R·S·CP read a zero slot (the filter is
 // zero there too, and a non-finite input tap must not leak into them).
-// f32 images (whose rows fit 48 KB as they are) are copied a tile ahead with cp.async, so a tile's
-// loads land during the previous tile's MMAs instead of in front of them; other inputs load when
-// their tile starts. On the H200 at ResNet-50 batch 32 the first version (one warp per input row, a
-// 2-byte gather per column, channel planes apart) took 99 us; interleaved channels with 32 loads in
-// flight a thread, 69 us (Nsight Compute: memory 51%, SM 53%, 16 warps an SM, latency-bound).
+// On the H200 at ResNet-50 batch 32 (native_bench, graph replay): the first version (one warp per
+// input row, a 2-byte gather per column, channel planes apart) took 99 us, its input copy waiting on
+// one load after another; this one 69 us (Nsight Compute: memory 51%, SM 53%, 16 warps an SM:
+// latency-bound), 7.7 us at batch 1. Copying the next tile's f32 rows with 4-byte cp.async during
+// this tile's MMAs (a raw buffer converted when the tile starts, three blocks an SM) took 97 us.
 // Tests: tests/gpu/native_kernels_test.cpp (StemConv_*) against the reference executor's Conv.
 #include <algorithm>
 
@@ -44,7 +44,7 @@ struct StemP {
   int n, c, h, wd, k, p, q, cols;
   int r, s, pad_h, pad_w, stride_h, stride_w, dil_h, dil_w;
   int rh, ww, row_pitch;  // stem_conv_layout
-  DivMod by_ww, by_rh;
+  DivMod by_ww;
   int rows, zero_len;     // the rows region (>= the staged output) and the zero slot after it
   int qblocks;            // tiles along an output row
   long long tiles;
@@ -66,13 +66,9 @@ __host__ __device__ constexpr size_t filter_bytes(int cols) {
 }
 __host__ __device__ constexpr size_t table_bytes(int cols) { return sizeof(int) * static_cast<size_t>((cols / 2 + 3) / 4 * 4); }
 
-// CP: channels a position takes in shared memory (4 or 8; stem_conv_channel_pitch). kAsync (f32 x):
-// the next tile's input rows are copied as x has them ([c][rh][ww] floats after the zero slot) by
-// cp.async while this tile's MMAs run, and converted into the interleaved rows when it starts; else
-// each tile's rows are loaded through registers when it starts.
-template <class TX, class T, int CP, bool kAsync>
-__global__ void __launch_bounds__(kThreads, kAsync ? 3 : 4) stem_conv_kernel(const StemP p) {
-  static_assert(!kAsync || std::is_same_v<TX, float>, "the copied rows are f32 images");
+// CP: channels a position takes in shared memory (4 or 8; stem_conv_channel_pitch).
+template <class TX, class T, int CP>
+__global__ void __launch_bounds__(kThreads, 4) stem_conv_kernel(const StemP p) {
   constexpr int kFill = 32 / CP;  // input positions a thread loads before it stores them (32 values)
   pdl_enter();
   extern __shared__ __align__(16) unsigned char smem[];
@@ -102,40 +98,6 @@ __global__ void __launch_bounds__(kThreads, kAsync ? 3 : 4) stem_conv_kernel(con
   int loaded_kb = -1;
   float bias[8][2];
 
-  // Tile t: channel block kb, output row np = n·P + p (image ni, row pi), first output column q0.
-  struct Tile {
-    int kb, q0, ni, pi;
-    long long np;
-  };
-  auto locate = [&](long long tile) {
-    Tile l;
-    l.kb = static_cast<int>(tile / per_kb);
-    const long long rest = tile - l.kb * per_kb;
-    l.np = rest / p.qblocks;
-    l.q0 = static_cast<int>(rest - l.np * p.qblocks) * kTile;
-    l.ni = static_cast<int>(l.np / p.p), l.pi = static_cast<int>(l.np - static_cast<long long>(l.ni) * p.p);
-    return l;
-  };
-  // kAsync: tile t's input rows into sRaw [c][rh][ww], zeros outside x, one 4-byte cp.async an element.
-  float* sRaw = reinterpret_cast<float*>(sP + p.rows + p.zero_len);
-  const int raw_total = p.c * p.rh * p.ww;
-  auto issue_rows = [&](long long tile) {
-    const Tile l = locate(tile);
-    const int h0 = l.pi * p.stride_h - p.pad_h, w0 = l.q0 * p.stride_w - p.pad_w;
-    const TX* xn = x + static_cast<size_t>(l.ni) * p.c * plane;
-    for (int i = threadIdx.x; i < raw_total; i += kThreads) {
-      const int row = static_cast<int>(p.by_ww.div(static_cast<unsigned>(i))), j = i - row * p.ww;
-      const int ci = static_cast<int>(p.by_rh.div(static_cast<unsigned>(row))), rr = row - ci * p.rh;
-      const int hi = h0 + rr, wi = w0 + j;
-      const bool in = static_cast<unsigned>(hi) < static_cast<unsigned>(p.h) && static_cast<unsigned>(wi) < static_cast<unsigned>(p.wd);
-      cp_async4(smem_addr(sRaw + i), in ? xn + ci * plane + static_cast<long long>(hi) * p.wd + wi : xn, in ? 4 : 0);
-    }
-  };
-  if constexpr (kAsync) {
-    issue_rows(blockIdx.x);  // the grid never exceeds the tiles
-    cp_async_commit();
-  }
-
   // The warp's pixels: m = 32·warp + 16·mt + g + 8·hi, at m·stride_w·CP in the rows.
   int po[2][2];
 #pragma unroll
@@ -146,9 +108,11 @@ __global__ void __launch_bounds__(kThreads, kAsync ? 3 : 4) stem_conv_kernel(con
   const unsigned w_lane = smem_addr(sW) + sizeof(T) * ((lane % 8 + 8 * (lane / 16)) * wpitch + 8 * ((lane / 8) % 2));
 
   for (long long tile = blockIdx.x; tile < p.tiles; tile += gridDim.x) {
-    const Tile at = locate(tile);
-    const int kb = at.kb, q0 = at.q0, ni = at.ni, pi = at.pi;
-    const long long np = at.np;
+    const int kb = static_cast<int>(tile / per_kb);
+    const long long rest = tile - kb * per_kb;
+    const long long np = rest / p.qblocks;
+    const int q0 = static_cast<int>(rest - np * p.qblocks) * kTile;
+    const int ni = static_cast<int>(np / p.p), pi = static_cast<int>(np - static_cast<long long>(ni) * p.p);
 
     __syncthreads();  // the previous tile's staged output is stored (and the table and zero slot are written)
     if (kb != loaded_kb) {
@@ -174,25 +138,9 @@ __global__ void __launch_bounds__(kThreads, kAsync ? 3 : 4) stem_conv_kernel(con
         }
       loaded_kb = kb;
     }
-    if constexpr (kAsync) {
-      // The rows copied during the previous tile (or before the loop), interleaved; then the next
-      // tile's copies start, to land while this tile's MMAs run.
-      cp_async_wait<0>();
-      __syncthreads();
-      const int rhww = p.rh * p.ww;
-      for (int i = threadIdx.x; i < rhww; i += kThreads) {
-        const int rr = static_cast<int>(p.by_ww.div(static_cast<unsigned>(i))), j = i - rr * p.ww;
-        Pack<T, CP> o;
-#pragma unroll
-        for (int ci = 0; ci < CP; ++ci) o.v[ci] = ci < p.c ? from_float<T>(sRaw[ci * rhww + i]) : zero;
-        *reinterpret_cast<Pack<T, CP>*>(sP + rr * p.row_pitch + j * CP) = o;
-      }
-      __syncthreads();  // the filter and the rows are in; sRaw is free
-      if (tile + gridDim.x < p.tiles) issue_rows(tile + gridDim.x);
-      cp_async_commit();
-    } else {
-      // The tile's input rows: position i = rr·ww + j (row rr, column j) of the rh·ww, its C channels
-      // loaded for kFill positions a thread before any is stored.
+    // The tile's input rows: position i = rr·ww + j (row rr, column j) of the rh·ww, its C channels
+    // loaded for kFill positions a thread before any is stored.
+    {
       const int h0 = pi * p.stride_h - p.pad_h, w0 = q0 * p.stride_w - p.pad_w, total = p.rh * p.ww;
       const TX* xn = x + static_cast<size_t>(ni) * p.c * plane;
       for (int base = threadIdx.x; base < total; base += kThreads * kFill) {
@@ -218,8 +166,8 @@ __global__ void __launch_bounds__(kThreads, kAsync ? 3 : 4) stem_conv_kernel(con
           if (dst[f] >= 0) *reinterpret_cast<Pack<T, CP>*>(sP + dst[f]) = o;
         }
       }
-      __syncthreads();  // the filter and the rows are in
     }
+    __syncthreads();  // the filter and the rows are in
 
     float acc[2][8][4];
 #pragma unroll
@@ -280,9 +228,9 @@ __global__ void __launch_bounds__(kThreads, kAsync ? 3 : 4) stem_conv_kernel(con
   }
 }
 
-template <class TX, class T, int CP, bool kAsync>
+template <class TX, class T, int CP>
 cudaError_t launch(const StemP& p, size_t smem, cudaStream_t stream) {
-  auto kernel = stem_conv_kernel<TX, T, CP, kAsync>;
+  auto kernel = stem_conv_kernel<TX, T, CP>;
   // Above 48 KB a kernel must opt in (on the current device: a host call, no stream work). The
   // carveout asks for all of the SM's shared memory, so the occupancy below (and the persistent
   // grid) is four blocks an SM: without it the query gave one block an SM on the H200, each walking
@@ -303,12 +251,11 @@ cudaError_t launch(const StemP& p, size_t smem, cudaStream_t stream) {
 }
 
 template <class T, int CP>
-cudaError_t launch_x(DType x_dtype, size_t raw_bytes, const StemP& p, size_t smem, cudaStream_t stream) {
+cudaError_t launch_x(DType x_dtype, const StemP& p, size_t smem, cudaStream_t stream) {
   switch (x_dtype) {
-    case DType::f32:
-      return raw_bytes ? launch<float, T, CP, true>(p, smem + raw_bytes, stream) : launch<float, T, CP, false>(p, smem, stream);
-    case DType::f16: return launch<half, T, CP, false>(p, smem, stream);
-    case DType::bf16: return launch<bf16, T, CP, false>(p, smem, stream);
+    case DType::f32: return launch<float, T, CP>(p, smem, stream);
+    case DType::f16: return launch<half, T, CP>(p, smem, stream);
+    case DType::bf16: return launch<bf16, T, CP>(p, smem, stream);
     default: return fail(cudaErrorNotSupported, "stem_conv: x must be f32, f16 or bf16");
   }
 }
@@ -338,7 +285,6 @@ cudaError_t stem_conv(const StemConvArgs& a, cudaStream_t stream) {
   p.dil_h = static_cast<int>(a.dil_h), p.dil_w = static_cast<int>(a.dil_w);
   p.rh = static_cast<int>(l.rh), p.ww = static_cast<int>(l.ww), p.row_pitch = static_cast<int>(l.row_pitch);
   p.by_ww = DivMod(static_cast<unsigned>(l.ww));
-  p.by_rh = DivMod(static_cast<unsigned>(l.rh));
   // The rows region also holds the staged output; a multiple of 8 elements keeps the zero slot aligned.
   p.rows = static_cast<int>(std::max<int64_t>(l.rows, int64_t{kTile} * kLdY) + 7) / 8 * 8;
   p.zero_len = static_cast<int>(l.zero_len);
@@ -348,14 +294,9 @@ cudaError_t stem_conv(const StemConvArgs& a, cudaStream_t stream) {
   const size_t elem = ir::size_of(a.dtype);
   const size_t smem = elem * static_cast<size_t>(kNT) * (a.cols + 8) + table_bytes(p.cols) +
                       elem * (static_cast<size_t>(p.rows) + p.zero_len);
-  // f32 images whose rows take at most 48 KB as they are: copied a tile ahead (kAsync); else loaded
-  // when their tile starts.
-  size_t raw_bytes = sizeof(float) * static_cast<size_t>(a.c * l.rh * l.ww);
-  if (a.x_dtype != DType::f32 || raw_bytes > 48 * 1024) raw_bytes = 0;
   const bool f16 = a.dtype == DType::f16;
-  if (l.cp == 4)
-    return f16 ? launch_x<half, 4>(a.x_dtype, raw_bytes, p, smem, stream) : launch_x<bf16, 4>(a.x_dtype, raw_bytes, p, smem, stream);
-  return f16 ? launch_x<half, 8>(a.x_dtype, raw_bytes, p, smem, stream) : launch_x<bf16, 8>(a.x_dtype, raw_bytes, p, smem, stream);
+  if (l.cp == 4) return f16 ? launch_x<half, 4>(a.x_dtype, p, smem, stream) : launch_x<bf16, 4>(a.x_dtype, p, smem, stream);
+  return f16 ? launch_x<half, 8>(a.x_dtype, p, smem, stream) : launch_x<bf16, 8>(a.x_dtype, p, smem, stream);
 }
 
 }  // namespace sabre::native
