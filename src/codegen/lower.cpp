@@ -1189,8 +1189,7 @@ class Lowerer {
     std::string name = n->name();
     if (act != dw_act_.end()) {
       const DwActivation& a = act->second;
-      auto bound = [](double v) { return std::isinf(v) ? json::Value() : jnum(v); };  // null: unbounded
-      p["clamp"] = json::Value(JArray{bound(a.lo), bound(a.hi)});
+      p["clamp"] = clamp_json(a.lo, a.hi);
       name += " + " + a.node->op() + " " + a.node->name();
     }
     step("depthwise_conv", name, {x, wt, b}, {define(y)}, std::move(p));
@@ -1506,10 +1505,7 @@ class Lowerer {
     p["k"] = jnum(double(K));
     p["dtype"] = jstr(std::string(ir::name(o_.dtype)));
     p["epilogue"] = jstr(epilogue);
-    if (epi->act != Act::none) {  // relu: no upper bound (JSON has no infinity)
-      p["clamp_min"] = jnum(0);
-      if (epi->act == Act::relu6) p["clamp_max"] = jnum(6);
-    }
+    if (epi->act != Act::none) p["clamp"] = clamp_json(0, epi->act == Act::relu6 ? 6 : INFINITY);
     const int x = nchw_source(X);
     const int wt = packed_filter(W, cols, "stem_conv", [&](int64_t r, int64_t s, int64_t c) {
       return native::stem_conv_column(C, S, r, s, c);
@@ -1524,6 +1520,13 @@ class Lowerer {
                          "): one stem_conv kernel (im2col in shared memory + tensor-core MMA, " + cols_text +
                          ") reading " + X->name() + " in NCHW (--stem im2col: im2col + GEMM; --stem conv: the padded conv)");
     return true;
+  }
+
+  // A fused Relu/Clip as a step's "clamp" param (depthwise_conv, stem_conv): [lo, hi], an infinite
+  // bound as null (JSON has no infinity).
+  static json::Value clamp_json(double lo, double hi) {
+    auto bound = [](double v) { return std::isinf(v) ? json::Value() : jnum(v); };
+    return json::Value(JArray{bound(lo), bound(hi)});
   }
 
   // X as a step that reads NCHW takes it (im2col, stem_conv): a float model input nothing has cast

@@ -191,6 +191,26 @@ Im2colGeometry im2col_geometry(const Step& s, const Dims& dims, const std::vecto
   return g;
 }
 
+Clamp clamp_param(const Step& s) {
+  Clamp c;
+  const json::Value* v = s.params.get("clamp");
+  if (!v) return c;
+  if (!v->is_array() || v->arr().size() != 2)
+    throw PlanError("plan: " + where(s) + ": param 'clamp' must be [min, max] (a number or null each)");
+  auto bound = [&](const json::Value& b, float unbounded) {
+    if (b.is_null()) return unbounded;
+    if (!b.is_number()) throw PlanError("plan: " + where(s) + ": param 'clamp' must hold numbers or null");
+    return static_cast<float>(b.num());
+  };
+  c.on = true;
+  c.lo = bound(v->arr()[0], -INFINITY);
+  c.hi = bound(v->arr()[1], INFINITY);
+  if (!(c.lo <= c.hi))
+    throw PlanError("plan: " + where(s) + ": param 'clamp' [" + std::to_string(c.lo) + ", " + std::to_string(c.hi) +
+                    "] has its min above its max");
+  return c;
+}
+
 StemConvGeometry stem_conv_geometry(const Step& s, const Dims& dims, const std::vector<int64_t>& x_shape,
                                     const std::vector<int64_t>& w_shape, const std::vector<int64_t>& y_shape) {
   const std::string tensors = "x " + shape_str(x_shape) + ", w " + shape_str(w_shape) + ", y " + shape_str(y_shape);
@@ -207,14 +227,7 @@ StemConvGeometry stem_conv_geometry(const Step& s, const Dims& dims, const std::
                     std::to_string(native::stem_conv_channel_pitch(g.c)) + " (" + text + ")");
   if (y_shape != std::vector<int64_t>{g.n, g.p, g.q, g.k})
     throw PlanError("plan: " + where(s) + ": y must be [n,p,q,k] (" + text + ")");
-  // relu: clamp_min 0 and no clamp_max (JSON has no infinity); neither: no clamp.
-  const json::Value *lo = s.params.get("clamp_min"), *hi = s.params.get("clamp_max");
-  g.clamp = (lo && !lo->is_null()) || (hi && !hi->is_null());
-  g.clamp_min = static_cast<float>(param_num(s, "clamp_min", -INFINITY));
-  g.clamp_max = static_cast<float>(param_num(s, "clamp_max", INFINITY));
-  if (g.clamp && !(g.clamp_min <= g.clamp_max))
-    throw PlanError("plan: " + where(s) + ": clamp_min " + std::to_string(g.clamp_min) + " is above clamp_max " +
-                    std::to_string(g.clamp_max));
+  g.clamp = clamp_param(s);
   return g;
 }
 

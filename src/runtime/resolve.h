@@ -3,6 +3,7 @@
 // DLPack dtype mapping. Tests: tests/unit/runtime_resolve_test.cpp
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -52,16 +53,23 @@ struct Im2colGeometry {
 };
 Im2colGeometry im2col_geometry(const Step& s, const Dims& dims, const std::vector<int64_t>& a_shape);
 
+// A fused Relu/Clip as a step's optional "clamp" param (depthwise_conv, stem_conv): [min, max],
+// each a number or null (unbounded: JSON has no infinity). Absent: no clamp. Throws PlanError naming
+// the step where it is not such a pair or min is above max.
+struct Clamp {
+  bool on = false;
+  float lo = -INFINITY, hi = INFINITY;
+};
+Clamp clamp_param(const Step& s);
+
 // A "stem_conv" step's geometry and clamp at these dims (docs/RUNTIME.md): x [n,c,h,w] NCHW,
-// w [k, cols] with cols >= r·s·c, y [n,p,q,k] NHWC; pads [4] alike on both sides of a dim,
-// strides/dilations [2], p and q the output size the others give. Clamp from clamp_min/clamp_max
-// (either present: clamped; an absent bound is unbounded). Throws PlanError naming the step where
-// any of it does not hold; what the kernel itself refuses (native::stem_conv_unsupported) it says
-// when it runs.
+// w [k, cols] with cols >= r·s·CP (native::stem_conv_channel_pitch), y [n,p,q,k] NHWC; pads [4]
+// alike on both sides of a dim, strides/dilations [2], p and q the output size the others give;
+// the clamp from clamp_param. Throws PlanError naming the step where any of it does not hold; what
+// the kernel itself refuses (native::stem_conv_unsupported) it says when it runs.
 struct StemConvGeometry : Im2colGeometry {
   int64_t k = 0;  // output channels; cols is w's
-  bool clamp = false;
-  float clamp_min = 0.f, clamp_max = 0.f;
+  Clamp clamp;
 };
 StemConvGeometry stem_conv_geometry(const Step& s, const Dims& dims, const std::vector<int64_t>& x_shape,
                                     const std::vector<int64_t>& w_shape, const std::vector<int64_t>& y_shape);

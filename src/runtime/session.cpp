@@ -855,7 +855,7 @@ void ExecutionContext::Impl::enqueue(size_t i, const Signature& sig, const std::
       a.n = g.n, a.c = g.c, a.h = g.h, a.w_ = g.w, a.k = g.k, a.r = g.r, a.s = g.s, a.p = g.p, a.q = g.q, a.cols = g.cols;
       a.pad_h = g.pad_h, a.pad_w = g.pad_w, a.stride_h = g.stride_h, a.stride_w = g.stride_w;
       a.dil_h = g.dil_h, a.dil_w = g.dil_w;
-      a.clamp = g.clamp, a.clamp_min = g.clamp_min, a.clamp_max = g.clamp_max;
+      a.clamp = g.clamp.on, a.clamp_min = g.clamp.lo, a.clamp_max = g.clamp.hi;
       native_check(native::stem_conv(a, stream));
     } else if (op == "slice") {
       auto starts = param_dims(st, "starts", d), ends = param_dims(st, "ends", d), axes = param_dims(st, "axes", d),
@@ -965,18 +965,8 @@ void ExecutionContext::Impl::enqueue(size_t i, const Signature& sig, const std::
       auto pads = two("pads", 0), strides = two("strides", 1), dils = two("dilations", 1);
       a.pad_h = pads[0], a.pad_w = pads[1], a.stride_h = strides[0], a.stride_w = strides[1];
       a.dil_h = dils[0], a.dil_w = dils[1];
-      if (const json::Value* act = st.params.get("clamp")) {  // [min, max] of a fused Relu/Clip; null: unbounded
-        if (!act->is_array() || act->arr().size() != 2)
-          throw PlanError("plan: " + where + ": param 'clamp' must be [min, max] (a number or null each)");
-        auto bound = [&](const json::Value& v, float unbounded) {
-          if (v.is_null()) return unbounded;
-          if (!v.is_number()) throw PlanError("plan: " + where + ": param 'clamp' must hold numbers or null");
-          return static_cast<float>(v.num());
-        };
-        a.clamp = true;
-        a.clamp_min = bound(act->arr()[0], -INFINITY);
-        a.clamp_max = bound(act->arr()[1], INFINITY);
-      }
+      const Clamp cl = clamp_param(st);  // a fused Relu/Clip
+      a.clamp = cl.on, a.clamp_min = cl.lo, a.clamp_max = cl.hi;
       native_check(native::depthwise_conv2d(a, stream));
     } else if (op == "fill") {
       native_check(native::fill_values(plan().tensors[static_cast<size_t>(st.outputs[0])].dtype, out(0),

@@ -490,7 +490,7 @@ class Interp {
   }
 
   // native::stem_conv (stem_conv.h): x [n,c,h,w] NCHW, w [k, cols] column stem_conv_column(r, s, c), y
-  // [n,p,q,k] NHWC; bias, then the clamp (clamp_min, clamp_max; an absent bound is unbounded).
+  // [n,p,q,k] NHWC; bias, then the clamp ([min, max], null unbounded, as depthwise_conv's).
   void stem_conv(const runtime::Step& s) {
     const json::Value& P = s.params;
     Buf &x = in(s, 0), &f = in(s, 1), &y = out(s);
@@ -498,8 +498,9 @@ class Interp {
     const int64_t N = dim(P.get("n")), C = dim(P.get("c")), H = dim(P.get("h")), W = dim(P.get("w")),
                   K = dim(P.get("k")), R = dim(P.get("r")), S = dim(P.get("s")), Pp = dim(P.get("p")), Q = dim(P.get("q"));
     auto pads = dims_list(P.get("pads")), st = dims_list(P.get("strides")), dl = dims_list(P.get("dilations"));
-    const double lo = P.get("clamp_min") ? P.get("clamp_min")->num() : -INFINITY;
-    const double hi = P.get("clamp_max") ? P.get("clamp_max")->num() : INFINITY;
+    const json::Value* cl = P.get("clamp");
+    const double lo = cl && !cl->arr()[0].is_null() ? cl->arr()[0].num() : -INFINITY;
+    const double hi = cl && !cl->arr()[1].is_null() ? cl->arr()[1].num() : INFINITY;
     EXPECT_EQ(x.dims, (std::vector<int64_t>{N, C, H, W})) << s.name;
     ASSERT_EQ(f.dims.size(), 2u) << s.name;
     const int64_t cols = f.dims[1];
@@ -1357,7 +1358,7 @@ int notes_with(const codegen::Lowered& low, const std::string& text) {
 
 // Fires (--stem direct): the stem (C = 3, 7x7/2: 147 columns) is one stem_conv step that reads the
 // f32 images as they are (no cast, no nchw_to_nhwc), the filter packed with each tap's 3 channels
-// padded to 4 (196 columns, rounded up to 208), the conv's bias, relu as clamp_min 0 (no clamp_max), and writes the
+// padded to 4 (196 columns, rounded up to 208), the conv's bias, relu as clamp [0, null], and writes the
 // NHWC tensor the pool reads: no im2col, no GEMM for it, nothing to pick. The runtime's
 // stem_conv_geometry takes the step at batch 3, the values match the reference in f16 and bf16,
 // and the notes say what happened.
@@ -1391,9 +1392,8 @@ TEST(CodegenLayoutNhwc, StemDirectIsOneStemConvStep) {
     EXPECT_EQ(sc->params.get("n")->str(), "batch");
     EXPECT_EQ(sc->params.get("dtype")->str(), ir::name(dt));
     EXPECT_EQ(sc->params.get("epilogue")->str(), "bias_relu");
-    ASSERT_NE(sc->params.get("clamp_min"), nullptr);
-    EXPECT_EQ(sc->params.get("clamp_min")->num(), 0);
-    EXPECT_EQ(sc->params.get("clamp_max"), nullptr) << "relu: unbounded above";
+    ASSERT_NE(sc->params.get("clamp"), nullptr);
+    EXPECT_EQ(sc->params.get("clamp")->dump(), "[0,null]") << "relu: unbounded above";
     const auto& yt = p.tensors[static_cast<size_t>(sc->outputs.at(0))];
     EXPECT_EQ(dims_text(yt), "batch,8,8,8") << "NHWC [N,P,Q,K]";
     EXPECT_EQ(yt.dtype, dt);
@@ -1404,7 +1404,7 @@ TEST(CodegenLayoutNhwc, StemDirectIsOneStemConvStep) {
     const runtime::StemConvGeometry g = runtime::stem_conv_geometry(
         *sc, at3, shape_at(p, sc->inputs[0], at3), shape_at(p, sc->inputs[1], at3), shape_at(p, sc->outputs[0], at3));
     EXPECT_EQ(g.n * g.cols, 3 * 208);
-    EXPECT_TRUE(g.clamp && g.clamp_min == 0.f && g.clamp_max == INFINITY);
+    EXPECT_TRUE(g.clamp.on && g.clamp.lo == 0.f && g.clamp.hi == INFINITY);
     EXPECT_EQ(notes_with(low, "conv stem_conv (cutlass_region"), 1);
     EXPECT_EQ(notes_with(low, "): one stem_conv kernel (im2col in shared memory + tensor-core MMA, R*S*C = 147 in 208 "
                               "columns, 4 a tap) reading images in NCHW (--stem im2col: im2col + GEMM; --stem conv: the padded conv)"),
@@ -1458,7 +1458,7 @@ ir::Graph mobile_stem_graph(const std::string& act) {
 }
 
 // Fires on MobileNetV2's stem (3x3/2, C = 3, K = 32: 27 taps in 48 columns) with its ReLU6 as
-// clamp_min 0, clamp_max 6, and without an activation (epilogue "bias", no clamp); the values match.
+// clamp [0, 6], and without an activation (epilogue "bias", no clamp); the values match.
 TEST(CodegenLayoutNhwc, StemDirectRelu6AndNoActivation) {
   for (const std::string act : {"relu6", ""}) {
     SCOPED_TRACE(act);
@@ -1473,11 +1473,10 @@ TEST(CodegenLayoutNhwc, StemDirectRelu6AndNoActivation) {
     expect_packed_filter(low, sc->inputs.at(1), 32, 27, 48, 3, 4);
     EXPECT_EQ(sc->params.get("epilogue")->str(), act.empty() ? "bias" : "bias_relu6");
     if (act.empty()) {
-      EXPECT_EQ(sc->params.get("clamp_min"), nullptr);
-      EXPECT_EQ(sc->params.get("clamp_max"), nullptr);
+      EXPECT_EQ(sc->params.get("clamp"), nullptr);
     } else {
-      EXPECT_EQ(num_param(*sc, "clamp_min"), 0);
-      EXPECT_EQ(num_param(*sc, "clamp_max"), 6);
+      ASSERT_NE(sc->params.get("clamp"), nullptr);
+      EXPECT_EQ(sc->params.get("clamp")->dump(), "[0,6]");
     }
     EXPECT_EQ(notes_with(low, "): one stem_conv kernel (im2col in shared memory + tensor-core MMA, R*S*C = 27 in 48 columns, 4 a tap)"), 1);
   }

@@ -199,17 +199,17 @@ TEST(RuntimeResolve, Im2colGeometryFromStepParams) {
 }
 
 // A stem_conv step's params at the bound dims (what the runtime hands native::stem_conv): ResNet's
-// stem at batch 3, x [3,3,224,224], w [64,160], y [3,112,112,64], relu (clamp_min 0, no clamp_max);
+// stem at batch 3, x [3,3,224,224], w [64,160], y [3,112,112,64], relu (clamp [0, null]);
 // relu6 and no clamp; and the refusals, each a PlanError naming the step and saying what is wrong:
 // asymmetric pads, lists of the wrong length, p disagreeing with the rest, x, w or y of the wrong
-// shape (among them fewer columns than r*s*c), a clamp_min above clamp_max.
+// shape (among them fewer columns than r*s*CP), a clamp whose min is above its max, a clamp that is not a pair.
 TEST(RuntimeResolve, StemConvGeometryFromStepParams) {
   Step s;
   s.op = "stem_conv";
   s.name = "/conv1/Conv (one stem_conv kernel)";
   const std::string window =
       R"("n":"batch","c":3,"h":"224","w":224,"k":64,"r":7,"s":7,"p":"112","q":"112","strides":[2,2],"dilations":[1,1])";
-  s.params = sabre::json::parse("{" + window + R"(,"pads":[3,3,3,3],"clamp_min":0})");
+  s.params = sabre::json::parse("{" + window + R"(,"pads":[3,3,3,3],"clamp":[0,null]})");
   EXPECT_TRUE(is_known_op("stem_conv"));
   const Dims at3 = {{"batch", 3}};
   const std::vector<int64_t> x = {3, 3, 224, 224}, w = {64, 208}, y = {3, 112, 112, 64};
@@ -226,15 +226,15 @@ TEST(RuntimeResolve, StemConvGeometryFromStepParams) {
   EXPECT_EQ(g.pad_w, 3);
   EXPECT_EQ(g.stride_h, 2);
   EXPECT_EQ(g.dil_w, 1);
-  EXPECT_TRUE(g.clamp);
-  EXPECT_EQ(g.clamp_min, 0.f);
-  EXPECT_EQ(g.clamp_max, INFINITY);
+  EXPECT_TRUE(g.clamp.on);
+  EXPECT_EQ(g.clamp.lo, 0.f);
+  EXPECT_EQ(g.clamp.hi, INFINITY);
   Step relu6 = s;
-  relu6.params = sabre::json::parse("{" + window + R"(,"pads":[3,3,3,3],"clamp_min":0,"clamp_max":6})");
-  EXPECT_EQ(stem_conv_geometry(relu6, at3, x, w, y).clamp_max, 6.f);
+  relu6.params = sabre::json::parse("{" + window + R"(,"pads":[3,3,3,3],"clamp":[0,6]})");
+  EXPECT_EQ(stem_conv_geometry(relu6, at3, x, w, y).clamp.hi, 6.f);
   Step linear = s;
   linear.params = sabre::json::parse("{" + window + R"(,"pads":[3,3,3,3]})");
-  EXPECT_FALSE(stem_conv_geometry(linear, at3, x, w, y).clamp);
+  EXPECT_FALSE(stem_conv_geometry(linear, at3, x, w, y).clamp.on);
 
   auto refused = [&](const Step& st, std::vector<int64_t> xs, std::vector<int64_t> ws, std::vector<int64_t> ys,
                      const std::string& why) {
@@ -265,6 +265,9 @@ TEST(RuntimeResolve, StemConvGeometryFromStepParams) {
   refused(s, x, w, {3, 64, 112, 112}, "y must be [n,p,q,k]");
   refused(s, x, w, {3, 112, 112, 32}, "y must be [n,p,q,k]");
   Step upside_down = s;
-  upside_down.params = sabre::json::parse("{" + window + R"(,"pads":[3,3,3,3],"clamp_min":6,"clamp_max":0})");
-  refused(upside_down, x, w, y, "is above clamp_max");
+  upside_down.params = sabre::json::parse("{" + window + R"(,"pads":[3,3,3,3],"clamp":[6,0]})");
+  refused(upside_down, x, w, y, "has its min above its max");
+  Step single = s;
+  single.params = sabre::json::parse("{" + window + R"(,"pads":[3,3,3,3],"clamp":[0]})");
+  refused(single, x, w, y, "param 'clamp' must be [min, max]");
 }
