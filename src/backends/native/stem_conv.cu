@@ -60,9 +60,8 @@ __device__ __forceinline__ T convert(TX v) {
 
 // Shared memory: the filter [kNT][cols + 8] (T), the column-pair table [cols / 2] (int), the tile's
 // input rows (or, after its MMAs, its staged output [kTile][kLdY]) and the zero slot (T).
-template <class T>
-__host__ __device__ constexpr size_t filter_bytes(int cols) {
-  return sizeof(T) * static_cast<size_t>(kNT) * (cols + 8);
+__host__ __device__ constexpr size_t filter_bytes(size_t elem, int cols) {
+  return elem * static_cast<size_t>(kNT) * (cols + 8);
 }
 __host__ __device__ constexpr size_t table_bytes(int cols) { return sizeof(int) * static_cast<size_t>((cols / 2 + 3) / 4 * 4); }
 
@@ -74,8 +73,8 @@ __global__ void __launch_bounds__(kThreads, 4) stem_conv_kernel(const StemP p) {
   extern __shared__ __align__(16) unsigned char smem[];
   const int wpitch = p.cols + 8;
   T* sW = reinterpret_cast<T*>(smem);
-  int* sK = reinterpret_cast<int*>(smem + filter_bytes<T>(p.cols));
-  T* sP = reinterpret_cast<T*>(smem + filter_bytes<T>(p.cols) + table_bytes(p.cols));
+  int* sK = reinterpret_cast<int*>(smem + filter_bytes(sizeof(T), p.cols));
+  T* sP = reinterpret_cast<T*>(smem + filter_bytes(sizeof(T), p.cols) + table_bytes(p.cols));
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const T zero = from_float<T>(0.f);
 
@@ -292,8 +291,7 @@ cudaError_t stem_conv(const StemConvArgs& a, cudaStream_t stream) {
   p.tiles = static_cast<long long>((a.k + kNT - 1) / kNT) * p.n * p.p * p.qblocks;
   p.clamp = a.clamp ? 1 : 0, p.lo = a.clamp_min, p.hi = a.clamp_max;
   const size_t elem = ir::size_of(a.dtype);
-  const size_t smem = elem * static_cast<size_t>(kNT) * (a.cols + 8) + table_bytes(p.cols) +
-                      elem * (static_cast<size_t>(p.rows) + p.zero_len);
+  const size_t smem = filter_bytes(elem, p.cols) + table_bytes(p.cols) + elem * (static_cast<size_t>(p.rows) + p.zero_len);
   const bool f16 = a.dtype == DType::f16;
   if (l.cp == 4) return f16 ? launch_x<half, 4>(a.x_dtype, p, smem, stream) : launch_x<bf16, 4>(a.x_dtype, p, smem, stream);
   return f16 ? launch_x<half, 8>(a.x_dtype, p, smem, stream) : launch_x<bf16, 8>(a.x_dtype, p, smem, stream);
