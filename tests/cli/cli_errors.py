@@ -119,6 +119,8 @@ def main():
         ("bad --stem (tune)", ["tune", bert, "--no-tune", "--stem", "padded"], [r"--stem", r"padded"]),
         ("bad --iters (bench)", ["bench", w("none.sabre"), "--iters", "0"], [r"--iters", r"'0'", r"positive integer"]),
         ("bad --warmup (bench)", ["bench", w("none.sabre"), "--warmup", "x1"], [r"--warmup", r"x1", r"whole number"]),
+        ("--steps without --profile (bench)", ["bench", w("none.sabre"), "--steps", "0"], [r"--steps", r"--profile"]),
+        ("bad --steps (bench)", ["bench", w("none.sabre"), "--profile", "--steps", "all"], [r"--steps", r"all", r"whole number"]),
         ("no model argument", ["inspect"], [r"usage|model"]),
         ("unknown command", ["frobnicate"], [r"frobnicate"]),
     ]

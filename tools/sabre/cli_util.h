@@ -66,7 +66,7 @@ int64_t default_dim(const std::string& symbol);
 uint64_t unsigned_flag(const ParsedArgs& args, const std::string& flag, uint64_t def, size_t max_digits,
                        const std::string& expected);
 
-// The stem path of sabre compile and sabre tune: --stem im2col|conv|direct (default im2col), and
+// The stem path of sabre compile and sabre tune: --stem direct|im2col|conv (default direct), and
 // --no-im2col-stem, the older spelling of --stem conv. UsageError for another value or for
 // --no-im2col-stem with --stem im2col or direct.
 codegen::Stem stem_flag(const ParsedArgs& args);

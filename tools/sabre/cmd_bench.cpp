@@ -31,10 +31,11 @@ const std::vector<FlagSpec> kFlags = {
     {"--device", "", "N", "the CUDA device (default 0)", false},
     {"--no-graphs", "", "", "launch step by step instead of replaying a CUDA graph", false},
     {"--profile", "", "", "also time every plan step (events between steps) and print where the time goes", false},
+    {"--steps", "", "N", "with --profile: how many of the slowest steps to list (default 15; 0 for all)", false},
 };
 
 // sabre bench --profile: the time per op kind, then the slowest steps with their kernels.
-void print_profile(const std::vector<StepTime>& steps) {
+void print_profile(const std::vector<StepTime>& steps, size_t listed) {
   double total = 0;
   std::map<std::string, std::pair<int, double>> by_op;
   for (const auto& t : steps) {
@@ -54,8 +55,9 @@ void print_profile(const std::vector<StepTime>& steps) {
   std::vector<const StepTime*> slow;
   for (const auto& t : steps) slow.push_back(&t);
   std::sort(slow.begin(), slow.end(), [](const StepTime* a, const StepTime* b) { return a->us > b->us; });
-  std::printf("  slowest steps:\n");
-  for (size_t i = 0; i < std::min<size_t>(slow.size(), 15); ++i)
+  if (listed == 0 || listed > slow.size()) listed = slow.size();
+  std::printf("  slowest steps%s:\n", listed == slow.size() ? " (all)" : "");
+  for (size_t i = 0; i < listed; ++i)
     std::printf("  %5zu %-12s %8.2f us  %s%s%s\n", slow[i]->index, slow[i]->op.c_str(), slow[i]->us, slow[i]->name.c_str(),
                 slow[i]->kernel.empty() ? "" : "  ", slow[i]->kernel.c_str());
 }
@@ -70,7 +72,7 @@ int bench(const std::vector<std::string>& argv) {
   return guarded("bench", [&] {
     ParsedArgs args = parse_args(argv, kFlags);
     if (args.help) {
-      std::printf("usage: sabre bench MODEL.sabre [--dim NAME=VALUE ...] [--warmup N] [--iters N] [--profile]\n\n"
+      std::printf("usage: sabre bench MODEL.sabre [--dim NAME=VALUE ...] [--warmup N] [--iters N] [--profile [--steps N]]\n\n"
                   "Times a compiled artifact on the GPU with random inputs: p50/p90/p99 latency of one run\n"
                   "(enqueue to stream finished), throughput, and peak activation memory; with --profile, the GPU\n"
                   "time of every plan step, summed per op, and the slowest steps with their kernels.\n\noptions:\n%s",
@@ -83,6 +85,8 @@ int bench(const std::vector<std::string>& argv) {
     const int64_t iters = int64_t(unsigned_flag(args, "--iters", 200, 9, "a positive integer"));
     if (iters == 0) throw UsageError("bad --iters '0': expected a positive integer");
     const int device = static_cast<int>(unsigned_flag(args, "--device", 0, 3, "a GPU index such as 0"));
+    const uint64_t listed = unsigned_flag(args, "--steps", 15, 6, "a whole number (0 lists every step)");
+    if (args.has("--steps") && !args.has("--profile")) throw UsageError("--steps lists profiled steps: add --profile");
     std::map<std::string, int64_t> dims = parse_dims(args.all("--dim"));
     sabre::Session session(args.positional[0], device);
     std::set<std::string> symbols;
@@ -164,7 +168,7 @@ int bench(const std::vector<std::string>& argv) {
                 ctx.last_stats().activation_bytes_without_reuse / 1048576.0);
     if (args.has("--profile")) {
       for (auto& o : outs) o.data = nullptr;
-      print_profile(ctx.profile(ins, outs, 20));
+      print_profile(ctx.profile(ins, outs, 20), static_cast<size_t>(listed));
     }
     return kExitOk;
 #else
