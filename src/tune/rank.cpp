@@ -176,6 +176,14 @@ std::vector<ConvCandidate> rank_conv_candidates(const ConvProblem& p, int target
   const GpuModel gpu = GpuModel::for_sm(target_sm);
   const GemmOperands ops{*elem, *elem, Layout::tn};
   std::vector<ConvCandidate> sm80, sm90;
+  // GpuModel::conv_cta_iter_us: a grid of at most one CTA per SM takes at least its k-tiles per CTA
+  // one after another at the latency-bound rate.
+  auto latency_floor = [&](int64_t ctas, int64_t k_tiles_per_cta) {
+    return ctas <= gpu.sms ? double(k_tiles_per_cta) * gpu.conv_cta_iter_us + gpu.launch_us : 0.0;
+  };
+  auto tiles_of = [](const GemmShape& s, int64_t tm, int64_t tn, int64_t cm, int64_t cn) {
+    return round_up(ceil_div(s.m, tm), cm) * round_up(ceil_div(s.n, tn), cn);
+  };
   for (const ConvConfig& base : conv_catalog(*elem, target_sm)) {
     if (base.alignment != best_align || conv_channels_unsupported_reason(base, p.c)) continue;
     // The GEMM K the mainloop walks: optimized and analytic take C in chunks of the tile's K at
@@ -183,10 +191,17 @@ std::vector<ConvCandidate> rank_conv_candidates(const ConvProblem& p, int target
     // of each 32-wide tile), few_channels packs (r,s,c) into K = R·S·C.
     const int64_t c_walked = base.iter == ConvIter::few_channels ? p.c : (p.c + base.tile.k - 1) / base.tile.k * base.tile.k;
     const GemmShape walked{shape.m, shape.n, p.r * p.s * c_walked, 1};
-    for (int split = 1; split <= kMaxConvSplitK; split *= 2) {
+    for (int split = 1; split <= kMaxConvSplitK; split *= 2)
+      for (ConvSplitK mode : {ConvSplitK::serial, ConvSplitK::parallel}) {
+      const bool parallel = mode == ConvSplitK::parallel;
+      if (split == 1 && parallel) continue;
       ConvConfig c = base;
       c.split_k = split;
-      if (split > 1 && (!conv_split_k_allowed(*epi) || p.c % (int64_t(c.tile.k) * split) != 0)) continue;
+      c.split_mode = mode;
+      // The slices interleave the channel blocks of every tap: a split that does not divide them
+      // leaves slices with less work (or none) that still cost a pass or a partial.
+      if (split > 1 && p.c % (int64_t(c.tile.k) * split) != 0) continue;
+      if (split > 1 && !parallel && !conv_split_k_allowed(*epi)) continue;
       const ConvSpec spec{c, *elem, *epi};
       if (conv_unsupported_reason(spec, target_sm)) continue;
       KernelConfig g;
@@ -195,12 +210,36 @@ std::vector<ConvCandidate> rank_conv_candidates(const ConvProblem& p, int target
       g.tile = c.tile, g.warp = c.warp, g.stages = c.stages, g.alignment = c.alignment, g.splits = split;
       if (!split_k_offered(g, walked, gpu)) continue;
       ConvCandidate cand{conv_kernel_name(spec), 0, 0};
-      cand.predicted_us = predict_us(KernelSpec{g, ops, *epi}, walked, p.alignment, gpu, target_sm, &cand.compute_us);
+      if (parallel) {
+        // The conv part is a data-parallel grid of `split` times the tiles, each over 1/split of the
+        // k-tiles, storing f32 with no epilogue: a batched GEMM of batch `split` (no hand-over between
+        // slices). Then the reduction kernel reads every partial and writes Y (and reads R): a
+        // bandwidth-bound pass and one more launch.
+        KernelConfig d = g;
+        d.schedule = Schedule::multistage, d.splits = 1;
+        const GemmShape slice{walked.m, walked.n, walked.k / split, split};
+        const GemmOperands partial{*elem, Elem::f32, Layout::tn};
+        double compute = 0;
+        double conv_us = predict_us(KernelSpec{d, partial, EpilogueSpec{}}, slice, p.alignment, gpu, target_sm, &compute);
+        const double floor = latency_floor(tiles_of(walked, c.tile.m, c.tile.n, 1, 1) * split, slice.k / c.tile.k);
+        conv_us = std::max(conv_us, floor), compute = std::max(compute, floor);
+        const double out = double(shape.m) * shape.n;
+        const double bytes = split * out * 4 + out * elem_bytes(*elem) * (epi->residual != Residual::none ? 2 : 1);
+        const double reduce_us = bytes / (gpu.hbm_tbps * 1e12) * 1e6 + gpu.launch_us;
+        cand.predicted_us = conv_us + reduce_us;
+        cand.compute_us = compute + reduce_us;
+      } else {
+        cand.predicted_us = predict_us(KernelSpec{g, ops, *epi}, walked, p.alignment, gpu, target_sm, &cand.compute_us);
+        // Serial slices also hand the tile on, one pass each after the first.
+        const double floor = latency_floor(tiles_of(walked, c.tile.m, c.tile.n, 1, 1) * split, walked.k / c.tile.k / split) +
+                             (split - 1) * gpu.lock_handoff_us;
+        cand.predicted_us = std::max(cand.predicted_us, floor), cand.compute_us = std::max(cand.compute_us, floor);
+      }
       if (base.iter == ConvIter::few_channels)
         for (double* us : {&cand.predicted_us, &cand.compute_us})
           *us = (*us - gpu.launch_us) * gpu.few_channels_slowdown + gpu.launch_us;
       sm80.push_back(cand);
-    }
+      }
   }
   if (target_sm == 90 && family != ConvKernels::sm80) {
     for (const Sm90ConvConfig& c : sm90_conv_catalog(*elem)) {
@@ -220,6 +259,8 @@ std::vector<ConvCandidate> rank_conv_candidates(const ConvProblem& p, int target
       const GemmShape padded{shape.m, shape.n, p.r * p.s * c_padded, 1};
       ConvCandidate cand{sm90_conv_kernel_name(spec), 0, 0};
       cand.predicted_us = predict_us(KernelSpec{g, ops, *epi}, padded, p.alignment, gpu, target_sm, &cand.compute_us);
+      const double floor = latency_floor(tiles_of(padded, c.tile.m, c.tile.n, c.cluster_m, c.cluster_n), padded.k / c.tile.k);
+      cand.predicted_us = std::max(cand.predicted_us, floor), cand.compute_us = std::max(cand.compute_us, floor);
       sm90.push_back(cand);
     }
   }

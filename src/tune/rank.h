@@ -41,6 +41,14 @@ struct GpuModel {
   // K = 7·7·8 = 392) took 204.5 us on the 256x64 s3 kernel where the model, counting it as a GEMM
   // over that K, predicted 79: its time is scaled by that ratio.
   double few_channels_slowdown = 2.6;
+  // A conv grid of at most one CTA per SM (small batch, deep R·S·C) is latency-bound: each CTA
+  // waits on its own few k-tiles in flight, whatever the tensor cores could do. On the H200
+  // (2026-12-03, bench/results/stem_conv_h200_2026-12-03.txt and convsk_h200_2026-12-03.txt) ResNet-50's
+  // batch-1 3x3 convs took about 0.25 us a k-tile after launch on both families: sm90 pingpong
+  // 128x64x64 17-18 us over 72 k-tiles (7x7x512) and 12.8 over 36 (14x14x256), sm80 64x64x32 20 us
+  // over 72 and 13 over 36, where the throughput model gave 2-4 times less. The floor is k-tiles
+  // per CTA times this, plus the launch.
+  double conv_cta_iter_us = 0.25;
   static GpuModel for_sm(int target_sm);  // 90: H100/H200; 80: A100 (108 SMs, 312 TFLOPs)
 };
 

@@ -56,6 +56,14 @@ const char* const kKernels[] = {
     "sm80_conv_fprop_optimized_nhwc_f16_f16_f32_128x64x32_w64x32x32_s4_a8_splitk8_bias_res",
     // relu6 after split-K: only the last slice may clamp (the partial sums pass through unclamped).
     "sm80_conv_fprop_optimized_nhwc_bf16_bf16_f32_64x64x32_w32x32x32_s4_a8_splitk4_bias_relu6",
+    // Parallel split-K (f32 partials in the workspace, then the reduction kernel applies the whole
+    // epilogue): the no-bias and residual-after forms serial split-K refuses, both dtypes, 2 to 16
+    // slices (past the C = 8 stem's and C = 6's channel blocks some slices sum only zeros).
+    "sm80_conv_fprop_optimized_nhwc_f16_f16_f32_64x64x32_w32x32x32_s4_a8_splitkp16_bias_relu",
+    "sm80_conv_fprop_optimized_nhwc_bf16_bf16_f32_64x64x32_w32x32x32_s4_a8_splitkp8_bias_relu_res",
+    "sm80_conv_fprop_optimized_nhwc_f16_f16_f32_128x64x32_w64x32x32_s4_a8_splitkp4_bias_res_relu",
+    "sm80_conv_fprop_optimized_nhwc_f16_f16_f32_128x128x32_w64x64x32_s3_a8_splitkp2_silu",
+    "sm80_conv_fprop_optimized_nhwc_bf16_bf16_f32_64x64x32_w32x32x32_s4_a8_splitkp8_bias_relu6",
     // few_channels (the stem padded to 8 channels): K = R·S·C packed, one tap's 8 channels per
     // access, the k-tile past R·S·C read as zero taps. Every catalog tile, 3 and 4 stages, both
     // dtypes, the residual block epilogue; they must refuse every problem with C > 16 or C not a
@@ -168,7 +176,11 @@ bool run_case(const Kernel& kn, const Problem& pb, std::mt19937& rng) {
     return false;
   }
   a.workspace_size = kn.entry.workspace_size(&a);
-  if (a.workspace_size) CUDA_OR_FAIL(cudaMalloc(&dws.p, a.workspace_size));
+  if (a.workspace_size) {
+    CUDA_OR_FAIL(cudaMalloc(&dws.p, a.workspace_size));
+    // NaN everywhere (f32 and 16-bit): a parallel split-K partial the conv leaves unwritten shows.
+    if (kn.spec.config.split_mode == cb::ConvSplitK::parallel) CUDA_OR_FAIL(cudaMemset(dws.p, 0xff, a.workspace_size));
+  }
   a.workspace = dws.p;
   st = kn.entry.run(&a, nullptr);
   if (st != SABRE_OK) {

@@ -1,6 +1,7 @@
 // Host-side checks of built conv kernel libraries, no GPU needed: the registry, and what
 // can_implement accepts and refuses (groups, channel alignment, pointers, NULLs) with a message.
-// few_channels kernels are checked on C = 8 (the padded stem's) and must refuse C past 16.
+// few_channels kernels are checked on C = 8 (the padded stem's) and must refuse C past 16; parallel
+// split-K kernels on their workspace size and the refusal of a missing, short or misaligned one.
 // can_implement and workspace_size never touch the device (pointers are only checked, not read).
 //   conv_abi_check DIR NAME...   (libraries DIR/NAME.so, as sabre kernels build writes them)
 #include <dlfcn.h>
@@ -57,7 +58,24 @@ int main(int argc, char** argv) {
     a.bias = reinterpret_cast<void*>(0x30000), a.residual = reinterpret_cast<void*>(0x40000);
     a.y = reinterpret_cast<void*>(0x50000), a.alpha = 1, a.beta = 1;
     expect(e.can_implement(&a) == SABRE_OK, name, few ? "3x3 C=8 K=64 should be implementable" : "3x3 C=K=64 should be implementable", e);
-    expect(e.workspace_size(&a) == 0, name, "no split-K: workspace 0", e);
+    // Parallel split-K ("splitkp<S>"): S slices of f32 partial sums [n,p,q,k] in the workspace, and
+    // run refuses a missing, short or misaligned one before it launches anything.
+    const size_t sp = name.find("_splitkp");
+    const int slices = sp == std::string::npos ? 0 : std::atoi(name.c_str() + sp + 8);
+    if (slices) {
+      const size_t need = size_t(slices) * size_t(a.n * a.p * a.q * a.k) * 4;
+      expect(e.workspace_size(&a) == need, name, "parallel split-K: workspace = slices*n*p*q*k f32", e);
+      expect(e.run(&a, nullptr) == SABRE_BAD_ARGS && std::strstr(e.last_error(), "workspace"), name,
+             "run without the workspace must be refused with a message", e);
+      sabre_conv_args w = a;
+      w.workspace = reinterpret_cast<void*>(0x60000), w.workspace_size = need - 4;
+      expect(e.run(&w, nullptr) == SABRE_BAD_ARGS, name, "run with a short workspace must be refused", e);
+      w.workspace = reinterpret_cast<void*>(0x60004), w.workspace_size = need;
+      expect(e.run(&w, nullptr) == SABRE_BAD_ARGS && std::strstr(e.last_error(), "16-byte"), name,
+             "run with a misaligned workspace must be refused with a message", e);
+    } else if (name.find("_splitk") == std::string::npos) {
+      expect(e.workspace_size(&a) == 0, name, "no split-K: workspace 0", e);
+    }
     sabre_conv_args b = a;
     b.stride_h = b.stride_w = 2, b.dil_h = b.dil_w = 2, b.pad_h = b.pad_w = 2, b.p = b.q = 6;
     expect(e.can_implement(&b) == SABRE_OK, name, "stride 2, dilation 2 should be implementable", e);

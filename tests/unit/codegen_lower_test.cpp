@@ -290,10 +290,11 @@ TEST(CodegenLower, AnalyticConvKernelPicksCatalogNames) {
   name = codegen::analytic_conv_kernel(odd, 90, codegen::ConvKernels::sm90);
   EXPECT_TRUE(cutlass_backend::parse_conv_kernel_name(name)) << name;
   deep.n = 1;
-  deep.epilogue = "relu";  // no bias: the partial sums would have no source, so no split
+  deep.epilogue = "relu";  // no bias: serial slices would have no source to add into; parallel ones split
   spec = cutlass_backend::parse_conv_kernel_name(codegen::analytic_conv_kernel(deep, 90, codegen::ConvKernels::sm80));
   ASSERT_TRUE(spec);
-  EXPECT_EQ(spec->config.split_k, 1);
+  EXPECT_GT(spec->config.split_k, 1);
+  EXPECT_EQ(spec->config.split_mode, cutlass_backend::ConvSplitK::parallel);
   p.k = 256;
   p.epilogue = "bias_res_relu";
   spec = cutlass_backend::parse_conv_kernel_name(codegen::analytic_conv_kernel(p, 90, codegen::ConvKernels::sm80));

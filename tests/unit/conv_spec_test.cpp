@@ -162,6 +162,56 @@ TEST(ConvSpec, SplitKNamesAndEpilogues) {
   EXPECT_TRUE(cb::conv_unsupported_reason(s, 90));
 }
 
+// Parallel split-K (f32 partials in the workspace, then a reduction kernel applies the epilogue):
+// "splitkp" in the name, every conv epilogue (the epilogue runs once, on the sum), the optimized
+// iterator with 16-byte accesses only, and 2 or more slices.
+TEST(ConvSpec, ParallelSplitKNamesEpiloguesAndRules) {
+  cb::ConvSpec s = f16_bias_relu();
+  s.config.split_k = 8;
+  s.config.split_mode = cb::ConvSplitK::parallel;
+  const std::string n = cb::conv_kernel_name(s);
+  EXPECT_EQ(n, "sm80_conv_fprop_optimized_nhwc_f16_f16_f32_128x128x32_w64x64x32_s3_a8_splitkp8_bias_relu");
+  auto back = cb::parse_conv_kernel_name(n);
+  ASSERT_TRUE(back);
+  EXPECT_EQ(*back, s);
+  for (const auto& epi : cb::conv_epilogues()) {
+    s.epi = epi;
+    EXPECT_FALSE(cb::conv_unsupported_reason(s, 90)) << cb::epilogue_name(epi);
+    const std::string src = cb::emit_conv_kernel(s, 90);
+    EXPECT_NE(src.find("SplitKMode::kParallel"), std::string::npos);
+    EXPECT_NE(src.find("reduce_slices<<<"), std::string::npos);
+    EXPECT_NE(src.find("constexpr int kSplits = 8;"), std::string::npos);
+    // The conv stores plain sums; the reduction applies bias, activation and residual as named.
+    EXPECT_EQ(src.find("LinearCombinationResidualBlock"), std::string::npos);
+    EXPECT_EQ(src.find("float(bias[ch + j])") != std::string::npos, epi.bias) << cb::epilogue_name(epi);
+    EXPECT_EQ(src.find("v = act(v + beta * float(r[j]));") != std::string::npos,
+              epi.residual == cb::Residual::before_act) << cb::epilogue_name(epi);
+    EXPECT_EQ(src.find("v = act(v) + beta * float(r[j]);") != std::string::npos,
+              epi.residual == cb::Residual::after_act) << cb::epilogue_name(epi);
+  }
+  for (const char* bad : {
+           "sm80_conv_fprop_optimized_nhwc_f16_f16_f32_128x128x32_w64x64x32_s3_a8_splitkp1_bias_relu",  // 1 slice
+           "sm80_conv_fprop_optimized_nhwc_f16_f16_f32_128x128x32_w64x64x32_s3_a8_splitkp_bias_relu",
+           "sm80_conv_fprop_optimized_nhwc_f16_f16_f32_128x128x32_w64x64x32_s3_a8_splitkp08_bias_relu",
+       })
+    EXPECT_FALSE(cb::parse_conv_kernel_name(bad)) << bad;
+  s = f16_bias_relu();
+  s.config.split_k = 4;
+  s.config.split_mode = cb::ConvSplitK::parallel;
+  auto t = s;
+  t.config.iter = cb::ConvIter::few_channels;
+  EXPECT_TRUE(cb::conv_unsupported_reason(t, 90));
+  t = s;
+  t.config.iter = cb::ConvIter::analytic, t.config.alignment = 2, t.config.stages = 4;
+  EXPECT_TRUE(cb::conv_unsupported_reason(t, 90));
+  t = s;
+  t.config.alignment = 4;  // 8-byte accesses
+  EXPECT_TRUE(cb::conv_unsupported_reason(t, 90));
+  t = s;
+  t.config.split_k = 1;  // a parallel split of one (unnamed): not a kernel
+  EXPECT_TRUE(cb::conv_unsupported_reason(t, 90));
+}
+
 TEST(ConvSpec, CatalogHasAlignedTilesAndFallbacks) {
   for (cb::Elem e : {cb::Elem::f16, cb::Elem::bf16}) {
     auto cat = cb::conv_catalog(e, 90);

@@ -24,6 +24,53 @@ std::string iterator_text(ConvIter it) {
   throw std::logic_error("conv emitter: ConvIter " + std::to_string(int(it)) + " has no CUTLASS iterator (invariant: kIterNames)");
 }
 
+// Parallel split-K: the conv writes f32 partial sums, one slice after another in the workspace, and
+// reduce_slices adds them in slice order and applies the epilogue (conv_algebra) with `act`.
+std::string parallel_split_k_types(const ConvSpec& s, const std::string& act) {
+  const EpilogueSpec& e = s.epi;
+  std::string o;
+  o += "// Parallel split-K: kSplits CTAs per output tile, each over every kSplits-th k-tile of R*S*C, store their\n"
+       "// f32 partial sums (no scaling) in the workspace, slice after slice ([slice][n*p*q][k]); reduce_slices\n"
+       "// then adds the slices in order and applies the epilogue once, to the sum.\n";
+  o += "constexpr int kSplits = " + i(s.config.split_k) + ";\n";
+  o += "using PartialOp = cutlass::epilogue::thread::LinearCombination<\n"
+       "    ElementAccumulator, 4, ElementAccumulator, ElementCompute, cutlass::epilogue::thread::ScaleType::Nothing>;\n";
+  o += "using ConvKernel = typename cutlass::conv::kernel::DefaultConv2dFprop<\n"
+       "    Element, Layout, Element, Layout, ElementAccumulator, Layout, ElementAccumulator,\n"
+       "    cutlass::arch::OpClassTensorOp, cutlass::arch::Sm80, ThreadblockShape, WarpShape, InstructionShape,\n"
+       "    PartialOp, Swizzle, kStages, cutlass::arch::OpMultiplyAdd, kIterator, kStrides, kAlign, kAlign>::Kernel;\n\n";
+  o += "constexpr int kReduceThreads = 128;\n";
+  o += "// One thread per 4 consecutive outputs of one pixel (k is a multiple of kAlign, so of 4).\n";
+  o += "__global__ void __launch_bounds__(kReduceThreads) reduce_slices(\n"
+       "    const float* __restrict__ partials, int64_t count, int64_t k, float alpha, float beta,\n"
+       "    const Element* __restrict__ bias, const Element* __restrict__ residual, Element* __restrict__ y) {\n";
+  o += "  const int64_t i = (int64_t(blockIdx.x) * kReduceThreads + threadIdx.x) * 4;\n";
+  o += "  if (i >= count) return;\n";
+  o += "  float4 part[kSplits];\n";
+  o += "  #pragma unroll\n  for (int sl = 0; sl < kSplits; ++sl)\n"
+       "    part[sl] = __ldg(reinterpret_cast<const float4*>(partials + sl * count + i));\n";
+  o += "  float acc[4] = {part[0].x, part[0].y, part[0].z, part[0].w};\n";
+  o += "  #pragma unroll\n  for (int sl = 1; sl < kSplits; ++sl) {\n"
+       "    acc[0] += part[sl].x, acc[1] += part[sl].y, acc[2] += part[sl].z, acc[3] += part[sl].w;\n  }\n";
+  o += "  " + act + "<ElementCompute> act;\n";
+  o += "  const int64_t ch = i % k;\n";
+  o += "  cutlass::Array<Element, 4> out;\n";
+  if (e.residual != Residual::none)
+    o += "  const cutlass::Array<Element, 4> r = *reinterpret_cast<const cutlass::Array<Element, 4>*>(residual + i);\n";
+  o += "  #pragma unroll\n  for (int j = 0; j < 4; ++j) {\n";
+  o += std::string("    float v = alpha * acc[j]") + (e.bias ? " + float(bias[ch + j])" : "") + ";\n";
+  if (e.residual == Residual::before_act)
+    o += "    v = act(v + beta * float(r[j]));\n";
+  else if (e.residual == Residual::after_act)
+    o += "    v = act(v) + beta * float(r[j]);\n";
+  else
+    o += "    v = act(v);\n";
+  o += "    out[j] = Element(v);\n  }\n";
+  o += "  *reinterpret_cast<cutlass::Array<Element, 4>*>(y + i) = out;\n";
+  o += "}\n\n";
+  return o;
+}
+
 std::string device_types(const ConvSpec& s) {
   const ConvConfig& c = s.config;
   const EpilogueSpec& e = s.epi;
@@ -44,7 +91,9 @@ std::string device_types(const ConvSpec& s) {
   const std::string act = detail::cutlass_act(e.act);
   o += detail::act_functor_definitions(e.act);
   o += "// " + detail::conv_algebra(e) + "\n";
-  if (e.residual == Residual::none) {
+  if (c.split_mode == ConvSplitK::parallel) {
+    o += parallel_split_k_types(s, act);
+  } else if (e.residual == Residual::none) {
     if (e.bias) o += "// The source tensor C is the bias with all strides 0 (one row, broadcast): Y = act(alpha*acc + C).\n";
     o += "using EpilogueOp = cutlass::epilogue::thread::LinearCombinationGeneric<\n    " + act +
          ", Element, kAlign, ElementAccumulator, ElementCompute,\n    cutlass::epilogue::thread::ScaleType::" +
@@ -60,9 +109,10 @@ std::string device_types(const ConvSpec& s) {
          (before ? act : std::string("cutlass::epilogue::thread::Identity")) + ">;\n";
     o += "using ConvKernel = typename cutlass::conv::kernel::DefaultConv2dFpropWithBroadcast<\n";
   }
-  o += "    Element, Layout, Element, Layout, Element, Layout, ElementAccumulator,\n"
-       "    cutlass::arch::OpClassTensorOp, cutlass::arch::Sm80, ThreadblockShape, WarpShape, InstructionShape,\n"
-       "    EpilogueOp, Swizzle, kStages, cutlass::arch::OpMultiplyAdd, kIterator, kStrides, kAlign, kAlign>::Kernel;\n";
+  if (c.split_mode != ConvSplitK::parallel)
+    o += "    Element, Layout, Element, Layout, Element, Layout, ElementAccumulator,\n"
+         "    cutlass::arch::OpClassTensorOp, cutlass::arch::Sm80, ThreadblockShape, WarpShape, InstructionShape,\n"
+         "    EpilogueOp, Swizzle, kStages, cutlass::arch::OpMultiplyAdd, kIterator, kStrides, kAlign, kAlign>::Kernel;\n";
   o += "using Conv = cutlass::conv::device::ImplicitGemmConvolution<ConvKernel>;\n\n";
   o += "}  // namespace\n\n";
   return o;
@@ -103,13 +153,21 @@ std::string host_code(const ConvSpec& s, const EmitOptions& opts) {
        "      int(p->n), int(p->h), int(p->w), int(p->c), int(p->k), int(p->r), int(p->s), int(p->p), int(p->q),\n"
        "      int(p->pad_h), int(p->pad_w), int(p->stride_h), int(p->stride_w), int(p->dil_h), int(p->dil_w),\n"
        "      cutlass::conv::Mode::kCrossCorrelation, /*split_k_slices=*/" + i(s.config.split_k) + ", /*groups=*/1);\n";
-  if (s.config.split_k > 1)
+  const bool parallel = s.config.split_mode == ConvSplitK::parallel;
+  if (s.config.split_k > 1 && !parallel)
     o += "  // Serial split-K: " + i(s.config.split_k) + " CTAs per output tile over interleaved k-tiles of R*S*C; each adds\n"
          "  // its partial into Y after the one before (a semaphore per tile in the workspace, zeroed by\n"
          "  // initialize), the last applies bias, activation and residual. Deterministic: fixed order.\n";
   o += "  using Ref = cutlass::TensorRef<Element, Layout>;\n";
   o += "  Ref x(static_cast<Element*>(const_cast<void*>(p->x)), Layout::packed({int(p->n), int(p->h), int(p->w), int(p->c)}));\n";
   o += "  Ref w(static_cast<Element*>(const_cast<void*>(p->filter)), Layout::packed({int(p->k), int(p->r), int(p->s), int(p->c)}));\n";
+  if (parallel) {
+    o += "  // The conv's D is the workspace: kSplits slices of f32 partial sums, each [n,p,q,k]. Its C is not read.\n";
+    o += "  using PartialRef = cutlass::TensorRef<ElementAccumulator, Layout>;\n";
+    o += "  PartialRef d(static_cast<ElementAccumulator*>(p->workspace), Layout::packed({int(p->n), int(p->p), int(p->q), int(p->k)}));\n";
+    o += "  return typename Conv::Arguments(problem, x, w, d, d, {1.0f, 0.0f}, cutlass::conv::SplitKMode::kParallel);\n";
+    o += "}\n\n";
+  } else {
   o += "  Ref y(static_cast<Element*>(p->y), Layout::packed({int(p->n), int(p->p), int(p->q), int(p->k)}));\n";
   if (!res) {
     if (e.bias)
@@ -124,6 +182,7 @@ std::string host_code(const ConvSpec& s, const EmitOptions& opts) {
          "                                  bias, /*T, not stored*/ nullptr, /*ldr: bias row broadcast*/ 0, 0);\n";
   }
   o += "}\n\n";
+  }
   o += "}  // namespace\n\n";
   o += "extern \"C\" {\n\n";
   o += "const char* " + n + "_last_error(void) { return g_last_error.c_str(); }\n\n";
@@ -143,11 +202,32 @@ std::string host_code(const ConvSpec& s, const EmitOptions& opts) {
   o += "  typename Conv::Arguments args = make_args(p);\n";
   o += "  size_t need = Conv::get_workspace_size(args);\n";
   o += detail::workspace_check();
-  o += "  Conv conv;\n";
-  o += "  SABRE_CHECK_CUTLASS(conv.can_implement(args));\n";
-  o += "  SABRE_CHECK_CUTLASS(conv.initialize(args, p->workspace, stream));\n";
-  o += "  SABRE_CHECK_CUTLASS(conv.run(stream));\n";
-  o += "  SABRE_CHECK_CUDA(cudaGetLastError());\n";
+  if (parallel)
+    o += "  if (reinterpret_cast<uintptr_t>(p->workspace) % 16)\n"
+         "    return fail(SABRE_BAD_ARGS, \"the workspace must be 16-byte aligned (f32 partials are read 4 at a time)\");\n";
+  o += "  SABRE_CHECK_CUTLASS(Conv::can_implement(args));\n";
+  if (!parallel) {
+    o += "  Conv conv;\n";
+    o += "  SABRE_CHECK_CUTLASS(conv.initialize(args, p->workspace, stream));\n";
+    o += "  SABRE_CHECK_CUTLASS(conv.run(stream));\n";
+    o += "  SABRE_CHECK_CUDA(cudaGetLastError());\n";
+  } else {
+    o += "  // Launched here rather than through Conv::initialize and run: initialize clears the whole workspace\n"
+         "  // first (for serial split-K's semaphores), a memset of every partial that the slices overwrite anyway.\n";
+    o += "  typename ConvKernel::Params params(args, nullptr);\n";
+    o += "  const dim3 grid = Swizzle().get_grid_shape(params.grid_tiled_shape);\n";
+    o += "  const int smem = int(sizeof(typename ConvKernel::SharedStorage));\n";
+    o += "  if (smem >= (48 << 10))\n"
+         "    SABRE_CHECK_CUDA(cudaFuncSetAttribute(cutlass::Kernel<ConvKernel>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));\n";
+    o += "  cutlass::Kernel<ConvKernel><<<grid, dim3(32 * Conv::kWarpCount), smem, stream>>>(params);\n";
+    o += "  SABRE_CHECK_CUDA(cudaGetLastError());\n";
+    o += "  const int64_t count = p->n * p->p * p->q * p->k;\n";
+    o += "  const int64_t blocks = (count / 4 + kReduceThreads - 1) / kReduceThreads;\n";
+    o += "  reduce_slices<<<dim3(unsigned(blocks)), dim3(kReduceThreads), 0, stream>>>(\n"
+         "      static_cast<const float*>(p->workspace), count, p->k, p->alpha, p->beta, static_cast<const Element*>(p->bias),\n"
+         "      static_cast<const Element*>(p->residual), static_cast<Element*>(p->y));\n";
+    o += "  SABRE_CHECK_CUDA(cudaGetLastError());\n";
+  }
   o += "  return SABRE_OK;\n}\n\n";
   if (opts.registry) o += detail::conv_registry(n);
   o += "}  // extern \"C\"\n";
@@ -175,11 +255,14 @@ std::string emit_conv_kernel(const ConvSpec& s, int target_sm, const EmitOptions
   o += "#include \"cutlass/cutlass.h\"\n";
   o += "#include \"cutlass/conv/conv2d_problem_size.h\"\n";
   o += "#include \"cutlass/conv/device/implicit_gemm_convolution.h\"\n";
-  o += s.epi.residual == Residual::none ? "#include \"cutlass/conv/kernel/default_conv2d_fprop.h\"\n"
-                                        : "#include \"cutlass/conv/kernel/default_conv2d_fprop_with_broadcast.h\"\n";
+  const bool parallel = s.config.split_mode == ConvSplitK::parallel;
+  const bool broadcast = s.epi.residual != Residual::none && !parallel;  // the residual block epilogue
+  o += broadcast ? "#include \"cutlass/conv/kernel/default_conv2d_fprop_with_broadcast.h\"\n"
+                 : "#include \"cutlass/conv/kernel/default_conv2d_fprop.h\"\n";
   o += "#include \"cutlass/epilogue/thread/activation.h\"\n";
-  o += s.epi.residual == Residual::none ? "#include \"cutlass/epilogue/thread/linear_combination_generic.h\"\n"
-                                        : "#include \"cutlass/epilogue/thread/linear_combination_residual_block.h\"\n";
+  o += parallel ? "#include \"cutlass/epilogue/thread/linear_combination.h\"\n"
+      : broadcast ? "#include \"cutlass/epilogue/thread/linear_combination_residual_block.h\"\n"
+                  : "#include \"cutlass/epilogue/thread/linear_combination_generic.h\"\n";
   o += "#include \"cutlass/functional.h\"\n";
   o += "#include \"cutlass/gemm/threadblock/threadblock_swizzle.h\"\n";
   o += "#include \"sabre/kernel_abi.h\"\n\n";

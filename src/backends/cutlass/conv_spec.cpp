@@ -36,7 +36,8 @@ std::string conv_kernel_name(const ConvSpec& s) {
   n += elem_name(s.elem);
   n += "_f32_" + dims(c.tile) + "_w" + dims(c.warp) + "_s" + std::to_string(c.stages) + "_a" +
        std::to_string(c.alignment) + "_";
-  if (c.split_k > 1) n += "splitk" + std::to_string(c.split_k) + "_";
+  if (c.split_k > 1)
+    n += (c.split_mode == ConvSplitK::parallel ? "splitkp" : "splitk") + std::to_string(c.split_k) + "_";
   n += epilogue_name(s.epi);
   return n;
 }
@@ -74,6 +75,10 @@ std::optional<ConvSpec> parse_conv_kernel_name(std::string_view name) {
   s.config.alignment = *av;
   if (rest.starts_with("splitk")) {
     rest.remove_prefix(6);
+    if (rest.starts_with('p')) {
+      rest.remove_prefix(1);
+      s.config.split_mode = ConvSplitK::parallel;
+    }
     auto sk = detail::take_token(rest);
     auto skv = sk ? detail::positive_int(*sk) : std::nullopt;
     if (!skv) return std::nullopt;
@@ -108,7 +113,12 @@ std::optional<std::string> conv_unsupported_reason(const ConvSpec& s, int target
   // (implicit_gemm_k_iterations), so every slice would walk the whole reduction.
   if (c.split_k > 1 && c.iter == ConvIter::few_channels)
     return "few_channels kernels have no split-K: CUTLASS gives each slice all R*S*C k-iterations";
-  if (c.split_k > 1 && !conv_split_k_allowed(s.epi))
+  if (c.split_mode == ConvSplitK::parallel) {
+    if (c.split_k < 2) return "parallel split-K needs 2 or more slices";
+    if (c.iter != ConvIter::optimized) return "parallel split-K is built on the optimized iterator only";
+    if (c.alignment * bytes != 16)
+      return "parallel split-K needs 16-byte accesses (its f32 partials are stored and summed 4 at a time)";
+  } else if (c.split_k > 1 && !conv_split_k_allowed(s.epi))
     return "split-K needs an epilogue that stays linear until the last slice and reads a source (bias or residual); " +
            epilogue_name(s.epi) + " does not";
   if (c.tile.m <= 0 || c.tile.n <= 0 || c.tile.k <= 0) return "tile dims must be positive";

@@ -29,18 +29,25 @@ enum class ConvIter : uint8_t { optimized, analytic, few_channels, kCount };
 // tile and the optimized iterator's precomputed offsets win.
 constexpr int64_t kFewChannelsMaxC = 16;
 
+enum class ConvSplitK : uint8_t { serial, parallel };
+
 struct ConvConfig {
   ConvIter iter = ConvIter::optimized;
   Shape3 tile;     // threadblock tile of the implicit GEMM (M = N·P·Q, N = K, K = R·S·C)
   Shape3 warp;     // warp tile; K equals the tile's
   int stages = 3;  // 2: register-pipelined mainloop (any alignment); >2: cp.async multistage
   int alignment = 8;  // elements, for C (input channels) and K (output channels) and every pointer
-  // Serial split-K slices (1: none): CTAs that share one output tile, each over every split_k-th
-  // k-tile of R·S·C; they add into Y in slice order (a semaphore per tile), the last one applies
-  // the bias, activation and residual. For problems whose output tiles cannot fill the GPU (small
-  // batch, 7x7 and 14x14 layers). Only epilogues that stay linear until the last slice allow it
-  // (conv_split_k_allowed). Not a catalog row: the picker chooses it per problem.
+  // Split-K slices (1: none): CTAs that share one output tile, each over every split_k-th k-tile of
+  // R·S·C. For problems whose output tiles cannot fill the GPU (small batch, 7x7 and 14x14 layers).
+  // Not a catalog row: the picker chooses it per problem. How the slices' partial sums meet:
+  // serial: they add into Y in slice order (a semaphore per tile), the last one applies the bias,
+  // activation and residual; only epilogues that stay linear until the last slice allow it
+  // (conv_split_k_allowed), and each hand-over costs a pass through Y.
+  // parallel: each stores its f32 partial sums in the workspace ([slice][n·p·q][k]) at once, and
+  // a second kernel adds them in slice order and applies the whole epilogue: any epilogue, no
+  // hand-over, at the cost of the partials' round trip through memory and one more launch.
   int split_k = 1;
+  ConvSplitK split_mode = ConvSplitK::serial;
   bool operator==(const ConvConfig&) const = default;
 };
 
@@ -54,7 +61,8 @@ struct ConvSpec {
 std::string_view conv_iter_name(ConvIter i);  // "optimized", "analytic", "few_channels"
 
 // sm80_conv_fprop_optimized_nhwc_f16_f16_f32_128x128x32_w64x64x32_s3_a8_bias_relu, with split-K
-// sm80_conv_fprop_optimized_nhwc_f16_f16_f32_64x64x32_w32x32x32_s4_a8_splitk4_bias_relu, and the
+// sm80_conv_fprop_optimized_nhwc_f16_f16_f32_64x64x32_w32x32x32_s4_a8_splitk4_bias_relu (serial) or
+// sm80_conv_fprop_optimized_nhwc_f16_f16_f32_64x64x32_w32x32x32_s4_a8_splitkp8_bias_relu (parallel), and the
 // stem's sm80_conv_fprop_few_channels_nhwc_f16_f16_f32_128x64x32_w64x32x32_s4_a8_bias_relu
 std::string conv_kernel_name(const ConvSpec& s);
 std::optional<ConvSpec> parse_conv_kernel_name(std::string_view name);
@@ -66,6 +74,7 @@ bool is_conv_kernel_name(std::string_view name);
 // activation waits for the last slice, and the bias must be there to make Y the source (the
 // no-bias epilogue reads none); the residual block applies its inner activation in every slice,
 // so it splits only with the residual before the activation or no activation.
+// (Serial split-K only: parallel split-K applies the epilogue once, to the sum.)
 bool conv_split_k_allowed(const EpilogueSpec& epi);
 constexpr int kMaxConvSplitK = 16;
 
