@@ -1,5 +1,5 @@
 """What bench/models/hf_e2e.py and tv_e2e.py measure alike: relative L2 error, the median CUDA-event
-time of a PyTorch call, and `sabre bench`'s p50 for an artifact."""
+time of a PyTorch call, and `sabre bench`'s p50 of the same (CUDA events around a run) for an artifact."""
 import re
 import subprocess
 
@@ -28,12 +28,14 @@ def cuda_median_ms(fn, iters=100, warmup=20):
 
 
 def sabre_p50_ms(sabre, artifact, dims, iters=300):
-    """`sabre bench` p50 in ms at `dims` ({"batch": 8, ...}); NaN (and the output printed) on failure."""
+    """`sabre bench` p50 in ms at `dims` ({"batch": 8, ...}) of its CUDA-event time per run (the GPU's time
+    from the run's start to its end, launch included: what cuda_median_ms measures of a PyTorch call);
+    NaN (and the output printed) on failure."""
     args = [sabre, "bench", artifact, "--iters", str(iters)]
     for k, v in dims.items():
         args += ["--dim", f"{k}={v}"]
     r = subprocess.run(args, capture_output=True, text=True)
-    m = re.search(r"p50 ([0-9.]+)", r.stdout)
+    m = re.search(r"gpu ms +p50 ([0-9.]+)", r.stdout)
     if not m:
         print(f"sabre bench failed: {r.stdout[-300:]} {r.stderr[-300:]}")
         return float("nan")

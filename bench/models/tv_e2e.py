@@ -7,9 +7,11 @@
       (`sabre run`) and prints the relative L2 error against PyTorch fp16 (target <= 1e-2) and, for
       scale, PyTorch fp16 against fp32. Exit 1 when over 1e-2.
   tv_e2e.py latency NAME OUTDIR ARTIFACT[,ARTIFACT...] SABRE B [B ...]
-      Median latency of PyTorch eager fp16 channels_last, torch.compile(mode="reduce-overhead") and
-      `sabre bench` (CUDA graphs) of each artifact at each batch, in one run; "x best torch" is the
-      faster torch time over the first artifact's."""
+      Median CUDA-event time per call (launch included) of PyTorch eager fp16 channels_last,
+      torch.compile(mode="reduce-overhead") and `sabre bench` (CUDA graphs) of each artifact at each
+      batch, in one run: SABRE_BENCH_ROUNDS rounds (default 3) of every system in turn, each round's
+      table, then the median over the rounds; "x best torch" is the faster torch time over the first
+      artifact's."""
 import copy
 import os
 import subprocess
@@ -66,26 +68,38 @@ def compare(name, outdir, artifact, sabre, batches):
 
 
 
-def latency(name, outdir, artifacts, sabre, batches):
+def latency(name, outdir, artifacts, sabre, batches, rounds):
     model = load(name, outdir).to("cuda", torch.float16).to(memory_format=torch.channels_last)
     arts = artifacts.split(",")
     print(f"{name} fp16 on {torch.cuda.get_device_name()}, torch {torch.__version__}, torchvision "
           f"{torchvision.__version__}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
+    print("median CUDA-event ms per call (launch included) of each system, measured in turn, " + str(rounds) +
+          " rounds; the table is the median over the rounds")
     if len(arts) > 1:
         print("sabre ms columns: " + ", ".join(os.path.basename(a) for a in arts))
     heads = "".join(f"{'sabre ms':>9} " for _ in arts)
-    print(f"{'batch':>5} {'eager ms':>9} {'compile ms':>11} {heads}{'x best torch':>13}")
+    head = f"{'batch':>5} {'eager ms':>9} {'compile ms':>11} {heads}{'x best torch':>13}"
     compiled = torch.compile(model, mode="reduce-overhead")
+    got = {b: [] for b in batches}  # per batch: one (eager, compiled, sabre...) row per round
+
+    def row(b, t):
+        cols = "".join(f"{x:>9.3f} " for x in t[2:])
+        return f"{b:>5} {t[0]:>9.3f} {t[1]:>11.3f} {cols}{min(t[0], t[1]) / t[2]:>13.2f}"
+
+    for r in range(rounds):
+        print(f"round {r + 1}:\n{head}")
+        for b in batches:
+            x = torch.randn(b, 3, 224, 224, device="cuda", dtype=torch.float16).to(memory_format=torch.channels_last)
+            with torch.no_grad():
+                eager = cuda_median_ms(lambda: model(x))
+                compiled(x)
+                compiled(x)
+                comp = cuda_median_ms(lambda: compiled(x))
+            got[b].append([eager, comp] + [sabre_p50_ms(sabre, a, {"batch": b}) for a in arts])
+            print(row(b, got[b][-1]), flush=True)
+    print(f"median of {rounds} rounds:\n{head}")
     for b in batches:
-        x = torch.randn(b, 3, 224, 224, device="cuda", dtype=torch.float16).to(memory_format=torch.channels_last)
-        with torch.no_grad():
-            eager = cuda_median_ms(lambda: model(x))
-            compiled(x)
-            compiled(x)
-            comp = cuda_median_ms(lambda: compiled(x))
-        ours = [sabre_p50_ms(sabre, a, {"batch": b}) for a in arts]
-        cols = "".join(f"{t:>9.3f} " for t in ours)
-        print(f"{b:>5} {eager:>9.3f} {comp:>11.3f} {cols}{min(eager, comp) / ours[0]:>13.2f}", flush=True)
+        print(row(b, [float(np.median([t[i] for t in got[b]])) for i in range(len(got[b][0]))]), flush=True)
 
 
 if __name__ == "__main__":
@@ -96,6 +110,6 @@ if __name__ == "__main__":
     if cmd == "compare":
         sys.exit(compare(name, outdir, artifact, sabre, batches))
     elif cmd == "latency":
-        latency(name, outdir, artifact, sabre, batches)
+        latency(name, outdir, artifact, sabre, batches, int(os.environ.get("SABRE_BENCH_ROUNDS", "3")))
     else:
         sys.exit(__doc__)

@@ -179,7 +179,7 @@ TEST(ConvSpec, ParallelSplitKNamesEpiloguesAndRules) {
     EXPECT_FALSE(cb::conv_unsupported_reason(s, 90)) << cb::epilogue_name(epi);
     const std::string src = cb::emit_conv_kernel(s, 90);
     EXPECT_NE(src.find("SplitKMode::kParallel"), std::string::npos);
-    EXPECT_NE(src.find("reduce_slices<<<"), std::string::npos);
+    EXPECT_NE(src.find("launch(/*pdl=*/true, reduce_slices"), std::string::npos);
     EXPECT_NE(src.find("constexpr int kSplits = 8;"), std::string::npos);
     // The conv stores plain sums; the reduction applies bias, activation and residual as named.
     EXPECT_EQ(src.find("LinearCombinationResidualBlock"), std::string::npos);
@@ -237,10 +237,20 @@ TEST(ConvEmitter, TextNamesTheTemplatesAndTheAbi) {
         "Layout::packed({0, 0, 0, 0})", "int " + n + "_can_implement(const sabre_conv_args* p)",
         "size_t " + n + "_workspace_size(const sabre_conv_args* p)",
         "int " + n + "_run(const sabre_conv_args* p, sabre_stream_t stream)", "const char* " + n + "_last_error(void)",
-        "sabre_conv_registry", "#ifndef SABRE_NO_REGISTRY", "groups != 1", "SABRE_CHECK_CUTLASS(conv.run(stream))",
-        "SABRE_CHECK_CUDA(cudaGetLastError())", "kCrossCorrelation"})
+        "sabre_conv_registry", "#ifndef SABRE_NO_REGISTRY", "groups != 1", "SABRE_CHECK_CUTLASS(Conv::can_implement(args))",
+        // CUTLASS's kernel body behind pdl_enter, launched with the PDL attribute (SABRE_PDL=0: without)
+        "__global__ void conv_kernel(typename ConvKernel::Params params) {\n  pdl_enter();",
+        "griddepcontrol.wait;", "cudaLaunchAttributeProgrammaticStreamSerialization", "SABRE_PDL",
+        "SABRE_CHECK_CUDA(launch(/*pdl=*/true, conv_kernel, grid", "kCrossCorrelation"})
     EXPECT_NE(t.find(want), std::string::npos) << want;
   EXPECT_EQ(t.find("sabre_kernel_registry"), std::string::npos);  // the conv registry, not the GEMM one
+  EXPECT_EQ(t.find("cudaMemsetAsync"), std::string::npos);  // only serial split-K clears a workspace
+  // Serial split-K clears its semaphores first, and its kernel then launches without PDL (the edge
+  // after a memset is not between kernels).
+  s.config.split_k = 4;
+  t = cb::emit_conv_kernel(s, 90);
+  EXPECT_NE(t.find("cudaMemsetAsync(p->workspace, 0, need, stream)"), std::string::npos);
+  EXPECT_NE(t.find("launch(/*pdl=*/false, conv_kernel"), std::string::npos);
 }
 
 TEST(ConvEmitter, ResidualUsesTheBroadcastEpilogue) {

@@ -8,6 +8,7 @@
 #include <map>
 #include <random>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -61,6 +62,24 @@ void print_profile(const std::vector<StepTime>& steps, size_t listed) {
     std::printf("  %5zu %-12s %8.2f us  %s%s%s\n", slow[i]->index, slow[i]->op.c_str(), slow[i]->us, slow[i]->name.c_str(),
                 slow[i]->kernel.empty() ? "" : "  ", slow[i]->kernel.c_str());
 }
+
+#if SABRE_RUNTIME_HAVE_CUDA
+void cuda_check(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(e));
+}
+
+// A CUDA event for timing runs, destroyed with the scope (a failure to destroy it is said on stderr).
+struct TimingEvent {
+  cudaEvent_t e = nullptr;
+  TimingEvent() { cuda_check(cudaEventCreate(&e), "creating a timing event"); }
+  ~TimingEvent() {
+    if (cudaError_t err = cudaEventDestroy(e); err != cudaSuccess)
+      std::fprintf(stderr, "sabre bench: warning: destroying a timing event: %s\n", cudaGetErrorString(err));
+  }
+  TimingEvent(const TimingEvent&) = delete;
+  TimingEvent& operator=(const TimingEvent&) = delete;
+};
+#endif
 
 double percentile(std::vector<double> v, double p) {
   std::sort(v.begin(), v.end());
@@ -146,12 +165,25 @@ int bench(const std::vector<std::string>& argv) {
       ctx.run(ins, outs, true);
     };
     for (int64_t i = 0; i < warmup; ++i) once();
-    std::vector<double> ms;
+    // Each run timed twice: on the host, enqueue to the stream synchronized (what a caller waits), and
+    // by CUDA events recorded on the stream around it (the GPU's time from the run's start to its
+    // end, launch included; what PyTorch's benchmarks measure with torch.cuda.Event).
+    auto stream = static_cast<cudaStream_t>(ctx.stream());
+    TimingEvent start, end;
+    cudaEvent_t ev0 = start.e, ev1 = end.e;
+    std::vector<double> ms, gpu_ms;
     auto t_all = std::chrono::steady_clock::now();
     for (int64_t i = 0; i < iters; ++i) {
       auto t0 = std::chrono::steady_clock::now();
-      once();
+      for (auto& o : outs) o.data = nullptr;
+      cuda_check(cudaEventRecord(ev0, stream), "recording a timing event");
+      ctx.run(ins, outs, false);
+      cuda_check(cudaEventRecord(ev1, stream), "recording a timing event");
+      cuda_check(cudaEventSynchronize(ev1), "waiting for the run");
       ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+      float g = 0;
+      cuda_check(cudaEventElapsedTime(&g, ev0, ev1), "reading a timing event");
+      gpu_ms.push_back(g);
     }
     double total_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_all).count();
     int64_t batch = 1;
@@ -160,8 +192,11 @@ int bench(const std::vector<std::string>& argv) {
     std::printf("dims         %s\n", dim_line.empty() ? "(static)" : dim_line.c_str());
     std::printf("runs         %lld timed after %lld warmup, CUDA graphs %s\n", static_cast<long long>(iters),
                 static_cast<long long>(warmup), args.has("--no-graphs") ? "off" : "on");
-    std::printf("latency ms   p50 %.4f  p90 %.4f  p99 %.4f  min %.4f\n", percentile(ms, 50), percentile(ms, 90),
-                percentile(ms, 99), *std::min_element(ms.begin(), ms.end()));
+    std::printf("latency ms   p50 %.4f  p90 %.4f  p99 %.4f  min %.4f  (host: enqueue to synchronized)\n",
+                percentile(ms, 50), percentile(ms, 90), percentile(ms, 99), *std::min_element(ms.begin(), ms.end()));
+    std::printf("gpu ms       p50 %.4f  p90 %.4f  p99 %.4f  min %.4f  (CUDA events around each run)\n",
+                percentile(gpu_ms, 50), percentile(gpu_ms, 90), percentile(gpu_ms, 99),
+                *std::min_element(gpu_ms.begin(), gpu_ms.end()));
     std::printf("throughput   %.1f runs/s, %.1f samples/s (batch %lld)\n", static_cast<double>(iters) / total_s,
                 static_cast<double>(iters * batch) / total_s, static_cast<long long>(batch));
     std::printf("activations  peak %.2f MiB (%.2f MiB without reuse)\n", ctx.last_stats().peak_activation_bytes / 1048576.0,

@@ -24,6 +24,32 @@ std::string iterator_text(ConvIter it) {
   throw std::logic_error("conv emitter: ConvIter " + std::to_string(int(it)) + " has no CUTLASS iterator (invariant: kIterNames)");
 }
 
+// Programmatic dependent launch for the emitted kernels, as sabre's native kernels do it
+// (backends/native/common.cuh): every kernel launched with the attribute first waits for the one
+// before it (griddepcontrol.wait, in every thread, before any early return) and then lets its own
+// successor launch. SABRE_PDL=0 launches without the attribute.
+std::string pdl_text() {
+  std::string o;
+  o += "__device__ __forceinline__ void pdl_enter() {\n"
+       "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900\n"
+       "  asm volatile(\"griddepcontrol.wait;\" ::: \"memory\");\n"
+       "  asm volatile(\"griddepcontrol.launch_dependents;\" ::: \"memory\");\n"
+       "#endif\n}\n\n";
+  o += detail::pdl_switch();
+  o += "// kernel<<<grid, block, smem, stream>>>(args...), with the PDL attribute when pdl_enabled() and `pdl`.\n"
+       "template <class... P, class... A>\n"
+       "cudaError_t launch(bool pdl, void (*kernel)(P...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream, A... args) {\n"
+       "  cudaLaunchAttribute attr[1];\n"
+       "  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;\n"
+       "  attr[0].val.programmaticStreamSerializationAllowed = 1;\n"
+       "  cudaLaunchConfig_t cfg{};\n"
+       "  cfg.gridDim = grid, cfg.blockDim = block, cfg.dynamicSmemBytes = smem, cfg.stream = stream;\n"
+       "  cfg.attrs = attr, cfg.numAttrs = pdl && pdl_enabled() ? 1 : 0;\n"
+       "  return cudaLaunchKernelEx(&cfg, kernel, args...);\n"
+       "}\n\n";
+  return o;
+}
+
 // Parallel split-K: the conv writes f32 partial sums, one slice after another in the workspace, and
 // reduce_slices adds them in slice order and applies the epilogue (conv_algebra) with `act`.
 std::string parallel_split_k_types(const ConvSpec& s, const std::string& act) {
@@ -44,6 +70,7 @@ std::string parallel_split_k_types(const ConvSpec& s, const std::string& act) {
   o += "__global__ void __launch_bounds__(kReduceThreads) reduce_slices(\n"
        "    const float* __restrict__ partials, int64_t count, int64_t k, float alpha, float beta,\n"
        "    const Element* __restrict__ bias, const Element* __restrict__ residual, Element* __restrict__ y) {\n";
+  o += "  pdl_enter();\n";
   o += "  const int64_t i = (int64_t(blockIdx.x) * kReduceThreads + threadIdx.x) * 4;\n";
   o += "  if (i >= count) return;\n";
   o += "  float4 part[kSplits];\n";
@@ -76,6 +103,7 @@ std::string device_types(const ConvSpec& s) {
   const EpilogueSpec& e = s.epi;
   std::string o;
   o += "namespace {\n\n";
+  o += pdl_text();
   o += "using Element = " + detail::cutlass_elem(s.elem) + ";  // X, W, Y, bias, R\n";
   o += "using Layout = cutlass::layout::TensorNHWC;  // X [n,h,w,c], W [k,r,s,c], Y and R [n,p,q,k]\n";
   o += "using ElementAccumulator = float;\nusing ElementCompute = float;\n";
@@ -114,6 +142,14 @@ std::string device_types(const ConvSpec& s) {
          "    cutlass::arch::OpClassTensorOp, cutlass::arch::Sm80, ThreadblockShape, WarpShape, InstructionShape,\n"
          "    EpilogueOp, Swizzle, kStages, cutlass::arch::OpMultiplyAdd, kIterator, kStrides, kAlign, kAlign>::Kernel;\n";
   o += "using Conv = cutlass::conv::device::ImplicitGemmConvolution<ConvKernel>;\n\n";
+  o += "// CUTLASS's cutlass::Kernel<ConvKernel>, entered through pdl_enter: launched with PDL it may start while\n"
+       "// the kernel before it drains, and waits for it before touching memory.\n";
+  o += "__global__ void conv_kernel(typename ConvKernel::Params params) {\n"
+       "  pdl_enter();\n"
+       "  extern __shared__ int smem[];\n"
+       "  ConvKernel op;\n"
+       "  op(params, *reinterpret_cast<typename ConvKernel::SharedStorage*>(smem));\n"
+       "}\n\n";
   o += "}  // namespace\n\n";
   return o;
 }
@@ -206,27 +242,24 @@ std::string host_code(const ConvSpec& s, const EmitOptions& opts) {
     o += "  if (reinterpret_cast<uintptr_t>(p->workspace) % 16)\n"
          "    return fail(SABRE_BAD_ARGS, \"the workspace must be 16-byte aligned (f32 partials are read 4 at a time)\");\n";
   o += "  SABRE_CHECK_CUTLASS(Conv::can_implement(args));\n";
-  if (!parallel) {
-    o += "  Conv conv;\n";
-    o += "  SABRE_CHECK_CUTLASS(conv.initialize(args, p->workspace, stream));\n";
-    o += "  SABRE_CHECK_CUTLASS(conv.run(stream));\n";
-    o += "  SABRE_CHECK_CUDA(cudaGetLastError());\n";
-  } else {
-    o += "  // Launched here rather than through Conv::initialize and run: initialize clears the whole workspace\n"
-         "  // first (for serial split-K's semaphores), a memset of every partial that the slices overwrite anyway.\n";
-    o += "  typename ConvKernel::Params params(args, nullptr);\n";
-    o += "  const dim3 grid = Swizzle().get_grid_shape(params.grid_tiled_shape);\n";
-    o += "  const int smem = int(sizeof(typename ConvKernel::SharedStorage));\n";
-    o += "  if (smem >= (48 << 10))\n"
-         "    SABRE_CHECK_CUDA(cudaFuncSetAttribute(cutlass::Kernel<ConvKernel>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));\n";
-    o += "  cutlass::Kernel<ConvKernel><<<grid, dim3(32 * Conv::kWarpCount), smem, stream>>>(params);\n";
-    o += "  SABRE_CHECK_CUDA(cudaGetLastError());\n";
+  o += "  // Launched here, not through Conv::initialize and run: the kernel goes through conv_kernel (PDL) and\n"
+       "  // initialize would clear the whole workspace, which only serial split-K's semaphores need.\n";
+  o += "  typename ConvKernel::Params params(args, static_cast<int*>(p->workspace));\n";
+  if (s.config.split_k > 1 && !parallel)
+    o += "  SABRE_CHECK_CUDA(cudaMemsetAsync(p->workspace, 0, need, stream));  // the semaphores, one per output tile\n";
+  o += "  const dim3 grid = Swizzle().get_grid_shape(params.grid_tiled_shape);\n";
+  o += "  const int smem = int(sizeof(typename ConvKernel::SharedStorage));\n";
+  o += "  if (smem >= (48 << 10))\n"
+       "    SABRE_CHECK_CUDA(cudaFuncSetAttribute(conv_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));\n";
+  // After serial split-K's memset the kernel waits as it always did (a programmatic edge is between kernels).
+  o += std::string("  SABRE_CHECK_CUDA(launch(/*pdl=*/") + (s.config.split_k > 1 && !parallel ? "false" : "true") +
+       ", conv_kernel, grid, dim3(32 * Conv::kWarpCount), smem, stream, params));\n";
+  if (parallel) {
     o += "  const int64_t count = p->n * p->p * p->q * p->k;\n";
     o += "  const int64_t blocks = (count / 4 + kReduceThreads - 1) / kReduceThreads;\n";
-    o += "  reduce_slices<<<dim3(unsigned(blocks)), dim3(kReduceThreads), 0, stream>>>(\n"
+    o += "  SABRE_CHECK_CUDA(launch(/*pdl=*/true, reduce_slices, dim3(unsigned(blocks)), dim3(kReduceThreads), 0, stream,\n"
          "      static_cast<const float*>(p->workspace), count, p->k, p->alpha, p->beta, static_cast<const Element*>(p->bias),\n"
-         "      static_cast<const Element*>(p->residual), static_cast<Element*>(p->y));\n";
-    o += "  SABRE_CHECK_CUDA(cudaGetLastError());\n";
+         "      static_cast<const Element*>(p->residual), static_cast<Element*>(p->y)));\n";
   }
   o += "  return SABRE_OK;\n}\n\n";
   if (opts.registry) o += detail::conv_registry(n);
@@ -251,7 +284,7 @@ std::string emit_conv_kernel(const ConvSpec& s, int target_sm, const EmitOptions
   o += "// Build: nvcc -std=c++17 -O3 --expt-relaxed-constexpr";
   for (const auto& f : conv_gencode_flags(target_sm)) o += " " + f;
   o += " -I<cutlass>/include -I<sabre>/include -DNDEBUG -Xcompiler -fPIC -shared\n";
-  o += "#include <cstdint>\n#include <string>\n#include <utility>\n\n#include <cuda_runtime.h>\n\n";
+  o += "#include <cstdint>\n#include <cstdlib>\n#include <string>\n#include <utility>\n\n#include <cuda_runtime.h>\n\n";
   o += "#include \"cutlass/cutlass.h\"\n";
   o += "#include \"cutlass/conv/conv2d_problem_size.h\"\n";
   o += "#include \"cutlass/conv/device/implicit_gemm_convolution.h\"\n";
