@@ -8,9 +8,10 @@
       (`sabre run`), and prints per output the relative L2 error against PyTorch fp16 (the
       target: <= 1e-2) and, for scale, PyTorch fp16 against PyTorch fp32.
   hf_e2e.py latency NAME OUTDIR ARTIFACT[,ARTIFACT...] SABRE SEQ B [B ...]
-      Median latency of PyTorch eager fp16, torch.compile(mode="reduce-overhead") fp16 and
-      `sabre bench` (CUDA graphs) of each artifact at each batch B and sequence length SEQ, in one
-      run; "x best torch" is the faster torch time over the first artifact's.
+      Median CUDA-event time per call (launch included) of PyTorch eager fp16,
+      torch.compile(mode="reduce-overhead") fp16 and `sabre bench` (CUDA graphs; its `gpu ms`) of
+      each artifact at each batch B and sequence length SEQ, in one run; "x best torch" is the
+      faster torch time over the first artifact's.
 Exit status 1 when a comparison is over 1e-2."""
 import copy
 import os
