@@ -481,3 +481,55 @@ TEST(Rank, FewChannelsOnlyForSmallC) {
   p.alignment = 1;
   for (const auto& cand : rank_conv_candidates(p, 90, ConvKernels::automatic)) EXPECT_FALSE(few_channels(cand.name)) << cand.name;
 }
+
+namespace {
+
+// ResNet-50's last 3x3 layer (7x7x512 -> 512, bias + relu) at `batch`.
+ConvProblem deep3x3(int64_t batch) {
+  ConvProblem p;
+  p.dtype = "f16";
+  p.epilogue = "bias_relu";
+  p.n = batch, p.h = p.w = p.p = p.q = 7, p.c = p.k = 512, p.r = p.s = 3, p.pad_h = p.pad_w = 1;
+  p.alignment = 8;
+  return p;
+}
+
+std::optional<cb::ConvSpec> sm80_spec(const std::string& name) { return cb::parse_conv_kernel_name(name); }
+
+}  // namespace
+
+// At batch 1 the 3x3 layers' output tiles fill a few SMs and each CTA walks 36-72 k-tiles at the
+// latency-bound rate (GpuModel::conv_cta_iter_us): parallel split-K ranks first, as the H200 measured
+// (splitkp16 6.5 us against 12.9 for the sm90 pingpong). Parallel split-K is offered for epilogues
+// serial split-K refuses (no bias), and not where the tiles fill the GPU (28x28 at batch 32).
+TEST(Rank, ParallelSplitKLeadsWhereFewTilesWalkADeepReduction) {
+  const GpuModel gpu = GpuModel::for_sm(90);
+  for (const char* epi : {"bias_relu", "relu", "bias_relu_res"}) {
+    ConvProblem p = deep3x3(1);
+    p.epilogue = epi;
+    const auto r = rank_conv_candidates(p, 90, ConvKernels::automatic);
+    ASSERT_FALSE(r.empty());
+    auto first = sm80_spec(r.front().name);
+    ASSERT_TRUE(first) << epi << ": " << r.front().name;
+    EXPECT_EQ(first->config.split_mode, cb::ConvSplitK::parallel) << epi << ": " << r.front().name;
+    EXPECT_GE(first->config.split_k, 8) << r.front().name;
+    // Every unsplit candidate is held to its latency floor: one CTA an SM over 72 (sm80, 32 wide) or
+    // 72 (sm90, 64 wide over 4608 padded) k-tiles.
+    for (const auto& c : r) {
+      auto s80 = sm80_spec(c.name);
+      if (s80 && s80->config.split_k == 1) {
+        const int64_t k_tiles = 9 * 512 / s80->config.tile.k;
+        EXPECT_GE(c.predicted_us, k_tiles * gpu.conv_cta_iter_us + gpu.launch_us - 1e-9) << c.name;
+      }
+      if (auto s90 = cb::parse_sm90_conv_kernel_name(c.name))
+        EXPECT_GE(c.predicted_us, 9 * 512 / s90->config.tile.k * gpu.conv_cta_iter_us + gpu.launch_us - 1e-9) << c.name;
+    }
+  }
+  // ResNet-50's 28x28x128 3x3 layer at batch 32: M = 25088, hundreds of tiles of every size.
+  ConvProblem wide = deep3x3(32);
+  wide.h = wide.w = wide.p = wide.q = 28, wide.c = wide.k = 128;
+  for (const auto& c : rank_conv_candidates(wide, 90, ConvKernels::automatic)) {
+    auto s = sm80_spec(c.name);
+    EXPECT_FALSE(s && s->config.split_mode == cb::ConvSplitK::parallel) << c.name;
+  }
+}
