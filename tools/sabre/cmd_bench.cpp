@@ -92,9 +92,10 @@ int bench(const std::vector<std::string>& argv) {
     ParsedArgs args = parse_args(argv, kFlags);
     if (args.help) {
       std::printf("usage: sabre bench MODEL.sabre [--dim NAME=VALUE ...] [--warmup N] [--iters N] [--profile [--steps N]]\n\n"
-                  "Times a compiled artifact on the GPU with random inputs: p50/p90/p99 latency of one run\n"
-                  "(enqueue to stream finished), throughput, and peak activation memory; with --profile, the GPU\n"
-                  "time of every plan step, summed per op, and the slowest steps with their kernels.\n\noptions:\n%s",
+                  "Times a compiled artifact on the GPU with random inputs: p50/p90/p99 latency of one run, on the\n"
+                  "host (enqueue to stream finished) and by CUDA events around it (launch included, as PyTorch's\n"
+                  "torch.cuda.Event timing measures), throughput, and peak activation memory; with --profile, the\n"
+                  "GPU time of every plan step, summed per op, and the slowest steps with their kernels.\n\noptions:\n%s",
                   flags_help(kFlags).c_str());
       return kExitOk;
     }
