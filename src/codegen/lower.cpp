@@ -131,8 +131,9 @@ struct AttentionFusion {
   int64_t heads = 0, d = 0;
 };
 
-// A grouped Conv the native depthwise kernel runs ("" when it can): one filter per channel,
-// constant weights and bias, explicit symmetric pads.
+// A grouped Conv the native grouped kernel runs ("" when it can): 2-D, constant weights and bias,
+// a static channel count that the group count divides, explicit symmetric pads. Depthwise (one
+// filter per channel, group = channels) is the common case and has its own fast kernel.
 std::string depthwise_problem(const ir::Node* n) {
   const int64_t group = n->attr_int("group", 1);
   if (group == 1) return "not grouped";
@@ -140,15 +141,24 @@ std::string depthwise_problem(const ir::Node* n) {
   const ir::Value* w = n->input(1);
   const ir::Value* b = n->num_inputs() > 2 ? n->input(2) : nullptr;
   if (x->shape().size() != 4 || !w || !w->is_constant() || w->constant().rank() != 4)
-    return "grouped conv: only 2-D convs with constant filters run on the native depthwise kernel";
+    return "grouped conv: only 2-D convs with constant filters run on the native grouped kernel";
   const auto& wd = w->constant().dims();
-  if (!x->shape()[1].is_static() || x->shape()[1].value() != group || wd[0] != group || wd[1] != 1)
-    return "group=" + std::to_string(group) + " with more than one channel per group: only depthwise convs (group = channels, one filter each) have a kernel";
-  if (b && !b->is_constant()) return "depthwise conv: the bias must be a constant";
-  if (n->attr_string("auto_pad", "NOTSET") != "NOTSET") return "depthwise conv: auto_pad (export with explicit pads)";
+  if (!x->shape()[1].is_static()) return "grouped conv: the input channel count must be static";
+  if (group < 1 || x->shape()[1].value() % group != 0 || wd[0] % group != 0 || wd[1] * group != x->shape()[1].value())
+    return "group=" + std::to_string(group) + ": the channels (" + x->shape()[1].str() + " in, " +
+           std::to_string(wd[0]) + " out, " + std::to_string(wd[1]) + " a filter) do not split into the groups";
+  if (b && !b->is_constant()) return "grouped conv: the bias must be a constant";
+  if (n->attr_string("auto_pad", "NOTSET") != "NOTSET") return "grouped conv: auto_pad (export with explicit pads)";
   auto pads = n->attr_ints("pads", {0, 0, 0, 0});
-  if (pads.size() != 4 || pads[0] != pads[2] || pads[1] != pads[3]) return "depthwise conv: asymmetric pads";
+  if (pads.size() != 4 || pads[0] != pads[2] || pads[1] != pads[3]) return "grouped conv: asymmetric pads";
   return "";
+}
+
+// Whether a grouped Conv depthwise_problem accepts is depthwise proper: one input channel and one
+// filter per group (group = C = K).
+bool is_depthwise(const ir::Node* n) {
+  const auto& wd = n->input(1)->constant().dims();
+  return wd[1] == 1 && wd[0] == n->attr_int("group", 1);
 }
 
 
@@ -1154,21 +1164,26 @@ class Lowerer {
   }
 
   // Depthwise conv -> native "depthwise_conv": NHWC in and out, the filter [C,1,R,S] as [R,S,C].
+  // Other grouped convs -> native "grouped_conv", the same kernel entry with `k` and `groups`: the
+  // filter [K,C/G,R,S] as [R,S,C/G,K] (for depthwise the same bytes as [R,S,C]).
   void emit_depthwise(Node* n) {
     const Value* w = n->input(1);
     const ir::Tensor wc = w->constant().dtype() == o_.dtype || !ir::is_float(w->constant().dtype())
                               ? w->constant() : w->constant().cast(o_.dtype);
     const auto& wd = wc.dims();
-    const int64_t C = wd[0], R = wd[2], S = wd[3];
+    const int64_t K = wd[0], CG = wd[1], R = wd[2], S = wd[3];
+    const bool depthwise = is_depthwise(n);
     const size_t es = ir::size_of(wc.dtype());
-    ir::Tensor rsc(wc.dtype(), {R, S, C});
-    for (int64_t c = 0; c < C; ++c)
-      for (int64_t r = 0; r < R; ++r)
-        for (int64_t q = 0; q < S; ++q)
-          std::memcpy(rsc.mutable_bytes() + static_cast<size_t>((r * S + q) * C + c) * es,
-                      wc.bytes() + static_cast<size_t>((c * R + r) * S + q) * es, es);
+    ir::Tensor rsc(wc.dtype(), depthwise ? std::vector<int64_t>{R, S, K} : std::vector<int64_t>{R, S, CG, K});
+    for (int64_t k = 0; k < K; ++k)
+      for (int64_t j = 0; j < CG; ++j)
+        for (int64_t r = 0; r < R; ++r)
+          for (int64_t q = 0; q < S; ++q)
+            std::memcpy(rsc.mutable_bytes() + static_cast<size_t>(((r * S + q) * CG + j) * K + k) * es,
+                        wc.bytes() + static_cast<size_t>(((k * CG + j) * R + r) * S + q) * es, es);
+    const int64_t C = CG * n->attr_int("group", 1);  // input channels
     runtime::TensorInfo ti;
-    ti.name = w->name() + ".rsc";
+    ti.name = w->name() + (depthwise ? ".rsc" : ".rsck");
     ti.kind = runtime::TensorKind::weight;
     for (int64_t d : rsc.dims()) ti.shape.push_back(runtime::DimExpr::parse(std::to_string(d)));
     int wt = add_weight(std::move(rsc), std::move(ti));
@@ -1186,13 +1201,14 @@ class Lowerer {
               {"pads", jints({pads[0], pads[1]})},
               {"strides", jints(n->attr_ints("strides", {1, 1}))},
               {"dilations", jints(n->attr_ints("dilations", {1, 1}))}};
+    if (!depthwise) p["k"] = jnum(double(K)), p["groups"] = jnum(double(n->attr_int("group", 1)));
     std::string name = n->name();
     if (act != dw_act_.end()) {
       const DwActivation& a = act->second;
       p["clamp"] = clamp_json(a.lo, a.hi);
       name += " + " + a.node->op() + " " + a.node->name();
     }
-    step("depthwise_conv", name, {x, wt, b}, {define(y)}, std::move(p));
+    step(depthwise ? "depthwise_conv" : "grouped_conv", name, {x, wt, b}, {define(y)}, std::move(p));
   }
 
   // MaxPool / AveragePool, NCHW or (inside a conv region) NHWC, explicit pads only.
@@ -1833,7 +1849,9 @@ Lowered lower(const ir::Graph& g, const LowerOptions& opts) { return Lowerer(g, 
 
 std::string gpu_route(const ir::Node& n, std::string* why) {
   std::string problem = n.op() == "Conv" ? depthwise_problem(&n) : "";
-  if (n.op() == "Conv" && problem.empty()) return "sabre's native NHWC depthwise kernel (depthwise_conv step)";
+  if (n.op() == "Conv" && problem.empty())
+    return is_depthwise(&n) ? "sabre's native NHWC depthwise kernel (depthwise_conv step)"
+                            : "sabre's native NHWC grouped-conv kernel (grouped_conv step)";
   if (why) *why = n.op() == "Conv" && problem != "not grouped" ? problem : "GEMMs and convs have no GPU path outside the regions";
   return "";
 }

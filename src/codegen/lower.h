@@ -129,7 +129,8 @@ struct Lowered {
 };
 
 // For the partition report: how the GPU lowering runs a GEMM or conv node that no backend region
-// took. A depthwise Conv runs on the native depthwise kernel (returns its description); anything
+// took. A depthwise Conv runs on the native depthwise kernel, another grouped one on the native
+// grouped-conv kernel (returns its description); anything
 // else has no GPU path (returns "", and *why says so) and makes sabre compile refuse the model.
 std::string gpu_route(const ir::Node& n, std::string* why = nullptr);
 

@@ -345,7 +345,7 @@ const std::vector<std::string>& known_ops() {
                                                "cast",   "reduce",  "permute",   "slice",       "strided_copy",
                                                "concat", "split",   "gather",    "pool2d",      "global_average_pool",
                                                "copy",   "reshape", "fill",     "iota", "depthwise_conv", "attention",
-                                               "nchw_to_nhwc", "im2col", "stem_conv"};
+                                               "nchw_to_nhwc", "im2col", "stem_conv", "grouped_conv"};
   return ops;
 }
 

@@ -947,7 +947,7 @@ void ExecutionContext::Impl::enqueue(size_t i, const Signature& sig, const std::
         three("mask_stride", a.mask_stride);
       }
       native_check(native::attention(a, stream));
-    } else if (op == "depthwise_conv") {
+    } else if (op == "depthwise_conv" || op == "grouped_conv") {
       native::DepthwiseArgs a;
       a.dtype = tin(0).dtype;
       a.x = in(0);
@@ -957,6 +957,7 @@ void ExecutionContext::Impl::enqueue(size_t i, const Signature& sig, const std::
       a.n = param_dim(st, "n", d), a.h = param_dim(st, "h", d), a.w_ = param_dim(st, "w", d);
       a.c = param_dim(st, "c", d), a.r = param_dim(st, "r", d), a.s = param_dim(st, "s", d);
       a.p = param_dim(st, "p", d), a.q = param_dim(st, "q", d);
+      if (op == "grouped_conv") a.k = param_dim(st, "k", d), a.groups = param_dim(st, "groups", d);
       auto two = [&](const char* key, int64_t def) {
         auto v = param_dims(st, key, d);
         v.resize(2, def);

@@ -934,6 +934,71 @@ void depthwise_tests() {
   }
 }
 
+// ---- grouped conv (NHWC, several channels per group) against the reference's grouped Conv ------
+// The filter as the lowering packs it: ONNX's [K, C/G, R, S] as [R, S, C/G, K].
+void grouped_case(DType dt, int64_t n, int64_t c, int64_t k, int64_t groups, int64_t hw, int64_t ks, int64_t stride,
+                  int64_t pad, int64_t dil = 1, bool bias = true, bool clamp = false, float hi = INFINITY) {
+  std::string name = "GroupedConv_" + dts(dt) + "_n" + std::to_string(n) + "c" + std::to_string(c) + "k" +
+                     std::to_string(k) + "g" + std::to_string(groups) + "_" + std::to_string(hw) + "x" +
+                     std::to_string(hw) + "_r" + std::to_string(ks) + "s" + std::to_string(stride) + "p" +
+                     std::to_string(pad) + "d" + std::to_string(dil) + (bias ? "" : "_nobias");
+  if (clamp) name += std::isinf(hi) ? "_relu" : "_clip0to" + std::to_string(int(hi * 10)) + "tenths";
+  if (!selected(name)) return;
+  const int64_t cg = c / groups;
+  const Tensor x = rnd(dt, {n, c, hw, hw}), w = rnd(dt, {k, cg, ks, ks}), b = rnd(dt, {k});
+  const std::vector<int64_t> pads = {pad, pad, pad, pad}, strides = {stride, stride}, dils = {dil, dil}, kk = {ks, ks};
+  std::vector<Tensor> ins = {x, w};
+  if (bias) ins.push_back(b);
+  Tensor conv = ref_op("Conv", ins, {{"group", groups}, {"pads", pads}, {"strides", strides}, {"dilations", dils},
+                                     {"kernel_shape", kk}})[0];
+  if (clamp)
+    conv = std::isinf(hi) ? ref_op("Relu", {conv}, {})[0]
+                          : ref_op("Clip", {conv, Tensor::from_f32({0.f}, {}).cast(dt), Tensor::from_f32({hi}, {}).cast(dt)}, {})[0];
+  const Tensor want = to_nhwc(conv);
+  Tensor rsck(dt, {ks, ks, cg, k});
+  for (int64_t o = 0; o < k; ++o)
+    for (int64_t j = 0; j < cg; ++j)
+      for (int64_t t = 0; t < ks * ks; ++t) rsck.set_f64((t * cg + j) * k + o, w.get_f64((o * cg + j) * ks * ks + t));
+  Dev dx(to_nhwc(x)), dw(rsck), db(b), dy(want.nbytes());
+  native::DepthwiseArgs a;
+  a.dtype = dt;
+  a.x = dx.p, a.w = dw.p, a.bias = bias ? db.p : nullptr, a.y = dy.p;
+  a.n = n, a.h = hw, a.w_ = hw, a.c = c, a.r = ks, a.s = ks, a.k = k, a.groups = groups;
+  a.p = want.dims()[1], a.q = want.dims()[2];
+  a.pad_h = a.pad_w = pad, a.stride_h = a.stride_w = stride, a.dil_h = a.dil_w = dil;
+  a.clamp = clamp, a.clamp_min = 0.f, a.clamp_max = hi;
+  CK(native::depthwise_conv2d(a, nullptr));
+  check(name, dy.get(dt, want.dims()), want);
+}
+
+void grouped_tests() {
+  for (DType dt : {DType::f32, DType::f16, DType::bf16}) {
+    grouped_case(dt, 2, 64, 64, 32, 14, 3, 1, 1);          // ResNeXt-50's 32x4d 3x3 (C/G = 2 here)
+    grouped_case(dt, 1, 128, 128, 32, 28, 3, 2, 1);        // 4 channels a group, stride 2
+    grouped_case(dt, 3, 12, 18, 3, 9, 5, 2, 2);            // 4 in and 6 out a group, 5x5, odd size
+    grouped_case(dt, 2, 8, 16, 8, 7, 3, 1, 2, 2, false);   // depthwise with a multiplier of 2, dilation 2, no bias
+    grouped_case(dt, 2, 16, 8, 2, 10, 1, 1, 0);            // 1x1 in 2 groups (ShuffleNet-like)
+    grouped_case(dt, 2, 64, 64, 32, 14, 3, 1, 1, 1, true, true, 0.5f);  // a fused clamp
+  }
+  // Refusals: groups that do not divide the channels, a k without groups.
+  native::DepthwiseArgs a;
+  a.n = 1, a.h = a.w_ = 4, a.c = 6, a.r = a.s = 1, a.p = a.q = 4;
+  a.x = a.w = a.y = reinterpret_cast<void*>(256);
+  int refused = 0;
+  a.k = 6, a.groups = 4;
+  refused += native::depthwise_conv2d(a, nullptr) == cudaErrorInvalidValue;
+  a.k = 6, a.groups = 0;
+  refused += native::depthwise_conv2d(a, nullptr) == cudaErrorInvalidValue;
+  a.k = 9, a.groups = 2;
+  refused += native::depthwise_conv2d(a, nullptr) == cudaErrorInvalidValue;
+  cudaGetLastError();
+  const std::string name = "GroupedConv_refusals";
+  if (selected(name)) {
+    std::printf("%s %-66s %d of 3 refused\n", refused == 3 ? "PASS" : "FAIL", name.c_str(), refused);
+    refused == 3 ? ++g_pass : ++g_fail;
+  }
+}
+
 // ---- fill / iota (run-time values: Shape-as-data and Range) --------------------------------
 void fill_iota_tests() {
   for (DType dt : {DType::i64, DType::i32}) {
@@ -1311,7 +1376,7 @@ int main(int argc, char** argv) {
       {"errors", error_tests},     {"elementwise", elementwise_tests}, {"softmax", softmax_tests},
       {"layernorm", layernorm_tests}, {"reduce", reduce_tests},        {"movement", movement_tests},
       {"where_cast", where_cast_tests}, {"pool", pool_tests},  {"fill_iota", fill_iota_tests},
-      {"attention", attention_tests},   {"depthwise", depthwise_tests}, {"im2col", im2col_tests},
+      {"attention", attention_tests},   {"depthwise", depthwise_tests}, {"grouped", grouped_tests}, {"im2col", im2col_tests},
       {"stem_conv", stem_conv_tests}};
   for (auto [name, fn] : groups) {
     try {

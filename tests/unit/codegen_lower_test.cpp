@@ -190,8 +190,10 @@ TEST(CodegenLower, TunedGemmProblemsFollowTheFusion) {
   for (const auto& p : plain) EXPECT_GT(p.alignment, 1) << tune::workload_key(p, p.m_max);
 }
 
-// gpu_route (what `sabre partition` prints under each left-out GEMM or conv): a depthwise Conv
-// runs on the native kernel; a grouped Conv with two channels per group and a MatMul have no path.
+// gpu_route (what `sabre partition` prints under each left-out GEMM or conv): a depthwise Conv runs
+// on the native depthwise kernel, a grouped Conv with two channels per group on the native grouped
+// one; a grouped Conv whose channel count is symbolic, a dense Conv the table left out and a MatMul
+// have no path.
 TEST(CodegenLower, GpuRouteOfLeftOutNodes) {
   ir::Graph g;
   const int64_t C = 8;
@@ -213,12 +215,17 @@ TEST(CodegenLower, GpuRouteOfLeftOutNodes) {
   const ir::Node* depthwise = conv("dw", C);
   const ir::Node* grouped = conv("g2", 4);
   const ir::Node* dense = conv("dense", 1);
+  auto b = attrs;
+  b["group"] = int64_t(2);  // channels known only at run time: the kernel's channel split is not fixed
+  ir::Value* xs = g.add_input("xs", {ir::DType::f32, {ir::Dim::symbol("batch"), ir::Dim::symbol("ch"), ir::Dim(6), ir::Dim(6)}, true});
+  const ir::Node* unsized = g.add_node("Conv", {xs, weight("u.w", {8, 4, 3, 3})}, 1, b, "unsized");
   const ir::Node* mm = g.add_node("MatMul", {x, weight("m.w", {6, 6})}, 1, {}, "mm");
   ir::infer_types(g);
   std::string why;
   EXPECT_NE(codegen::gpu_route(*depthwise, &why).find("native NHWC depthwise kernel"), std::string::npos);
-  EXPECT_EQ(codegen::gpu_route(*grouped, &why), "");
-  EXPECT_NE(why.find("group=4 with more than one channel per group"), std::string::npos) << why;
+  EXPECT_NE(codegen::gpu_route(*grouped, &why).find("native NHWC grouped-conv kernel"), std::string::npos);
+  EXPECT_EQ(codegen::gpu_route(*unsized, &why), "");
+  EXPECT_NE(why.find("input channel count must be static"), std::string::npos) << why;
   EXPECT_EQ(codegen::gpu_route(*dense, &why), "");
   EXPECT_NE(why.find("no GPU path outside the regions"), std::string::npos) << why;
   EXPECT_EQ(codegen::gpu_route(*mm, &why), "");

@@ -148,28 +148,33 @@ class Interp {
               o.v[b * os[0] + h * os[1] + i * os[2] + c] = acc;
             }
           }
-    } else if (op == "depthwise_conv") {
+    } else if (op == "depthwise_conv" || op == "grouped_conv") {
+      // NHWC x [n,h,w,c], filter [r,s,c/g,k] (depthwise: [r,s,c], g = k = c), y [n,p,q,k].
       Buf &x = in(s, 0), &w = in(s, 1), &y = out(s);
       const Buf* b = s.inputs.size() > 2 && s.inputs[2] >= 0 ? &in(s, 2) : nullptr;
       int64_t N = dim(P.get("n")), H = dim(P.get("h")), W = dim(P.get("w")), C = dim(P.get("c")), R = dim(P.get("r")),
               S = dim(P.get("s")), Pp = dim(P.get("p")), Q = dim(P.get("q"));
+      const bool grouped = op == "grouped_conv";
+      const int64_t K = grouped ? dim(P.get("k")) : C, G = grouped ? dim(P.get("groups")) : C;
+      const int64_t CG = C / G, KG = K / G;
       auto pads = dims_list(P.get("pads")), st = dims_list(P.get("strides")), dl = dims_list(P.get("dilations"));
       for (int64_t n = 0; n < N; ++n)
         for (int64_t p = 0; p < Pp; ++p)
           for (int64_t q = 0; q < Q; ++q)
-            for (int64_t c = 0; c < C; ++c) {
+            for (int64_t c = 0; c < K; ++c) {
               double acc = b ? b->v[c] : 0;
               for (int64_t r = 0; r < R; ++r)
                 for (int64_t t = 0; t < S; ++t) {
                   int64_t ih = p * st[0] - pads[0] + r * dl[0], iw = q * st[1] - pads[1] + t * dl[1];
                   if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
-                  acc += x.v[((n * H + ih) * W + iw) * C + c] * w.v[(r * S + t) * C + c];
+                  for (int64_t j = 0; j < CG; ++j)
+                    acc += x.v[((n * H + ih) * W + iw) * C + (c / KG) * CG + j] * w.v[((r * S + t) * CG + j) * K + c];
                 }
               if (const json::Value* cl = P.get("clamp")) {  // a fused Relu/Clip: [min, max], null unbounded
                 if (!cl->arr()[0].is_null()) acc = std::max(acc, cl->arr()[0].num());
                 if (!cl->arr()[1].is_null()) acc = std::min(acc, cl->arr()[1].num());
               }
-              y.v[((n * Pp + p) * Q + q) * C + c] = acc;
+              y.v[((n * Pp + p) * Q + q) * K + c] = acc;
             }
     } else if (op == "fill") {
       auto vals = dims_list(P.get("values"));
@@ -778,21 +783,53 @@ TEST(CodegenLayoutNhwc, TwoConvChainPermutesOnlyAtTheEdges) {
   EXPECT_EQ(out.shape[3].str(), "6");
 }
 
-// Refuses: a grouped second conv stays out of the conv table; lowering names it and why, and
-// nothing is half-converted (the error lists it, no plan).
-TEST(CodegenLayoutNhwc, GroupedConvIsRefusedWithReason) {
-  ir::Graph g = partition::partition(transform::canonicalize(two_conv_graph(2)), cutlass_backend::pattern_table()).graph;
+// A grouped second conv (2 and 4 channels per group) stays out of the conv table and runs on the
+// native grouped kernel, in NHWC with the rest: the same values as the reference, the filter
+// [K,C/G,R,S] as [R,S,C/G,K], still one permute in and one out.
+TEST(CodegenLayoutNhwc, GroupedConvRunsNativeInNhwc) {
+  for (int64_t groups : {4, 2}) {
+    codegen::Lowered low;
+    check_graph("two_conv_grouped" + std::to_string(groups), two_conv_graph(groups), ir::DType::f16, 4e-3, &low);
+    if (HasFatalFailure()) return;
+    EXPECT_EQ(count_steps(low.plan, "grouped_conv"), 1);
+    EXPECT_EQ(count_steps(low.plan, "depthwise_conv"), 0);
+    EXPECT_EQ(count_steps(low.plan, "conv"), 1);
+    for (const auto& st : low.plan.steps)
+      if (st.op == "grouped_conv") {
+        EXPECT_EQ(st.params.get("groups")->num(), double(groups));
+        EXPECT_EQ(st.params.get("k")->num(), 8.0);
+        const auto& w = low.plan.tensors[static_cast<size_t>(st.inputs.at(1))];
+        ASSERT_EQ(w.shape.size(), 4u);
+        EXPECT_EQ(w.shape[2].str(), std::to_string(8 / groups));  // [R,S,C/G,K]
+        EXPECT_EQ(w.shape[3].str(), "8");
+      }
+    EXPECT_EQ(low.layout_permutes, 2);
+  }
+}
+
+// Refuses: a grouped conv whose weights are not constant has no kernel; lowering names it and why,
+// and nothing is half-converted (the error lists it, no plan).
+TEST(CodegenLayoutNhwc, GroupedConvWithRuntimeFilterIsRefusedWithReason) {
+  ir::Graph g = two_conv_graph(2);
+  ir::Node* c2 = nullptr;
+  for (ir::Node* n : g.nodes())
+    if (n->name() == "conv2") c2 = n;
+  ASSERT_NE(c2, nullptr);
+  ir::Value* wv = g.add_input("w2_runtime", {ir::DType::f32, {ir::Dim(8), ir::Dim(4), ir::Dim(3), ir::Dim(3)}, true});
+  c2->set_input(1, wv);
+  ir::infer_types(g);
+  g = partition::partition(transform::canonicalize(std::move(g)), cutlass_backend::pattern_table()).graph;
   codegen::LowerOptions o;
   o.ranges = codegen::parse_dynamic("batch=1..4");
   o.pick = [](const tune::GemmProblem& p) { return tune::pick_kernels(p, tune::PickOptions{}); };
   o.pick_conv = test_pick_conv;
   try {
     codegen::lower(g, o);
-    FAIL() << "a grouped conv lowered";
+    FAIL() << "a grouped conv with a runtime filter lowered";
   } catch (const codegen::UnsupportedError& e) {
     std::string m = e.what();
     EXPECT_NE(m.find("conv2 (Conv)"), std::string::npos) << m;
-    EXPECT_NE(m.find("only depthwise convs"), std::string::npos) << m;
+    EXPECT_NE(m.find("constant filters"), std::string::npos) << m;
   }
 }
 

@@ -1,5 +1,6 @@
 // Depthwise 2-D convolution (group = channels, one filter per channel: MobileNet's 3x3 convs) on
-// NHWC activations, the layout conv regions run in. Where C is a multiple of a 16-byte vector (and
+// NHWC activations, the layout conv regions run in; and grouped convolution in general (several
+// channels per group, ResNeXt's 3x3s) by a plain kernel. Where C is a multiple of a 16-byte vector (and
 // pointers aligned): one thread per (output pixel, channel vector), 32-bit index math; otherwise
 // one thread per output element, channels fastest so a warp reads consecutive channels. Tests: tests/gpu/native_kernels_test.cpp
 // (Depthwise_*) against the reference executor's grouped Conv; passed on the H200, 2026-12-02.
@@ -92,6 +93,51 @@ __global__ void __launch_bounds__(256) depthwise_vec_kernel(const DwParams a) {
   }
 }
 
+// Grouped convolution with more than one channel per group (or per-group channel multipliers): one
+// thread per output element (n, p, q, k), k fastest, so a warp reads consecutive filter entries
+// (the filter is [R,S,C/G,K]) and, within a group, the same input pixel's channels. Plain and
+// general rather than fast: grouped convs other than depthwise are rare in the models sabre serves.
+struct GroupParams {
+  DwParams a;
+  long long k, groups;
+};
+
+template <class T>
+__global__ void __launch_bounds__(256) grouped_kernel(const GroupParams gp) {
+  detail::pdl_enter();
+  const DwParams& a = gp.a;
+  const long long K = gp.k, cg = a.c / gp.groups, kg = K / gp.groups;
+  const long long total = a.n * a.p * a.q * K;
+  const T* x = static_cast<const T*>(a.x);
+  const T* w = static_cast<const T*>(a.w);
+  for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
+       i += static_cast<long long>(gridDim.x) * blockDim.x) {
+    const long long ko = i % K, oq = (i / K) % a.q, op = (i / (K * a.q)) % a.p, b = i / (K * a.q * a.p);
+    const long long c0 = (ko / kg) * cg;
+    float acc = a.bias ? to_float(static_cast<const T*>(a.bias)[ko]) : 0.f;
+    for (long long r = 0; r < a.r; ++r) {
+      const long long ih = op * a.stride_h - a.pad_h + r * a.dil_h;
+      if (ih < 0 || ih >= a.h) continue;
+      for (long long s = 0; s < a.s; ++s) {
+        const long long iw = oq * a.stride_w - a.pad_w + s * a.dil_w;
+        if (iw < 0 || iw >= a.w_) continue;
+        const T* xp = x + ((b * a.h + ih) * a.w_ + iw) * a.c + c0;
+        const T* wp = w + (r * a.s + s) * cg * K + ko;
+        for (long long j = 0; j < cg; ++j) acc += to_float(xp[j]) * to_float(wp[j * K]);
+      }
+    }
+    static_cast<T*>(a.y)[i] = from_float<T>(activate(acc, a));
+  }
+}
+
+template <class T>
+cudaError_t launch_grouped(const GroupParams& p, int64_t total, cudaStream_t stream) {
+  const unsigned blocks = static_cast<unsigned>(std::min<long long>((total + 255) / 256, 65535));
+  SABRE_CUDA_TRY(detail::launch(grouped_kernel<T>, blocks, 256, 0, stream, p));
+  SABRE_LAUNCH_CHECK();
+  return cudaSuccess;
+}
+
 template <class T>
 cudaError_t launch(const DwParams& p, int64_t total, bool vec, cudaStream_t stream) {
   constexpr int kV = 16 / sizeof(T);
@@ -115,6 +161,20 @@ cudaError_t depthwise_conv2d(const DepthwiseArgs& a, cudaStream_t stream) {
     return fail(cudaErrorInvalidValue, "depthwise_conv2d: clamp_min must be <= clamp_max");
   DwParams p{a.x, a.w, a.bias, a.y, a.n, a.h, a.w_, a.c, a.r, a.s, a.p, a.q,
              a.pad_h, a.pad_w, a.stride_h, a.stride_w, a.dil_h, a.dil_w, a.clamp ? 1 : 0, a.clamp_min, a.clamp_max};
+  const bool grouped = a.k != 0 || a.groups != 0;
+  if (grouped && !(a.k > 0 && a.groups > 0 && a.c % a.groups == 0 && a.k % a.groups == 0))
+    return fail(cudaErrorInvalidValue, "depthwise_conv2d: grouped needs k and groups >= 1 dividing c and k");
+  if (grouped && !(a.groups == a.c && a.k == a.c)) {  // not depthwise: the general grouped kernel
+    const long long total = a.n * a.p * a.q * a.k;
+    if (total == 0) return cudaSuccess;
+    const GroupParams gp{p, a.k, a.groups};
+    switch (a.dtype) {
+      case DType::f16: return launch_grouped<half>(gp, total, stream);
+      case DType::bf16: return launch_grouped<bf16>(gp, total, stream);
+      case DType::f32: return launch_grouped<float>(gp, total, stream);
+      default: return fail(cudaErrorInvalidValue, "depthwise_conv2d: f16, bf16 or f32 only");
+    }
+  }
   const long long total = a.n * a.p * a.q * a.c;
   if (total == 0) return cudaSuccess;
   // The vector kernel: C a multiple of the 16-byte vector, aligned pointers, 32-bit element counts.

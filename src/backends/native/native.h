@@ -68,15 +68,20 @@ struct SoftmaxArgs {
 };
 cudaError_t softmax(const SoftmaxArgs& a, cudaStream_t stream);
 
-// ---- Depthwise convolution (depthwise.cu) ------------------------------------------------------
+// ---- Depthwise and grouped convolution (depthwise.cu) ------------------------------------------
 // y[n,p,q,c] = bias[c] + sum_{r,s} x[n, p*stride_h - pad_h + r*dil_h, q*stride_w - pad_w + s*dil_w, c]
 // * w[r,s,c]: NHWC x and y, the filter [R,S,C] (ONNX's [C,1,R,S] transposed at compile time),
 // out-of-range taps zero, f32 accumulation. Bias optional.
+// Grouped (`groups` G, `k` K output channels; 0 for both: depthwise, G = K = C): output channel k of
+// group g = k / (K/G) sums over the group's C/G input channels g*C/G + j,
+// y[n,p,q,k] = bias[k] + sum_{r,s,j} x[n, ih, iw, g*C/G + j] * w[r,s,j,k], the filter [R,S,C/G,K]
+// (ONNX's [K,C/G,R,S] transposed at compile time; for depthwise the same bytes as [R,S,C]).
 struct DepthwiseArgs {
   DType dtype = DType::f16;
   const void *x = nullptr, *w = nullptr, *bias = nullptr;
   void* y = nullptr;
   int64_t n = 0, h = 0, w_ = 0, c = 0, r = 1, s = 1, p = 0, q = 0;
+  int64_t k = 0, groups = 0;  // 0: depthwise (k = groups = c)
   int64_t pad_h = 0, pad_w = 0, stride_h = 1, stride_w = 1, dil_h = 1, dil_w = 1;
   // A fused activation y = min(max(conv + bias, clamp_min), clamp_max) (Relu: 0, +inf; ReLU6: 0, 6),
   // applied only when `clamp` is set (so an unfused conv passes NaN through as the reference does).
