@@ -1,5 +1,5 @@
 // sabre partition: canonicalize a model, cut it into backend regions and report what went where.
-// Tests: tests/golden/partition/, tests/unit/partition_models_test.cpp
+// Tests: tests/golden/partition/, tests/unit/partition_models_test.cpp, tests/cli/partition_report.py
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -10,8 +10,10 @@
 #include "frontend/onnx/importer.h"
 #include "ir/printer.h"
 #include "partition/partitioner.h"
+#include "codegen/compile.h"
 #include "codegen/lower.h"
 #include "partition/report.h"
+#include "tune/select.h"
 #include "transform/canonicalize.h"
 
 namespace sabre::cli {
@@ -30,8 +32,29 @@ void print_help() {
       "usage: sabre partition MODEL.onnx [--backend cutlass] [--dim NAME=VALUE ...] [--ir]\n\n"
       "Imports MODEL.onnx, canonicalizes it (constant and shape folding, GELU/LayerNorm idioms, BatchNorm\n"
       "folding, weight layouts, GEMM biases), applies the backend's pattern table and prints each region,\n"
-      "the share of GEMM and conv FLOPs offloaded, and every GEMM or conv left out with its reason.\n\noptions:\n%s",
+      "the share of GEMM and conv FLOPs offloaded, every GEMM or conv left out with its reason and what\n"
+      "runs it, and the layout the GPU lowering gives conv models (values stored NHWC, NCHW<->NHWC\n"
+      "transposes at the region edges; untuned fp16 picks, as sabre compile --no-tune).\n\noptions:\n%s",
       flags_help(kFlags).c_str());
+}
+
+// The layout line of the report: what the GPU lowering (fp16, the analytic picks of sabre compile
+// --no-tune, default dim ranges) stores NHWC and how many NCHW<->NHWC transposes it adds at the
+// edges of the conv regions; or why the model does not lower.
+std::string layout_line(const ir::Graph& partitioned) {
+  codegen::LowerOptions lo;
+  lo.dtype = ir::DType::f16;
+  lo.pick = [](const tune::GemmProblem& p) { return tune::pick_kernels(p, tune::PickOptions{}); };
+  lo.pick_conv = [](const codegen::ConvProblem& p) { return codegen::analytic_conv_kernel(p, 90); };
+  try {
+    codegen::Lowered low = codegen::lower(partitioned, lo);
+    for (const std::string& n : low.notes)
+      if (n.rfind("NHWC inside conv regions", 0) == 0) return "layout: " + n;
+    return "layout: nothing runs NHWC (no conv regions): no transposes";
+  } catch (const codegen::UnsupportedError& e) {
+    std::string what = e.what();
+    return "layout: not lowered: " + what.substr(0, what.find('\n'));
+  }
 }
 
 int run(const std::vector<std::string>& argv) {
@@ -66,6 +89,7 @@ int run(const std::vector<std::string>& argv) {
         }
     std::printf("model %s, backend %s\n%s", name.c_str(), backend.c_str(),
                 partition::format_report(rep, backend).c_str());
+    std::printf("%s\n", layout_line(r.graph).c_str());
     if (args.has("--ir")) std::printf("\n%s\n", ir::print(r.graph).c_str());
     return kExitOk;
   });
