@@ -181,9 +181,6 @@ std::vector<ConvCandidate> rank_conv_candidates(const ConvProblem& p, int target
   auto latency_floor = [&](int64_t ctas, int64_t k_tiles_per_cta) {
     return ctas <= gpu.sms ? double(k_tiles_per_cta) * gpu.conv_cta_iter_us + gpu.launch_us : 0.0;
   };
-  auto tiles_of = [](const GemmShape& s, int64_t tm, int64_t tn, int64_t cm, int64_t cn) {
-    return round_up(ceil_div(s.m, tm), cm) * round_up(ceil_div(s.n, tn), cn);
-  };
   for (const ConvConfig& base : conv_catalog(*elem, target_sm)) {
     if (base.alignment != best_align || conv_channels_unsupported_reason(base, p.c)) continue;
     // The GEMM K the mainloop walks: optimized and analytic take C in chunks of the tile's K at
@@ -221,7 +218,7 @@ std::vector<ConvCandidate> rank_conv_candidates(const ConvProblem& p, int target
         const GemmOperands partial{*elem, Elem::f32, Layout::tn};
         double compute = 0;
         double conv_us = predict_us(KernelSpec{d, partial, EpilogueSpec{}}, slice, p.alignment, gpu, target_sm, &compute);
-        const double floor = latency_floor(tiles_of(walked, c.tile.m, c.tile.n, 1, 1) * split, slice.k / c.tile.k);
+        const double floor = latency_floor(output_tiles(g, walked) * split, slice.k / c.tile.k);
         conv_us = std::max(conv_us, floor), compute = std::max(compute, floor);
         const double out = double(shape.m) * shape.n;
         const double bytes = split * out * 4 + out * elem_bytes(*elem) * (epi->residual != Residual::none ? 2 : 1);
@@ -231,7 +228,7 @@ std::vector<ConvCandidate> rank_conv_candidates(const ConvProblem& p, int target
       } else {
         cand.predicted_us = predict_us(KernelSpec{g, ops, *epi}, walked, p.alignment, gpu, target_sm, &cand.compute_us);
         // Serial slices also hand the tile on, one pass each after the first.
-        const double floor = latency_floor(tiles_of(walked, c.tile.m, c.tile.n, 1, 1) * split, walked.k / c.tile.k / split) +
+        const double floor = latency_floor(output_tiles(g, walked) * split, walked.k / c.tile.k / split) +
                              (split - 1) * gpu.lock_handoff_us;
         cand.predicted_us = std::max(cand.predicted_us, floor), cand.compute_us = std::max(cand.compute_us, floor);
       }
@@ -259,7 +256,7 @@ std::vector<ConvCandidate> rank_conv_candidates(const ConvProblem& p, int target
       const GemmShape padded{shape.m, shape.n, p.r * p.s * c_padded, 1};
       ConvCandidate cand{sm90_conv_kernel_name(spec), 0, 0};
       cand.predicted_us = predict_us(KernelSpec{g, ops, *epi}, padded, p.alignment, gpu, target_sm, &cand.compute_us);
-      const double floor = latency_floor(tiles_of(padded, c.tile.m, c.tile.n, c.cluster_m, c.cluster_n), padded.k / c.tile.k);
+      const double floor = latency_floor(output_tiles(g, padded), padded.k / c.tile.k);
       cand.predicted_us = std::max(cand.predicted_us, floor), cand.compute_us = std::max(cand.compute_us, floor);
       sm90.push_back(cand);
     }
