@@ -202,23 +202,22 @@ std::string host_code(const ConvSpec& s, const EmitOptions& opts) {
     o += "  using PartialRef = cutlass::TensorRef<ElementAccumulator, Layout>;\n";
     o += "  PartialRef d(static_cast<ElementAccumulator*>(p->workspace), Layout::packed({int(p->n), int(p->p), int(p->q), int(p->k)}));\n";
     o += "  return typename Conv::Arguments(problem, x, w, d, d, {1.0f, 0.0f}, cutlass::conv::SplitKMode::kParallel);\n";
-    o += "}\n\n";
   } else {
-  o += "  Ref y(static_cast<Element*>(p->y), Layout::packed({int(p->n), int(p->p), int(p->q), int(p->k)}));\n";
-  if (!res) {
-    if (e.bias)
-      o += "  Ref c(static_cast<Element*>(const_cast<void*>(p->bias)), Layout::packed({0, 0, 0, 0}));  // strides 0: broadcast\n";
-    else
-      o += "  Ref c(nullptr, Layout::packed({int(p->n), int(p->p), int(p->q), int(p->k)}));  // not read (beta unused)\n";
-    o += "  return typename Conv::Arguments(problem, x, w, c, y, {p->alpha, 0.0f});\n";
-  } else {
-    o += "  Ref r(static_cast<Element*>(const_cast<void*>(p->residual)), Layout::packed({int(p->n), int(p->p), int(p->q), int(p->k)}));\n";
-    o += std::string("  void* bias = ") + (e.bias ? "const_cast<void*>(p->bias);\n" : "nullptr;  // broadcast reads zeros\n");
-    o += "  return typename Conv::Arguments(problem, x, w, r, y, {p->alpha, p->beta}, cutlass::conv::SplitKMode::kSerial,\n"
-         "                                  bias, /*T, not stored*/ nullptr, /*ldr: bias row broadcast*/ 0, 0);\n";
+    o += "  Ref y(static_cast<Element*>(p->y), Layout::packed({int(p->n), int(p->p), int(p->q), int(p->k)}));\n";
+    if (!res) {
+      if (e.bias)
+        o += "  Ref c(static_cast<Element*>(const_cast<void*>(p->bias)), Layout::packed({0, 0, 0, 0}));  // strides 0: broadcast\n";
+      else
+        o += "  Ref c(nullptr, Layout::packed({int(p->n), int(p->p), int(p->q), int(p->k)}));  // not read (beta unused)\n";
+      o += "  return typename Conv::Arguments(problem, x, w, c, y, {p->alpha, 0.0f});\n";
+    } else {
+      o += "  Ref r(static_cast<Element*>(const_cast<void*>(p->residual)), Layout::packed({int(p->n), int(p->p), int(p->q), int(p->k)}));\n";
+      o += std::string("  void* bias = ") + (e.bias ? "const_cast<void*>(p->bias);\n" : "nullptr;  // broadcast reads zeros\n");
+      o += "  return typename Conv::Arguments(problem, x, w, r, y, {p->alpha, p->beta}, cutlass::conv::SplitKMode::kSerial,\n"
+           "                                  bias, /*T, not stored*/ nullptr, /*ldr: bias row broadcast*/ 0, 0);\n";
+    }
   }
   o += "}\n\n";
-  }
   o += "}  // namespace\n\n";
   o += "extern \"C\" {\n\n";
   o += "const char* " + n + "_last_error(void) { return g_last_error.c_str(); }\n\n";
