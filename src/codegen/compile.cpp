@@ -123,6 +123,7 @@ CompileSummary compile_model(const std::string& model, const std::string& out_di
   tune::PickOptions popts;  // analytic picks unless a tuning DB is consulted below
   popts.target_sm = sm;
   popts.env.sm = sm;
+  popts.cublaslt = opts.cublaslt;
   std::unique_ptr<tune::TuningDb> db;
   if (opts.tune != CompileOptions::Tune::never && !opts.plan_only) {
     std::string why;
@@ -193,8 +194,12 @@ CompileSummary compile_model(const std::string& model, const std::string& out_di
   if (!opts.plan_only) {
     std::vector<tune::CompileJob> jobs;
     for (const auto& name : low.gemm_kernels) {
+      if (auto lt = cublaslt_backend::parse_lt_kernel_name(name)) {
+        jobs.push_back(tune::lt_compile_job(*lt));  // a cuBLASLt algorithm the tuner measured fastest
+        continue;
+      }
       auto spec = cutlass_backend::parse_kernel_name(name);
-      if (!spec) throw std::logic_error("compile: picker returned '" + name + "', not a kernel name (invariant: catalog names)");
+      if (!spec) throw std::logic_error("compile: picker returned '" + name + "', not a kernel name (invariant: catalog and lt_spec.h names)");
       jobs.push_back(tune::gemm_compile_job(*spec, sm));
     }
     for (const auto& name : low.conv_kernels) {

@@ -26,6 +26,7 @@ struct CompileOptions {
   Tune tune = Tune::automatic;
   std::string tuning_db;             // empty: TuningDb::default_path()
   int top_k = 4;                     // CUTLASS candidates timed per (workload, M bucket)
+  bool cublaslt = true;              // PickOptions::cublaslt (sabre compile --no-cublaslt: false)
   bool fuse_attention = true;        // LowerOptions::fuse_attention (sabre compile --no-fuse-attention: false)
   ConvKernels conv_kernels = ConvKernels::automatic;
   Stem stem = Stem::direct;          // LowerOptions::stem (sabre compile --stem direct|im2col|conv)

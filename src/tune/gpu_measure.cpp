@@ -46,7 +46,10 @@ Measurement parse_child(const ChildResult& r) {
     if (!in || !(m.time_us > 0)) {
       m.status = Status::crashed;
       m.detail = "unreadable child report: " + r.payload;
+      return m;
     }
+    std::getline(in, m.detail);  // "deploy NAME" for a cuBLASLt algorithm a kernel library can fix
+    if (!m.detail.empty() && m.detail[0] == ' ') m.detail.erase(0, 1);
     return m;
   }
   auto s = parse_status(word);
@@ -309,6 +312,9 @@ bool measure_in_child(const GemmProblem& p, int64_t m, const std::string& kernel
   SABRE_MEASURE_CUDA(cudaEventCreate(&h.t1));
   std::function<int(const sabre_gemm_args&)> run;
   std::unique_ptr<lt::LtGemm> ltg;
+  // A cuBLASLt candidate's detail: "deploy NAME" (lt_spec.h) or why it cannot be deployed; never
+  // empty, so the tuner does not take it for a row from before (profiler.cpp, tune_impl).
+  std::string deploy;
   void* lib = nullptr;
   if (auto ltc = parse_lt_candidate(kernel)) {
     auto spec = lt::parse_lt_name(ltc->first);
@@ -319,6 +325,8 @@ bool measure_in_child(const GemmProblem& p, int64_t m, const std::string& kernel
       return fail(Status::cannot_implement, "cuBLASLt's heuristic returned " + std::to_string(found) + " algorithms " +
                                                 ltg->last_error());
     const int algo = ltc->second;
+    if (auto cfg = ltg->config(algo)) deploy = kDeployPrefix + lt::lt_kernel_name({*spec, *cfg});
+    else deploy = "not deployable: cuBLASLt did not accept the algorithm rebuilt from its configuration";
     run = [&, algo](const sabre_gemm_args& g) { return ltg->run(g, h.stream, algo); };
   } else {
     lib = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
@@ -381,6 +389,7 @@ bool measure_in_child(const GemmProblem& p, int64_t m, const std::string& kernel
   if (!time_launches(h, rotations, [&](int i) { return run(sets[size_t(i)]); }, fail, median_us)) return false;
   std::ostringstream s;
   s << "ok " << median_us << " " << rel;
+  if (!deploy.empty()) s << " " << deploy;
   report(s.str());
   return true;
 }

@@ -14,6 +14,7 @@
 #include <sstream>
 #include <thread>
 
+#include "backends/cublaslt/lt_spec.h"
 #include "backends/cutlass/emitter.h"
 #include "backends/cutlass/nvcc.h"
 #include "tune/rank.h"
@@ -41,18 +42,29 @@ std::string cutlass_version() {
 }
 
 std::vector<std::string> lt_candidates(const GemmProblem& p, int count) {
-  const GemmOperands ops = problem_operands(p);
-  const EpilogueSpec epi = problem_epilogue(p);
-  // cuBLASLt's epilogues (see cublaslt_gemm.h's unsupported_reason): relu and tanh-GELU, residual
-  // only before the activation.
-  if (epi.act != Act::none && epi.act != Act::relu && epi.act != Act::gelu_tanh) return {};
-  if (epi.residual == Residual::after_act) return {};
-  // The spelling of cublaslt_backend::lt_name, which this CPU-only layer cannot link.
-  const std::string base = "cublaslt_" + std::string(layout_name(ops.layout)) + "_" + std::string(elem_name(ops.ab)) +
-                           "_" + std::string(elem_name(ops.d)) + "_f32_" + epilogue_name(epi);
+  const cublaslt_backend::LtSpec spec{problem_operands(p), problem_epilogue(p)};
+  if (cublaslt_backend::unsupported_reason(spec)) return {};  // gelu_erf, silu, residual after the activation, ...
+  const std::string base = cublaslt_backend::lt_name(spec);
   std::vector<std::string> out;
   for (int i = 0; i < count; ++i) out.push_back(base + "#algo" + std::to_string(i));
   return out;
+}
+
+bool needs_measuring(const TuningDb& db, const Environment& env, const std::string& workload, const std::string& kernel) {
+  auto m = db.find(env, workload, kernel);
+  // A cuBLASLt row from before its algorithms could be deployed (ok, no detail) is measured again
+  // to learn the algorithm; every later cuBLASLt row has a detail (gpu_measure.cpp).
+  return !m || (m->status == Status::ok && m->detail.empty() && parse_lt_candidate(kernel));
+}
+
+std::optional<std::string> deployable_kernel(const Measurement& m) {
+  if (cutlass_backend::parse_kernel_name(m.kernel)) return m.kernel;
+  if (!parse_lt_candidate(m.kernel)) return std::nullopt;
+  const std::string prefix = kDeployPrefix;
+  if (m.detail.rfind(prefix, 0) != 0) return std::nullopt;
+  std::string name = m.detail.substr(prefix.size());
+  if (!cublaslt_backend::parse_lt_kernel_name(name)) return std::nullopt;
+  return name;
 }
 
 std::optional<std::pair<std::string, int>> parse_lt_candidate(const std::string& kernel) {
@@ -160,7 +172,7 @@ std::vector<WorkloadReport> tune_impl(const std::vector<TuneTask>& tasks, Tuning
     for (const Candidate& c : p.cutlass) names.push_back(c.name);
     for (const std::string& n : lt_candidates(t.problem, opts.lt_algos)) names.push_back(n);
     for (const std::string& n : names) {
-      if (db.find(env, p.workload, n)) continue;  // measured before (maybe by a run that was killed)
+      if (!needs_measuring(db, env, p.workload, n)) continue;  // measured before (maybe by a run that was killed)
       p.todo.push_back(n);
     }
     for (const Candidate& c : p.cutlass)
@@ -301,7 +313,7 @@ void measure_in_children(const std::string& db_path, const Environment& env, con
   TuningDb db(db_path);
   size_t next = 0;
   auto skip_done = [&] {
-    while (next < todo.size() && db.find(env, workload, todo[next].first)) ++next;
+    while (next < todo.size() && !needs_measuring(db, env, workload, todo[next].first)) ++next;
   };
   skip_done();
   while (next < todo.size()) {
@@ -353,6 +365,12 @@ CompileJob gemm_compile_job(const KernelSpec& s, int target_sm) {
   NvccOptions nv;
   nv.target_sm = target_sm;
   return {kernel_name(s), emit_kernel(s, target_sm), cache_flags(nvcc_command(s, "@SRC@", "@LIB@", nv))};
+}
+
+CompileJob lt_compile_job(const cublaslt_backend::LtKernelSpec& s) {
+  std::vector<std::string> flags = cublaslt_backend::lt_kernel_flags();
+  flags.push_back("-I" + sabre_include_dir());
+  return {cublaslt_backend::lt_kernel_name(s), cublaslt_backend::emit_lt_kernel(s), flags};
 }
 
 CompileFn default_compile_fn(const ProfileOptions& opts) {

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/cublaslt/lt_spec.h"
 #include "backends/cutlass/kernel_spec.h"
 #include "tune/compile_cache.h"
 #include "tune/db.h"
@@ -80,6 +81,15 @@ std::vector<std::vector<Candidate>> cutlass_candidates(const std::vector<TuneTas
 // The cuBLASLt candidates of a problem: "cublaslt_tn_f16_f16_f32_bias#algo0" ...; none when
 // cuBLASLt cannot compute the epilogue (gelu_erf, silu, ...).
 std::vector<std::string> lt_candidates(const GemmProblem& p, int count);
+// What a measured candidate deploys as: a CUTLASS kernel's own name; for a cuBLASLt candidate the
+// kernel its measurement's detail names after kDeployPrefix (lt_spec.h: the timed algorithm fixed by
+// its configuration). Nullopt when there is none (a DB row from before cuBLASLt kernels could be
+// deployed, or an algorithm cuBLASLt could not rebuild from its configuration).
+inline constexpr const char* kDeployPrefix = "deploy ";
+// Whether the tuner must (still) measure `kernel` on `workload`: no row yet, or a cuBLASLt row that
+// predates deployable algorithms (ok, without a detail).
+bool needs_measuring(const TuningDb& db, const Environment& env, const std::string& workload, const std::string& kernel);
+std::optional<std::string> deployable_kernel(const Measurement& m);
 // "cublaslt_...#algo3" -> {"cublaslt_...", 3}; nullopt for a CUTLASS name.
 std::optional<std::pair<std::string, int>> parse_lt_candidate(const std::string& kernel);
 
@@ -130,6 +140,8 @@ CompileFn default_compile_fn(const ProfileOptions& opts);
 // The compile-cache job of a CUTLASS GEMM kernel: its name, emitted source and cache_flags of
 // nvcc.h's command. `sabre compile` builds with the same jobs, so the two share cached objects.
 CompileJob gemm_compile_job(const cutlass_backend::KernelSpec& s, int target_sm);
+// The same for a deployed cuBLASLt kernel (lt_spec.h, emit_lt_kernel): host code only, linked with cuBLASLt.
+CompileJob lt_compile_job(const cublaslt_backend::LtKernelSpec& s);
 // What default_compile_fn's cache holds for a spec (a library or a recorded failure); nullopt
 // while it is not compiled yet. For ProfileOptions::compiled_lookup.
 std::function<std::optional<CompileResult>(const cutlass_backend::KernelSpec&)> default_lookup_fn(

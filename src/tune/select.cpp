@@ -38,11 +38,15 @@ std::string conv_workload_key(const ConvProblem& p) {
 
 namespace {
 
-// The fastest correct CUTLASS kernel the DB has for a workload ("" when none): the compiler emits
-// CUTLASS kernels, so cuBLASLt winners only serve as the yardstick here.
-std::string db_pick(const TuningDb& db, const Environment& env, const std::string& workload) {
-  for (const Measurement& m : db.measurements(env, workload))  // fastest first
-    if (m.status == Status::ok && cutlass_backend::parse_kernel_name(m.kernel)) return m.kernel;
+// The fastest correct kernel the DB has for a workload that can be deployed ("" when none): a
+// CUTLASS kernel, or with `cublaslt` a cuBLASLt algorithm fixed as a kernel (profiler.h,
+// deployable_kernel). cuBLASLt rows measured before that was possible name no kernel and are passed over.
+std::string db_pick(const TuningDb& db, const Environment& env, const std::string& workload, bool cublaslt) {
+  for (const Measurement& m : db.measurements(env, workload)) {  // fastest first
+    if (m.status != Status::ok) continue;
+    if (!cublaslt && !cutlass_backend::parse_kernel_name(m.kernel)) continue;
+    if (auto k = deployable_kernel(m)) return *k;
+  }
   return "";
 }
 
@@ -70,7 +74,7 @@ std::vector<DispatchEntry> pick_kernels(const GemmProblem& p, const PickOptions&
   }
   std::vector<DispatchEntry> out;
   for (int64_t m : buckets) {
-    std::string kernel = opts.db ? db_pick(*opts.db, opts.env, workload_key(p, m)) : "";
+    std::string kernel = opts.db ? db_pick(*opts.db, opts.env, workload_key(p, m), opts.cublaslt) : "";
     if (kernel.empty()) {
       auto ranked = rank_candidates(p, m, opts.target_sm, 1);
       if (ranked.empty())

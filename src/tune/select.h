@@ -49,6 +49,9 @@ struct PickOptions {
   Environment env;            // the GPU the artifact is for
   int top_k = 4;
   int target_sm = 90;
+  // Where a cuBLASLt algorithm measured fastest, deploy it (lt_spec.h); false: CUTLASS kernels only,
+  // cuBLASLt's times then serve only as the yardstick.
+  bool cublaslt = true;
 };
 
 // The kernel for each M bucket of `p`. Bucket representatives are the powers of two from m_min up

@@ -318,6 +318,25 @@ TEST(Select, DatabaseWinnerOverridesTheModelButCublasltDoesNot) {
   EXPECT_EQ(pick_kernels(p, o)[0].kernel, ranked[0].name);
 }
 
+TEST(Select, CublasltWinnerDeploysWhereItsAlgorithmIsKnown) {
+  TuningDb db(":memory:");
+  GemmProblem p = problem("f16", 768, 3072, 1024, "bias_res");
+  const std::string w = workload_key(p, 1024);
+  const std::string cutlass = rank_candidates(p, 1024, 90)[0].name;
+  const std::string lt = "cublaslt_tn_f16_f16_f32_bias_res_algo66_t20_s8_k1_r0_w0_o0_i0_c0";
+  db.record(h200(), {w, cutlass, Status::ok, 12.0, 1e-4, ""});
+  db.record(h200(), {w, "cublaslt_tn_f16_f16_f32_bias_res#algo0", Status::ok, 10.9, 1e-4, "deploy " + lt});
+  db.record(h200(), {w, "cublaslt_tn_f16_f16_f32_bias_res#algo1", Status::ok, 10.0, 1e-4, ""});  // no algorithm kept
+  PickOptions o;
+  o.db = &db;
+  o.env = h200();
+  auto d = pick_kernels(p, o);
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].kernel, lt);
+  o.cublaslt = false;  // sabre compile --no-cublaslt
+  EXPECT_EQ(pick_kernels(p, o)[0].kernel, cutlass);
+}
+
 TEST(Select, BertTinyWorkloadsAreCollectedOncePerShape) {
   std::string path;
   for (const std::string& dir : {std::string(SABRE_SOURCE_DIR) + "/models", std::string(SABRE_BINARY_DIR) + "/models"})

@@ -77,8 +77,11 @@ MeasureFn fake_measure(const std::string& log) {
     Measurement r;
     r.time_us = 10.0 + double(std::hash<std::string>{}(kernel) % 1000) / 10.0;
     r.rel_error = 1e-4;
-    // CUTLASS candidates arrive with their library; cuBLASLt ones without.
-    if (parse_lt_candidate(kernel) ? !library.empty() : library.empty()) r.status = Status::crashed;
+    // CUTLASS candidates arrive with their library; cuBLASLt ones without, and report the kernel
+    // their algorithm deploys as (gpu_measure.cpp).
+    auto lt = parse_lt_candidate(kernel);
+    if (lt ? !library.empty() : library.empty()) r.status = Status::crashed;
+    if (lt) r.detail = std::string(kDeployPrefix) + lt->first + "_algo" + std::to_string(lt->second) + "_t1_s1_k1_r0_w0_o0_i0_c0";
     return r;
   };
 }
@@ -363,6 +366,7 @@ TEST(Profiler, BatchedChildrenRecordAsTheyGoAndRestartPastFailures) {
     Measurement m;
     m.status = k == lt_fault ? Status::crashed : Status::ok;  // e.g. an illegal address: context is gone
     m.time_us = 10 + double(k.size() % 7);
+    if (parse_lt_candidate(k)) m.detail = "not deployable: a fake";  // as gpu_measure.cpp: never empty
     return m;
   };
   auto reports = tune_tasks({t}, db, h200(), opts(), batched_in_children(dbpath, h200(), std::chrono::milliseconds(1000), in_child),
@@ -425,4 +429,25 @@ TEST(Profiler, OverlapsCompilingWithTiming) {
   ASSERT_TRUE(failed);
   EXPECT_EQ(failed->status, Status::compile_failed);
   for (const auto& r : reports) EXPECT_TRUE(r.cutlass_best) << r.workload;
+}
+
+TEST(Profiler, MeasuresCublasltRowsWithoutTheirAlgorithmAgainOnce) {
+  // A DB from before cuBLASLt algorithms could be deployed: ok rows with no detail. The tuner
+  // measures those again (to learn the algorithm), once; CUTLASS rows stay as they are.
+  const std::string dbpath = temp_path("lt_again.db"), log = temp_path("lt_again.log");
+  TuningDb db(dbpath);
+  const TuneTask t{problem(768, 768, "bias"), 128};
+  const std::string w = workload_key(t.problem, t.m);
+  const auto ranked = rank_candidates(t.problem, t.m, 90, 4);
+  for (const auto& c : ranked) db.record(h200(), {w, c.name, Status::ok, 9.0, 1e-4, ""});
+  for (const auto& k : lt_candidates(t.problem, 3)) db.record(h200(), {w, k, Status::ok, 8.0, 1e-4, ""});
+  tune_tasks({t}, db, h200(), opts(), fake_measure(log), fake_compile({}));
+  auto first = lines(log);
+  ASSERT_EQ(first.size(), 3u) << "each cuBLASLt row measured again, no CUTLASS one";
+  for (const auto& l : first) EXPECT_NE(l.find("cublaslt_"), std::string::npos) << l;
+  const auto m = db.find(h200(), w, "cublaslt_tn_f16_f16_f32_bias#algo1");
+  ASSERT_TRUE(m);
+  EXPECT_EQ(deployable_kernel(*m), "cublaslt_tn_f16_f16_f32_bias_algo1_t1_s1_k1_r0_w0_o0_i0_c0");
+  tune_tasks({t}, db, h200(), opts(), fake_measure(log), fake_compile({}));
+  EXPECT_EQ(lines(log).size(), 3u) << "a warm run measures nothing";
 }

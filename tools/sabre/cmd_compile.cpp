@@ -19,6 +19,7 @@ const std::vector<FlagSpec> kFlags = {
     {"--tune", "", "", "require tuning: fail if this machine has no GPU of the target arch (default: tune when it has one)", false},
     {"--db", "", "PATH", "the tuning database (default $XDG_CACHE_HOME/sabre/tuning.db)", false},
     {"--top-k", "", "N", "CUTLASS candidates timed per GEMM workload and M bucket (default 4)", false},
+    {"--no-cublaslt", "", "", "deploy CUTLASS GEMM kernels only (default: where the tuner measured one of cuBLASLt's algorithms fastest, that algorithm runs, as a cuBLASLt kernel named by its configuration)", false},
     {"--plan-only", "", "", "write plan, weights and manifest without compiling any kernel", false},
     {"--no-fuse-attention", "", "", "keep attention as GEMMs, softmax and permutes (default: attention with head dim 32/64 and <= 512 keys is one native kernel reading Q/K/V from one joined projection GEMM; H200: BERT-base 0.84/1.13/2.24 ms at batch 1/8/32, 1.07/1.47/2.96 unfused)", false},
     {"--fuse-attention", "", "", "the default; kept so older scripts run", false},
@@ -86,6 +87,7 @@ int run(const std::vector<std::string>& argv) {
       return std::stoi(*v);
     };
     o.top_k = positive("--top-k", o.top_k);
+    o.cublaslt = !args.has("--no-cublaslt");
     o.plan_only = args.has("--plan-only");
     if (args.has("--fuse-attention") && args.has("--no-fuse-attention"))
       throw UsageError("--fuse-attention and --no-fuse-attention contradict each other: give one");

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/cublaslt/lt_spec.h"
 #include "backends/cutlass/catalog.h"
 #include "backends/cutlass/conv_emitter.h"
 #include "backends/cutlass/conv_sm90.h"
@@ -29,7 +30,9 @@ const char* kUsage =
     "emit and build also take conv kernel names (docs/KERNELS.md), e.g.\n"
     "sm80_conv_fprop_optimized_nhwc_f16_f16_f32_128x128x32_w64x64x32_s3_a8_bias_relu,\n"
     "sm90_conv_fprop_nhwc_f16_f16_f32_128x128x64_c1x1_a8_bias_relu (CUTLASS's non-persistent kernel) or\n"
-    "sm90_conv_fprop_pingpong_nhwc_f16_f16_f32_128x64x64_c1x1_a8_bias_relu (persistent: pingpong, coop).\n";
+    "sm90_conv_fprop_pingpong_nhwc_f16_f16_f32_128x64x64_c1x1_a8_bias_relu (persistent: pingpong, coop).\n"
+    "emit also takes the cuBLASLt kernels a tuned artifact may deploy (a plan's kernel names), e.g.\n"
+    "cublaslt_tn_f16_f16_f32_bias_res_algo66_t20_s8_k1_r0_w0_o0_i0_c0 (docs/KERNELS.md).\n";
 
 // Every catalog kernel for target_sm with epilogue `epi`, filtered.
 std::vector<cb::KernelSpec> list_specs(int target_sm, std::optional<cb::Family> fam, std::optional<cb::Elem> dtype,
@@ -201,6 +204,13 @@ int cmd_emit(const std::vector<std::string>& args) {
   }
   if (cb::is_sm90_conv_kernel_name(name)) return emit_sm90_conv(name, out, target_sm);
   if (cb::is_conv_kernel_name(name)) return emit_conv(name, out, target_sm);
+  if (auto lt = cublaslt_backend::parse_lt_kernel_name(name)) {  // a cuBLASLt algorithm an artifact deploys
+    if (auto why = cublaslt_backend::unsupported_reason(lt->spec)) {
+      std::fprintf(stderr, "sabre kernels emit: cuBLASLt cannot compute %s: %s\n", name.c_str(), why->c_str());
+      return kExitError;
+    }
+    return write_source(cublaslt_backend::emit_lt_kernel(*lt), out);
+  }
   auto spec = resolve(name, target_sm);
   if (!spec) return kExitUsage;
   if (auto why = cb::unsupported_reason(*spec, target_sm)) {

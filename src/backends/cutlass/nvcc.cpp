@@ -22,18 +22,18 @@ std::string env(const char* n) {
   return v ? v : "";
 }
 
-std::string default_sabre_include() {
-  if (auto e = env("SABRE_INCLUDE_DIR"); !e.empty()) return e;
-  // This file is <root>/src/backends/cutlass/nvcc.cpp; the ABI header is <root>/include.
-  return (fs::path(__FILE__).parent_path() / ".." / ".." / ".." / "include").lexically_normal().string();
-}
-
 std::string cuobjdump_for(const std::string& nvcc) {
   fs::path p = fs::path(nvcc).parent_path() / "cuobjdump";
   return fs::exists(p) ? p.string() : "cuobjdump";
 }
 
 }  // namespace
+
+std::string sabre_include_dir() {
+  if (auto e = env("SABRE_INCLUDE_DIR"); !e.empty()) return e;
+  // This file is <root>/src/backends/cutlass/nvcc.cpp; the ABI header is <root>/include.
+  return (fs::path(__FILE__).parent_path() / ".." / ".." / ".." / "include").lexically_normal().string();
+}
 
 std::string find_nvcc() {
   if (auto e = env("SABRE_NVCC"); !e.empty()) return e;
@@ -77,7 +77,7 @@ int run_process(const std::vector<std::string>& argv, std::string& output) {
 std::vector<std::string> nvcc_command(const KernelSpec& s, const std::string& source, const std::string& library,
                                       const NvccOptions& opts) {
   std::string cutlass = opts.cutlass_dir.empty() ? std::string(SABRE_CUTLASS_DIR) : opts.cutlass_dir;
-  std::string inc = opts.sabre_include.empty() ? default_sabre_include() : opts.sabre_include;
+  std::string inc = opts.sabre_include.empty() ? sabre_include_dir() : opts.sabre_include;
   std::vector<std::string> cmd = {opts.nvcc.empty() ? find_nvcc() : opts.nvcc,
                                   "-std=c++17", "-O3", "--expt-relaxed-constexpr", "-DNDEBUG"};
   for (const auto& f : gencode_flags(s.config.family, opts.target_sm)) cmd.push_back(f);
@@ -180,7 +180,7 @@ std::vector<CompileResult> compile_kernels(const std::vector<KernelSpec>& specs,
 std::vector<std::string> nvcc_conv_command(const std::string& source, const std::string& library,
                                            const NvccOptions& opts) {
   std::string cutlass = opts.cutlass_dir.empty() ? std::string(SABRE_CUTLASS_DIR) : opts.cutlass_dir;
-  std::string inc = opts.sabre_include.empty() ? default_sabre_include() : opts.sabre_include;
+  std::string inc = opts.sabre_include.empty() ? sabre_include_dir() : opts.sabre_include;
   std::vector<std::string> cmd = {opts.nvcc.empty() ? find_nvcc() : opts.nvcc,
                                   "-std=c++17", "-O3", "--expt-relaxed-constexpr", "-DNDEBUG"};
   for (const auto& f : conv_gencode_flags(opts.target_sm)) cmd.push_back(f);
@@ -205,7 +205,7 @@ std::vector<CompileResult> compile_conv_kernels(const std::vector<ConvSpec>& spe
 std::vector<std::string> nvcc_sm90_conv_command(const std::string& source, const std::string& library,
                                                 const NvccOptions& opts) {
   std::string cutlass = opts.cutlass_dir.empty() ? std::string(SABRE_CUTLASS_DIR) : opts.cutlass_dir;
-  std::string inc = opts.sabre_include.empty() ? default_sabre_include() : opts.sabre_include;
+  std::string inc = opts.sabre_include.empty() ? sabre_include_dir() : opts.sabre_include;
   std::vector<std::string> cmd = {opts.nvcc.empty() ? find_nvcc() : opts.nvcc,
                                   "-std=c++17", "-O3", "--expt-relaxed-constexpr", "-DNDEBUG"};
   for (const auto& f : sm90_conv_gencode_flags()) cmd.push_back(f);

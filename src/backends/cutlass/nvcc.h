@@ -63,5 +63,7 @@ std::vector<CompileResult> compile_sm90_conv_kernels(const std::vector<Sm90ConvS
 int run_process(const std::vector<std::string>& argv, std::string& output);
 
 std::string find_nvcc();
+// The directory holding sabre/kernel_abi.h: $SABRE_INCLUDE_DIR, else the source tree's include/.
+std::string sabre_include_dir();
 
 }  // namespace sabre::cutlass_backend
