@@ -6,7 +6,8 @@
 //   sabre_gemm_gpu_test [--out FILE] [-j N] [--timeout S] [--work DIR] [--quick] [NAME...]
 // Default names: every catalog config with the bias epilogue in f16 and bf16 (tn), every epilogue
 // kind on one config per family in f16 and bf16, each kind of epilogue on a split-K config, the
-// tiles with N = 96 or 192 (also in --quick), the tt layout and TF32 on a few, and cuBLASLt.
+// tiles with N = 96 or 192 (also in --quick), the tt layout and TF32 on a few, cuBLASLt, and deployed
+// cuBLASLt kernels ("deploy:cublaslt_tn_f16_f16_f32_bias_res": one algorithm fixed as a kernel library).
 #include <dlfcn.h>
 #include <poll.h>
 #include <signal.h>
@@ -90,6 +91,10 @@ struct Candidate {
   cb::EpilogueSpec epi;
   int alignment = 1;
   bool cublaslt = false;
+  // A deployed cuBLASLt kernel (lt_spec.h): the child takes the heuristic's first algorithm at the
+  // first shape, emits and compiles its kernel library, and runs every shape through that library's
+  // ABI, as an artifact does (other shapes may take its fallback to cuBLASLt's own choice).
+  bool lt_deploy = false;
   cb::KernelSpec spec;  // CUTLASS only
 };
 
@@ -224,10 +229,45 @@ void child_run(const Candidate& c, const std::string& lib, const std::vector<con
     if (write(out_fd, l.data(), l.size()) < 0) _exit(3);
   };
   Runner r;
+  std::string library = lib, registered = c.name;
+  if (c.lt_deploy) {
+    const lt::LtSpec spec{{c.ab, c.ab, c.layout}, c.epi};
+    const Shape& s0 = problems.front()->shape;
+    sabre_gemm_args a{};
+    a.m = s0.m, a.n = s0.n, a.k = s0.k, a.batch = s0.batch, a.lda = s0.k, a.ldb = c.layout == cb::Layout::tn ? s0.k : s0.n;
+    a.ldd = a.ldr = s0.n, a.stride_a = s0.m * s0.k, a.stride_b = s0.k * s0.n, a.stride_d = a.stride_r = s0.m * s0.n;
+    lt::LtGemm g(spec);
+    auto cfg = g.heuristics(a, 1) > 0 ? g.config(0) : std::nullopt;
+    if (!cfg) {
+      emit("* ERROR 0 no rebuildable cuBLASLt algorithm at " + std::string(s0.label) + ": " + g.last_error());
+      return;
+    }
+    const lt::LtKernelSpec ks{spec, *cfg};
+    registered = lt::lt_kernel_name(ks);
+    const fs::path dir = fs::path(lib).parent_path();
+    const std::string src = (dir / (registered + ".cpp")).string();
+    library = (dir / (registered + ".so")).string();
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    if (!(std::ofstream(src) << lt::emit_lt_kernel(ks))) {
+      emit("* ERROR 0 cannot write " + src);
+      return;
+    }
+    std::vector<std::string> cmd = {cb::find_nvcc(), "-shared", "-Xcompiler", "-fPIC"};
+    for (const auto& f : lt::lt_kernel_flags()) cmd.push_back(f);
+    cmd.insert(cmd.end(), {"-I" + cb::sabre_include_dir(), "-x", "cu", src, "-o", library});
+    std::string log;
+    if (cb::run_process(cmd, log) != 0) {
+      for (auto& ch : log) if (ch == '\n') ch = ' ';
+      emit("* COMPILE_FAIL 0 " + registered + ": " + log.substr(0, 400));
+      return;
+    }
+    emit("algo DEPLOYED 0 " + registered);
+  }
   if (c.cublaslt) {
     r.ltg = std::make_unique<lt::LtGemm>(lt::LtSpec{{c.ab, c.ab, c.layout}, c.epi});
   } else {
-    void* h = dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
+    void* h = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!h) {
       emit(std::string("* ERROR 0 dlopen: ") + dlerror());
       return;
@@ -235,7 +275,7 @@ void child_run(const Candidate& c, const std::string& lib, const std::vector<con
     auto reg = reinterpret_cast<sabre_kernel_registry_fn>(dlsym(h, SABRE_KERNEL_REGISTRY_SYMBOL));
     int count = 0, abi = 0;
     const sabre_kernel_entry* ents = reg ? reg(&count, &abi) : nullptr;
-    if (!ents || count != 1 || abi != SABRE_KERNEL_ABI_VERSION || c.name != ents[0].name) {
+    if (!ents || count != 1 || abi != SABRE_KERNEL_ABI_VERSION || registered != ents[0].name) {
       emit("* ERROR 0 the library's registry does not list exactly this kernel with this ABI version");
       return;
     }
@@ -570,6 +610,22 @@ std::vector<Candidate> default_candidates(int sm, bool quick) {
         c.name = lt::lt_name({{e, e, l}, epi});
         out.push_back(c);
       }
+  // Deployed cuBLASLt kernels: the epilogues an artifact takes them for (BERT's projections, the
+  // residual GEMMs of ResNet's 1x1 convs), and a tt and a bf16 one.
+  for (const cb::EpilogueSpec& epi : {cb::EpilogueSpec{cb::Act::none, true, cb::Residual::none},
+                                      cb::EpilogueSpec{cb::Act::none, true, cb::Residual::before_act},
+                                      cb::EpilogueSpec{cb::Act::relu, true, cb::Residual::before_act},
+                                      cb::EpilogueSpec{cb::Act::gelu_tanh, true, cb::Residual::none}})
+    for (cb::Elem e : {cb::Elem::f16, cb::Elem::bf16})
+      for (cb::Layout l : {cb::Layout::tn, cb::Layout::tt}) {
+        if ((e == cb::Elem::bf16 || l == cb::Layout::tt) && epi.residual == cb::Residual::none && epi.act == cb::Act::none)
+          continue;  // keep the list short: bf16 and tt on the other epilogues
+        Candidate c;
+        c.lt_deploy = true;
+        c.ab = e, c.layout = l, c.epi = epi, c.alignment = 1;
+        c.name = "deploy:" + lt::lt_name({{e, e, l}, epi});
+        out.push_back(c);
+      }
   return out;
 }
 
@@ -630,6 +686,8 @@ int main(int argc, char** argv) {
       c.name = n;
       if (auto s = cb::parse_kernel_name(n)) {
         c.spec = *s, c.ab = s->ops.ab, c.layout = s->ops.layout, c.epi = s->epi, c.alignment = s->config.alignment;
+      } else if (auto d = n.rfind("deploy:", 0) == 0 ? lt::parse_lt_name(n.substr(7)) : std::nullopt) {
+        c.lt_deploy = true, c.ab = d->ops.ab, c.layout = d->ops.layout, c.epi = d->epi;
       } else if (auto l = lt::parse_lt_name(n)) {
         c.cublaslt = true, c.ab = l->ops.ab, c.layout = l->ops.layout, c.epi = l->epi;
       } else {
@@ -642,7 +700,7 @@ int main(int argc, char** argv) {
   // Compile every CUTLASS candidate (cached by name in the work dir: a .so that exists is reused).
   std::vector<cb::KernelSpec> to_build;
   for (const auto& c : cands)
-    if (!c.cublaslt && !fs::exists(fs::path(work) / (c.name + ".so"))) to_build.push_back(c.spec);
+    if (!c.cublaslt && !c.lt_deploy && !fs::exists(fs::path(work) / (c.name + ".so"))) to_build.push_back(c.spec);
   std::map<std::string, std::string> compile_fail;
   std::printf("GPU: %s (sm_%d); %zu candidates, %zu to compile with -j%d into %s\n", gpu.c_str(), sm, cands.size(),
               to_build.size(), jobs, work.c_str());
@@ -671,7 +729,7 @@ int main(int argc, char** argv) {
       rows.push_back({c.name, "*", "COMPILE_FAIL", "0", msg});
       continue;
     }
-    if (c.cublaslt) {
+    if (c.cublaslt || c.lt_deploy) {
       if (auto why = lt::unsupported_reason({{c.ab, c.ab, c.layout}, c.epi})) {
         rows.push_back({c.name, "*", "UNSUPPORTED", "0", *why});
         continue;
@@ -719,7 +777,8 @@ int main(int argc, char** argv) {
     t << "| " << r.kernel << " | " << r.shape << " | " << r.status << " | " << r.err << " | "
       << (r.message == "-" ? "" : r.message) << " |\n";
     counts[r.status]++;
-    if (r.status != "ok" && r.status != "REFUSED_OK" && r.status != "UNSUPPORTED" && !failed.count(r.kernel))
+    if (r.status != "ok" && r.status != "REFUSED_OK" && r.status != "UNSUPPORTED" && r.status != "DEPLOYED" &&
+        !failed.count(r.kernel))
       failed[r.kernel] = r.status + " at " + r.shape + ": " + r.message;
   }
   t << "\n## Summary\n\n";
