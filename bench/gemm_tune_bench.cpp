@@ -7,7 +7,9 @@
 // same way in watchdog children, outputs checked before timing) and prints per shape the winner and
 // the speedups over cuBLASLt's heuristic first choice and over its best algorithm, then geomeans.
 // Targets: geomean >= 1.10 over cuBLASLt top-1, >= 1.03 over the best of its 16, no shape < 0.95,
-// analytic pick within 15% of the tuned pick (geomean). Exits 77 without a GPU.
+// analytic pick within 15% of the tuned pick (geomean). "tuned" is the fastest correct CUTLASS
+// kernel; the deploy columns are what sabre compile deploys, which is cuBLASLt's algorithm where it
+// measured fastest (select.h). Exits 77 without a GPU.
 // Usage: gemm_tune_bench [--db PATH] [--top-k N] [--max-kernels N] [--dtype f16|bf16] [--m M] [--quick]
 //        (a fresh temp DB unless --db; both dtypes unless --dtype; --max-kernels caps the distinct
 //        CUTLASS kernels per (dtype, epilogue, N, K) problem over its M values, 0: no cap, default 8;
@@ -103,10 +105,14 @@ int main(int argc, char** argv) {
               top_k, max_kernels, db_path.c_str());
   // Each shape's row is printed as soon as it is measured, so a run cut short still reports what
   // it measured (and a rerun with the same --db resumes without measuring it again).
-  std::printf("%-5s %-14s %6s %6s %6s  %-62s %9s %9s %9s %7s %7s %7s\n", "dtype", "epilogue", "M", "N", "K", "winner",
-              "tuned us", "lt1 us", "ltbest us", "x lt1", "x best", "model");
+  std::printf("%-5s %-14s %6s %6s %6s  %-62s %9s %9s %9s %7s %7s %7s %9s %7s\n", "dtype", "epilogue", "M", "N", "K",
+              "winner", "tuned us", "lt1 us", "ltbest us", "x lt1", "x best", "model", "deploy us", "d x lt1");
   double s1 = 0, sb = 0, sm = 0, min_ratio = 1e9;
   int n1 = 0, nb = 0, nm = 0, rows = 0;
+  // What sabre compile deploys (select.h, pick_kernels): the fastest deployable measurement, a
+  // CUTLASS kernel or a cuBLASLt algorithm fixed as a kernel where cuBLASLt won.
+  double d1 = 0, db_ = 0, d_min = 1e9;
+  int nd = 0, lt_deployed = 0;
   // The summary so far, every 10 rows: a run the device's time limit cuts off still says where it stood.
   auto running = [&] {
     std::printf("  so far: %d shapes, geomean x lt1 %.3f, x best %.3f, lowest %.3f, model/tuned %.3f\n", n1,
@@ -118,9 +124,21 @@ int main(int argc, char** argv) {
     double t = r.cutlass_best ? r.cutlass_best->time_us : NAN;
     double l1 = r.lt_top1 ? r.lt_top1->time_us : NAN, lb = r.lt_best ? r.lt_best->time_us : NAN;
     double am = r.analytic ? r.analytic->time_us : NAN;
-    std::printf("%-5s %-14s %6lld %6lld %6lld  %-62s %9.2f %9.2f %9.2f %7.3f %7.3f %7.3f\n", p.dtype.c_str(),
+    double dt = NAN;
+    bool dep_lt = false;
+    for (const Measurement& m : db.measurements(env, r.workload))  // fastest first
+      if (m.status == Status::ok && deployable_kernel(m)) {
+        dt = m.time_us, dep_lt = !!parse_lt_candidate(m.kernel);
+        break;
+      }
+    std::printf("%-5s %-14s %6lld %6lld %6lld  %-62s %9.2f %9.2f %9.2f %7.3f %7.3f %7.3f %9.2f %7.3f%s\n", p.dtype.c_str(),
                 p.epilogue.c_str(), (long long)r.task.m, (long long)p.n, (long long)p.k,
-                r.cutlass_best ? r.cutlass_best->kernel.c_str() : "none correct", t, l1, lb, l1 / t, lb / t, am / t);
+                r.cutlass_best ? r.cutlass_best->kernel.c_str() : "none correct", t, l1, lb, l1 / t, lb / t, am / t, dt,
+                l1 / dt, dep_lt ? " cuBLASLt" : "");
+    if (std::isfinite(l1 / dt) && std::isfinite(lb / dt)) {
+      d1 += std::log(l1 / dt), db_ += std::log(lb / dt), ++nd, lt_deployed += dep_lt;
+      d_min = std::min({d_min, l1 / dt, lb / dt});
+    }
     std::fflush(stdout);
     if (std::isfinite(l1 / t)) s1 += std::log(l1 / t), ++n1, min_ratio = std::min(min_ratio, l1 / t);
     if (std::isfinite(lb / t)) sb += std::log(lb / t), ++nb, min_ratio = std::min(min_ratio, lb / t);
@@ -147,6 +165,9 @@ int main(int argc, char** argv) {
   std::printf("geomean speedup over best of 16 cuBLASLt algos: %.3f (target >= 1.03)\n", nb ? std::exp(sb / nb) : NAN);
   std::printf("lowest per-shape speedup:                       %.3f (target >= 0.95)\n", min_ratio);
   std::printf("geomean untuned (analytic) / tuned time:        %.3f (target <= 1.15)\n", nm ? std::exp(sm / nm) : NAN);
+  std::printf("\ndeployed (CUTLASS, or the cuBLASLt algorithm where it won: %d of %d shapes):\n", lt_deployed, nd);
+  std::printf("  geomean over cuBLASLt top-1 %.3f, over its best %.3f, lowest %.3f\n", nd ? std::exp(d1 / nd) : NAN,
+              nd ? std::exp(db_ / nd) : NAN, d_min);
   std::printf("\ncompile %.1f s (%d kernels), timing %.1f s\n", stats.compile_s, stats.compiled, stats.timing_s);
   return 0;
 }
