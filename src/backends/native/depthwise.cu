@@ -1,8 +1,9 @@
 // Depthwise 2-D convolution (group = channels, one filter per channel: MobileNet's 3x3 convs) on
 // NHWC activations, the layout conv regions run in; and grouped convolution in general (several
-// channels per group, ResNeXt's 3x3s) by a plain kernel. Where C is a multiple of a 16-byte vector (and
-// pointers aligned): one thread per (output pixel, channel vector), 32-bit index math; otherwise
-// one thread per output element, channels fastest so a warp reads consecutive channels. Tests: tests/gpu/native_kernels_test.cpp
+// channels per group, ResNeXt's 3x3s) by a plain kernel. Depthwise where C is a multiple of a 16-byte
+// vector (and pointers aligned): one thread per (output pixel, channel vector), 32-bit index math;
+// every other case on the grouped kernel: one thread per output element, channels fastest so a warp
+// reads consecutive channels. Tests: tests/gpu/native_kernels_test.cpp
 // (Depthwise_*) against the reference executor's grouped Conv; passed on the H200, 2026-12-02.
 #include "backends/native/common.cuh"
 
@@ -22,34 +23,12 @@ struct DwParams {
 
 __device__ __forceinline__ float activate(float v, const DwParams& a) { return a.clamp ? fminf(fmaxf(v, a.lo), a.hi) : v; }
 
-template <class T>
-__global__ void __launch_bounds__(256) depthwise_kernel(const DwParams a) {
-  detail::pdl_enter();
-  const long long total = a.n * a.p * a.q * a.c;
-  for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
-       i += static_cast<long long>(gridDim.x) * blockDim.x) {
-    const long long ch = i % a.c, oq = (i / a.c) % a.q, op = (i / (a.c * a.q)) % a.p, b = i / (a.c * a.q * a.p);
-    const T* x = static_cast<const T*>(a.x);
-    const T* w = static_cast<const T*>(a.w);
-    float acc = a.bias ? to_float(static_cast<const T*>(a.bias)[ch]) : 0.f;
-    for (long long r = 0; r < a.r; ++r) {
-      const long long ih = op * a.stride_h - a.pad_h + r * a.dil_h;
-      if (ih < 0 || ih >= a.h) continue;
-      for (long long s = 0; s < a.s; ++s) {
-        const long long iw = oq * a.stride_w - a.pad_w + s * a.dil_w;
-        if (iw < 0 || iw >= a.w_) continue;
-        acc += to_float(x[((b * a.h + ih) * a.w_ + iw) * a.c + ch]) * to_float(w[(r * a.s + s) * a.c + ch]);
-      }
-    }
-    static_cast<T*>(a.y)[i] = from_float<T>(activate(acc, a));
-  }
-}
-
-// The same with 16-byte channel vectors (8 halves or 4 floats) and 32-bit index math: one thread per
+// Depthwise with 16-byte channel vectors (8 halves or 4 floats) and 32-bit index math: one thread per
 // (output pixel, channel vector), taps unrolled by the compiler for the common 3x3, the filter row of
 // each tap one vector load. For C a multiple of the vector, 16-byte aligned pointers and fewer than
-// 2^31 elements in X and Y (depthwise_conv2d checks). The scalar kernel above spent its time in 64-bit
-// divisions: MobileNetV2's [32,56,56,144] 3x3 took 490 us on the H200, ~40x its bandwidth time.
+// 2^31 elements in X and Y (depthwise_conv2d checks); other depthwise convs run on grouped_kernel
+// below with K = groups = C. A scalar kernel spent its time in 64-bit divisions: MobileNetV2's
+// [32,56,56,144] 3x3 took 490 us on the H200, ~40x its bandwidth time.
 template <class T, int kV>
 __global__ void __launch_bounds__(256) depthwise_vec_kernel(const DwParams a) {
   detail::pdl_enter();
@@ -139,15 +118,9 @@ cudaError_t launch_grouped(const GroupParams& p, int64_t total, cudaStream_t str
 }
 
 template <class T>
-cudaError_t launch(const DwParams& p, int64_t total, bool vec, cudaStream_t stream) {
+cudaError_t launch_vec(const DwParams& p, int64_t total, cudaStream_t stream) {
   constexpr int kV = 16 / sizeof(T);
-  if (vec) {
-    const int64_t threads = total / kV;
-    SABRE_CUDA_TRY(detail::launch(depthwise_vec_kernel<T, kV>, blocks_for(threads, 256, 65535), 256, 0, stream, p));
-  } else {
-    const unsigned blocks = static_cast<unsigned>(std::min<long long>((total + 255) / 256, 65535));
-    SABRE_CUDA_TRY(detail::launch(depthwise_kernel<T>, blocks, 256, 0, stream, p));
-  }
+  SABRE_CUDA_TRY(detail::launch(depthwise_vec_kernel<T, kV>, blocks_for(total / kV, 256, 65535), 256, 0, stream, p));
   SABRE_LAUNCH_CHECK();
   return cudaSuccess;
 }
@@ -164,28 +137,20 @@ cudaError_t depthwise_conv2d(const DepthwiseArgs& a, cudaStream_t stream) {
   const bool grouped = a.k != 0 || a.groups != 0;
   if (grouped && !(a.k > 0 && a.groups > 0 && a.c % a.groups == 0 && a.k % a.groups == 0))
     return fail(cudaErrorInvalidValue, "depthwise_conv2d: grouped needs k and groups >= 1 dividing c and k");
-  if (grouped && !(a.groups == a.c && a.k == a.c)) {  // not depthwise: the general grouped kernel
-    const long long total = a.n * a.p * a.q * a.k;
-    if (total == 0) return cudaSuccess;
-    const GroupParams gp{p, a.k, a.groups};
-    switch (a.dtype) {
-      case DType::f16: return launch_grouped<half>(gp, total, stream);
-      case DType::bf16: return launch_grouped<bf16>(gp, total, stream);
-      case DType::f32: return launch_grouped<float>(gp, total, stream);
-      default: return fail(cudaErrorInvalidValue, "depthwise_conv2d: f16, bf16 or f32 only");
-    }
-  }
-  const long long total = a.n * a.p * a.q * a.c;
+  const long long k = grouped ? a.k : a.c, groups = grouped ? a.groups : a.c;
+  const long long total = a.n * a.p * a.q * k;
   if (total == 0) return cudaSuccess;
-  // The vector kernel: C a multiple of the 16-byte vector, aligned pointers, 32-bit element counts.
+  // Depthwise (K = groups = C) on the vector kernel where C is a multiple of the 16-byte vector, the
+  // pointers are aligned and element counts fit 32 bits; everything else on the general grouped kernel.
   const int64_t elem = a.dtype == DType::f32 ? 4 : 2, vlen = 16 / elem;
-  const bool vec = a.c % vlen == 0 && aligned16(a.x) && aligned16(a.w) && aligned16(a.y) &&
-                   (!a.bias || aligned16(a.bias)) && total < (int64_t(1) << 31) &&
+  const bool vec = k == a.c && groups == a.c && a.c % vlen == 0 && aligned16(a.x) && aligned16(a.w) &&
+                   aligned16(a.y) && (!a.bias || aligned16(a.bias)) && total < (int64_t(1) << 31) &&
                    a.n * a.h * a.w_ * a.c < (int64_t(1) << 31) && a.r * a.s * a.c < (int64_t(1) << 31);
+  const GroupParams gp{p, k, groups};
   switch (a.dtype) {
-    case DType::f16: return launch<half>(p, total, vec, stream);
-    case DType::bf16: return launch<bf16>(p, total, vec, stream);
-    case DType::f32: return launch<float>(p, total, vec, stream);
+    case DType::f16: return vec ? launch_vec<half>(p, total, stream) : launch_grouped<half>(gp, total, stream);
+    case DType::bf16: return vec ? launch_vec<bf16>(p, total, stream) : launch_grouped<bf16>(gp, total, stream);
+    case DType::f32: return vec ? launch_vec<float>(p, total, stream) : launch_grouped<float>(gp, total, stream);
     default: return fail(cudaErrorInvalidValue, "depthwise_conv2d: f16, bf16 or f32 only");
   }
 }
