@@ -1,6 +1,8 @@
 // sabre kernels: list the kernel catalog, emit one kernel's CUDA C++, build kernels into .so files.
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
+#include <chrono>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -31,7 +33,7 @@ const char* kUsage =
     "sm80_conv_fprop_optimized_nhwc_f16_f16_f32_128x128x32_w64x64x32_s3_a8_bias_relu,\n"
     "sm90_conv_fprop_nhwc_f16_f16_f32_128x128x64_c1x1_a8_bias_relu (CUTLASS's non-persistent kernel) or\n"
     "sm90_conv_fprop_pingpong_nhwc_f16_f16_f32_128x64x64_c1x1_a8_bias_relu (persistent: pingpong, coop).\n"
-    "emit also takes the cuBLASLt kernels a tuned artifact may deploy (a plan's kernel names), e.g.\n"
+    "emit and build also take the cuBLASLt kernels a tuned artifact may deploy (a plan's kernel names), e.g.\n"
     "cublaslt_tn_f16_f16_f32_bias_res_algo66_t20_s8_k1_r0_w0_o0_i0_c0 (docs/KERNELS.md).\n";
 
 // Every catalog kernel for target_sm with epilogue `epi`, filtered.
@@ -220,6 +222,27 @@ int cmd_emit(const std::vector<std::string>& args) {
   return write_source(cb::emit_kernel(*spec, target_sm), out);
 }
 
+// A cuBLASLt kernel library (host code on cuBLASLt, lt_spec.h) into out/NAME.{cu,so,log}, as
+// sabre compile builds it (tune::lt_compile_job's flags).
+cb::CompileResult compile_lt(const cublaslt_backend::LtKernelSpec& lt, const std::string& out, const cb::NvccOptions& opts) {
+  cb::CompileResult r;
+  r.name = cublaslt_backend::lt_kernel_name(lt);
+  std::filesystem::create_directories(out);
+  r.source = out + "/" + r.name + ".cu";
+  r.library = out + "/" + r.name + ".so";
+  std::ofstream(r.source) << cublaslt_backend::emit_lt_kernel(lt);
+  std::vector<std::string> argv = {opts.nvcc.empty() ? cb::find_nvcc() : opts.nvcc, "-shared", "-Xcompiler", "-fPIC"};
+  for (const auto& f : cublaslt_backend::lt_kernel_flags()) argv.push_back(f);
+  argv.insert(argv.end(), {"-I" + (opts.sabre_include.empty() ? cb::sabre_include_dir() : opts.sabre_include), r.source,
+                           "-o", r.library});
+  for (const auto& a : argv) r.command += (r.command.empty() ? "" : " ") + a;
+  const auto t0 = std::chrono::steady_clock::now();
+  r.ok = cb::run_process(argv, r.log) == 0 && std::filesystem::exists(r.library);
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::ofstream(out + "/" + r.name + ".log") << r.log;
+  return r;
+}
+
 int cmd_build(const std::vector<std::string>& args) {
   std::vector<std::string> names;
   std::string out;
@@ -246,7 +269,16 @@ int cmd_build(const std::vector<std::string>& args) {
   std::vector<cb::KernelSpec> specs;
   std::vector<cb::ConvSpec> convs;
   std::vector<cb::Sm90ConvSpec> convs90;
+  std::vector<cublaslt_backend::LtKernelSpec> lts;
   for (const auto& n : names) {
+    if (auto lt = cublaslt_backend::parse_lt_kernel_name(n)) {
+      if (auto why = cublaslt_backend::unsupported_reason(lt->spec)) {
+        std::fprintf(stderr, "sabre kernels build: cuBLASLt cannot compute %s: %s\n", n.c_str(), why->c_str());
+        return kExitError;
+      }
+      lts.push_back(*lt);
+      continue;
+    }
     if (cb::is_sm90_conv_kernel_name(n)) {
       auto c = cb::parse_sm90_conv_kernel_name(n);
       if (!c) {
@@ -284,6 +316,7 @@ int cmd_build(const std::vector<std::string>& args) {
   auto results = cb::compile_kernels(specs, out, opts, jobs);
   for (auto& r : cb::compile_conv_kernels(convs, out, opts, jobs)) results.push_back(std::move(r));
   for (auto& r : cb::compile_sm90_conv_kernels(convs90, out, opts, jobs)) results.push_back(std::move(r));
+  for (const auto& lt : lts) results.push_back(compile_lt(lt, out, opts));
   int failed = 0;
   for (const auto& r : results) {
     std::printf("%-4s %6.1fs %s\n", r.ok ? "ok" : "FAIL", r.seconds, r.name.c_str());
