@@ -81,15 +81,16 @@ std::vector<std::vector<Candidate>> cutlass_candidates(const std::vector<TuneTas
 // The cuBLASLt candidates of a problem: "cublaslt_tn_f16_f16_f32_bias#algo0" ...; none when
 // cuBLASLt cannot compute the epilogue (gelu_erf, silu, ...).
 std::vector<std::string> lt_candidates(const GemmProblem& p, int count);
+// How a cuBLASLt measurement's detail names the kernel its algorithm deploys as ("deploy NAME").
+inline constexpr const char* kDeployPrefix = "deploy ";
 // What a measured candidate deploys as: a CUTLASS kernel's own name; for a cuBLASLt candidate the
 // kernel its measurement's detail names after kDeployPrefix (lt_spec.h: the timed algorithm fixed by
 // its configuration). Nullopt when there is none (a DB row from before cuBLASLt kernels could be
 // deployed, or an algorithm cuBLASLt could not rebuild from its configuration).
-inline constexpr const char* kDeployPrefix = "deploy ";
+std::optional<std::string> deployable_kernel(const Measurement& m);
 // Whether the tuner must (still) measure `kernel` on `workload`: no row yet, or a cuBLASLt row that
 // predates deployable algorithms (ok, without a detail).
 bool needs_measuring(const TuningDb& db, const Environment& env, const std::string& workload, const std::string& kernel);
-std::optional<std::string> deployable_kernel(const Measurement& m);
 // "cublaslt_...#algo3" -> {"cublaslt_...", 3}; nullopt for a CUTLASS name.
 std::optional<std::pair<std::string, int>> parse_lt_candidate(const std::string& kernel);
 

@@ -39,6 +39,7 @@
 #include "backends/cutlass/nvcc.h"
 #include "ir/dtype.h"
 #include "sabre/kernel_abi.h"
+#include "tune/profiler.h"
 
 namespace cb = sabre::cutlass_backend;
 namespace lt = sabre::cublaslt_backend;
@@ -242,20 +243,21 @@ void child_run(const Candidate& c, const std::string& lib, const std::vector<con
       emit("* ERROR 0 no rebuildable cuBLASLt algorithm at " + std::string(s0.label) + ": " + g.last_error());
       return;
     }
-    const lt::LtKernelSpec ks{spec, *cfg};
-    registered = lt::lt_kernel_name(ks);
+    // Emitted and built as sabre compile builds it: tune::lt_compile_job's source and flags.
+    const sabre::tune::CompileJob job = sabre::tune::lt_compile_job({spec, *cfg});
+    registered = job.name;
     const fs::path dir = fs::path(lib).parent_path();
-    const std::string src = (dir / (registered + ".cpp")).string();
+    const std::string src = (dir / (registered + ".cu")).string();
     library = (dir / (registered + ".so")).string();
     std::error_code ec;
     fs::create_directories(dir, ec);
-    if (!(std::ofstream(src) << lt::emit_lt_kernel(ks))) {
+    if (!(std::ofstream(src) << job.source)) {
       emit("* ERROR 0 cannot write " + src);
       return;
     }
     std::vector<std::string> cmd = {cb::find_nvcc(), "-shared", "-Xcompiler", "-fPIC"};
-    for (const auto& f : lt::lt_kernel_flags()) cmd.push_back(f);
-    cmd.insert(cmd.end(), {"-I" + cb::sabre_include_dir(), "-x", "cu", src, "-o", library});
+    cmd.insert(cmd.end(), job.flags.begin(), job.flags.end());
+    cmd.insert(cmd.end(), {src, "-o", library});
     std::string log;
     if (cb::run_process(cmd, log) != 0) {
       for (auto& ch : log) if (ch == '\n') ch = ' ';

@@ -1,8 +1,8 @@
 // sabre kernels: list the kernel catalog, emit one kernel's CUDA C++, build kernels into .so files.
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
-#include <chrono>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -15,6 +15,7 @@
 #include "backends/cutlass/emitter.h"
 #include "backends/cutlass/kernel_spec.h"
 #include "backends/cutlass/nvcc.h"
+#include "tune/profiler.h"
 #include "cli_util.h"
 #include "command.h"
 
@@ -222,19 +223,19 @@ int cmd_emit(const std::vector<std::string>& args) {
   return write_source(cb::emit_kernel(*spec, target_sm), out);
 }
 
-// A cuBLASLt kernel library (host code on cuBLASLt, lt_spec.h) into out/NAME.{cu,so,log}, as
-// sabre compile builds it (tune::lt_compile_job's flags).
+// A cuBLASLt kernel library (host code on cuBLASLt, lt_spec.h) into out/NAME.{cu,so,log}: the source
+// and flags of tune::lt_compile_job, which sabre compile builds through its cache.
 cb::CompileResult compile_lt(const cublaslt_backend::LtKernelSpec& lt, const std::string& out, const cb::NvccOptions& opts) {
+  const tune::CompileJob job = tune::lt_compile_job(lt);
   cb::CompileResult r;
-  r.name = cublaslt_backend::lt_kernel_name(lt);
+  r.name = job.name;
   std::filesystem::create_directories(out);
   r.source = out + "/" + r.name + ".cu";
   r.library = out + "/" + r.name + ".so";
-  std::ofstream(r.source) << cublaslt_backend::emit_lt_kernel(lt);
+  std::ofstream(r.source) << job.source;
   std::vector<std::string> argv = {opts.nvcc.empty() ? cb::find_nvcc() : opts.nvcc, "-shared", "-Xcompiler", "-fPIC"};
-  for (const auto& f : cublaslt_backend::lt_kernel_flags()) argv.push_back(f);
-  argv.insert(argv.end(), {"-I" + (opts.sabre_include.empty() ? cb::sabre_include_dir() : opts.sabre_include), r.source,
-                           "-o", r.library});
+  argv.insert(argv.end(), job.flags.begin(), job.flags.end());
+  argv.insert(argv.end(), {r.source, "-o", r.library});
   for (const auto& a : argv) r.command += (r.command.empty() ? "" : " ") + a;
   const auto t0 = std::chrono::steady_clock::now();
   r.ok = cb::run_process(argv, r.log) == 0 && std::filesystem::exists(r.library);
