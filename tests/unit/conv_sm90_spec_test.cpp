@@ -222,24 +222,28 @@ TEST(ConvSm90Emitter, TextSpellsEachEpilogueForm) {
     std::vector<std::string> want, not_want;
   };
   const std::vector<Form> forms = {
+      // No residual: an EVT tree without LinComb's beta*C term (an FMA a value where the epilogue shows).
       {{cb::Act::relu, true, cb::Residual::none},
-       {"LinCombPerColBiasEltAct<\n    cutlass::epilogue::thread::ReLu", "using ElementC = void;",
-        "args.epilogue.thread.bias_ptr", "args.epilogue.thread.beta = 0.0f;", "{{}, nullptr, sc,"},
-       {"Sm90EVT", "p->beta", "static_cast<const Element*>(p->residual)"}},
+       {"using FusionOp = Sm90EVT<Sm90Compute<cutlass::epilogue::thread::ReLu, Element, ElementCompute",
+        "Sm90RowBroadcast<0, TileShape, Element, ElementCompute", "using ElementC = void;", "{{}, nullptr, sc,",
+        "args.epilogue.thread = {{{{p->alpha}, {nullptr}, {}}, {}, {static_cast<const Element*>(p->bias), Element(0), {}}, {}}, {}};"},
+       {"LinComb", "p->beta", "static_cast<const Element*>(p->residual)"}},
       {{cb::Act::silu, false, cb::Residual::none},
-       {"LinCombEltAct<\n    cutlass::epilogue::thread::SiLu", "using ElementC = void;"},
-       {"bias_ptr", "Sm90EVT", "LinCombPerColBiasEltAct"}},
+       {"using FusionOp = Sm90EVT<Sm90Compute<cutlass::epilogue::thread::SiLu, Element,",
+        "Sm90Compute<cutlass::multiplies, ElementCompute, ElementCompute", "using ElementC = void;"},
+       {"static_cast<const Element*>(p->bias)", "Sm90RowBroadcast", "LinComb"}},
       {{cb::Act::none, false, cb::Residual::none},
-       {"LinCombEltAct<\n    cutlass::epilogue::thread::Identity"},
-       {"bias_ptr", "Sm90EVT"}},
-      // relu6 (MobileNetV2's Clip(0, 6)): the functor the kernel defines, the same fusion op.
+       {"Sm90Compute<cutlass::multiplies, Element, ElementCompute", "using FusionOp = Linear;",
+        "args.epilogue.thread = {{{p->alpha}, {nullptr}, {}}, {}, {}};"},
+       {"static_cast<const Element*>(p->bias)", "LinComb", "thread::Identity"}},
+      // relu6 (MobileNetV2's Clip(0, 6)): the functor the kernel defines, the same tree.
       {{cb::Act::relu6, true, cb::Residual::none},
        {"struct SabreReLu6 {", "struct SabreReLu6<cutlass::Array<T, N>> {",
-        "LinCombPerColBiasEltAct<\n    SabreReLu6, Element,", "args.epilogue.thread.bias_ptr"},
-       {"Sm90EVT", "cutlass::epilogue::thread::ReLu"}},
+        "using FusionOp = Sm90EVT<Sm90Compute<SabreReLu6, Element,", "Sm90RowBroadcast<"},
+       {"LinComb", "cutlass::epilogue::thread::ReLu"}},
       {{cb::Act::relu6, false, cb::Residual::none},
-       {"struct SabreReLu6 {", "LinCombEltAct<\n    SabreReLu6, Element,"},
-       {"bias_ptr", "Sm90EVT"}},
+       {"struct SabreReLu6 {", "using FusionOp = Sm90EVT<Sm90Compute<SabreReLu6, Element,"},
+       {"static_cast<const Element*>(p->bias)", "Sm90RowBroadcast", "LinComb"}},
       // Residual before the activation: the fusion op's source term, C = R.
       {{cb::Act::relu, true, cb::Residual::before_act},
        {"LinCombPerColBiasEltAct<\n    cutlass::epilogue::thread::ReLu", "using ElementC = Element;",

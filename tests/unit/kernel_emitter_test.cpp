@@ -21,9 +21,15 @@ bool has(const std::string& text, const std::string& what) { return text.find(wh
 
 }  // namespace
 
-TEST(Emitter, Sm90PlainEpiloguesUseFusionOps) {
+// Without a source term (no residual) the epilogue is an EVT tree act(alpha*acc + bias): LinComb*'s
+// beta*C would cost an FMA a value for C = 0. With the residual before the activation, LinComb*.
+TEST(Emitter, Sm90EpiloguesWithoutASourceAreEvtTrees) {
   auto t = cb::emit_kernel(first(cb::Family::sm90, cb::Elem::f16, {cb::Act::gelu_erf, true, cb::Residual::none}));
-  EXPECT_TRUE(has(t, "LinCombPerColBiasEltAct<\n    SabreGeluErf,"));
+  EXPECT_TRUE(has(t, "using FusionOp = Sm90EVT<Sm90Compute<SabreGeluErf, ElementD, ElementCompute, kRound>, Linear>;"));
+  EXPECT_TRUE(has(t, "Sm90RowBroadcast<0, TileShape, ElementD, ElementCompute"));
+  EXPECT_TRUE(has(t, "args.epilogue.thread = {{{{p->alpha}, {nullptr}, {}}, {}, {static_cast<const ElementD*>(p->bias), ElementD(0), {}}, {}}, {}};"));
+  EXPECT_FALSE(has(t, "LinComb"));
+  EXPECT_FALSE(has(t, "p->beta"));
   EXPECT_TRUE(has(t, "using ElementC = void;"));
   EXPECT_TRUE(has(t, "KernelTmaWarpSpecializedCooperative"));
   EXPECT_TRUE(has(t, "#if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)"));
@@ -33,8 +39,15 @@ TEST(Emitter, Sm90PlainEpiloguesUseFusionOps) {
   for (const char* fn : {"_can_implement(", "_workspace_size(", "_run(", "_last_error("}) EXPECT_TRUE(has(t, n + fn)) << fn;
 
   t = cb::emit_kernel(first(cb::Family::sm90, cb::Elem::bf16, {cb::Act::silu, false, cb::Residual::none}));
-  EXPECT_TRUE(has(t, "LinCombEltAct<\n    cutlass::epilogue::thread::SiLu,"));
+  EXPECT_TRUE(has(t, "using FusionOp = Sm90EVT<Sm90Compute<cutlass::epilogue::thread::SiLu, ElementD,"));
+  EXPECT_TRUE(has(t, "Sm90Compute<cutlass::multiplies, ElementCompute, ElementCompute, kRound>"));
+  EXPECT_TRUE(has(t, "args.epilogue.thread = {{{{p->alpha}, {nullptr}, {}}, {}, {}}, {}};"));
+  EXPECT_FALSE(has(t, "Sm90RowBroadcast"));
   EXPECT_TRUE(has(t, "cutlass::bfloat16_t"));
+  t = cb::emit_kernel(first(cb::Family::sm90, cb::Elem::f16, {cb::Act::none, true, cb::Residual::none}));
+  EXPECT_TRUE(has(t, "Sm90Compute<cutlass::homogeneous_multiply_add, ElementD, ElementCompute, kRound>"));
+  EXPECT_TRUE(has(t, "using FusionOp = Linear;"));
+  EXPECT_FALSE(has(t, "thread::Identity"));
   t = cb::emit_kernel(first(cb::Family::sm90, cb::Elem::f16, {cb::Act::relu, true, cb::Residual::before_act}));
   EXPECT_TRUE(has(t, "LinCombPerColBiasEltAct<\n    cutlass::epilogue::thread::ReLu,"));
   EXPECT_TRUE(has(t, "using ElementC = ElementD;"));
@@ -144,8 +157,9 @@ void expect_functor_defined_in_every_epilogue_form(cb::Act act, const std::strin
     cb::EpilogueSpec epi;
     std::string use;
   } forms[] = {
-      {cb::Family::sm90, cb::Elem::f16, {act, true, cb::Residual::none}, "LinCombPerColBiasEltAct<\n    " + f + ","},
-      {cb::Family::sm90, cb::Elem::bf16, {act, false, cb::Residual::none}, "LinCombEltAct<\n    " + f + ","},
+      {cb::Family::sm90, cb::Elem::f16, {act, true, cb::Residual::none}, "Sm90EVT<Sm90Compute<" + f + ", ElementD,"},
+      {cb::Family::sm90, cb::Elem::bf16, {act, false, cb::Residual::none}, "Sm90EVT<Sm90Compute<" + f + ", ElementD,"},
+      {cb::Family::sm90, cb::Elem::f16, {act, true, cb::Residual::before_act}, "LinCombPerColBiasEltAct<\n    " + f + ","},
       {cb::Family::sm90, cb::Elem::f16, {act, true, cb::Residual::after_act}, "Sm90EVT<Sm90Compute<" + f + ", ElementCompute"},
       {cb::Family::sm80, cb::Elem::f16, {act, true, cb::Residual::none}, "LinearCombinationGeneric<\n    " + f + ","},
       {cb::Family::sm80, cb::Elem::bf16, {act, true, cb::Residual::before_act},
@@ -189,7 +203,9 @@ TEST(Emitter, GeluErfIsAFunctorTheKernelDefines) {
   EXPECT_EQ(t.find("namespace sabre_gelu {", math + 1), std::string::npos) << "pasted once";
   EXPECT_FALSE(has(t, "#pragma once"));
   EXPECT_FALSE(has(t, "cutlass::epilogue::thread::GELU"));
-  EXPECT_TRUE(has(t, "y[i] = T(sabre_gelu::gelu_erf(float(x[i])));"));
+  EXPECT_TRUE(has(t, "y[i] = T(sabre_gelu::gelu_erf16(float(x[i])));")) << "f16 results: the 16-bit form";
+  const std::string f32 = cb::emit_kernel(first(cb::Family::sm80, cb::Elem::f32, {cb::Act::gelu_erf, false, cb::Residual::none}));
+  EXPECT_TRUE(has(f32, "y[i] = T(sabre_gelu::gelu_erf(float(x[i])));")) << "f32 results: the f32-accurate form";
   EXPECT_TRUE(has(t, "asm(\"ex2.approx.ftz.f32 %0, %1;\""));
   EXPECT_TRUE(has(t, "// D = gelu(alpha*acc)"));
   for (cb::Family f : {cb::Family::sm90, cb::Family::sm80})

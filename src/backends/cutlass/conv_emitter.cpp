@@ -117,7 +117,7 @@ std::string device_types(const ConvSpec& s) {
   o += std::string("constexpr auto kIterator = cutlass::conv::IteratorAlgorithm::") + iterator_text(c.iter);
   o += "constexpr auto kStrides = cutlass::conv::StrideSupport::kStrided;  // any stride, not only 1\n\n";
   const std::string act = detail::cutlass_act(e.act);
-  o += detail::act_functor_definitions(e.act);
+  o += detail::act_functor_definitions(e.act, s.elem);
   o += "// " + detail::conv_algebra(e) + "\n";
   if (c.split_mode == ConvSplitK::parallel) {
     o += parallel_split_k_types(s, act);

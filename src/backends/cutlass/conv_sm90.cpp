@@ -61,37 +61,12 @@ constexpr Row kRows[] = {
 // ---- emitted text ----------------------------------------------------------------------------
 
 // The fusion op (or EVT tree) of `e`, with its comments; the same text for every schedule.
-std::string fusion_op(const EpilogueSpec& e) {
-  const bool has_c = e.residual != Residual::none;
+std::string fusion_op(const EpilogueSpec& e, Elem elem) {
   std::string o;
-  const std::string act = detail::cutlass_act(e.act);
-  o += detail::act_functor_definitions(e.act);
+  o += detail::act_functor_definitions(e.act, elem);
   o += "// " + detail::conv_algebra(e) + "\n";
   o += "// The output channel k is the GEMM column (N): bias[k] is a per-column (row-broadcast) vector.\n";
-  if (e.residual == Residual::after_act) {
-    o += "// The residual comes after the activation, which no predefined fusion op does: an EVT tree.\n";
-    o += "using namespace cutlass::epilogue::fusion;\n";
-    o += "using ScalarArg = Sm90ScalarBroadcast<ElementCompute, Stride<_0, _0, int64_t>>;\n";
-    if (e.bias) {
-      o += "using Linear = Sm90EVT<Sm90Compute<cutlass::homogeneous_multiply_add, ElementCompute, ElementCompute, kRound>,\n"
-           "                       ScalarArg, Sm90AccFetch,\n"
-           "                       Sm90RowBroadcast<0, TileShape, Element, ElementCompute, Stride<_0, _1, int64_t>, kAlign>>;  // alpha*acc + bias[k]\n";
-    } else {
-      o += "using Linear = Sm90EVT<Sm90Compute<cutlass::multiplies, ElementCompute, ElementCompute, kRound>,\n"
-           "                       ScalarArg, Sm90AccFetch>;  // alpha*acc\n";
-    }
-    o += "using Activated = Sm90EVT<Sm90Compute<" + act + ", ElementCompute, ElementCompute, kRound>, Linear>;\n";
-    o += "using FusionOp = Sm90EVT<Sm90Compute<cutlass::homogeneous_multiply_add, Element, ElementCompute, kRound>,\n"
-         "                         ScalarArg, Sm90SrcFetch<Element>, Activated>;  // beta*R + act(...)\n\n";
-  } else if (e.bias) {
-    if (has_c) o += "// The residual before the activation is the fusion op's source term: C = R, scaled by beta.\n";
-    o += "using FusionOp = cutlass::epilogue::fusion::LinCombPerColBiasEltAct<\n    " + act +
-         ", Element, ElementCompute, Element, Element, ElementCompute, kAlign, kRound>;\n\n";
-  } else {
-    if (has_c) o += "// The residual before the activation is the fusion op's source term: C = R, scaled by beta.\n";
-    o += "using FusionOp = cutlass::epilogue::fusion::LinCombEltAct<\n    " + act +
-         ", Element, ElementCompute, Element, ElementCompute, kRound>;\n\n";
-  }
+  o += detail::sm90_fusion_op(e, "Element", "bias[k]");
   return o;
 }
 
@@ -125,7 +100,7 @@ std::string ws_device_types(const Sm90ConvSpec& s) {
   o += "using KernelSchedule = cutlass::conv::KernelImplicitTmaWarpSpecializedSm90;\n";
   o += "using EpilogueSchedule = cutlass::epilogue::TmaWarpSpecialized;\n";
   o += "constexpr auto kRound = cutlass::FloatRoundStyle::round_to_nearest;\n\n";
-  o += fusion_op(e);
+  o += fusion_op(e, s.elem);
   o += "using CollectiveEpilogue = typename cutlass::epilogue::collective::CollectiveBuilder<\n"
        "    cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, TileShape, ClusterShape,\n"
        "    cutlass::epilogue::collective::EpilogueTileAuto, ElementAccumulator, ElementCompute,\n"
@@ -175,7 +150,7 @@ std::string persistent_device_types(const Sm90ConvSpec& s) {
     o += "constexpr int kMmaWarpGroups = 1;  // per tile\n";
   }
   o += "constexpr auto kRound = cutlass::FloatRoundStyle::round_to_nearest;\n\n";
-  o += fusion_op(e);
+  o += fusion_op(e, s.elem);
   o += "using CollectiveEpilogue = typename cutlass::epilogue::collective::CollectiveBuilder<\n"
        "    cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, TileShape, ClusterShape,\n"
        "    cutlass::epilogue::collective::EpilogueTileAuto, ElementAccumulator, ElementCompute,\n"

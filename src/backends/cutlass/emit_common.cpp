@@ -36,10 +36,14 @@ namespace {
 
 // CUTLASS's GELU calls erff: about twice the instructions of gelu_erf.h's form, which made the
 // bias+gelu epilogue of BERT's FFN1 GEMM ALU-bound (H200: 55 us against 30 us for bias alone).
-std::string gelu_erf_functor() {
+// Kernels whose results are f16 or bf16 call gelu_erf16, three FMAs fewer, accurate to their rounding.
+std::string gelu_erf_functor(Elem out) {
+  const std::string fn = out == Elem::f32 ? "gelu_erf" : "gelu_erf16";
   std::string o = kGeluErfText;
-  o += "// gelu(x) = x*Phi(x): ONNX Gelu(approximate=\"none\"), through sabre_gelu::gelu_erf above in f32 (the\n"
-       "// epilogues' ElementCompute; half and bfloat16 convert). kIsHeavy as CUTLASS's GELU has it, though no\n"
+  o += "// gelu(x) = x*Phi(x): ONNX Gelu(approximate=\"none\"), through sabre_gelu::" + fn + " above in f32 (the\n"
+       "// epilogues' ElementCompute; half and bfloat16 convert)" +
+       (out == Elem::f32 ? std::string(".") : std::string(", the form for results rounded to 16 bits.")) +
+       " kIsHeavy as CUTLASS's GELU has it, though no\n"
        "// epilogue sabre emits reads it (sm80's LinearCombinationGeneric takes IsHeavy as a template argument,\n"
        "// the residual block is always heavy, sm90's fusion ops ignore it), so nvcc's unused-member warning\n"
        "// 177 is off around the two.\n";
@@ -47,7 +51,7 @@ std::string gelu_erf_functor() {
   o += "template <typename T>\n"
        "struct SabreGeluErf {\n"
        "  static constexpr bool kIsHeavy = true;\n"
-       "  CUTLASS_HOST_DEVICE T operator()(T const& x) const { return T(sabre_gelu::gelu_erf(float(x))); }\n"
+       "  CUTLASS_HOST_DEVICE T operator()(T const& x) const { return T(sabre_gelu::" + fn + "(float(x))); }\n"
        "};\n"
        "template <typename T, int N>\n"
        "struct SabreGeluErf<cutlass::Array<T, N>> {\n"
@@ -55,7 +59,7 @@ std::string gelu_erf_functor() {
        "  CUTLASS_HOST_DEVICE cutlass::Array<T, N> operator()(cutlass::Array<T, N> const& x) const {\n"
        "    cutlass::Array<T, N> y;\n"
        "    CUTLASS_PRAGMA_UNROLL\n"
-       "    for (int i = 0; i < N; ++i) y[i] = T(sabre_gelu::gelu_erf(float(x[i])));\n"
+       "    for (int i = 0; i < N; ++i) y[i] = T(sabre_gelu::" + fn + "(float(x[i])));\n"
        "    return y;\n"
        "  }\n"
        "};\n"
@@ -65,8 +69,8 @@ std::string gelu_erf_functor() {
 
 }  // namespace
 
-std::string act_functor_definitions(Act a) {
-  if (a == Act::gelu_erf) return gelu_erf_functor();
+std::string act_functor_definitions(Act a, Elem out) {
+  if (a == Act::gelu_erf) return gelu_erf_functor(out);
   if (a != Act::relu6) return "";
   // CUTLASS's Clamp takes its bounds as run-time Arguments, which LinearCombinationGeneric and the
   // sm90 fusion ops pass but LinearCombinationResidualBlock does not (it would clamp to the type's
@@ -135,24 +139,71 @@ std::string pdl_switch() {
          "  return on;\n}\n\n";
 }
 
+std::string sm90_fusion_op(const EpilogueSpec& e, const std::string& elem, const std::string& bias_note) {
+  const std::string act = cutlass_act(e.act);
+  std::string o;
+  if (e.residual == Residual::before_act) {
+    o += "// The residual before the activation is the fusion op's source term: C = R, scaled by beta.\n";
+    if (e.bias)
+      o += "using FusionOp = cutlass::epilogue::fusion::LinCombPerColBiasEltAct<\n    " + act + ", " + elem +
+           ", ElementCompute, " + elem + ", " + elem + ", ElementCompute, kAlign, kRound>;\n\n";
+    else
+      o += "using FusionOp = cutlass::epilogue::fusion::LinCombEltAct<\n    " + act + ", " + elem + ", ElementCompute, " +
+           elem + ", ElementCompute, kRound>;\n\n";
+    return o;
+  }
+  // Without a source term, an EVT tree: LinComb*'s beta*C would cost an FMA a value (0*beta, kept
+  // for IEEE's sake), which the H200 measured where the epilogue is not hidden (4096x3072x768
+  // bias+gelu: 35.6 us against 36.4; bench/results/gelu_epilogue_h200_2026-12-03.txt).
+  const bool top_linear = e.residual == Residual::none && e.act == Act::none;
+  const std::string lin_out = top_linear ? elem : "ElementCompute";
+  o += std::string(e.residual == Residual::after_act
+                       ? "// The residual comes after the activation, which no predefined fusion op does: an EVT tree.\n"
+                       : "// No source term: an EVT tree of just the linear part and the activation.\n");
+  o += "using namespace cutlass::epilogue::fusion;\n";
+  o += "using ScalarArg = Sm90ScalarBroadcast<ElementCompute, Stride<_0, _0, int64_t>>;\n";
+  if (e.bias)
+    o += "using Linear = Sm90EVT<Sm90Compute<cutlass::homogeneous_multiply_add, " + lin_out + ", ElementCompute, kRound>,\n"
+         "                       ScalarArg, Sm90AccFetch,\n"
+         "                       Sm90RowBroadcast<0, TileShape, " + elem + ", ElementCompute, Stride<_0, _1, int64_t>, kAlign>>;  // alpha*acc + " + bias_note + "\n";
+  else
+    o += "using Linear = Sm90EVT<Sm90Compute<cutlass::multiplies, " + lin_out + ", ElementCompute, kRound>,\n"
+         "                       ScalarArg, Sm90AccFetch>;  // alpha*acc\n";
+  if (e.residual == Residual::after_act) {
+    o += "using Activated = Sm90EVT<Sm90Compute<" + act + ", ElementCompute, ElementCompute, kRound>, Linear>;\n";
+    o += "using FusionOp = Sm90EVT<Sm90Compute<cutlass::homogeneous_multiply_add, " + elem + ", ElementCompute, kRound>,\n"
+         "                         ScalarArg, Sm90SrcFetch<" + elem + ">, Activated>;  // beta*R + act(...)\n\n";
+  } else if (top_linear) {
+    o += "using FusionOp = Linear;\n\n";
+  } else {
+    o += "using FusionOp = Sm90EVT<Sm90Compute<" + act + ", " + elem + ", ElementCompute, kRound>, Linear>;\n\n";
+  }
+  return o;
+}
+
 std::string sm90_epilogue_arguments(const EpilogueSpec& e, const std::string& elem) {
   std::string o;
+  if (e.residual == Residual::before_act) {
+    o += "  args.epilogue.thread.alpha = p->alpha;\n";
+    o += "  args.epilogue.thread.beta = p->beta;\n";
+    if (e.bias) o += "  args.epilogue.thread.bias_ptr = static_cast<const " + elem + "*>(p->bias);\n";
+    return o;
+  }
+  // The tree's arguments in its order: a node's children first, then the node's own op ({}).
+  const std::string linear =
+      e.bias ? "{{{p->alpha}, {nullptr}, {}}, {}, {static_cast<const " + elem + "*>(p->bias), " + elem + "(0), {}}, {}}"
+             : "{{{p->alpha}, {nullptr}, {}}, {}, {}}";
+  o += "  // Tree arguments in the tree's order: children first, then the node's op.\n";
   if (e.residual == Residual::after_act) {
-    o += "  // Tree arguments in the tree's order: children first, then the node's op.\n";
     o += "  args.epilogue.thread = {\n";
     o += "      {{p->beta}, {nullptr}, {}},  // beta\n";
     o += "      {},                          // R\n";
-    o += "      {                            // act(...)\n";
-    if (e.bias)
-      o += "          {{{p->alpha}, {nullptr}, {}}, {}, {static_cast<const " + elem + "*>(p->bias), " + elem + "(0), {}}, {}},\n";
-    else
-      o += "          {{{p->alpha}, {nullptr}, {}}, {}, {}},\n";
-    o += "          {}},\n";
+    o += "      {" + linear + ", {}},  // act(alpha*acc ...)\n";
     o += "      {}};\n";
+  } else if (e.act == Act::none) {
+    o += "  args.epilogue.thread = " + linear + ";  // alpha*acc ...\n";
   } else {
-    o += "  args.epilogue.thread.alpha = p->alpha;\n";
-    o += e.residual != Residual::none ? "  args.epilogue.thread.beta = p->beta;\n" : "  args.epilogue.thread.beta = 0.0f;\n";
-    if (e.bias) o += "  args.epilogue.thread.bias_ptr = static_cast<const " + elem + "*>(p->bias);\n";
+    o += "  args.epilogue.thread = {" + linear + ", {}};  // act(alpha*acc ...)\n";
   }
   return o;
 }

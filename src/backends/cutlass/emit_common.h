@@ -19,9 +19,10 @@ std::string cutlass_elem(Elem e);
 std::string cutlass_act(Act a);
 // Definitions of the activation functors sabre supplies, to emit inside the generated source's
 // anonymous namespace ahead of the epilogue types: relu6 ("SabreReLu6", which CUTLASS lacks) and
-// gelu_erf ("SabreGeluErf", cheaper than CUTLASS's GELU; backends/gelu_erf.h); "" for CUTLASS's own,
-// so those kernels' sources (and cache keys) do not change.
-std::string act_functor_definitions(Act a);
+// gelu_erf ("SabreGeluErf", cheaper than CUTLASS's GELU; backends/gelu_erf.h, its gelu_erf16 form
+// where the results `out` are f16 or bf16); "" for CUTLASS's own, so those kernels' sources (and
+// cache keys) do not change.
+std::string act_functor_definitions(Act a, Elem out);
 // The conv epilogue as a formula for generated comments: "Y = relu(alpha*conv(X,W) + bias[k] + beta*R)".
 std::string conv_algebra(const EpilogueSpec& e);
 // The checks both conv families' refuse() starts with (NULL args, groups 1, positive dims, pads,
@@ -36,9 +37,12 @@ std::string host_error_plumbing();
 // A generated kernel's run-time PDL switch, pdl_enabled() (SABRE_PDL=0: off), for the inside of its
 // anonymous namespace; the kernels built with CUTLASS_ENABLE_GDC_FOR_SM90 pass it to run().
 std::string pdl_switch();
-// make_args' epilogue arguments of an sm90 fusion op (emitter.cpp's FusionOp, conv_sm90.cpp's
-// fusion_op: LinComb*/EVT tree with the residual after the activation) for `e`, the bias read as
-// `elem` (the generated source's element type name).
+// The sm90 GEMM and conv kernels' FusionOp for `e`, results and bias of type `elem` (the generated
+// source's element type name): LinComb* where the residual comes before the activation (the source
+// term C = R, times beta), else an EVT tree without a source term (act(alpha*acc + bias), and
+// beta*R + act(...) for a residual after it). `bias_note` names the bias in a comment ("bias[n]").
+std::string sm90_fusion_op(const EpilogueSpec& e, const std::string& elem, const std::string& bias_note);
+// make_args' epilogue arguments of sm90_fusion_op's FusionOp for `e`, the bias read as `elem`.
 std::string sm90_epilogue_arguments(const EpilogueSpec& e, const std::string& elem);
 
 // The run entry point's check that the caller's workspace holds `need` bytes (SABRE_BAD_ARGS else).

@@ -161,31 +161,9 @@ std::string emit_sm90(const KernelSpec& s) {
   if (is_split_k(c.schedule))
     o += "constexpr int kSplits = " + i(c.splits) + ";  // CTAs per output tile, each over 1/kSplits of K\n";
   o += "constexpr auto kRound = cutlass::FloatRoundStyle::round_to_nearest;\n\n";
-  const std::string act = detail::cutlass_act(e.act);
-  o += detail::act_functor_definitions(e.act);
+  o += detail::act_functor_definitions(e.act, s.ops.d);
   o += "// " + algebra(e) + "\n";
-  if (e.residual == Residual::after_act) {
-    o += "// The residual comes after the activation, which no predefined fusion op does: an EVT tree.\n";
-    o += "using namespace cutlass::epilogue::fusion;\n";
-    o += "using ScalarArg = Sm90ScalarBroadcast<ElementCompute, Stride<_0, _0, int64_t>>;\n";
-    if (e.bias) {
-      o += "using Linear = Sm90EVT<Sm90Compute<cutlass::homogeneous_multiply_add, ElementCompute, ElementCompute, kRound>,\n"
-           "                       ScalarArg, Sm90AccFetch,\n"
-           "                       Sm90RowBroadcast<0, TileShape, ElementD, ElementCompute, Stride<_0, _1, int64_t>, kAlign>>;  // alpha*acc + bias[n]\n";
-    } else {
-      o += "using Linear = Sm90EVT<Sm90Compute<cutlass::multiplies, ElementCompute, ElementCompute, kRound>,\n"
-           "                       ScalarArg, Sm90AccFetch>;  // alpha*acc\n";
-    }
-    o += "using Activated = Sm90EVT<Sm90Compute<" + act + ", ElementCompute, ElementCompute, kRound>, Linear>;\n";
-    o += "using FusionOp = Sm90EVT<Sm90Compute<cutlass::homogeneous_multiply_add, ElementD, ElementCompute, kRound>,\n"
-         "                         ScalarArg, Sm90SrcFetch<ElementD>, Activated>;  // beta*R + act(...)\n\n";
-  } else if (e.bias) {
-    o += "using FusionOp = cutlass::epilogue::fusion::LinCombPerColBiasEltAct<\n    " + act +
-         ", ElementD, ElementCompute, ElementD, ElementD, ElementCompute, kAlign, kRound>;\n\n";
-  } else {
-    o += "using FusionOp = cutlass::epilogue::fusion::LinCombEltAct<\n    " + act +
-         ", ElementD, ElementCompute, ElementD, ElementCompute, kRound>;\n\n";
-  }
+  o += detail::sm90_fusion_op(e, "ElementD", "bias[n]");
   o += "using CollectiveEpilogue = typename cutlass::epilogue::collective::CollectiveBuilder<\n"
        "    cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, TileShape, ClusterShape,\n"
        "    cutlass::epilogue::collective::EpilogueTileAuto, ElementAccumulator, ElementCompute,\n"
@@ -270,7 +248,7 @@ std::string emit_sm80(const KernelSpec& s) {
        (c.stages == 2 ? "  // register-pipelined mainloop: no cp.async, any alignment\n" : "\n");
   o += "using Swizzle = cutlass::gemm::threadblock::GemmIdentityThreadblockSwizzle<8>;\n\n";
   const std::string act = detail::cutlass_act(e.act);
-  o += detail::act_functor_definitions(e.act);
+  o += detail::act_functor_definitions(e.act, s.ops.d);
   o += "// " + algebra(e) + "\n";
   if (e.residual == Residual::none) {
     if (e.bias)
