@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # One device call (2026-12-03, eighth session): where BERT's FFN1 bias+gelu(erf) epilogue time goes.
 # The 4096x3072x768 GEMM measured 37.0 us with bias+gelu(erf), 31.4 with bias+gelu(tanh) and 29.1
-# with bias alone (same pingpong 128x192 kernel). Variants of the generated source
-# (scripts/gpu/epi_variants/, each says what it changes) are built with sabre's nvcc flags and timed
+# with bias alone (same pingpong 128x192 kernel). Variants of the generated source (written by
+# scripts/gpu/epi_variants/make_variants.py from commit f2cfebb's emitted kernels; each says what it
+# changes; call 1's coop and gelutanh kernels are that commit's `sabre kernels emit NAME`, to put
+# beside them) are built with sabre's nvcc flags and timed
 # side by side by bench/gemm_lib_bench (the tuner's measurement, interleaved rounds); then Nsight
 # Compute's view of the bias and bias+gelu kernels (no clock control).
 # Call 2 (CALL=2 ONLY=...): the degree-5 polynomial and beta-free EVT variants at M=4096 and 1024.
@@ -13,6 +15,7 @@ source scripts/gpu/host_env.sh
 {
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader; date -u
 V=scripts/gpu/epi_variants L=/tmp/epilibs; mkdir -p $L
+python3 $V/make_variants.py
 build_variant() {
   local f=$1 t0=$SECONDS
   nvcc -std=c++17 -O3 --expt-relaxed-constexpr -DNDEBUG -gencode arch=compute_90a,code=sm_90a \
