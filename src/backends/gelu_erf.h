@@ -37,6 +37,17 @@
 
 namespace sabre_gelu {
 
+// 2^r: ex2.approx.ftz on the device (one MUFU op, <= 2 ulp), exp2f on the host.
+SABRE_GELU_FN float exp2_fast(float r) {
+#if defined(__CUDA_ARCH__)
+  float q;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(q) : "f"(r));
+  return q;
+#else
+  return exp2f(r);
+#endif
+}
+
 // q = Phi(-a) = 0.5*erfc(a/sqrt(2)) for a >= 0, as 2^P(a).
 SABRE_GELU_FN float normal_tail(float a) {
   float r = -1.4374834e-06f;
@@ -47,20 +58,7 @@ SABRE_GELU_FN float normal_tail(float a) {
   r = fmaf(r, a, -5.2633405e-02f);
   r = fmaf(r, a, -4.5917004e-01f);
   r = fmaf(r, a, -1.1511086e+00f);
-  r = fmaf(r, a, -1.0f);
-#if defined(__CUDA_ARCH__)
-  float q;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(q) : "f"(r));
-  return q;
-#else
-  return exp2f(r);
-#endif
-}
-
-// x*Phi(x). q is exactly 0 well before 32, so the clamp changes only +-inf's inf*0 into 0.
-SABRE_GELU_FN float gelu_erf(float x) {
-  const float a = fabsf(x);
-  return fmaf(-fminf(a, 32.0f), normal_tail(a), fmaxf(x, 0.0f));
+  return exp2_fast(fmaf(r, a, -1.0f));
 }
 
 // q = Phi(-a) to 5.5e-5 relative, for 16-bit results (see the top).
@@ -70,21 +68,18 @@ SABRE_GELU_FN float normal_tail16(float a) {
   r = fmaf(r, a, -4.97443080e-02f);
   r = fmaf(r, a, -4.62021470e-01f);
   r = fmaf(r, a, -1.15025210e+00f);
-  r = fmaf(r, a, -1.0f);
-#if defined(__CUDA_ARCH__)
-  float q;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(q) : "f"(r));
-  return q;
-#else
-  return exp2f(r);
-#endif
+  return exp2_fast(fmaf(r, a, -1.0f));
 }
 
+// max(x, 0) - |x|*q with q = Phi(-|x|). q is exactly 0 well before 32, so the clamp changes only
+// +-inf's inf*0 into 0.
+SABRE_GELU_FN float gelu_from_tail(float x, float q) { return fmaf(-fminf(fabsf(x), 32.0f), q, fmaxf(x, 0.0f)); }
+
+// x*Phi(x).
+SABRE_GELU_FN float gelu_erf(float x) { return gelu_from_tail(x, normal_tail(fabsf(x))); }
+
 // x*Phi(x) for results rounded to f16 or bf16.
-SABRE_GELU_FN float gelu_erf16(float x) {
-  const float a = fabsf(x);
-  return fmaf(-fminf(a, 32.0f), normal_tail16(a), fmaxf(x, 0.0f));
-}
+SABRE_GELU_FN float gelu_erf16(float x) { return gelu_from_tail(x, normal_tail16(fabsf(x))); }
 
 }  // namespace sabre_gelu
 

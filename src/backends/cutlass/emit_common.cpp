@@ -39,7 +39,10 @@ namespace {
 // Kernels whose results are f16 or bf16 call gelu_erf16, three FMAs fewer, accurate to their rounding.
 std::string gelu_erf_functor(Elem out) {
   const std::string fn = out == Elem::f32 ? "gelu_erf" : "gelu_erf16";
-  std::string o = kGeluErfText;
+  // nvcc's unused-declaration warning 177 is off over the pasted header (a kernel calls one of its
+  // two gelu forms, and it sits in the source's anonymous namespace) and the functor.
+  std::string o = "#pragma nv_diag_suppress 177\n";
+  o += kGeluErfText;
   o += "// gelu(x) = x*Phi(x): ONNX Gelu(approximate=\"none\"), through sabre_gelu::" + fn + " above in f32 (the\n"
        "// epilogues' ElementCompute; half and bfloat16 convert)" +
        (out == Elem::f32 ? std::string(".") : std::string(", the form for results rounded to 16 bits.")) +
@@ -47,7 +50,6 @@ std::string gelu_erf_functor(Elem out) {
        "// epilogue sabre emits reads it (sm80's LinearCombinationGeneric takes IsHeavy as a template argument,\n"
        "// the residual block is always heavy, sm90's fusion ops ignore it), so nvcc's unused-member warning\n"
        "// 177 is off around the two.\n";
-  o += "#pragma nv_diag_suppress 177\n";
   o += "template <typename T>\n"
        "struct SabreGeluErf {\n"
        "  static constexpr bool kIsHeavy = true;\n"
