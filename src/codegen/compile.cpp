@@ -141,6 +141,10 @@ CompileSummary compile_model(const std::string& model, const std::string& out_di
       // Every GEMM workload of the model at once, so all candidates compile in one parallel batch:
       // a first lowering collects the problems, the profiler times them, the second reads winners.
       db = std::make_unique<tune::TuningDb>(opts.tuning_db.empty() ? tune::TuningDb::default_path() : opts.tuning_db);
+      if (std::string note = db->other_builds_note(env); !note.empty()) {
+        say("tune: " + note);
+        sum.notes.push_back(note);
+      }
       std::vector<tune::GemmProblem> problems = tuned_gemm_problems(pr.graph, lo, sm);
       std::vector<tune::TuneTask> tasks;
       for (const auto& p : problems)

@@ -193,6 +193,27 @@ std::vector<Environment> TuningDb::environments() const {
   return out;
 }
 
+std::string TuningDb::other_builds_note(const Environment& env) const {
+  if (!workloads(env).empty()) return "";
+  std::string others;
+  int n = 0;
+  for (const Environment& e : environments()) {
+    if (e.gpu != env.gpu || e.sm != env.sm || workloads(e).empty()) continue;
+    std::string diff;
+    auto differs = [&](const char* what, const std::string& theirs, const std::string& ours) {
+      if (theirs != ours) diff += std::string(diff.empty() ? "" : ", ") + what + " " + theirs;
+    };
+    differs("CUDA", e.cuda, env.cuda);
+    differs("CUTLASS", e.cutlass, env.cutlass);
+    differs("templates", e.template_version, env.template_version);
+    others += std::string(n++ ? "; " : "") + diff;
+  }
+  if (!n) return "";
+  return "the tuning DB " + path_ + " holds measurements of " + env.gpu + " from other builds (" + others +
+         ") but none from this one (CUDA " + env.cuda + ", CUTLASS " + env.cutlass + ", templates " +
+         env.template_version + "): they time other kernels and are not used, so every candidate is measured again";
+}
+
 std::vector<std::string> TuningDb::workloads(const Environment& env) const {
   std::vector<std::string> out;
   int64_t id = env_id(env, false);

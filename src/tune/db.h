@@ -71,6 +71,11 @@ class TuningDb {
   std::vector<Environment> environments() const;
   std::vector<std::string> workloads(const Environment& env) const;
   int64_t count() const;
+  // Where the DB holds measurements of this GPU (name and SM) under other builds (CUDA, CUTLASS or
+  // sabre's template version) and none under `env`: a line saying so, which differ and that those
+  // describe other kernels, so a run that imported them knows why it measures everything again.
+  // Empty otherwise.
+  std::string other_builds_note(const Environment& env) const;
 
   // One JSON object per line: {"env":{...},"workload":...,"kernel":...,"status":...,"time_us":...}.
   std::string export_jsonl() const;

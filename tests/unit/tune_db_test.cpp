@@ -58,6 +58,31 @@ TEST(TuningDb, EnvironmentsAreSeparate) {
   EXPECT_EQ(db.environments().size(), 2u);
 }
 
+// A DB from before a template change (the H200's, imported from bench/results) says why it is not
+// used; one with rows for this build, or only for other GPUs, says nothing.
+TEST(TuningDb, OtherBuildsOfThisGpuAreNamed) {
+  TuningDb db(":memory:");
+  Environment now = h200();
+  now.template_version = "t2";
+  EXPECT_EQ(db.other_builds_note(now), "");
+  db.record(h200(), ok("w", "k", 1.0));
+  Environment a100{"NVIDIA A100", 80, "12.4", "4.2.0", "t1"};
+  db.record(a100, ok("w", "k", 2.0));
+  const std::string note = db.other_builds_note(now);
+  EXPECT_NE(note.find("NVIDIA H200 from other builds (templates t1)"), std::string::npos) << note;
+  EXPECT_NE(note.find("none from this one (CUDA 13.0, CUTLASS 4.2.0, templates t2)"), std::string::npos) << note;
+  EXPECT_EQ(note.find("A100"), std::string::npos) << note;
+  Environment cuda = h200();
+  cuda.cuda = "13.1";
+  db.record(cuda, ok("w", "k", 1.5));
+  EXPECT_NE(db.other_builds_note(now).find("(templates t1; CUDA 13.1, templates t1)"), std::string::npos)
+      << db.other_builds_note(now);
+  db.record(now, ok("w", "k", 0.9));
+  EXPECT_EQ(db.other_builds_note(now), "") << "rows for this build: nothing to say";
+  Environment v100{"Tesla V100", 70, "13.0", "4.2.0", "t2"};
+  EXPECT_EQ(db.other_builds_note(v100), "") << "only other GPUs' rows";
+}
+
 TEST(TuningDb, ExportImportRoundTripsAndMergeKeepsTheBest) {
   TuningDb a(":memory:");
   a.record(h200(), ok("w1", "k1", 5.0));

@@ -184,6 +184,7 @@ int run(const std::vector<std::string>& argv) {
     po.target_sm = env.sm;
     tune::TuningDb db(args.value("--db").value_or(tune::TuningDb::default_path()));
     std::printf("GPU %s (sm%d), CUDA %s, CUTLASS %s\n", env.gpu.c_str(), env.sm, env.cuda.c_str(), env.cutlass.c_str());
+    if (std::string note = db.other_builds_note(env); !note.empty()) std::fprintf(stderr, "note: %s\n", note.c_str());
     // One child (and CUDA context) per workload, restarted past a crashing or hanging candidate.
     tune::BatchMeasureFn measure = tune::batched_in_children(db.path(), env, po.timeout, tune::gpu_in_process_measure_fn());
     tune::TuneStats stats;
