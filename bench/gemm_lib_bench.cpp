@@ -6,7 +6,7 @@
 // time the original and the variants side by side here. --rounds N measures the list N times,
 // interleaved, so a clock or neighbour drift shows up as spread instead of as a difference.
 // Exits 77 without a GPU.
-// Usage: gemm_lib_bench --dtype f16|bf16 --epilogue EPI --m M --n N --k K [--layout tn|tt]
+// Usage: gemm_lib_bench --dtype f16|bf16|f32 --epilogue EPI --m M --n N --k K [--layout tn|tt]
 //                       [--batch B] [--rounds N] NAME=LIBRARY.so ...
 //   NAME is the kernel's name in the library's registry (its entry points NAME_run, ...).
 #include <algorithm>
@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/cutlass/kernel_spec.h"
 #include "tune/profiler.h"
 #include "tune/select.h"
 
@@ -27,7 +28,7 @@ namespace {
 
 int usage() {
   std::fprintf(stderr,
-               "usage: gemm_lib_bench --dtype f16|bf16 --epilogue EPI --m M --n N --k K [--layout tn|tt]\n"
+               "usage: gemm_lib_bench --dtype f16|bf16|f32 --epilogue EPI --m M --n N --k K [--layout tn|tt]\n"
                "                      [--batch B] [--rounds N] NAME=LIBRARY.so ...\n");
   return 2;
 }
@@ -62,6 +63,19 @@ int main(int argc, char** argv) {
   }
   if (m < 1 || p.n < 1 || p.k < 1 || p.batch < 1 || rounds < 1 || libs.empty()) {
     std::fprintf(stderr, "gemm_lib_bench: need --m, --n, --k >= 1, --rounds >= 1 and at least one NAME=LIBRARY\n");
+    return usage();
+  }
+  if (p.dtype != "f16" && p.dtype != "bf16" && p.dtype != "f32") {
+    std::fprintf(stderr, "gemm_lib_bench: --dtype is f16, bf16 or f32, not '%s'\n", p.dtype.c_str());
+    return usage();
+  }
+  if (p.layout != "tn" && p.layout != "tt") {
+    std::fprintf(stderr, "gemm_lib_bench: --layout is tn or tt, not '%s'\n", p.layout.c_str());
+    return usage();
+  }
+  if (!sabre::cutlass_backend::parse_epilogue(p.epilogue)) {
+    std::fprintf(stderr, "gemm_lib_bench: '%s' is not an epilogue (bias, bias_gelu, bias_res, linear, ...)\n",
+                 p.epilogue.c_str());
     return usage();
   }
   p.m_min = p.m_max = m;
