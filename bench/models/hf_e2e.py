@@ -7,11 +7,14 @@
       attention mask with right padding (batch > 1), runs the sabre artifact on the same inputs
       (`sabre run`), and prints per output the relative L2 error against PyTorch fp16 (the
       target: <= 1e-2) and, for scale, PyTorch fp16 against PyTorch fp32.
-  hf_e2e.py latency NAME OUTDIR ARTIFACT[,ARTIFACT...] SABRE SEQ B [B ...]
+  hf_e2e.py latency NAME OUTDIR ARTIFACT[,ARTIFACT...] SABRE SEQ [--rounds R] B [B ...]
       Median CUDA-event time per call (launch included) of PyTorch eager fp16,
       torch.compile(mode="reduce-overhead") fp16 and `sabre bench` (CUDA graphs; its `gpu ms`) of
       each artifact at each batch B and sequence length SEQ, in one run; "x best torch" is the
-      faster torch time over the first artifact's.
+      faster torch time over the first artifact's. With --rounds R (default 1) each artifact is
+      timed R times at each batch, the artifacts' order reversed every other round (an A/B whose
+      order does not favour one side), and its column is the median; a line after the row gives
+      every round's time.
 Exit status 1 when a comparison is over 1e-2."""
 import copy
 import os
@@ -87,7 +90,7 @@ def compare(name, outdir, artifact, sabre, shapes):
 
 
 
-def latency(name, outdir, artifacts, sabre, seq, batches):
+def latency(name, outdir, artifacts, sabre, seq, batches, rounds=1):
     model, inputs, outputs = load(name, outdir)
     model = model.to("cuda", torch.float16)
     arts = artifacts.split(",")
@@ -107,10 +110,18 @@ def latency(name, outdir, artifacts, sabre, seq, batches):
             compiled(**feed)
             ctime = time.time() - t0
             comp = cuda_median_ms(lambda: compiled(**feed))
-        ours = [sabre_p50_ms(sabre, a, {"batch": b, "seq": seq}) for a in arts]
+        times = [[] for _ in arts]
+        for r in range(rounds):
+            order = range(len(arts)) if r % 2 == 0 else reversed(range(len(arts)))
+            for i in order:
+                times[i].append(sabre_p50_ms(sabre, arts[i], {"batch": b, "seq": seq}))
+        ours = [float(np.median(t)) for t in times]
         cols = "".join(f"{t:>9.3f} " for t in ours)
         print(f"{b:>5} {eager:>9.3f} {comp:>11.3f} {cols}{min(eager, comp) / ours[0]:>13.2f}   "
               f"(torch.compile warm-up {ctime:.0f} s)", flush=True)
+        if rounds > 1:
+            print("      rounds: " + "; ".join(os.path.basename(a) + " " + " ".join(f"{t:.3f}" for t in ts)
+                                        for a, ts in zip(arts, times)), flush=True)
 
 
 if __name__ == "__main__":
@@ -122,6 +133,13 @@ if __name__ == "__main__":
         sys.exit(compare(name, outdir, artifact, sabre, shapes))
     elif cmd == "latency":
         seq = int(sys.argv[6])
-        latency(name, outdir, artifact, sabre, seq, [int(x) for x in sys.argv[7:]])
+        rest = sys.argv[7:]
+        rounds = 1
+        if len(rest) >= 2 and rest[0] == "--rounds":
+            rounds = int(rest[1])
+            rest = rest[2:]
+        if rounds < 1 or not rest:
+            sys.exit(__doc__)
+        latency(name, outdir, artifact, sabre, seq, [int(x) for x in rest], rounds)
     else:
         sys.exit(__doc__)
