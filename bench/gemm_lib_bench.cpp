@@ -53,6 +53,7 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(a, "--k") && (v = value())) p.k = std::atoll(v);
     else if (!std::strcmp(a, "--batch") && (v = value())) p.batch = std::atoll(v);
     else if (!std::strcmp(a, "--rounds") && (v = value())) rounds = std::atoi(v);
+    else if (!std::strcmp(a, "-h") || !std::strcmp(a, "--help")) return usage(), 0;
     else if (a[0] != '-' && std::strchr(a, '=')) {
       const char* eq = std::strchr(a, '=');
       libs.emplace_back(std::string(a, eq), std::string(eq + 1));
