@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "backends/cublaslt/lt_matmul.inc"  // kLtMatmulText: backends/cublaslt/lt_matmul.h, made by CMake
+#include "backends/registry_text.h"
 
 namespace sabre::cublaslt_backend {
 namespace cb = cutlass_backend;
@@ -233,12 +234,7 @@ std::string emit_lt_kernel(const LtKernelSpec& s) {
        "    return fail(SABRE_CUDA_ERROR, std::string(\"cublasLtMatmul launch: \") + cudaGetErrorString(e));\n"
        "  return SABRE_OK;\n"
        "}\n\n";
-  o += "#ifndef SABRE_NO_REGISTRY\n";
-  o += "const sabre_kernel_entry* sabre_kernel_registry(int* count, int* abi_version) {\n";
-  o += "  static const sabre_kernel_entry entries[] = {\n";
-  o += "      {\"" + n + "\", " + n + "_can_implement, " + n + "_workspace_size, " + n + "_run, " + n + "_last_error}};\n";
-  o += "  if (count) *count = 1;\n  if (abi_version) *abi_version = SABRE_KERNEL_ABI_VERSION;\n  return entries;\n}\n";
-  o += "#endif\n\n";
+  o += backends::one_kernel_registry("sabre_kernel_entry", "sabre_kernel_registry", n, /*guarded=*/true);
   o += "}  // extern \"C\"\n";
   return o;
 }

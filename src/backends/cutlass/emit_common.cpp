@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "backends/gelu_erf.inc"  // kGeluErfText: backends/gelu_erf.h, made by CMake
+#include "backends/registry_text.h"
 
 namespace sabre::cutlass_backend::detail {
 
@@ -238,14 +239,7 @@ std::string workspace_check() {
 }
 
 std::string conv_registry(const std::string& n) {
-  std::string o;
-  o += "#ifndef SABRE_NO_REGISTRY\n";
-  o += "const sabre_conv_entry* sabre_conv_registry(int* count, int* abi_version) {\n";
-  o += "  static const sabre_conv_entry entries[] = {\n";
-  o += "      {\"" + n + "\", " + n + "_can_implement, " + n + "_workspace_size, " + n + "_run, " + n + "_last_error}};\n";
-  o += "  if (count) *count = 1;\n  if (abi_version) *abi_version = SABRE_KERNEL_ABI_VERSION;\n  return entries;\n}\n";
-  o += "#endif\n\n";
-  return o;
+  return backends::one_kernel_registry("sabre_conv_entry", "sabre_conv_registry", n, /*guarded=*/true);
 }
 
 std::optional<std::string_view> take_token(std::string_view& s) {

@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "backends/cutlass/emit_common.h"
+#include "backends/registry_text.h"
 
 namespace sabre::cutlass_backend {
 namespace {
@@ -104,12 +105,7 @@ std::string host_entry_points(const KernelSpec& s, const EmitOptions& opts) {
                           : "  SABRE_CHECK_CUTLASS(gemm.run(stream));\n";
   o += "  SABRE_CHECK_CUDA(cudaGetLastError());\n";
   o += "  return SABRE_OK;\n}\n\n";
-  if (opts.registry) {
-    o += "const sabre_kernel_entry* sabre_kernel_registry(int* count, int* abi_version) {\n";
-    o += "  static const sabre_kernel_entry entries[] = {\n";
-    o += "      {\"" + n + "\", " + n + "_can_implement, " + n + "_workspace_size, " + n + "_run, " + n + "_last_error}};\n";
-    o += "  if (count) *count = 1;\n  if (abi_version) *abi_version = SABRE_KERNEL_ABI_VERSION;\n  return entries;\n}\n\n";
-  }
+  if (opts.registry) o += backends::one_kernel_registry("sabre_kernel_entry", "sabre_kernel_registry", n, /*guarded=*/false);
   o += "}  // extern \"C\"\n";
   return o;
 }
