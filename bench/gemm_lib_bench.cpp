@@ -14,7 +14,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <map>
 #include <string>
 #include <vector>
 
@@ -91,8 +90,8 @@ int main(int argc, char** argv) {
               (long long)p.k, (long long)p.batch, rounds);
   ProfileOptions opts;
   const MeasureFn measure = gpu_measure_fn(opts);
-  std::map<size_t, std::vector<double>> times;
-  std::map<size_t, Measurement> last;
+  std::vector<std::vector<double>> times(libs.size());  // ok rounds' medians, per library
+  std::vector<Measurement> last(libs.size());
   for (int r = 0; r < rounds; ++r)
     for (size_t i = 0; i < libs.size(); ++i) {
       Measurement x = measure(p, m, libs[i].first, libs[i].second);
