@@ -207,7 +207,8 @@ int main() {
     const std::pair<native::AttentionKernel, const char*> kernels[] = {
         {native::AttentionKernel::automatic, "auto"},
         {native::AttentionKernel::rows16_split4, "r16x4"}, {native::AttentionKernel::rows32_split2, "r32x2"},
-        {native::AttentionKernel::rows64, "r64"},          {native::AttentionKernel::rows128, "r128"}};
+        {native::AttentionKernel::rows64, "r64"},          {native::AttentionKernel::rows128, "r128"},
+      {native::AttentionKernel::rows64_split2, "r64x2"}, {native::AttentionKernel::rows128_split2, "r128x2"}};
     std::printf("\n%-44s %6s", "attention, graph_us (f16)", "batch");
     for (const auto& kn : kernels) std::printf(" %8s", kn.second);
     std::printf("\n");
@@ -220,6 +221,7 @@ int main() {
     };
     const Case cases[] = {{"packed QKV, [B,1,1,K] f32 mask", true, 1, DType::f32, false},
                           {"packed QKV, [B,1,Q,K] f32 mask", true, 2, DType::f32, false},
+                          {"packed QKV, [B,1,1,K] f16 mask (BERT's)", true, 1, DType::f16, false},
                           {"packed QKV, [B,1,Q,K] f16 mask", true, 2, DType::f16, false},
                           {"[B,128,12,64] Q/K/V, [B,1,1,K] f16 mask", false, 1, DType::f16, false},
                           {"packed QKV, causal, no mask", true, 0, DType::f32, true}};
