@@ -207,8 +207,7 @@ int main() {
     const std::pair<native::AttentionKernel, const char*> kernels[] = {
         {native::AttentionKernel::automatic, "auto"},
         {native::AttentionKernel::rows16_split4, "r16x4"}, {native::AttentionKernel::rows32_split2, "r32x2"},
-        {native::AttentionKernel::rows64, "r64"},          {native::AttentionKernel::rows128, "r128"},
-      {native::AttentionKernel::rows64_split2, "r64x2"}, {native::AttentionKernel::rows128_split2, "r128x2"}};
+        {native::AttentionKernel::rows64, "r64"},          {native::AttentionKernel::rows128, "r128"}};
     std::printf("\n%-44s %6s", "attention, graph_us (f16)", "batch");
     for (const auto& kn : kernels) std::printf(" %8s", kn.second);
     std::printf("\n");

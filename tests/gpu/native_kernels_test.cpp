@@ -729,8 +729,7 @@ void attention_case(DType dt, int64_t b, int64_t h, int64_t sq, int64_t sk, int 
   const std::pair<native::AttentionKernel, const char*> kernels[] = {
       {native::AttentionKernel::automatic, "auto"},
       {native::AttentionKernel::rows16_split4, "r16x4"}, {native::AttentionKernel::rows32_split2, "r32x2"},
-      {native::AttentionKernel::rows64, "r64"},          {native::AttentionKernel::rows128, "r128"},
-      {native::AttentionKernel::rows64_split2, "r64x2"}, {native::AttentionKernel::rows128_split2, "r128x2"}};
+      {native::AttentionKernel::rows64, "r64"},          {native::AttentionKernel::rows128, "r128"}};
   bool any = false;
   for (const auto& kn : kernels) any = any || selected(name + "_" + kn.second);
   if (!any) return;

@@ -101,21 +101,10 @@ __device__ __forceinline__ void copy_tile(unsigned dst, const T* src, long long 
   }
 }
 
-// The split warps' merge scratch: each warp's unnormalized O (f32 rows of kD + 8) and its rows'
-// maxima and sums.
-template <int kD, int kWarps>
-constexpr size_t merge_bytes() {
-  return sizeof(float) * kWarps * 16 * (kD + 8 + 2);
-}
-
-// Shared memory of a block: its Q rows, then two buffers of one K and one V tile, rows padded to kLdT;
-// with split warps, the merge scratch reuses the K/V buffers, grown where it needs more (8 and 16
-// warps: 37 and 74 KiB against 36 KiB of tiles).
-template <class T, int kD, int kRowWarps, int kSplit>
+// Shared memory of a block: its Q rows, then two buffers of one K and one V tile, rows padded to kLdT.
+template <class T, int kD, int kRowWarps>
 constexpr size_t smem_bytes() {
-  const size_t tiles = sizeof(T) * 4 * kBK * (kD + 8);
-  const size_t merge = kSplit > 1 ? merge_bytes<kD, kRowWarps * kSplit>() : 0;
-  return sizeof(T) * 16 * kRowWarps * (kD + 8) + (merge > tiles ? merge : tiles);
+  return sizeof(T) * (16 * kRowWarps + 4 * kBK) * (kD + 8);
 }
 
 // Fragment coordinates (PTX ISA, mma.m16n8k16): lane = 4g + t holds accumulator rows g and g + 8,
@@ -392,9 +381,8 @@ __global__ void __launch_bounds__(32 * kRowWarps * kSplit, 512 / (32 * kRowWarps
   } else {
     // Merge the group's kSplit partial results through the K/V buffers: each warp's unnormalized O
     // (f32, rows padded by 8 floats against bank conflicts), row maxima and sums.
-    constexpr int kLdO = kD + 8;
-    static_assert(sizeof(T) * kBQ * kLdT + merge_bytes<kD, kWarps>() <= smem_bytes<T, kD, kRowWarps, kSplit>(),
-                  "merge scratch exceeds the block's shared memory");
+    constexpr int kLdO = kD + 8, kScratch = kWarps * 16 * (kLdO + 2);
+    static_assert(sizeof(float) * kScratch <= 4 * kTileBytes, "merge scratch exceeds the K/V buffers");
     __syncthreads();  // every warp is done with the K/V buffers
     float* so = reinterpret_cast<float*>(sKV);
     float* sm = so + kWarps * 16 * kLdO;
@@ -462,7 +450,7 @@ cudaError_t opt_in_smem(Kernel kernel, size_t bytes, std::atomic<unsigned long l
 template <class T, int kD, int kRowWarps, int kSplit, class M>
 cudaError_t launch_kernel(const AttnParams& p, long long bh, cudaStream_t stream) {
   constexpr int kBQ = 16 * kRowWarps, kThreads = 32 * kRowWarps * kSplit;
-  constexpr size_t kSmem = smem_bytes<T, kD, kRowWarps, kSplit>();
+  constexpr size_t kSmem = smem_bytes<T, kD, kRowWarps>();
   const dim3 grid(static_cast<unsigned>((p.sq + kBQ - 1) / kBQ), static_cast<unsigned>(bh));
   if constexpr (kSmem > 48 * 1024) {
     static std::atomic<unsigned long long> opted{0};
@@ -488,11 +476,10 @@ AttentionKernel forced_kernel() {
     if (!v || !*v) return AttentionKernel::automatic;
     const std::pair<const char*, AttentionKernel> names[] = {
         {"r16x4", AttentionKernel::rows16_split4}, {"r32x2", AttentionKernel::rows32_split2},
-        {"r64", AttentionKernel::rows64},          {"r128", AttentionKernel::rows128},
-        {"r64x2", AttentionKernel::rows64_split2}, {"r128x2", AttentionKernel::rows128_split2}};
+        {"r64", AttentionKernel::rows64},          {"r128", AttentionKernel::rows128}};
     for (const auto& [name, kernel] : names)
       if (std::strcmp(v, name) == 0) return kernel;
-    std::fprintf(stderr, "sabre: SABRE_ATTN=%s is not one of r16x4 r32x2 r64 r128 r64x2 r128x2; ignored\n", v);
+    std::fprintf(stderr, "sabre: SABRE_ATTN=%s is not one of r16x4 r32x2 r64 r128; ignored\n", v);
     return AttentionKernel::automatic;
   }();
   return k;
@@ -519,25 +506,21 @@ cudaError_t launch(const AttentionArgs& a, AttentionKernel kernel, cudaStream_t 
   // 16 rows) split each tile's keys between warps to have more of them in flight. On the H200
   // (native_bench, 2026-12-03, packed QKV, f32 mask): batch 8's 96 blocks of 128 rows ran 5.64 us
   // against 7.96 for the 384 blocks of 32 rows x 2 that a two-blocks-an-SM rule chose; batch 1's
-  // 96 blocks of 16 rows x 4 3.44 us against 3.94 for 48 of 32 x 2.
+  // 96 blocks of 16 rows x 4 3.44 us against 3.94 for 48 of 32 x 2. Batch 32's 384 blocks of 128 rows
+  // are 1.45 waves of two blocks an SM; 128-row blocks of 16 warps splitting each tile's keys two ways
+  // (one an SM, 2.9 waves) ran slower at every batch (2026-12-03, BERT's f16 mask: 21.1 / 7.8 / 6.9 us
+  // against 14.2 / 6.3 / 5.9 at batch 32 / 8 / 1; 64-row blocks split two ways 20.2 / 7.4 / 5.0 against
+  // r64's 15.4 / 6.6 / 4.7), and BERT-base at batch 32 by 57 us; they were taken out.
   const long long bh = a.b * a.h, sms = 132;
   if (kernel == AttentionKernel::automatic) kernel = forced_kernel();
   if (kernel == AttentionKernel::automatic) {
-    const long long blocks128 = bh * ((a.sq + 127) / 128);
-    // 128-row blocks: two of 8 warps an SM, or one of 16 warps that split each tile's keys and take
-    // half as long, plus a merge. Counted in half-block rounds, 2·ceil(blocks / 2·SMs) against
-    // ceil(blocks / SMs); the split where it takes fewer (BERT-base at batch 8: 2 against 1; 32: 4 against 3).
-    if (blocks128 >= sms / 2)
-      kernel = (blocks128 + sms - 1) / sms < 2 * ((blocks128 + 2 * sms - 1) / (2 * sms)) ? AttentionKernel::rows128_split2
-                                                                                        : AttentionKernel::rows128;
+    if (bh * ((a.sq + 127) / 128) >= sms / 2) kernel = AttentionKernel::rows128;
     else if (bh * ((a.sq + 63) / 64) >= sms / 2) kernel = AttentionKernel::rows64;
     else if (bh * ((a.sq + 31) / 32) >= sms / 2) kernel = AttentionKernel::rows32_split2;
     else kernel = AttentionKernel::rows16_split4;
   }
   switch (kernel) {
     case AttentionKernel::rows128: return launch_shape<T, kD, 8, 1>(p, mask_f32, bh, stream);
-    case AttentionKernel::rows128_split2: return launch_shape<T, kD, 8, 2>(p, mask_f32, bh, stream);
-    case AttentionKernel::rows64_split2: return launch_shape<T, kD, 4, 2>(p, mask_f32, bh, stream);
     case AttentionKernel::rows64: return launch_shape<T, kD, 4, 1>(p, mask_f32, bh, stream);
     case AttentionKernel::rows32_split2: return launch_shape<T, kD, 2, 2>(p, mask_f32, bh, stream);
     case AttentionKernel::rows16_split4: return launch_shape<T, kD, 1, 4>(p, mask_f32, bh, stream);

@@ -100,9 +100,9 @@ cudaError_t depthwise_conv2d(const DepthwiseArgs& a, cudaStream_t stream);
 constexpr int64_t kMaxAttentionKeys = 512;
 // Which kernel attention() runs. automatic: attention.cu's, its block shape by grid size; the plan
 // and the runtime always ask for it. The others force one, for tests and benchmarks: rowsN_splitS a
-// block of N query rows whose warps split each key tile S ways. SABRE_ATTN=r16x4|r32x2|r64|r128|r64x2|
-// r128x2 in the environment makes automatic mean that shape (an A/B switch for whole models; read once).
-enum class AttentionKernel { automatic, rows16_split4, rows32_split2, rows64, rows128, rows64_split2, rows128_split2 };
+// block of N query rows whose warps split each key tile S ways. SABRE_ATTN=r16x4|r32x2|r64|r128 in the
+// environment makes automatic mean that shape (an A/B switch for whole models; read once).
+enum class AttentionKernel { automatic, rows16_split4, rows32_split2, rows64, rows128 };
 struct AttentionArgs {
   DType dtype = DType::f16;
   const void *q = nullptr, *k = nullptr, *v = nullptr;
