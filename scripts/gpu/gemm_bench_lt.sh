@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# One device call (2026-12-03, seventh session): issue 5's GEMM tuning benchmark on one half (DTYPE f16, the default, or bf16) of
-# its shape set, on this tree's kernels (the N = 96/192 tiles, PDL), with the deploy columns (what
-# sabre compile deploys now that cuBLASLt algorithms can be). The M=1024 DB of the third session is
-# imported (its CUTLASS rows are this template version's; its cuBLASLt rows are measured again).
+# One device call: issue 5's GEMM tuning benchmark on one half (DTYPE f16, the default, or bf16) of its
+# shape set, with the deploy columns (what sabre compile deploys, cuBLASLt algorithms included). With
+# IMPORT=FILE.jsonl.gz a DB of an earlier call is imported first (its rows count only where their build,
+# template version included, is this one's; the seventh session imported the M=1024 DB of the third).
+# A warm machine's DB of an earlier call is kept (f16, then bf16).
 # Rows print as they are measured; the DB comes back as $OUT/bench_db.jsonl.gz.
-# Usage on the GPU host: [DTYPE=bf16] bash scripts/gpu/gemm_bench_lt.sh
+# Usage on the GPU host: [DTYPE=bf16] [IMPORT=bench/results/X.jsonl.gz] bash scripts/gpu/gemm_bench_lt.sh
 set -u
 OUT=${OUT:-/tmp/sabre-gemm-lt}; mkdir -p "$OUT"
 source scripts/gpu/host_env.sh
@@ -12,9 +13,9 @@ source scripts/gpu/host_env.sh
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader; date -u
 step configure cmake -S . -B $b -G Ninja $SABRE_CMAKE_ARGS -DSABRE_TESTS=OFF
 LIMIT=150 step build ninja -C $b -j16 sabre gemm_tune_bench
-if [ ! -f /tmp/bench.db ]; then  # a warm machine's DB of an earlier call is kept (f16, then bf16)
-  gunzip -c bench/results/gemm_m1024_db_h200_2026-12-03.jsonl.gz > /tmp/m1024.jsonl
-  $b/sabre db import /tmp/m1024.jsonl --db /tmp/bench.db | tail -1
+if [ ! -f /tmp/bench.db ] && [ -n "${IMPORT:-}" ]; then
+  gunzip -c "$IMPORT" > /tmp/import.jsonl
+  $b/sabre db import /tmp/import.jsonl --db /tmp/bench.db | tail -1
 fi
 LIMIT=$((DEADLINE - SECONDS - 15)) TAIL=60 step gemm_bench $b/gemm_tune_bench --top-k 4 --max-kernels 8 --dtype ${DTYPE:-f16} --db /tmp/bench.db
 $b/sabre db export --db /tmp/bench.db -o "$OUT/bench_db.jsonl" && gzip -f "$OUT/bench_db.jsonl"
