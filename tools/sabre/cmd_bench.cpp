@@ -6,6 +6,7 @@
 #include <cstring>
 #include <cstdio>
 #include <map>
+#include <memory>
 #include <random>
 #include <set>
 #include <stdexcept>
@@ -17,6 +18,7 @@
 #include "runtime/plan.h"
 #include "runtime/resolve.h"
 #include "sabre/session.h"
+#include "support/gpu_clocks.h"
 
 #if SABRE_RUNTIME_HAVE_CUDA
 #include <cuda_runtime_api.h>
@@ -33,6 +35,7 @@ const std::vector<FlagSpec> kFlags = {
     {"--no-graphs", "", "", "launch step by step instead of replaying a CUDA graph", false},
     {"--profile", "", "", "also time every plan step (events between steps) and print where the time goes", false},
     {"--steps", "", "N", "with --profile: how many of the slowest steps to list (default 15; 0 for all)", false},
+    {"--no-clocks", "", "", "do not sample the GPU's SM clock and power (NVML) during the timed runs", false},
 };
 
 // sabre bench --profile: the time per op kind, then the slowest steps with their kernels.
@@ -91,11 +94,15 @@ int bench(const std::vector<std::string>& argv) {
   return guarded("bench", [&] {
     ParsedArgs args = parse_args(argv, kFlags);
     if (args.help) {
-      std::printf("usage: sabre bench MODEL.sabre [--dim NAME=VALUE ...] [--warmup N] [--iters N] [--profile [--steps N]]\n\n"
+      std::printf("usage: sabre bench MODEL.sabre [--dim NAME=VALUE ...] [--warmup N] [--iters N] [--profile [--steps N]]\n"
+                  "                   [--no-graphs] [--no-clocks] [--device N]\n\n"
                   "Times a compiled artifact on the GPU with random inputs: p50/p90/p99 latency of one run, on the\n"
                   "host (enqueue to stream finished) and by CUDA events around it (launch included, as PyTorch's\n"
                   "torch.cuda.Event timing measures), throughput, and peak activation memory; with --profile, the\n"
-                  "GPU time of every plan step, summed per op, and the slowest steps with their kernels.\n\noptions:\n%s",
+                  "GPU time of every plan step, summed per op, and the slowest steps with their kernels.\n"
+                  "While the timed runs go, the GPU's SM clock and power are sampled every 10 ms (NVML, from the\n"
+                  "driver): under sustained load a GPU can sit at its power limit with the clock well under its\n"
+                  "maximum, and the 'gpu clocks' line says so (how many samples had the clock held down, and why).\n\noptions:\n%s",
                   flags_help(kFlags).c_str());
       return kExitOk;
     }
@@ -173,6 +180,16 @@ int bench(const std::vector<std::string>& argv) {
     TimingEvent start, end;
     cudaEvent_t ev0 = start.e, ev1 = end.e;
     std::vector<double> ms, gpu_ms;
+    // The GPU's clock and power over the timed runs (a thread reading NVML every 10 ms).
+    std::unique_ptr<support::ClockMonitor> clocks;
+    std::string clock_line;
+    if (!args.has("--no-clocks")) {
+      char bus[32] = {};
+      if (cudaError_t e = cudaDeviceGetPCIBusId(bus, sizeof bus, device); e == cudaSuccess)
+        clocks = std::make_unique<support::ClockMonitor>(bus);
+      else
+        clock_line = std::string("not read (the device's PCI bus id: ") + cudaGetErrorString(e) + ")";
+    }
     auto t_all = std::chrono::steady_clock::now();
     for (int64_t i = 0; i < iters; ++i) {
       auto t0 = std::chrono::steady_clock::now();
@@ -187,6 +204,7 @@ int bench(const std::vector<std::string>& argv) {
       gpu_ms.push_back(g);
     }
     double total_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_all).count();
+    if (clocks) clock_line = clocks->stop();
     int64_t batch = 1;
     for (const auto& [k, v] : dims)
       if (k.find("batch") != std::string::npos) batch = v;
@@ -202,6 +220,7 @@ int bench(const std::vector<std::string>& argv) {
                 static_cast<double>(iters * batch) / total_s, static_cast<long long>(batch));
     std::printf("activations  peak %.2f MiB (%.2f MiB without reuse)\n", ctx.last_stats().peak_activation_bytes / 1048576.0,
                 ctx.last_stats().activation_bytes_without_reuse / 1048576.0);
+    if (!clock_line.empty()) std::printf("gpu clocks   %s\n", clock_line.c_str());
     if (args.has("--profile")) {
       for (auto& o : outs) o.data = nullptr;
       print_profile(ctx.profile(ins, outs, 20), static_cast<size_t>(listed));
