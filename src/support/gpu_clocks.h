@@ -27,8 +27,9 @@ struct ClockSample {
 std::string summarize_clocks(const std::vector<ClockSample>& samples, unsigned max_sm_mhz, unsigned limit_mw);
 
 // Samples the GPU with the given PCI bus id (as cudaDeviceGetPCIBusId writes it) every period_ms
-// from construction until stop(). Never throws: where NVML cannot be loaded or read, unavailable()
-// says why and stop() returns "not read (...)".
+// from construction until stop(), on its own thread. Never throws: where NVML cannot be loaded or
+// read, stop() returns "not read (why)", and unavailable() says why (read it after stop(): a read
+// can fail on the sampling thread).
 class ClockMonitor {
  public:
   explicit ClockMonitor(const std::string& pci_bus_id, int period_ms = 10);
