@@ -204,10 +204,7 @@ int main() {
   // kernel: auto is what a plan runs, the rest a block shape forced (rows x split warps). Masks: [B,1,1,K] as the bench rows
   // above, [B,1,Q,K] as HF's eager BERT expands its padding mask.
   {
-    const std::pair<native::AttentionKernel, const char*> kernels[] = {
-        {native::AttentionKernel::automatic, "auto"},
-        {native::AttentionKernel::rows16_split4, "r16x4"}, {native::AttentionKernel::rows32_split2, "r32x2"},
-        {native::AttentionKernel::rows64, "r64"},          {native::AttentionKernel::rows128, "r128"}};
+    const auto& kernels = native::kAttentionKernelNames;
     std::printf("\n%-44s %6s", "attention, graph_us (f16)", "batch");
     for (const auto& kn : kernels) std::printf(" %8s", kn.second);
     std::printf("\n");

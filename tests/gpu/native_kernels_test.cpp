@@ -726,10 +726,7 @@ void attention_case(DType dt, int64_t b, int64_t h, int64_t sq, int64_t sk, int 
                            std::to_string(sq) + "k" + std::to_string(sk) + "d" + std::to_string(d) + "_mask" +
                            std::to_string(mask_kind) + (mask_kind && mask_dt != DType::f32 ? dts(mask_dt) : "") +
                            (causal ? "_causal" : "") + (packed ? "_packedqkv" : "");
-  const std::pair<native::AttentionKernel, const char*> kernels[] = {
-      {native::AttentionKernel::automatic, "auto"},
-      {native::AttentionKernel::rows16_split4, "r16x4"}, {native::AttentionKernel::rows32_split2, "r32x2"},
-      {native::AttentionKernel::rows64, "r64"},          {native::AttentionKernel::rows128, "r128"}};
+  const auto& kernels = native::kAttentionKernelNames;
   bool any = false;
   for (const auto& kn : kernels) any = any || selected(name + "_" + kn.second);
   if (!any) return;

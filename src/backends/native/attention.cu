@@ -47,7 +47,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <utility>
+#include <string>
 
 #include "backends/native/attention.cuh"
 
@@ -468,18 +468,19 @@ cudaError_t launch_shape(const AttnParams& p, bool mask_f32, long long bh, cudaS
   return launch_kernel<T, kD, kRowWarps, kSplit, T>(p, bh, stream);
 }
 
-// The block shape SABRE_ATTN names, automatic where it is unset; a name it does not know is said once on
-// stderr and ignored.
+// The block shape SABRE_ATTN names (kAttentionKernelNames), automatic where it is unset; a name it
+// does not know is said once on stderr and ignored.
 AttentionKernel forced_kernel() {
   static const AttentionKernel k = [] {
     const char* v = std::getenv("SABRE_ATTN");
     if (!v || !*v) return AttentionKernel::automatic;
-    const std::pair<const char*, AttentionKernel> names[] = {
-        {"r16x4", AttentionKernel::rows16_split4}, {"r32x2", AttentionKernel::rows32_split2},
-        {"r64", AttentionKernel::rows64},          {"r128", AttentionKernel::rows128}};
-    for (const auto& [name, kernel] : names)
+    std::string shapes;
+    for (const auto& [kernel, name] : kAttentionKernelNames) {
+      if (kernel == AttentionKernel::automatic) continue;
       if (std::strcmp(v, name) == 0) return kernel;
-    std::fprintf(stderr, "sabre: SABRE_ATTN=%s is not one of r16x4 r32x2 r64 r128; ignored\n", v);
+      shapes += std::string(shapes.empty() ? "" : " ") + name;
+    }
+    std::fprintf(stderr, "sabre: SABRE_ATTN=%s is not one of %s; ignored\n", v, shapes.c_str());
     return AttentionKernel::automatic;
   }();
   return k;

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backends/native/elementwise.h"
@@ -103,6 +104,11 @@ constexpr int64_t kMaxAttentionKeys = 512;
 // block of N query rows whose warps split each key tile S ways. SABRE_ATTN=r16x4|r32x2|r64|r128 in the
 // environment makes automatic mean that shape (an A/B switch for whole models; read once).
 enum class AttentionKernel { automatic, rows16_split4, rows32_split2, rows64, rows128 };
+// Each kernel's short name, as the GPU tests, native_bench and SABRE_ATTN spell it.
+inline constexpr std::pair<AttentionKernel, const char*> kAttentionKernelNames[] = {
+    {AttentionKernel::automatic, "auto"},   {AttentionKernel::rows16_split4, "r16x4"},
+    {AttentionKernel::rows32_split2, "r32x2"}, {AttentionKernel::rows64, "r64"},
+    {AttentionKernel::rows128, "r128"}};
 struct AttentionArgs {
   DType dtype = DType::f16;
   const void *q = nullptr, *k = nullptr, *v = nullptr;
