@@ -277,3 +277,17 @@ TEST(StaticFilter, RefusesWhatCannotRun) {
   a.config.alignment = 16;
   EXPECT_TRUE(cb::unsupported_reason(a, 90)) << "more than 16 bytes per access";
 }
+
+TEST(KernelSpec, ClustersUpToTwoByTwo) {
+  // 2x2 multicasts both operands; larger or longer clusters are not offered.
+  auto s = *cb::parse_kernel_name("sm90_ws_pingpong_tn_f16_f16_f32_64x96x64_c2x2_a8_bias");
+  EXPECT_EQ(s.config.cluster_m, 2);
+  EXPECT_EQ(s.config.cluster_n, 2);
+  EXPECT_FALSE(cb::unsupported_reason(s, 90).has_value());
+  for (auto [cm, cn] : {std::pair{4, 1}, std::pair{1, 4}, std::pair{2, 4}}) {
+    s.config.cluster_m = cm, s.config.cluster_n = cn;
+    auto why = cb::unsupported_reason(s, 90);
+    ASSERT_TRUE(why.has_value()) << cm << "x" << cn;
+    EXPECT_NE(why->find("1x1, 1x2, 2x1 or 2x2"), std::string::npos) << *why;
+  }
+}

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# One device call (prepared 2026-12-03, ninth session, on branch cluster-2x2-lead; not yet run): do
+# 2x1 and 2x2 clusters close the gap to cuBLASLt at M=1024, K=3072?
+#  Why: at 1024x768x3072 (BERT-base's FFN2 at batch 8; issue 5's worst shape, 0.895-0.912 for CUTLASS)
+#  cuBLASLt's first choice is a 64x96 tile (its 96x64) with a cluster of 2 along M (its c5), 10.07 us,
+#  against our 64x96 clustered along N, 11.54. In 64x96 tiles (128 of them) the L2 reads are
+#  128 * 3072 * 2 B * (64 / cn + 96 / cm): 101 MB at 1x2, 88 at 2x1, 63 at 2x2; at 11 TB/s that floor
+#  alone is 9.1 / 8.0 / 5.7 us, so the kernel is L2-bound and 2x2 should take 1-2 us off.
+#  Prediction: c2x1 ~10.2 us (cuBLASLt's), c2x2 ~9-9.5 us; at K=768 little change.
+#  1. The GEMM GPU test (CPU reference, outputs poisoned) on the 2x1 and 2x2 kernels.
+#  2. gemm_lib_bench at 1024x768x3072 and 1024x768x768 (bias) and 1024x768x3072 (bias_res, FFN2's form):
+#     the catalog's 64x96 c1x2 and 64x128 c1x2 against 64x96 c2x1 / c2x2, 64x128 c2x2 and cuBLASLt's
+#     deployed first choice, interleaved rounds.
+# If 2x2 wins, the next step is catalog rows (src/backends/cutlass/catalog.cpp) and issue 5's bench again.
+# Usage on the GPU host: bash scripts/gpu/cluster_ab_evidence.sh
+set -u
+OUT=${OUT:-/tmp/sabre-cluster} LOGS=/tmp/steplogs; mkdir -p "$OUT"
+source scripts/gpu/host_env.sh
+{
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader; date -u
+step configure cmake -S . -B $b -G Ninja $SABRE_CMAKE_ARGS -DSABRE_TESTS=ON
+LIMIT=150 step build ninja -C $b -j16 sabre gemm_lib_bench sabre_gemm_gpu_test
+P=sm90_ws_pingpong_tn_f16_f16_f32
+LT=cublaslt_tn_f16_f16_f32_bias_algo66_t27_s35_k1_r0_w0_o2_i0_c5
+LTR=cublaslt_tn_f16_f16_f32_bias_res_algo66_t27_s35_k1_r0_w0_o2_i0_c5
+kern="${P}_64x96x64_c1x2_a8_bias ${P}_64x96x64_c2x1_a8_bias ${P}_64x96x64_c2x2_a8_bias ${P}_64x128x64_c1x2_a8_bias
+ ${P}_64x128x64_c2x2_a8_bias ${P}_64x128x64_c1x2_a8_bias_res ${P}_64x96x64_c2x2_a8_bias_res $LT $LTR"
+L=/tmp/kl
+LIMIT=200 TAIL=12 step kernels $b/sabre kernels build $kern -o $L -j 16
+LIMIT=120 TAIL=8 step gemm_cases $b/tests/gpu/sabre_gemm_gpu_test --quick -j 16 --work /tmp/gemm_cl \
+  ${P}_64x96x64_c2x1_a8_bias ${P}_64x96x64_c2x2_a8_bias ${P}_64x128x64_c2x2_a8_bias ${P}_64x96x64_c2x2_a8_bias_res --out $OUT/gemm_cl.md
+bias="${P}_64x96x64_c1x2_a8_bias ${P}_64x96x64_c2x1_a8_bias ${P}_64x96x64_c2x2_a8_bias ${P}_64x128x64_c1x2_a8_bias
+ ${P}_64x128x64_c2x2_a8_bias $LT"
+libs() { for k in "$@"; do printf "%s=%s/%s.so " $k $L $k; done; }
+for k in 3072 768; do
+  LIMIT=90 TAIL=10 step bias_k$k $b/gemm_lib_bench --epilogue bias --m 1024 --n 768 --k $k --rounds 5 $(libs $bias)
+done
+LIMIT=90 TAIL=6 step bias_res_k3072 $b/gemm_lib_bench --epilogue bias_res --m 1024 --n 768 --k 3072 --rounds 5 \
+  $(libs ${P}_64x128x64_c1x2_a8_bias_res ${P}_64x96x64_c2x2_a8_bias_res $LTR)
+} > $OUT/main.log 2>&1
+finish
+exit 0
