@@ -6,11 +6,16 @@
 #  against our 64x96 clustered along N, 11.54. In 64x96 tiles (128 of them) the L2 reads are
 #  128 * 3072 * 2 B * (64 / cn + 96 / cm): 101 MB at 1x2, 88 at 2x1, 63 at 2x2; at 11 TB/s that floor
 #  alone is 9.1 / 8.0 / 5.7 us, so the kernel is L2-bound and 2x2 should take 1-2 us off.
-#  Prediction: c2x1 ~10.2 us (cuBLASLt's), c2x2 ~9-9.5 us; at K=768 little change.
+#  Prediction (tune/rank.cpp's model, which put the 1x2 kernel at 11.65 us against 11.54 measured, and
+#  64x96 c1x2 at 1024x2304x768 at 9.36 against 9.34): c2x1 10.5 us (cuBLASLt's analogue measured 10.07),
+#  c2x2 9.2; at 1024x2304x768 c2x2 7.6 against 8.79 for the tuned 128x96 and 8.65 for cuBLASLt; at
+#  1024x3072x768 c2x2 9.3 against 9.51 for the tuned coop 128x192. Every cuBLASLt first choice at M=1024
+#  in the v3 DB has its cluster of 2 along our M (c5).
 #  1. The GEMM GPU test (CPU reference, outputs poisoned) on the 2x1 and 2x2 kernels.
 #  2. gemm_lib_bench at 1024x768x3072 and 1024x768x768 (bias) and 1024x768x3072 (bias_res, FFN2's form):
 #     the catalog's 64x96 c1x2 and 64x128 c1x2 against 64x96 c2x1 / c2x2, 64x128 c2x2 and cuBLASLt's
-#     deployed first choice, interleaved rounds.
+#     deployed first choice; at 1024x2304x768 and 1024x3072x768 (bias) the tuned CUTLASS winner, the
+#     2x2 kernels and cuBLASLt's first choice; interleaved rounds.
 # If 2x2 wins, the next step is catalog rows (src/backends/cutlass/catalog.cpp) and issue 5's bench again.
 # Usage on the GPU host: bash scripts/gpu/cluster_ab_evidence.sh
 set -u
@@ -22,9 +27,13 @@ step configure cmake -S . -B $b -G Ninja $SABRE_CMAKE_ARGS -DSABRE_TESTS=ON
 LIMIT=150 step build ninja -C $b -j16 sabre gemm_lib_bench sabre_gemm_gpu_test
 P=sm90_ws_pingpong_tn_f16_f16_f32
 LT=cublaslt_tn_f16_f16_f32_bias_algo66_t27_s35_k1_r0_w0_o2_i0_c5
+LT2304=cublaslt_tn_f16_f16_f32_bias_algo66_t184_s35_k1_r0_w0_o6_i0_c5
+LT3072=cublaslt_tn_f16_f16_f32_bias_algo66_t31_s35_k1_r0_w0_o7_i0_c5
+C=sm90_ws_coop_tn_f16_f16_f32
 LTR=cublaslt_tn_f16_f16_f32_bias_res_algo66_t27_s35_k1_r0_w0_o2_i0_c5
 kern="${P}_64x96x64_c1x2_a8_bias ${P}_64x96x64_c2x1_a8_bias ${P}_64x96x64_c2x2_a8_bias ${P}_64x128x64_c1x2_a8_bias
- ${P}_64x128x64_c2x2_a8_bias ${P}_64x128x64_c1x2_a8_bias_res ${P}_64x96x64_c2x2_a8_bias_res $LT $LTR"
+ ${P}_64x128x64_c2x2_a8_bias ${P}_64x128x64_c1x2_a8_bias_res ${P}_64x96x64_c2x2_a8_bias_res $LT $LTR
+ ${P}_128x96x64_c1x1_a8_bias ${P}_128x96x64_c2x2_a8_bias ${C}_128x192x64_c1x1_a8_bias $LT2304 $LT3072"
 L=/tmp/kl
 LIMIT=200 TAIL=12 step kernels $b/sabre kernels build $kern -o $L -j 16
 LIMIT=120 TAIL=8 step gemm_cases $b/tests/gpu/sabre_gemm_gpu_test --quick -j 16 --work /tmp/gemm_cl \
@@ -35,6 +44,10 @@ libs() { for k in "$@"; do printf "%s=%s/%s.so " $k $L $k; done; }
 for k in 3072 768; do
   LIMIT=90 TAIL=10 step bias_k$k $b/gemm_lib_bench --epilogue bias --m 1024 --n 768 --k $k --rounds 5 $(libs $bias)
 done
+LIMIT=90 TAIL=8 step bias_n2304 $b/gemm_lib_bench --epilogue bias --m 1024 --n 2304 --k 768 --rounds 5 \
+  $(libs ${P}_128x96x64_c1x1_a8_bias ${P}_64x96x64_c1x2_a8_bias ${P}_64x96x64_c2x2_a8_bias ${P}_128x96x64_c2x2_a8_bias $LT2304)
+LIMIT=90 TAIL=8 step bias_n3072 $b/gemm_lib_bench --epilogue bias --m 1024 --n 3072 --k 768 --rounds 5 \
+  $(libs ${C}_128x192x64_c1x1_a8_bias ${P}_64x96x64_c2x2_a8_bias ${P}_128x96x64_c2x2_a8_bias $LT3072)
 LIMIT=90 TAIL=6 step bias_res_k3072 $b/gemm_lib_bench --epilogue bias_res --m 1024 --n 768 --k 3072 --rounds 5 \
   $(libs ${P}_64x128x64_c1x2_a8_bias_res ${P}_64x96x64_c2x2_a8_bias_res $LTR)
 } > $OUT/main.log 2>&1
