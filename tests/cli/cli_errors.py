@@ -153,7 +153,21 @@ def main():
                 print("       stderr:\n" + "\n".join("         " + l for l in err.splitlines()[:20]))
             failures += 1
     print(f"{len(cases) - failures}/{len(cases)} CLI error cases pass")
-    return 1 if failures else 0
+
+    # --help anywhere on a command line is a request for the usage: stdout, exit 0, no error line.
+    helps = [["--help"], ["inspect", "--help"], ["run", "--help"], ["compile", "--help"], ["tune", "--help"],
+             ["bench", "--help"], ["partition", "--help"], ["db", "--help"], ["kernels", "--help"],
+             ["kernels", "list", "--help"], ["kernels", "emit", "--help"], ["kernels", "build", "--help"]]
+    help_failures = 0
+    for argv in helps:
+        r = subprocess.run([sabre] + argv, capture_output=True, text=True, timeout=60)
+        ok = r.returncode == 0 and re.search(r"usage", r.stdout, re.I) and not re.search(r"error|unexpected", r.stderr, re.I)
+        print(f"{'ok  ' if ok else 'FAIL'} sabre {' '.join(argv)}: exit {r.returncode}")
+        if not ok:
+            print("       stderr: " + r.stderr.strip()[:300])
+            help_failures += 1
+    print(f"{len(helps) - help_failures}/{len(helps)} --help requests answered")
+    return 1 if failures or help_failures else 0
 
 
 if __name__ == "__main__":

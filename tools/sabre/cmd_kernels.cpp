@@ -335,6 +335,11 @@ int run(const std::vector<std::string>& args) {
     return args.empty() ? kExitUsage : kExitOk;
   }
   std::vector<std::string> rest(args.begin() + 1, args.end());
+  for (const auto& a : rest)  // `sabre kernels build --help` asks for the usage, not a kernel named --help
+    if (a == "--help" || a == "-h") {
+      std::fputs(kUsage, stdout);
+      return kExitOk;
+    }
   if (args[0] == "list") return cmd_list(rest);
   if (args[0] == "emit") return cmd_emit(rest);
   if (args[0] == "build") return cmd_build(rest);
