@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# One device call (prepared 2026-12-03, ninth session, on branch cluster-2x2-lead; not yet run): do
-# 2x1 and 2x2 clusters close the gap to cuBLASLt at M=1024, K=3072?
+# One device call (prepared 2026-12-03, ninth session; run 2026-12-04, tenth): do 2x1 and 2x2 clusters
+# close the gap to cuBLASLt at M=1024, K=3072? Outcome: no, 2x2 lost at every shape timed, by up to
+# 1.5x (bench/results/cluster_ab_h200_2026-12-04.txt); no catalog rows were added.
 #  Why: at 1024x768x3072 (BERT-base's FFN2 at batch 8; issue 5's worst shape, 0.895-0.912 for CUTLASS)
 #  cuBLASLt's first choice is a 64x96 tile (its 96x64) with a cluster of 2 along M (its c5), 10.07 us,
 #  against our 64x96 clustered along N, 11.54. In 64x96 tiles (128 of them) the L2 reads are
@@ -16,7 +17,8 @@
 #     the catalog's 64x96 c1x2 and 64x128 c1x2 against 64x96 c2x1 / c2x2, 64x128 c2x2 and cuBLASLt's
 #     deployed first choice; at 1024x2304x768 and 1024x3072x768 (bias) the tuned CUTLASS winner, the
 #     2x2 kernels and cuBLASLt's first choice; interleaved rounds.
-# If 2x2 wins, the next step is catalog rows (src/backends/cutlass/catalog.cpp) and issue 5's bench again.
+#  3. Issue 5's large shapes (8192^3, 4096^3, 16384x768x3072, 2048x11008x4096), where cuBLASLt's first
+#     choice still won: the deployed CUTLASS winner against its 2x2 form.
 # Usage on the GPU host: bash scripts/gpu/cluster_ab_evidence.sh
 set -u
 OUT=${OUT:-/tmp/sabre-cluster} LOGS=/tmp/steplogs; mkdir -p "$OUT"
@@ -45,7 +47,7 @@ missing=""; for k in $kern; do [ -f $L/$k.so ] || missing="$missing $k"; done
 echo "kernels carried: $(ls $L/*.so 2>/dev/null | wc -l); to build:${missing:- none}"
 [ -n "$missing" ] && LIMIT=200 TAIL=12 step kernels $b/sabre kernels build $missing -o $L -j 16
 # The gpu clocks line of sabre bench (NVML, loaded at run time) had not run on a GPU before this call.
-[ -f .carry/bert_tiny.sabre ] && LIMIT=60 TAIL=12 step clocks_bert_tiny $b/sabre bench .carry/bert_tiny.sabre --dim batch=8 --dim seq=128 --iters 3000
+[ -e .carry/bert_tiny.sabre ] && LIMIT=60 TAIL=12 step clocks_bert_tiny $b/sabre bench .carry/bert_tiny.sabre --dim batch=8 --dim seq=128 --iters 3000
 LIMIT=120 TAIL=8 step gemm_cases $b/tests/gpu/sabre_gemm_gpu_test --quick -j 16 --work /tmp/gemm_cl \
   ${P}_64x96x64_c2x1_a8_bias ${P}_64x96x64_c2x2_a8_bias ${P}_64x128x64_c2x2_a8_bias ${P}_64x96x64_c2x2_a8_bias_res \
   ${P}_128x96x64_c2x2_a8_bias ${C}_256x128x64_c2x2_a8_bias ${C}_128x256x64_c2x2_a8_bias ${P}_128x128x64_c2x2_a8_bias --out $OUT/gemm_cl.md
