@@ -5,9 +5,10 @@
 // (`sabre kernels emit NAME`), change it, build it with the flags `sabre kernels build` uses, and
 // time the original and the variants side by side here. --rounds N measures the list N times,
 // interleaved, so a clock or neighbour drift shows up as spread instead of as a difference.
-// Exits 77 without a GPU.
+// --l2-hot times one operand set left in L2 instead of sets rotated past it (how much of a kernel's
+// time is waiting on HBM; the tuner always rotates). Exits 77 without a GPU.
 // Usage: gemm_lib_bench --dtype f16|bf16|f32 --epilogue EPI --m M --n N --k K [--layout tn|tt]
-//                       [--batch B] [--rounds N] NAME=LIBRARY.so ...
+//                       [--batch B] [--rounds N] [--l2-hot] NAME=LIBRARY.so ...
 //   NAME is the kernel's name in the library's registry (its entry points NAME_run, ...).
 #include <algorithm>
 #include <cmath>
@@ -28,7 +29,7 @@ namespace {
 int usage() {
   std::fprintf(stderr,
                "usage: gemm_lib_bench --dtype f16|bf16|f32 --epilogue EPI --m M --n N --k K [--layout tn|tt]\n"
-               "                      [--batch B] [--rounds N] NAME=LIBRARY.so ...\n");
+               "                      [--batch B] [--rounds N] [--l2-hot] NAME=LIBRARY.so ...\n");
   return 2;
 }
 
@@ -39,6 +40,7 @@ int main(int argc, char** argv) {
   p.dtype = "f16", p.layout = "tn", p.epilogue = "bias";
   int64_t m = 0;
   int rounds = 3;
+  bool l2_hot = false;
   std::vector<std::pair<std::string, std::string>> libs;  // (kernel, library)
   for (int i = 1; i < argc; ++i) {
     auto value = [&]() -> const char* { return i + 1 < argc ? argv[++i] : nullptr; };
@@ -52,6 +54,7 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(a, "--k") && (v = value())) p.k = std::atoll(v);
     else if (!std::strcmp(a, "--batch") && (v = value())) p.batch = std::atoll(v);
     else if (!std::strcmp(a, "--rounds") && (v = value())) rounds = std::atoi(v);
+    else if (!std::strcmp(a, "--l2-hot")) l2_hot = true;
     else if (!std::strcmp(a, "-h") || !std::strcmp(a, "--help")) return usage(), 0;
     else if (a[0] != '-' && std::strchr(a, '=')) {
       const char* eq = std::strchr(a, '=');
@@ -79,6 +82,7 @@ int main(int argc, char** argv) {
     return usage();
   }
   p.m_min = p.m_max = m;
+  if (l2_hot) setenv("SABRE_MEASURE_L2_HOT", "1", 1);  // read in the measuring child (gpu_measure.cpp)
   Environment env;
   std::string why;
   if (!have_gpu_support() || !probe_gpu(env, why)) {
@@ -88,6 +92,7 @@ int main(int argc, char** argv) {
   std::printf("%s, sm %d, CUDA %s: gemm %s %s %s m=%lld n=%lld k=%lld b=%lld, %d rounds\n", env.gpu.c_str(), env.sm,
               env.cuda.c_str(), p.dtype.c_str(), p.layout.c_str(), p.epilogue.c_str(), (long long)m, (long long)p.n,
               (long long)p.k, (long long)p.batch, rounds);
+  if (l2_hot) std::printf("operands L2-hot: one set, not rotated past L2 (--l2-hot)\n");
   ProfileOptions opts;
   const MeasureFn measure = gpu_measure_fn(opts);
   std::vector<std::vector<double>> times(libs.size());  // ok rounds' medians, per library

@@ -17,6 +17,7 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 
@@ -69,6 +70,15 @@ using namespace cutlass_backend;
 namespace lt = cublaslt_backend;
 
 constexpr double kL2Bytes = 60e6;   // H200: 60 MB L2 (H100: 50); rotate operands past it
+
+// How many operand sets the timed launches cycle through: enough to pass L2 twice, so each launch
+// reads its operands from HBM as a model's GEMMs read their weights. SABRE_MEASURE_L2_HOT=1 (an
+// experiment switch, gemm_lib_bench --l2-hot; the tuner never sets it) times one set, left in L2.
+int operand_rotations(double set_bytes) {
+  const char* hot = std::getenv("SABRE_MEASURE_L2_HOT");
+  if (hot && std::string(hot) == "1") return 1;
+  return int(std::clamp(std::ceil(2 * kL2Bytes / set_bytes), 1.0, 64.0));
+}
 constexpr int kRepeats = 7;
 constexpr int64_t kCheckedRows = 16;
 
@@ -275,7 +285,7 @@ bool measure_in_child(const GemmProblem& p, int64_t m, const std::string& kernel
   const size_t na = size_t(m * k * batch), nb = size_t(n * k * batch), nd = size_t(m * n * batch);
   const bool has_res = epi.residual != Residual::none;
   const double set_bytes = double(na + nb + nd + (has_res ? nd : 0)) * double(eb);
-  const int rotations = int(std::clamp(std::ceil(2 * kL2Bytes / set_bytes), 1.0, 64.0));
+  const int rotations = operand_rotations(set_bytes);
 
   const HostOperands& host = host_operands(e, m, n, k, batch, has_res);
   const HostData &a = host.a, &b = host.b, &bias = host.bias, &res = host.res;
@@ -433,7 +443,7 @@ bool measure_conv_in_child(const ConvProblem& p, const std::string& kernel, cons
   const bool has_res = epi->residual != Residual::none;
   const size_t nx = size_t(p.n * p.h * p.w * p.c), nw = size_t(p.k * p.r * p.s * p.c), ny = size_t(p.n * p.p * p.q * p.k);
   const double set_bytes = double(nx + nw + ny + (has_res ? ny : 0)) * double(eb);
-  const int rotations = int(std::clamp(std::ceil(2 * kL2Bytes / set_bytes), 1.0, 64.0));
+  const int rotations = operand_rotations(set_bytes);
   const HostConvOperands& host = host_conv_operands(e, p, has_res);
 
   void* lib = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
