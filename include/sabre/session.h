@@ -33,6 +33,11 @@ struct RunStats {
   uint64_t peak_activation_bytes = 0;
   uint64_t activation_bytes_without_reuse = 0;
   bool graph_replayed = false;  // the shape signature had a captured graph already
+  // L2 weight prefetch (SABRE_PREFETCH; docs/RUNTIME.md section 5): weight tensors a run asks the
+  // L2 to fetch ahead of the GEMM or conv reading them, their bytes, and how many kernel steps ahead.
+  uint64_t prefetched_weights = 0;
+  uint64_t prefetched_bytes = 0;
+  int prefetch_lead = 0;
 };
 
 // One plan step's GPU time in a profiled run (ExecutionContext::profile, sabre bench --profile).

@@ -93,4 +93,28 @@ MemoryPlan plan_memory(const Plan& plan, const std::vector<uint64_t>& bytes) {
   return mp;
 }
 
+std::vector<std::vector<int>> prefetch_schedule(const Plan& plan, int lead, uint64_t min_bytes) {
+  const size_t n = plan.steps.size();
+  std::vector<std::vector<int>> out(n);
+  if (lead <= 0) return out;
+  std::vector<size_t> kernels;  // indices of the steps that launch work
+  for (size_t i = 0; i < n; ++i)
+    if (plan.steps[i].op != "reshape") kernels.push_back(i);
+  for (size_t k = 0; k < kernels.size(); ++k) {
+    const Step& st = plan.steps[kernels[k]];
+    if ((st.op != "gemm" && st.op != "conv") || k < static_cast<size_t>(lead)) continue;
+    const size_t at = kernels[k - static_cast<size_t>(lead)];
+    for (int t : st.inputs) {
+      if (t < 0) continue;
+      const TensorInfo& ti = plan.tensors[static_cast<size_t>(t)];
+      if (ti.kind != TensorKind::weight || ti.weight_bytes < min_bytes) continue;
+      bool read_between = false;  // by a step from `at` on: already in L2, or on its way
+      for (size_t j = at; j < kernels[k] && !read_between; ++j)
+        for (int u : plan.steps[j].inputs) read_between |= u == t;
+      if (!read_between) out[at].push_back(t);
+    }
+  }
+  return out;
+}
+
 }  // namespace sabre::runtime

@@ -33,4 +33,11 @@ std::vector<uint64_t> tensor_bytes(const Plan& plan, const std::map<std::string,
 // write (broken invariant of a plan: steps are in execution order).
 MemoryPlan plan_memory(const Plan& plan, const std::vector<uint64_t>& bytes);
 
+// L2 weight prefetch (docs/RUNTIME.md section 5): per step, the weight tensors to prefetch into L2
+// just before that step is enqueued, so that they arrive while it runs: the weights of at least
+// `min_bytes` that GEMM and conv steps read, `lead` kernel steps ahead of them (reshapes, views
+// without a kernel, are not counted). A weight the steps between already read is not fetched again.
+// All lists are empty for lead <= 0.
+std::vector<std::vector<int>> prefetch_schedule(const Plan& plan, int lead, uint64_t min_bytes);
+
 }  // namespace sabre::runtime

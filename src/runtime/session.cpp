@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -273,9 +274,21 @@ struct ExecutionContext::Impl {
   };
   std::map<std::string, Signature> cache;
 
+  // L2 weight prefetch (docs/RUNTIME.md section 5): before step i, the weights prefetch[i] names
+  // are fetched into L2 on `side`, forked from `stream` there and joined back after the last step,
+  // so a captured graph holds each prefetch as a branch beside the kernel it overlaps.
+  int prefetch_lead = 0;
+  std::vector<std::vector<int>> prefetch;
+  cudaStream_t side = nullptr;
+  cudaEvent_t fork_ev = nullptr;
+  cudaEvent_t join_ev = nullptr;
+
   ~Impl() {
     cuda_warn(cudaSetDevice(s->device), "cudaSetDevice (releasing a context)");
     if (stream) cuda_warn(cudaStreamSynchronize(stream), "cudaStreamSynchronize (releasing a context)");
+    if (side) cuda_warn(cudaStreamDestroy(side), "cudaStreamDestroy (prefetch stream)");
+    if (fork_ev) cuda_warn(cudaEventDestroy(fork_ev), "cudaEventDestroy");
+    if (join_ev) cuda_warn(cudaEventDestroy(join_ev), "cudaEventDestroy");
     for (auto& [k, sig] : cache)
       if (sig.exec) cuda_warn(cudaGraphExecDestroy(sig.exec), "cudaGraphExecDestroy");
     cuda_warn(cudaFree(arena), "freeing the activation arena");
@@ -296,7 +309,61 @@ struct ExecutionContext::Impl {
   const sabre_conv_entry& conv_kernel(const Step& st, const sabre_conv_args& a, std::string* name) const;
   const sabre_kernel_entry& gemm_kernel(const Step& st, const sabre_gemm_args& a, std::string* name) const;
   void enqueue(size_t i, const Signature& sig, const std::vector<void*>& ptr);
+  // Every step in order, with the weight prefetches between them (the graph capture and the run without graphs).
+  void enqueue_all(const Signature& sig, const std::vector<void*>& ptr);
 };
+
+// Weights smaller than this are not worth a prefetch launch (biases, LayerNorm scales).
+constexpr uint64_t kPrefetchMinBytes = 64 << 10;
+
+// SABRE_PREFETCH: how many kernel steps ahead of a GEMM or conv its weights are prefetched into L2;
+// 0 turns it off. Read once per context.
+int prefetch_lead_from_env() {
+  const char* v = std::getenv("SABRE_PREFETCH");
+  if (!v || !*v) return 1;
+  char* end = nullptr;
+  long n = std::strtol(v, &end, 10);
+  if (*end || n < 0 || n > 64) {
+    std::fprintf(stderr, "sabre: warning: SABRE_PREFETCH='%s' is not a step count 0..64; prefetching 1 step ahead\n", v);
+    return 1;
+  }
+  return static_cast<int>(n);
+}
+
+void ExecutionContext::Impl::enqueue_all(const Signature& sig, const std::vector<void*>& ptr) {
+  const Plan& p = plan();
+  bool forked = false;
+  try {
+    for (size_t i = 0; i < p.steps.size(); ++i) {
+      if (side && !prefetch[i].empty()) {
+        cuda_check(cudaEventRecord(fork_ev, stream), "cudaEventRecord (prefetch fork)");
+        cuda_check(cudaStreamWaitEvent(side, fork_ev, 0), "cudaStreamWaitEvent (prefetch fork)");
+        forked = true;
+        for (int t : prefetch[i]) {
+          const TensorInfo& ti = p.tensors[static_cast<size_t>(t)];
+          cudaError_t e = native::l2_prefetch(ptr[static_cast<size_t>(t)], ti.weight_bytes, side);
+          if (e != cudaSuccess)
+            throw Error(SABRE_ERR_CUDA, "prefetching weight '" + ti.name + "' into L2 failed: " + cudaGetErrorName(e) +
+                                            ": " + native::last_error_message());
+        }
+      }
+      enqueue(i, sig, ptr);
+    }
+  } catch (...) {
+    // Join the side stream before the caller abandons a capture, so that neither stream is left
+    // capturing or waiting on work that will never be launched.
+    if (forked) {
+      cudaEventRecord(join_ev, side);
+      cudaStreamWaitEvent(stream, join_ev, 0);
+      cudaGetLastError();
+    }
+    throw;
+  }
+  if (forked) {
+    cuda_check(cudaEventRecord(join_ev, side), "cudaEventRecord (prefetch join)");
+    cuda_check(cudaStreamWaitEvent(stream, join_ev, 0), "cudaStreamWaitEvent (prefetch join)");
+  }
+}
 
 ExecutionContext::ExecutionContext(Session& session, void* stream, bool use_graphs) : impl_(std::make_unique<Impl>()) {
   Impl& c = *impl_;
@@ -312,6 +379,19 @@ ExecutionContext::ExecutionContext(Session& session, void* stream, bool use_grap
   c.out_buf.assign(c.plan().outputs.size(), nullptr);
   c.out_cap.assign(c.plan().outputs.size(), 0);
   c.out_shapes.resize(c.plan().outputs.size());
+  c.prefetch_lead = prefetch_lead_from_env();
+  c.prefetch = prefetch_schedule(c.plan(), c.prefetch_lead, kPrefetchMinBytes);
+  for (const auto& ws : c.prefetch)
+    for (int t : ws) {
+      ++c.stats.prefetched_weights;
+      c.stats.prefetched_bytes += c.plan().tensors[static_cast<size_t>(t)].weight_bytes;
+    }
+  if (c.stats.prefetched_weights > 0) {
+    c.stats.prefetch_lead = c.prefetch_lead;
+    cuda_check(cudaStreamCreateWithFlags(&c.side, cudaStreamNonBlocking), "creating the L2 prefetch stream");
+    cuda_check(cudaEventCreateWithFlags(&c.fork_ev, cudaEventDisableTiming), "cudaEventCreateWithFlags");
+    cuda_check(cudaEventCreateWithFlags(&c.join_ev, cudaEventDisableTiming), "cudaEventCreateWithFlags");
+  }
 }
 
 ExecutionContext::~ExecutionContext() = default;
@@ -559,7 +639,7 @@ void ExecutionContext::Impl::run(const std::vector<sabre_tensor>& inputs, std::v
   if (profile) {
     profile_steps(sig, ptr, *profile, repeats);
   } else if (!use_graphs) {
-    for (size_t i = 0; i < p.steps.size(); ++i) enqueue(i, sig, ptr);
+    enqueue_all(sig, ptr);
   } else if (sig.exec && sig.io == io && sig.epoch == arena_epoch) {
     stats.graph_replayed = true;
     cuda_check(cudaGraphLaunch(sig.exec, stream), "cudaGraphLaunch");
@@ -567,7 +647,7 @@ void ExecutionContext::Impl::run(const std::vector<sabre_tensor>& inputs, std::v
     cuda_check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
     cudaGraph_t graph = nullptr;
     try {
-      for (size_t i = 0; i < p.steps.size(); ++i) enqueue(i, sig, ptr);
+      enqueue_all(sig, ptr);
     } catch (...) {
       cudaStreamEndCapture(stream, &graph);  // abandons the capture; the stream is usable again
       if (graph) cudaGraphDestroy(graph);

@@ -1039,6 +1039,30 @@ void fill_iota_tests() {
   refused == 3 ? ++g_pass : ++g_fail;
 }
 
+// ---- L2 prefetch (the runtime's weight prefetch) ------------------------------------------
+// A hint: it must run without a fault over any length (a tail that is not a multiple of 16 bytes,
+// lengths past one block's share), leave the bytes as they were, and refuse a misaligned or null
+// address.
+void prefetch_tests() {
+  for (int64_t n : {int64_t(1000), int64_t(262147), int64_t(5000011)}) {  // f16 elements: 2 KB .. 10 MB
+    const std::string name = "L2Prefetch_f16_" + std::to_string(n) + "_unchanged";
+    if (!selected(name)) continue;
+    const Tensor want = rnd(DType::f16, {n});
+    Dev d(want);
+    CK(native::l2_prefetch(d.p, static_cast<size_t>(want.nbytes()), nullptr));
+    check(name, d.get(DType::f16, {n}), want);
+  }
+  const std::string name = "L2Prefetch_refusals";
+  if (!selected(name)) return;
+  Dev d(4096);
+  int refused = 0;
+  refused += native::l2_prefetch(static_cast<char*>(d.p) + 8, 1024, nullptr) == cudaErrorInvalidValue;
+  refused += native::l2_prefetch(nullptr, 1024, nullptr) == cudaErrorInvalidValue;
+  cudaGetLastError();
+  std::printf("%s %-66s %d of 2 refused\n", refused == 2 ? "PASS" : "FAIL", name.c_str(), refused);
+  refused == 2 ? ++g_pass : ++g_fail;
+}
+
 // ---- pooling -------------------------------------------------------------------------------
 Tensor to_nhwc(const Tensor& t) { return ref_op("Transpose", {t}, {{"perm", std::vector<int64_t>{0, 2, 3, 1}}})[0]; }
 
@@ -1374,7 +1398,7 @@ int main(int argc, char** argv) {
       {"layernorm", layernorm_tests}, {"reduce", reduce_tests},        {"movement", movement_tests},
       {"where_cast", where_cast_tests}, {"pool", pool_tests},  {"fill_iota", fill_iota_tests},
       {"attention", attention_tests},   {"depthwise", depthwise_tests}, {"grouped", grouped_tests}, {"im2col", im2col_tests},
-      {"stem_conv", stem_conv_tests}};
+      {"stem_conv", stem_conv_tests}, {"prefetch", prefetch_tests}};
   for (auto [name, fn] : groups) {
     try {
       fn();

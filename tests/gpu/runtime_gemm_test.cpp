@@ -1,8 +1,8 @@
 // A gemm step through a kernel library in kernels/ (dlopen, registry, dispatch by M, bias, batch)
 // followed by a native softmax, against host loops, at m on both sides of the dispatch boundary.
 // Then the stem as sabre compile lowers it (im2col step + gemm step on its output, an arena
-// intermediate) against a host conv, at several batch sizes through captured graphs.
-// Exits 77 without a GPU.
+// intermediate) against a host conv, at several batch sizes through captured graphs. Then the L2
+// weight prefetch's side stream (check_prefetch). Exits 77 without a GPU.
 #include <cuda_runtime_api.h>
 #include <unistd.h>
 
@@ -114,6 +114,125 @@ int check_im2col_gemm(int sm) {
     }
     cuda_ok(cudaFree(dx), "cudaFree");
     cuda_ok(cudaFree(dy), "cudaFree");
+  }
+  fs::remove_all(dir);
+  return failures;
+}
+
+// The L2 weight prefetch (docs/RUNTIME.md section 5): x [batch,256] -> softmax -> gemm with a 256 KiB
+// weight and a bias -> y. With SABRE_PREFETCH unset the weight is fetched on the side stream while
+// the softmax runs: the result must match the host (graph capture, replay, no graphs), a kernel failing
+// mid-capture after the fork must leave the context usable, and SABRE_PREFETCH=0 must give the same
+// bits with nothing fetched.
+int check_prefetch(int sm) {
+  const int64_t K = 256, N = 256;
+  const uint64_t w_bytes = K * N * 4, bias_off = w_bytes;
+  Plan p;
+  p.symbols = {{"batch", 1, 64}};
+  auto b = DimExpr::parse("batch");
+  p.tensors = {{"x", DType::f32, {b, K}, TensorKind::input, 0, 0},
+               {"w", DType::f32, {N, K}, TensorKind::weight, 0, w_bytes},
+               {"bias", DType::f32, {N}, TensorKind::weight, bias_off, N * 4},
+               {"s", DType::f32, {b, K}, TensorKind::activation, 0, 0},
+               {"y", DType::f32, {b, N}, TensorKind::output, 0, 0}};
+  p.inputs = {0};
+  p.outputs = {4};
+  p.steps = {{"softmax", "/sm", {0}, {3}, sabre::json::Value(sabre::json::Object{})},
+             {"gemm", "/fc", {3, 1, 2, -1}, {4},
+              sabre::json::parse(R"({"m":"batch","n":256,"k":256,"lda":256,"ldb":256,"ldd":256,"layout":"tn","dtype":"f32",)"
+                                 R"("epilogue":"bias","dispatch":[{"max_m":16,"kernel":"t_small"},{"max_m":-1,"kernel":"t_big"}]})")}};
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  std::vector<float> wts(static_cast<size_t>(K * N + N));
+  for (auto& v : wts) v = u(rng);
+  std::vector<uint8_t> bytes(wts.size() * 4);
+  std::memcpy(bytes.data(), wts.data(), bytes.size());
+  ManifestInfo m;
+  m.sm = sm;
+  m.arch = "sm_" + std::to_string(sm);
+  std::string dir = (fs::temp_directory_path() / ("sabre_rt_prefetch_" + std::to_string(::getpid()))).string();
+  fs::remove_all(dir);
+  write_artifact(dir, p, bytes, {SABRE_TEST_GEMM_LIB}, m);
+  int failures = 0;
+  auto fail = [&](const std::string& what) {
+    std::printf("FAIL prefetch: %s\n", what.c_str());
+    ++failures;
+  };
+  // Runs ctx at `batch` on fresh random x; returns y (NaN-poisoned first) and checks it against the host.
+  auto run = [&](sabre::ExecutionContext& ctx, int64_t batch, unsigned seed, const char* what) {
+    std::mt19937 r(seed);
+    std::vector<float> x(static_cast<size_t>(batch * K));
+    for (auto& v : x) v = 4.f * u(r);
+    std::vector<float> y(static_cast<size_t>(batch * N));
+    void *dx = nullptr, *dy = nullptr;
+    cuda_ok(cudaMalloc(&dx, x.size() * 4), "cudaMalloc");
+    cuda_ok(cudaMalloc(&dy, y.size() * 4), "cudaMalloc");
+    cuda_ok(cudaMemcpy(dx, x.data(), x.size() * 4, cudaMemcpyHostToDevice), "cudaMemcpy");
+    cuda_ok(cudaMemset(dy, 0xff, y.size() * 4), "cudaMemset");
+    int64_t xs[2] = {batch, K}, ys[2] = {batch, N};
+    std::vector<sabre_tensor> outs = {{"y", dy, SABRE_DEVICE_CUDA, 0, {SABRE_DTYPE_FLOAT, 32, 1}, 2, ys, nullptr}};
+    try {
+      ctx.run({{"x", dx, SABRE_DEVICE_CUDA, 0, {SABRE_DTYPE_FLOAT, 32, 1}, 2, xs, nullptr}}, outs);
+      cuda_ok(cudaMemcpy(y.data(), dy, y.size() * 4, cudaMemcpyDeviceToHost), "cudaMemcpy");
+      double err = 0;
+      for (int64_t i = 0; i < batch; ++i) {
+        double mx = -1e30, sum = 0;
+        for (int64_t k = 0; k < K; ++k) mx = std::max(mx, double(x[static_cast<size_t>(i * K + k)]));
+        for (int64_t k = 0; k < K; ++k) sum += std::exp(double(x[static_cast<size_t>(i * K + k)]) - mx);
+        for (int64_t j = 0; j < N; ++j) {
+          double acc = wts[static_cast<size_t>(K * N + j)];
+          for (int64_t k = 0; k < K; ++k)
+            acc += std::exp(double(x[static_cast<size_t>(i * K + k)]) - mx) / sum * wts[static_cast<size_t>(j * K + k)];
+          const double got = y[static_cast<size_t>(i * N + j)];
+          err = std::isfinite(got) ? std::max(err, std::fabs(got - acc)) : 1e30;
+        }
+      }
+      std::printf("prefetch %s, batch %lld: max abs error %.3g\n", what, (long long)batch, err);
+      if (err > 1e-5) fail(std::string(what) + ": error too large");
+    } catch (const sabre::Error& e) {
+      fail(std::string(what) + ": " + e.what());
+    }
+    cuda_ok(cudaFree(dx), "cudaFree");
+    cuda_ok(cudaFree(dy), "cudaFree");
+    return y;
+  };
+  {
+    sabre::Session session(dir);
+    sabre::ExecutionContext ctx(session);
+    const sabre::RunStats& st = ctx.last_stats();
+    if (st.prefetched_weights != 1 || st.prefetched_bytes != w_bytes || st.prefetch_lead != 1)
+      fail("expected the 256 KiB weight fetched 1 step ahead, got " + std::to_string(st.prefetched_weights) + " weights, " +
+           std::to_string(st.prefetched_bytes) + " bytes, lead " + std::to_string(st.prefetch_lead));
+    const int64_t batches[] = {1, 5, 64, 5};  // the second 5 replays the graph captured by the first
+    for (int r = 0; r < 4; ++r) run(ctx, batches[r], 100 + unsigned(r), r == 3 ? "replay" : "capture");
+    // t_small fails at m=13 after the fork: the error names the step, and the context runs again.
+    {
+      void* dx = nullptr;
+      cuda_ok(cudaMalloc(&dx, 13 * K * 4), "cudaMalloc");
+      cuda_ok(cudaMemset(dx, 0, 13 * K * 4), "cudaMemset");
+      int64_t xs[2] = {13, K};
+      std::vector<sabre_tensor> outs;
+      try {
+        ctx.run({{"x", dx, SABRE_DEVICE_CUDA, 0, {SABRE_DTYPE_FLOAT, 32, 1}, 2, xs, nullptr}}, outs);
+        fail("the simulated launch failure at m=13 was not reported");
+      } catch (const sabre::Error& e) {
+        if (std::string(e.what()).find("step '/fc' (gemm)") == std::string::npos) fail(std::string("wrong error: ") + e.what());
+      }
+      cuda_ok(cudaFree(dx), "cudaFree");
+      cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+      if (cudaStreamIsCapturing(static_cast<cudaStream_t>(ctx.stream()), &cs) != cudaSuccess || cs != cudaStreamCaptureStatusNone)
+        fail("the stream is still capturing after the failed capture");
+    }
+    run(ctx, 7, 7, "after a failed capture");
+    sabre::ExecutionContext plain(session, nullptr, /*use_graphs=*/false);
+    run(plain, 9, 9, "without graphs");
+    // The same input through a context made with SABRE_PREFETCH=0: nothing fetched, the same bits.
+    setenv("SABRE_PREFETCH", "0", 1);
+    sabre::ExecutionContext off(session);
+    unsetenv("SABRE_PREFETCH");
+    if (off.last_stats().prefetched_weights != 0) fail("SABRE_PREFETCH=0 still prefetches");
+    std::vector<float> again = run(ctx, 5, 105, "replay"), none = run(off, 5, 105, "SABRE_PREFETCH=0");
+    if (std::memcmp(again.data(), none.data(), again.size() * 4) != 0) fail("SABRE_PREFETCH=0 changed the result");
   }
   fs::remove_all(dir);
   return failures;
@@ -251,6 +370,7 @@ int main() {
     cuda_ok(cudaFree(dx), "cudaFree");
   }
   failures += check_im2col_gemm(m.sm);
+  failures += check_prefetch(m.sm);
   std::printf("%s\n", failures ? "FAILED" : "PASSED");
   return failures ? 1 : 0;
 }

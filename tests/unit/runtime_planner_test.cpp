@@ -142,3 +142,60 @@ TEST(RuntimePlanner, ReadBeforeWriteIsABrokenPlan) {
   std::swap(p.steps[0], p.steps[1]);
   EXPECT_THROW(plan_memory(p, tensor_bytes(p, {})), PlanError);
 }
+
+// BERT's layer in miniature: gemm(x, Wq) -> attention -> reshape -> gemm(Wo) -> layernorm -> gemm(W1)
+// -> gemm(W2) -> gemm(Wq again), with a bias too small to fetch. Which weights are fetched before
+// which step, at leads 0, 1 and 2, counting kernel steps only.
+TEST(RuntimePlanner, PrefetchScheduleLeadsEachGemmByKernelSteps) {
+  Plan p;
+  auto act = [&](const std::string& n) {
+    p.tensors.push_back({n, DType::f16, {int64_t(128), int64_t(768)}, TensorKind::activation, 0, 0});
+    return static_cast<int>(p.tensors.size()) - 1;
+  };
+  auto weight = [&](const std::string& n, uint64_t bytes) {
+    p.tensors.push_back({n, DType::f16, {static_cast<int64_t>(bytes / 2)}, TensorKind::weight, 0, bytes});
+    return static_cast<int>(p.tensors.size()) - 1;
+  };
+  p.tensors.push_back({"x", DType::f16, {int64_t(128), int64_t(768)}, TensorKind::input, 0, 0});
+  const int wq = weight("Wq", 3 << 20), wo = weight("Wo", 1 << 20), w1 = weight("W1", 4 << 20),
+            w2 = weight("W2", 4 << 20), bias = weight("b", 1536);
+  const int q = act("q"), a = act("a"), av = act("av"), o = act("o"), h = act("h"), f = act("f"), y = act("y");
+  p.tensors.push_back({"z", DType::f16, {int64_t(128), int64_t(768)}, TensorKind::output, 0, 0});
+  const int z = static_cast<int>(p.tensors.size()) - 1;
+  p.inputs = {0};
+  p.outputs = {z};
+  p.steps = {{"gemm", "qkv", {0, wq, bias, -1}, {q}, none()},     {"attention", "attn", {q}, {a}, none()},
+             {"reshape", "view", {a}, {av}, none()},              {"gemm", "out", {av, wo, bias, -1}, {o}, none()},
+             {"layernorm", "ln", {o}, {h}, none()},               {"gemm", "ffn1", {h, w1, bias, -1}, {f}, none()},
+             {"gemm", "ffn2", {f, w2, bias, -1}, {y}, none()},    {"gemm", "qkv2", {y, wq, bias, -1}, {z}, none()}};
+  const uint64_t min_bytes = 64 << 10;
+
+  for (const auto& at : prefetch_schedule(p, 0, min_bytes)) EXPECT_TRUE(at.empty());
+
+  // Lead 1: each GEMM's weight before the kernel step just before it (the reshape between
+  // attention and out-proj is no kernel, so Wo goes before attention). The first GEMM has no step
+  // before it. qkv2's Wq is fetched again: qkv read it, but before the window (from ffn2 on).
+  auto one = prefetch_schedule(p, 1, min_bytes);
+  ASSERT_EQ(one.size(), p.steps.size());
+  EXPECT_EQ(one[0], std::vector<int>{});
+  EXPECT_EQ(one[1], std::vector<int>{wo});
+  EXPECT_EQ(one[2], std::vector<int>{});
+  EXPECT_EQ(one[4], std::vector<int>{w1});
+  EXPECT_EQ(one[5], std::vector<int>{w2});
+  EXPECT_EQ(one[6], std::vector<int>{wq});
+
+  // Lead 2: two kernel steps ahead; nothing for bias (below min_bytes) anywhere.
+  auto two = prefetch_schedule(p, 2, min_bytes);
+  EXPECT_EQ(two[0], std::vector<int>{wo});
+  EXPECT_EQ(two[1], std::vector<int>{});
+  EXPECT_EQ(two[3], std::vector<int>{w1});
+  EXPECT_EQ(two[4], std::vector<int>{w2});
+  EXPECT_EQ(two[5], std::vector<int>{wq});
+  for (const auto& at : two)
+    for (int t : at) EXPECT_NE(t, bias);
+
+  // A weight read again within the lead window is already on its way: not fetched twice.
+  p.steps[4].inputs.push_back(w1);  // the layernorm step reads W1 too
+  auto again = prefetch_schedule(p, 1, min_bytes);
+  EXPECT_EQ(again[4], std::vector<int>{});
+}

@@ -4,6 +4,7 @@
 // clock report; the command ran on the H200 for every bench/results BERT and CNN latency, its
 // `gpu clocks` line not yet.
 #include <algorithm>
+#include <cstdlib>
 #include <chrono>
 #include <cstring>
 #include <cstdio>
@@ -222,6 +223,13 @@ int bench(const std::vector<std::string>& argv) {
                 static_cast<double>(iters * batch) / total_s, static_cast<long long>(batch));
     std::printf("activations  peak %.2f MiB (%.2f MiB without reuse)\n", ctx.last_stats().peak_activation_bytes / 1048576.0,
                 ctx.last_stats().activation_bytes_without_reuse / 1048576.0);
+    const sabre::RunStats& rs = ctx.last_stats();
+    if (rs.prefetched_weights > 0)
+      std::printf("l2 prefetch  %llu weights, %.1f MiB a run, each %d kernel step%s ahead of its GEMM (SABRE_PREFETCH)\n",
+                  static_cast<unsigned long long>(rs.prefetched_weights), rs.prefetched_bytes / 1048576.0,
+                  rs.prefetch_lead, rs.prefetch_lead == 1 ? "" : "s");
+    else
+      std::printf("l2 prefetch  off (SABRE_PREFETCH=0, or no GEMM or conv weight of 64 KiB or more)\n");
     if (!clock_line.empty()) std::printf("gpu clocks   %s\n", clock_line.c_str());
     if (args.has("--profile")) {
       for (auto& o : outs) o.data = nullptr;

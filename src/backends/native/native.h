@@ -179,6 +179,9 @@ cudaError_t im2col(const Im2colArgs& a, cudaStream_t stream);
 // The small-channel conv at the NCHW boundary in one kernel (stem_conv.cu; StemConvArgs and the
 // rules in stem_conv.h): im2col in shared memory, tensor-core products, bias and clamp, NHWC out.
 cudaError_t stem_conv(const StemConvArgs& a, cudaStream_t stream);
+// Asks the L2 to fetch [p, p + bytes) from memory (a hint: reads nothing back, writes nothing);
+// p 16-byte aligned. The runtime prefetches a GEMM's weights this way (docs/RUNTIME.md section 5).
+cudaError_t l2_prefetch(const void* p, size_t bytes, cudaStream_t stream);
 // Any strided read into a dense output: y[i...] = x[offset + sum_k i_k * strides[k]] (elements,
 // strides may be 0 or negative). Slice, Expand and general permutes reduce to this.
 cudaError_t strided_copy(size_t elem_size, const void* x, int64_t offset, const std::vector<int64_t>& out_dims,
