@@ -552,7 +552,9 @@ bool probe_gpu(Environment& env, std::string& why) {
         int count = 0;
         cudaError_t err = cudaGetDeviceCount(&count);
         if (err != cudaSuccess || count == 0) {
-          report(err != cudaSuccess ? cudaGetErrorString(err) : "no CUDA devices");
+          // The same words as the runtime's: "insufficient driver" alone reads as an upgrade to make
+          // on a machine that simply has no GPU.
+          report(std::string("no CUDA device: ") + (err != cudaSuccess ? cudaGetErrorString(err) : "the driver reports 0 GPUs"));
           return false;
         }
         cudaDeviceProp prop;
