@@ -105,7 +105,11 @@ int bench(const std::vector<std::string>& argv) {
                   "GPU time of every plan step, summed per op, and the slowest steps with their kernels.\n"
                   "While the timed runs go, the GPU's SM clock and power are sampled every 10 ms (NVML, from the\n"
                   "driver): under sustained load a GPU can sit at its power limit with the clock well under its\n"
-                  "maximum, and the 'gpu clocks' line says so (how many samples had the clock held down, and why).\n\noptions:\n%s",
+                  "maximum, and the 'gpu clocks' line says so (how many samples had the clock held down, and why).\n"
+                  "The 'l2 prefetch' line says which weights each run fetches into L2 ahead of the GEMM or conv\n"
+                  "reading them; environment: SABRE_PREFETCH=N (kernel steps ahead, default 1; 0 off), SABRE_PDL=0\n"
+                  "(no programmatic dependent launch), SABRE_ATTN=r16x4|r32x2|r64|r128 (one attention block shape).\n"
+                  "\noptions:\n%s",
                   flags_help(kFlags).c_str());
       return kExitOk;
     }
