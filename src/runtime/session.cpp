@@ -277,7 +277,6 @@ struct ExecutionContext::Impl {
   // L2 weight prefetch (docs/RUNTIME.md section 5): before step i, the weights prefetch[i] names
   // are fetched into L2 on `side`, forked from `stream` there and joined back after the last step,
   // so a captured graph holds each prefetch as a branch beside the kernel it overlaps.
-  int prefetch_lead = 0;
   std::vector<std::vector<int>> prefetch;
   cudaStream_t side = nullptr;
   cudaEvent_t fork_ev = nullptr;
@@ -335,7 +334,7 @@ void ExecutionContext::Impl::enqueue_all(const Signature& sig, const std::vector
   bool forked = false;
   try {
     for (size_t i = 0; i < p.steps.size(); ++i) {
-      if (side && !prefetch[i].empty()) {
+      if (!prefetch[i].empty()) {  // never without `side`: the constructor makes it where any list is not empty
         cuda_check(cudaEventRecord(fork_ev, stream), "cudaEventRecord (prefetch fork)");
         cuda_check(cudaStreamWaitEvent(side, fork_ev, 0), "cudaStreamWaitEvent (prefetch fork)");
         forked = true;
@@ -379,15 +378,15 @@ ExecutionContext::ExecutionContext(Session& session, void* stream, bool use_grap
   c.out_buf.assign(c.plan().outputs.size(), nullptr);
   c.out_cap.assign(c.plan().outputs.size(), 0);
   c.out_shapes.resize(c.plan().outputs.size());
-  c.prefetch_lead = prefetch_lead_from_env();
-  c.prefetch = prefetch_schedule(c.plan(), c.prefetch_lead, kPrefetchMinBytes);
+  const int lead = prefetch_lead_from_env();
+  c.prefetch = prefetch_schedule(c.plan(), lead, kPrefetchMinBytes);
   for (const auto& ws : c.prefetch)
     for (int t : ws) {
       ++c.stats.prefetched_weights;
       c.stats.prefetched_bytes += c.plan().tensors[static_cast<size_t>(t)].weight_bytes;
     }
   if (c.stats.prefetched_weights > 0) {
-    c.stats.prefetch_lead = c.prefetch_lead;
+    c.stats.prefetch_lead = lead;
     cuda_check(cudaStreamCreateWithFlags(&c.side, cudaStreamNonBlocking), "creating the L2 prefetch stream");
     cuda_check(cudaEventCreateWithFlags(&c.fork_ev, cudaEventDisableTiming), "cudaEventCreateWithFlags");
     cuda_check(cudaEventCreateWithFlags(&c.join_ev, cudaEventDisableTiming), "cudaEventCreateWithFlags");

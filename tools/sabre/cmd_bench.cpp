@@ -2,7 +2,7 @@
 // given dims (docs/RUNTIME.md section 6), and the GPU's clock and power meanwhile. Tests:
 // tests/gpu/runtime_session_test.cpp covers the runtime it times, tests/unit/gpu_clocks_test.cpp the
 // clock report; the command ran on the H200 for every bench/results BERT and CNN latency, its
-// `gpu clocks` line not yet.
+// `gpu clocks` and `l2 prefetch` lines since 2026-12-04.
 #include <algorithm>
 #include <cstdlib>
 #include <chrono>
@@ -225,9 +225,9 @@ int bench(const std::vector<std::string>& argv) {
                 *std::min_element(gpu_ms.begin(), gpu_ms.end()));
     std::printf("throughput   %.1f runs/s, %.1f samples/s (batch %lld)\n", static_cast<double>(iters) / total_s,
                 static_cast<double>(iters * batch) / total_s, static_cast<long long>(batch));
-    std::printf("activations  peak %.2f MiB (%.2f MiB without reuse)\n", ctx.last_stats().peak_activation_bytes / 1048576.0,
-                ctx.last_stats().activation_bytes_without_reuse / 1048576.0);
     const sabre::RunStats& rs = ctx.last_stats();
+    std::printf("activations  peak %.2f MiB (%.2f MiB without reuse)\n", rs.peak_activation_bytes / 1048576.0,
+                rs.activation_bytes_without_reuse / 1048576.0);
     if (rs.prefetched_weights > 0)
       std::printf("l2 prefetch  %llu weights, %.1f MiB a run, each %d kernel step%s ahead of its GEMM (SABRE_PREFETCH)\n",
                   static_cast<unsigned long long>(rs.prefetched_weights), rs.prefetched_bytes / 1048576.0,

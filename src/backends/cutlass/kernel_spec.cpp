@@ -250,8 +250,9 @@ std::optional<std::string> unsupported_reason(const KernelSpec& s, int target_sm
       return "cooperative, stream-K and split-K tile M must be 128 or 256 (two warpgroups split M)";
     }
     if (c.tile.m * c.tile.n > 256 * 128) return "sm90 tile larger than 256x128 leaves too little shared memory";
-    // 2x2 multicasts both operands (A along the cluster's N, B along its M): for L2-bound shapes
-    // such as 1024x768x3072 in 64x96 tiles, 63 MB of L2 reads against 101 MB at 1x2 and 88 at 2x1.
+    // 2x2 multicasts both operands (A along the cluster's N, B along its M). It builds and computes
+    // right, but lost to 1x2 and 2x1 at every shape timed on the H200, so no catalog row has it
+    // (bench/results/cluster_ab_h200_2026-12-04.txt).
     if (c.cluster_m < 1 || c.cluster_n < 1 || c.cluster_m > 2 || c.cluster_n > 2)
       return "cluster must be 1x1, 1x2, 2x1 or 2x2";
     if (s.ops.ab == Elem::f32 && s.ops.layout != Layout::tn) return "TF32 wgmma needs K-major B (layout tn)";
