@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# One device call (prepared 2026-12-04, tenth session, on branch host-overhead-lead; NOT YET RUN).
+# One device call (prepared 2026-12-04, tenth session; run in the eleventh, results in
+# bench/results/host_overhead_h200_2026-12-04.txt).
 #  Why: ExecutionContext::run sized the GEMM/conv workspace on every run, replays included: for each
 #  GEMM step it evaluated ~20 params (DimExpr strings parsed again), picked the kernel from the
 #  dispatch table and called the kernel's workspace_size. On the workstation's CPU the parameter part

@@ -684,8 +684,8 @@ void ExecutionContext::Impl::run(const std::vector<sabre_tensor>& inputs, std::v
   // (growing either bumps arena_epoch), and the workspace was sized then for exactly these
   // arguments, so nothing else needs doing again. Everything up to the launch counts in the
   // latency a caller sees (and in `sabre bench`'s gpu ms, whose start event precedes it): sizing
-  // the workspace evaluates every GEMM step's parameters, 0.8 us a step on the workstation's CPU,
-  // and BERT-base has 49 of them.
+  // the workspace on every run cost BERT-base (49 GEMM steps) 135-176 us a run on the H200's host
+  // (bench/results/host_overhead_h200_2026-12-04.txt).
   std::vector<void*> io;
   for (int id : p.inputs) io.push_back(ptr[static_cast<size_t>(id)]);
   for (int id : p.outputs) io.push_back(ptr[static_cast<size_t>(id)]);
