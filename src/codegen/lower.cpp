@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <numeric>
 #include <optional>
 #include <set>
@@ -29,6 +30,7 @@ json::Value jstr(const std::string& s) { return json::Value(s); }
 json::Value jdim(const Dim& d) { return json::Value(d.str()); }
 
 constexpr int64_t kMaxFillValues = 16;  // values one "fill" step writes (native::kMaxFillValues)
+constexpr size_t kMaxEmbedTerms = 4, kMaxEmbedRank = 4;  // an embed_layernorm step's (native::kMaxEmbed*)
 json::Value jints(const std::vector<int64_t>& v) {
   JArray a;
   for (int64_t x : v) a.push_back(jnum(static_cast<double>(x)));
@@ -162,6 +164,21 @@ bool is_depthwise(const ir::Node* n) {
 }
 
 
+// One Gather of an embedding_fusion: its table and the ids tensor the step reads in place,
+// element offset + sum over row dims i of coordinate_i * strides[i].
+struct EmbeddingTerm {
+  Value* table;
+  Value* ids;
+  Dim offset;
+  std::vector<Dim> strides;
+};
+// A coordinate of an ids tensor as a function of the row: base + scale * coordinate `row` of the
+// LayerNorm's rows (row -1: base alone).
+struct IdsCoord {
+  int64_t base = 0, scale = 1;
+  int row = -1;
+};
+
 class Lowerer {
  public:
   Lowerer(const ir::Graph& g, const LowerOptions& o) : g_(g), o_(o) {}
@@ -258,9 +275,10 @@ class Lowerer {
   // ---- fusions decided before anything is emitted --------------------------------------------
   void fusions() {
     for (Node* n : order_) {
+      if (n->domain() == "sabre" && n->op() == "Composite") row_gather_gemm(n);
       if (n->domain() != "") continue;
       if (n->op() == "Softmax") softmax_fusion(n);
-      if (n->op() == "LayerNormalization") layernorm_fusion(n);
+      if (n->op() == "LayerNormalization" && !embedding_fusion(n)) layernorm_fusion(n);
       if (n->op() == "Gather") range_gather(n);
       if (n->op() == "Conv" && o_.pick_conv && depthwise_problem(n).empty()) depthwise_activation_fusion(n);
     }
@@ -460,6 +478,126 @@ class Lowerer {
     return v.numel() == 1 && v.get_f64(0) != 0 && sh.size() == 2 && sh[0] == sh[1];
   }
 
+  // LayerNorm of a sum of embedding Gathers (BERT: word, token type and position tables, two Adds):
+  // one embed_layernorm step reading each table row by its id in place. A term's ids may be an
+  // Expand or a Slice (static start, positive step) of another tensor, any number deep: the step
+  // reads that tensor through strides (0 where broadcast) and an offset, so neither runs (BERT's
+  // position ids are a Slice of a constant buffer). Every Add and Gather must feed only the next
+  // node of the tree.
+  bool embedding_fusion(Node* ln) {
+    Value* x = ln->input(0);
+    const auto& xs = x->shape();
+    const size_t rank = xs.size() ? xs.size() - 1 : 0;
+    if (rank < 1 || rank > kMaxEmbedRank || !xs.back().is_static()) return false;
+    if (norm_axis(ln->attr_int("axis", -1), xs.size()) != static_cast<int64_t>(rank)) return false;
+    std::vector<Node*> adds, gathers;
+    std::function<bool(Value*, Node*)> walk = [&](Value* v, Node* user) {
+      Node* p = v ? v->producer() : nullptr;
+      if (!p || !p->domain().empty() || absorbed_.count(p) || !only_user(g_, v, user)) return false;
+      if (p->op() == "Add") {
+        adds.push_back(p);
+        return walk(p->input(0), p) && walk(p->input(1), p);
+      }
+      if (p->op() != "Gather") return false;
+      gathers.push_back(p);
+      return true;
+    };
+    if (!walk(x, ln) || gathers.size() < 2 || gathers.size() > kMaxEmbedTerms) return false;
+    std::sort(gathers.begin(), gathers.end(), [&](Node* a, Node* b) { return pos(a) < pos(b); });
+    std::vector<EmbeddingTerm> terms;
+    for (Node* g : gathers) {
+      Value* table = g->input(0);
+      Value* ids = g->input(1);
+      if (!table->is_constant() || !ir::is_float(table->dtype()) || table->shape().size() != 2 ||
+          table->shape()[1] != xs.back() || norm_axis(g->attr_int("axis", 0), 2) != 0)
+        return false;
+      if ((ids->dtype() != DType::i64 && ids->dtype() != DType::i32) || ids->shape().size() != rank) return false;
+      // Coordinate j of the ids tensor read so far: base + scale * (row coordinate `row`), or base.
+      std::vector<IdsCoord> c0(rank);
+      for (size_t i = 0; i < rank; ++i) {
+        const Dim& d = ids->shape()[i];
+        if (d == xs[i]) c0[i] = {0, 1, static_cast<int>(i)};
+        else if (d == Dim(1)) c0[i] = {0, 0, -1};  // the Adds broadcast it up to x's dim
+        else return false;
+      }
+      auto make = [&](bool through_views) {
+        std::vector<IdsCoord> c = c0;
+        Value* read = ids;
+        if (through_views)
+          while (Value* src = view_source(read, c)) read = src;
+        EmbeddingTerm t{table, read, Dim(0), std::vector<Dim>(rank, Dim(0))};
+        const std::vector<Dim> st = contiguous_strides(read->shape());
+        for (size_t j = 0; j < c.size(); ++j) {
+          t.offset = t.offset + st[j] * Dim(c[j].base);
+          if (c[j].row >= 0) t.strides[c[j].row] = t.strides[c[j].row] + st[j] * Dim(c[j].scale);
+        }
+        return t;
+      };
+      EmbeddingTerm t = make(true);
+      // A static tensor read in place (BERT's position-id buffer) must hold every id the compiled
+      // dim ranges reach; where it may not, the views run as steps (a Slice's ends clamp).
+      if (t.ids != ids && ir::is_static(t.ids->shape())) {
+        int64_t last = eval_hi(t.offset), size = 1;
+        for (size_t i = 0; i < rank; ++i) last += (eval_hi(xs[i]) - 1) * eval_hi(t.strides[i]);
+        for (const Dim& d : t.ids->shape()) size *= d.value();
+        if (last < 0 || last >= size) t = make(false);
+      }
+      terms.push_back(std::move(t));
+    }
+    for (Node* n : adds) absorbed_.insert(n);
+    for (Node* n : gathers) absorbed_.insert(n);
+    embedding_[ln] = std::move(terms);
+    return true;
+  }
+  static std::vector<Dim> contiguous_strides(const std::vector<Dim>& dims) {
+    std::vector<Dim> st(dims.size(), Dim(1));
+    for (size_t i = dims.size(); i-- > 1;) st[i - 1] = st[i] * dims[i];
+    return st;
+  }
+  // When `v` is an Expand or a Slice (constant starts inside static dims, positive steps) of
+  // another tensor: that tensor, with `c` rewritten to its coordinates; else nullptr.
+  static Value* view_source(const Value* v, std::vector<IdsCoord>& c) {
+    Node* p = v->producer();
+    if (!p || !p->domain().empty()) return nullptr;
+    Value* src = p->input(0);
+    const auto& out = v->shape();
+    const auto& in = src->shape();
+    if (p->op() == "Expand") {
+      if (in.size() > out.size()) return nullptr;
+      const size_t lead = out.size() - in.size();
+      std::vector<IdsCoord> n(in.size());
+      for (size_t j = 0; j < in.size(); ++j) {
+        if (in[j] == out[lead + j]) n[j] = c[lead + j];
+        else if (in[j] == Dim(1)) n[j] = {0, 0, -1};
+        else return nullptr;
+      }
+      c = std::move(n);
+      return src;
+    }
+    if (p->op() != "Slice" || in.size() != out.size() || !p->input(1) || !p->input(1)->is_constant()) return nullptr;
+    const std::vector<int64_t> starts = p->input(1)->constant().to_i64_vector();
+    std::vector<int64_t> axes, steps(starts.size(), 1);
+    for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
+    if (p->num_inputs() > 3 && p->input(3)) {
+      if (!p->input(3)->is_constant()) return nullptr;
+      axes = p->input(3)->constant().to_i64_vector();
+    }
+    if (p->num_inputs() > 4 && p->input(4)) {
+      if (!p->input(4)->is_constant()) return nullptr;
+      steps = p->input(4)->constant().to_i64_vector();
+    }
+    if (axes.size() != starts.size() || steps.size() != starts.size()) return nullptr;
+    std::vector<IdsCoord> n = c;
+    for (size_t k = 0; k < starts.size(); ++k) {
+      const int64_t a = norm_axis(axes[k], in.size());
+      if (a < 0 || a >= static_cast<int64_t>(in.size()) || !in[a].is_static()) return nullptr;
+      if (starts[k] < 0 || starts[k] >= in[a].value() || steps[k] < 1) return nullptr;
+      n[a] = {starts[k] + steps[k] * c[a].base, steps[k] * c[a].scale, c[a].row};
+    }
+    c = std::move(n);
+    return src;
+  }
+
   void layernorm_fusion(Node* ln) {
     Value* x = ln->input(0);
     Node* p = x->producer();
@@ -468,6 +606,31 @@ class Lowerer {
     if (p->input(0)->is_constant() || p->input(1)->is_constant()) return;
     absorbed_.insert(p);
     ln_residual_[ln] = p;
+  }
+
+  // A GEMM whose A is one row of each [S, K] matrix of x [B, S, K] (Gather along axis 1 by a
+  // constant index: BERT's pooler takes the [CLS] row): A is read in place, lda S*K from row i*K,
+  // so the Gather does not run.
+  void row_gather_gemm(Node* n) {
+    if (n->attr_string("kind", "") != "gemm") return;
+    const std::map<std::string, Value*> role = roles_of(n);
+    auto it = role.find("A");
+    if (it == role.end() || !it->second) return;
+    Value* a = it->second;
+    const Node* g = a->producer();
+    if (!g || !g->domain().empty() || g->op() != "Gather" || !scalar_constant(g->input(1))) return;
+    const Value* x = g->input(0);
+    const auto& xs = x->shape();
+    if (xs.size() != 3 || norm_axis(g->attr_int("axis", 0), 3) != 1 || a->shape().size() != 2) return;
+    int64_t i = g->input(1)->constant().get_i64(0);
+    if (i < 0) {
+      if (!xs[1].is_static()) return;
+      i += xs[1].value();
+    }
+    if (i < 0 || i >= eval_lo(xs[1])) return;  // must be inside every S the ranges allow
+    // A's operand position in the Composite, so data_inputs can read x in its place.
+    for (size_t k = 0; k < n->num_inputs(); ++k)
+      if (n->input(k) == a) row_gather_[n] = {k, g->input(0), i};
   }
 
   // Gather(data, Range(start, limit, delta)) along an axis is a slice: no index tensor needed.
@@ -513,7 +676,11 @@ class Lowerer {
   // ---- which nodes must run: walk back from the outputs through data inputs ------------------
   std::vector<Value*> data_inputs(Node* n) const {
     const std::string& op = n->op();
-    if (n->domain() == "sabre") return n->inputs();
+    if (n->domain() == "sabre") {
+      std::vector<Value*> v = n->inputs();
+      if (auto it = row_gather_.find(n); it != row_gather_.end()) v[it->second.input] = it->second.x;
+      return v;
+    }
     if (is_view(op) || op == "Expand" || op == "Slice" || op == "Transpose" || op == "Split" ||
         op.rfind("Reduce", 0) == 0 || op == "Clip")
       return {n->input(0)};
@@ -522,6 +689,15 @@ class Lowerer {
       if (it == softmax_.end()) return {n->input(0)};
       std::vector<Value*> v{it->second.x};
       if (it->second.mask) v.push_back(it->second.mask);
+      return v;
+    }
+    if (op == "LayerNormalization" && embedding_.count(n)) {
+      std::vector<Value*> v{n->input(1)};
+      if (n->num_inputs() > 2 && n->input(2)) v.push_back(n->input(2));
+      for (const EmbeddingTerm& t : embedding_.at(n)) {
+        v.push_back(t.table);
+        v.push_back(t.ids);
+      }
       return v;
     }
     if (op == "LayerNormalization") {
@@ -699,9 +875,10 @@ class Lowerer {
     return add_tensor(std::move(t));
   }
   // The tensor a step writes for `v` (an activation in the storage dtype; [N,H,W,C] when NHWC).
-  int define(const Value* v) {
+  int define(const Value* v) { return define(v, storage(v->dtype())); }
+  int define(const Value* v, DType dt) {
     if (tid_.count(v)) throw std::logic_error("lower: '" + v->name() + "' defined twice (invariant: SSA)");
-    runtime::TensorInfo t = info(v, storage(v->dtype()), runtime::TensorKind::activation, v->name());
+    runtime::TensorInfo t = info(v, dt, runtime::TensorKind::activation, v->name());
     if (nhwc_.count(v)) {
       t.shape = nhwc(t.shape);
       t.name += ".nhwc";  // the name without suffix is the NCHW tensor, where one is needed
@@ -1026,6 +1203,17 @@ class Lowerer {
     }
     const Node* tail = gr.nodes.back();
     ch.outputs = {node_of.at(tail->output(0))};
+    // A float model output that nothing else reads is written in the model's dtype by the chain
+    // itself, so no cast step follows it (BERT's pooler Tanh writes pooler_output in f32).
+    const Value* tv = tail->output(0);
+    const bool model_dtype = !in_nhwc && g_.is_graph_output(tv) && tv->users().empty() && ir::is_float(tv->dtype()) &&
+                             storage(tv->dtype()) != tv->dtype() &&
+                             std::count(g_.outputs().begin(), g_.outputs().end(), tv) == 1;
+    if (model_dtype) {
+      const int r = ch.cast(ch.outputs[0], tv->dtype());
+      ch.nodes[r].dtype = tv->dtype();
+      ch.outputs = {r};
+    }
     try {
       native::validate(ch);
     } catch (const std::invalid_argument& e) {
@@ -1050,7 +1238,7 @@ class Lowerer {
     JObject chain{{"inputs", json::Value(inputs)}, {"nodes", json::Value(nodes)}, {"outputs", json::Value(outputs)}};
     std::string name = tail->name();
     if (gr.nodes.size() > 1) name += " (+" + std::to_string(gr.nodes.size() - 1) + " fused)";
-    step("elementwise", name, step_ins, {define(tail->output(0))},
+    step("elementwise", name, step_ins, {define(tail->output(0), model_dtype ? tv->dtype() : storage(tv->dtype()))},
          JObject{{"chain", json::Value(chain)}, {"kernel", jstr(kname)}});
   }
 
@@ -1113,6 +1301,22 @@ class Lowerer {
       for (size_t i = 1; i < n->num_outputs(); ++i)
         if (!n->output(i)->users().empty() || g_.is_graph_output(n->output(i)))
           throw UnsupportedError(where(n) + ": mean/inv-std outputs are not produced on the GPU");
+    if (auto it = embedding_.find(n); it != embedding_.end()) {
+      // inputs: gamma, beta (-1 when absent), then each term's table and ids.
+      std::vector<int> ins{tensor(n->input(1)), tensor(n->num_inputs() > 2 ? n->input(2) : nullptr)};
+      std::vector<Dim> offsets, strides;
+      for (const EmbeddingTerm& t : it->second) {
+        ins.push_back(tensor(t.table));
+        ins.push_back(tensor(t.ids));
+        offsets.push_back(t.offset);
+        strides.insert(strides.end(), t.strides.begin(), t.strides.end());
+      }
+      JObject p{{"row_dims", jdims(std::vector<Dim>(sh.begin(), sh.end() - 1))}, {"cols", jdim(sh.back())},
+                {"eps", jnum(n->attr_float("epsilon", 1e-5))}, {"offsets", jdims(offsets)}, {"strides", jdims(strides)}};
+      step("embed_layernorm", n->name() + " (+" + std::to_string(it->second.size()) + " embedding gathers)", ins,
+           {define(n->output(0))}, p);
+      return;
+    }
     Value* x = n->input(0);
     Value* res = nullptr;
     if (auto it = ln_residual_.find(n); it != ln_residual_.end()) {
@@ -1754,6 +1958,12 @@ class Lowerer {
     }
     p = gemm_params(n, std::move(p), m, nn, k, batch, layout, epilogue, role.count("residual") && role["residual"]);
     p["pattern"] = jstr(n->attr_string("pattern", ""));
+    if (auto it = row_gather_.find(n); it != row_gather_.end()) {
+      const auto& xs = it->second.x->shape();
+      p["lda"] = jdim(xs[1] * k);
+      p["a_offset"] = jdim(Dim(it->second.row) * k);
+      A = it->second.x;
+    }
     std::vector<int> ins{tensor(A), tensor(B), tensor(role.count("bias") ? role["bias"] : nullptr),
                          tensor(role.count("residual") ? role["residual"] : nullptr)};
     step("gemm", n->name(), ins, {define(D)}, p);
@@ -1775,6 +1985,13 @@ class Lowerer {
   std::map<const Node*, DwActivation> dw_act_;
   std::map<const Node*, SoftmaxFusion> softmax_;
   std::map<const Node*, Node*> ln_residual_;
+  std::map<const Node*, std::vector<EmbeddingTerm>> embedding_;
+  struct RowGather {
+    size_t input;  // the Composite's operand that the Gather wrote
+    Value* x;      // what the GEMM reads instead
+    int64_t row;
+  };
+  std::map<const Node*, RowGather> row_gather_;  // GEMM Composite -> its A read in place  // LayerNorm -> its embedding terms
   std::map<const Node*, std::tuple<int64_t, Dim, int64_t>> range_gather_;
   std::vector<Group> groups_;
   std::map<const Node*, int> group_of_;

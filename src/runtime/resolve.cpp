@@ -341,7 +341,7 @@ std::string dlpack_name(sabre_dtype d) {
 }
 
 const std::vector<std::string>& known_ops() {
-  static const std::vector<std::string> ops = {"gemm",   "conv",    "softmax", "layernorm", "elementwise", "where",
+  static const std::vector<std::string> ops = {"gemm",   "conv",    "softmax", "layernorm", "embed_layernorm", "elementwise", "where",
                                                "cast",   "reduce",  "permute",   "slice",       "strided_copy",
                                                "concat", "split",   "gather",    "pool2d",      "global_average_pool",
                                                "copy",   "reshape", "fill",     "iota", "depthwise_conv", "attention",

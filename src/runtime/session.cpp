@@ -884,6 +884,39 @@ void ExecutionContext::Impl::enqueue(size_t i, const Signature& sig, const std::
       a.y = out(0);
       a.sum_out = out(1);
       native_check(native::layernorm(a, stream));
+    } else if (op == "embed_layernorm") {
+      // inputs: gamma, beta (-1: none), then (table, ids) per term; docs/RUNTIME.md.
+      native::EmbedLayerNormArgs a;
+      a.dtype = plan().tensors[static_cast<size_t>(st.outputs.at(0))].dtype;
+      const auto rows = param_dims(st, "row_dims", d), offsets = param_dims(st, "offsets", d),
+                 strides = param_dims(st, "strides", d);
+      const size_t terms = st.inputs.size() >= 2 ? (st.inputs.size() - 2) / 2 : 0;
+      if (rows.empty() || rows.size() > static_cast<size_t>(native::kMaxEmbedRank) || terms < 1 ||
+          terms > static_cast<size_t>(native::kMaxEmbedTerms) || st.inputs.size() != 2 + 2 * terms ||
+          offsets.size() != terms || strides.size() != terms * rows.size())
+        throw PlanError("plan: " + where + " needs 1-" + std::to_string(native::kMaxEmbedRank) + " row_dims, 1-" +
+                        std::to_string(native::kMaxEmbedTerms) + " (table, ids) input pairs after gamma and beta, " +
+                        "an offset per term and a stride per term and row dim");
+      a.rank = static_cast<int>(rows.size());
+      std::copy(rows.begin(), rows.end(), a.row_dims);
+      a.num_terms = static_cast<int>(terms);
+      for (size_t t = 0; t < terms; ++t) {
+        native::EmbedTerm& m = a.terms[t];
+        if (shin(2 + 2 * t).size() != 2) throw PlanError("plan: " + where + ": embedding tables must be [vocab, cols]");
+        m.table = in(2 + 2 * t);
+        m.vocab = shin(2 + 2 * t)[0];
+        m.ids = in(3 + 2 * t);
+        m.ids_dtype = tin(3 + 2 * t).dtype;
+        m.offset = offsets[t];
+        std::copy(strides.begin() + static_cast<std::ptrdiff_t>(t * rows.size()),
+                  strides.begin() + static_cast<std::ptrdiff_t>((t + 1) * rows.size()), m.strides);
+      }
+      a.cols = param_dim(st, "cols", d);
+      a.eps = static_cast<float>(param_num(st, "eps", 1e-5));
+      a.gamma = in(0);
+      a.beta = in(1);
+      a.y = out(0);
+      native_check(native::embed_layernorm(a, stream));
     } else if (op == "elementwise") {
       std::vector<std::vector<int64_t>> in_dims;
       std::vector<const void*> ins;

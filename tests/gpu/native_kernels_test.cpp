@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -500,6 +501,115 @@ void layernorm_tests() {
     layernorm_case(dt, 128, 768, false, true);
     layernorm_case(dt, 4096, 768, true, true);
     layernorm_case(dt, 1001, 768, true, false);
+  }
+}
+
+// ---- embedding sum + layernorm --------------------------------------------------------------
+// BERT's embeddings: word ids (i64, one negative and one past the table: the last row and zeros),
+// token type ids (i32), position ids read in place from a [1, 512] arange buffer at `pos_off` with
+// step `pos_step` and stride 0 over the batch. Expected: the sum in f32 on the host, the reference
+// LayerNormalization over it, cast to dt.
+void embed_ln_case(DType dt, int64_t batch, int64_t seq, int64_t cols, int terms, int64_t pos_off = 0,
+                   int64_t pos_step = 1, bool beta = true) {
+  const std::string name = "EmbedLayerNorm_" + dts(dt) + "_" + shp({batch, seq, cols}) + "_t" + std::to_string(terms) +
+                           (pos_off || pos_step != 1 ? "_pos" + std::to_string(pos_off) + "s" + std::to_string(pos_step) : "") +
+                           (beta ? "" : "_nobeta");
+  if (!selected(name)) return;
+  const int64_t rows = batch * seq, vocab[3] = {1000, 2, 512};
+  std::vector<Tensor> tables, ids;
+  for (int t = 0; t < terms; ++t) tables.push_back(rnd(dt, {vocab[t], cols}));
+  Tensor word(DType::i64, {batch, seq}), type(DType::i32, {batch, seq}), pos(DType::i64, {1, 512});
+  for (int64_t i = 0; i < rows; ++i) {
+    word.set_f64(i, static_cast<double>(g_rng() % 1000));
+    type.set_f64(i, static_cast<double>(g_rng() % 2));
+  }
+  word.set_f64(0, -1);
+  if (rows > 1) word.set_f64(1, 5000);
+  for (int64_t i = 0; i < 512; ++i) pos.set_f64(i, static_cast<double>(i));
+  const Tensor* id_t[3] = {&word, &type, &pos};
+  auto id_at = [&](int t, int64_t b, int64_t q) -> int64_t {
+    if (t == 2) return static_cast<int64_t>(pos.get_f64(pos_off + q * pos_step));
+    return static_cast<int64_t>(id_t[t]->get_f64(b * seq + q));
+  };
+  Tensor sum(DType::f32, {rows, cols});
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t q = 0; q < seq; ++q)
+      for (int64_t c = 0; c < cols; ++c) {
+        double v = 0;
+        for (int t = 0; t < terms; ++t) {
+          int64_t id = id_at(t, b, q);
+          if (id < 0) id += vocab[t];
+          if (id >= 0 && id < vocab[t]) v += tables[t].get_f64(id * cols + c);
+        }
+        sum.set_f64((b * seq + q) * cols + c, v);
+      }
+  const Tensor g = rnd(dt, {cols}, 0.5, 1.5), bt = rnd(dt, {cols});
+  std::vector<Tensor> lin = {sum, g.cast(DType::f32)};
+  if (beta) lin.push_back(bt.cast(DType::f32));
+  const Tensor want = ref_op("LayerNormalization", lin, {{"axis", int64_t{-1}}, {"epsilon", 1e-5}})[0].cast(dt);
+  std::deque<Dev> dt_tab, dt_ids;  // Dev cannot move; a deque never does
+  for (int t = 0; t < terms; ++t) {
+    dt_tab.emplace_back(tables[t]);
+    dt_ids.emplace_back(*id_t[t]);
+  }
+  Dev dg(g), db(bt), dy(static_cast<size_t>(rows * cols) * ir::size_of(dt));
+  native::EmbedLayerNormArgs a;
+  a.dtype = dt;
+  a.rank = 2;
+  a.row_dims[0] = batch;
+  a.row_dims[1] = seq;
+  a.cols = cols;
+  a.num_terms = terms;
+  for (int t = 0; t < terms; ++t) {
+    native::EmbedTerm& m = a.terms[t];
+    m.table = dt_tab[t].p;
+    m.ids = dt_ids[t].p;
+    m.ids_dtype = id_t[t]->dtype();
+    m.vocab = vocab[t];
+    m.offset = t == 2 ? pos_off : 0;
+    m.strides[0] = t == 2 ? 0 : seq;
+    m.strides[1] = t == 2 ? pos_step : 1;
+  }
+  a.gamma = dg.p;
+  a.beta = beta ? db.p : nullptr;
+  a.y = dy.p;
+  a.eps = 1e-5f;
+  CK(native::embed_layernorm(a, nullptr));
+  check(name, dy.get(dt, {rows, cols}), want);
+}
+
+void embed_ln_tests() {
+  for (DType dt : {DType::f16, DType::bf16}) {
+    embed_ln_case(dt, 1, 128, 768, 3);          // BERT-base at batch 1: a warp per row, one per block
+    embed_ln_case(dt, 32, 128, 768, 3, 3, 2);   // batch 32: 4 warps a block; a strided, offset position read
+    embed_ln_case(dt, 2, 7, 768, 2, 0, 1, false);
+  }
+  embed_ln_case(DType::f32, 3, 5, 768, 3);
+  embed_ln_case(DType::f16, 1, 7, 770, 3);   // one element a lane (770 halves are not 16-byte rows)
+  embed_ln_case(DType::f16, 2, 3, 3000, 3);  // block per row, the tables read on every pass
+  embed_ln_case(DType::f16, 4, 33, 64, 3);   // a chunk for the first 8 lanes only
+  embed_ln_case(DType::f16, 2, 9, 1280, 3);  // 5 chunks a lane, compiled as 6
+  // Refusals: no terms; a term without a table.
+  const std::string name = "EmbedLayerNorm_refusals";
+  if (!selected(name)) return;
+  native::EmbedLayerNormArgs a;
+  a.rank = 1;
+  a.cols = 8;
+  Dev d(64);
+  a.gamma = a.y = d.p;
+  const bool no_terms = native::embed_layernorm(a, nullptr) == cudaErrorInvalidValue &&
+                        native::last_error_message().find("terms") != std::string::npos;
+  a.num_terms = 1;
+  a.terms[0].ids = d.p;
+  a.terms[0].vocab = 4;
+  const bool no_table = native::embed_layernorm(a, nullptr) == cudaErrorInvalidValue &&
+                        native::last_error_message().find("table") != std::string::npos;
+  if (no_terms && no_table) {
+    std::printf("ok   %-60s\n", name.c_str());
+    ++g_pass;
+  } else {
+    std::printf("FAIL %-60s no_terms %d no_table %d\n", name.c_str(), no_terms, no_table);
+    ++g_fail;
   }
 }
 
@@ -1395,7 +1505,7 @@ int main(int argc, char** argv) {
   else if (std::system("/usr/local/cuda/bin/nvcc --version > /dev/null 2>&1") == 0) g_nvcc = "/usr/local/cuda/bin/nvcc";
   const std::pair<const char*, void (*)()> groups[] = {
       {"errors", error_tests},     {"elementwise", elementwise_tests}, {"softmax", softmax_tests},
-      {"layernorm", layernorm_tests}, {"reduce", reduce_tests},        {"movement", movement_tests},
+      {"layernorm", layernorm_tests}, {"embed_layernorm", embed_ln_tests}, {"reduce", reduce_tests},        {"movement", movement_tests},
       {"where_cast", where_cast_tests}, {"pool", pool_tests},  {"fill_iota", fill_iota_tests},
       {"attention", attention_tests},   {"depthwise", depthwise_tests}, {"grouped", grouped_tests}, {"im2col", im2col_tests},
       {"stem_conv", stem_conv_tests}, {"prefetch", prefetch_tests}};

@@ -94,16 +94,45 @@ TEST(CodegenLower, BertTinyF16PlanValidatesAndFuses) {
     EXPECT_NEAR(s->params.get("scale")->num(), 1.0 / std::sqrt(32.0), 1e-6);
   }
   auto ln = steps_of(plan, "layernorm");
-  ASSERT_EQ(static_cast<int>(ln.size()), count_ops(g, "LayerNormalization"));
-  // The embeddings' sum (word + token type + position, the last broadcast over batch) is one
-  // elementwise step feeding the first LayerNorm; a broadcast Add cannot be its residual.
-  const runtime::Step* emb = nullptr;
-  for (const auto& s : plan.steps)
-    if (!s.outputs.empty() && s.outputs[0] == ln[0]->inputs[0]) emb = &s;
-  ASSERT_TRUE(emb);
-  EXPECT_EQ(emb->op, "elementwise");
-  EXPECT_EQ(emb->inputs.size(), 3u);
-  EXPECT_EQ(ln[0]->inputs[3], -1);
+  ASSERT_EQ(static_cast<int>(ln.size()), count_ops(g, "LayerNormalization") - 1);
+  // The embeddings (word + token type + position Gathers, two Adds, a LayerNorm) are one
+  // embed_layernorm step: the input ids [batch, seq]; the position ids, a Slice of a constant
+  // [1, 64] buffer (stride 0 over the batch); the token type ids, an Expand to [batch, seq] of a
+  // Slice of another such buffer. Here seq reaches 128, past the buffers, so the Slices (whose ends
+  // clamp) and the Expand still run and the step reads their outputs.
+  auto emb = steps_of(plan, "embed_layernorm");
+  ASSERT_EQ(emb.size(), 1u);
+  EXPECT_EQ(emb[0]->inputs.size(), 2u + 2 * 3);
+  EXPECT_EQ(emb[0]->params.get("row_dims")->dump(), R"(["batch","seq"])");
+  EXPECT_EQ(emb[0]->params.get("offsets")->dump(), R"(["0","0","0"])");
+  EXPECT_EQ(emb[0]->params.get("strides")->dump(), R"(["seq","1","0","1","seq","1"])");
+  EXPECT_EQ(plan.tensors[emb[0]->inputs[3]].kind, runtime::TensorKind::input);
+  EXPECT_EQ(steps_of(plan, "slice").size(), 2u);
+  EXPECT_EQ(steps_of(plan, "strided_copy").size(), 1u);
+  // The pooler's GEMM reads the [CLS] rows in place (row 0 of each [seq, 64] matrix): no gather.
+  EXPECT_TRUE(steps_of(plan, "gather").empty());
+  int in_place_rows = 0;
+  for (const auto* s : steps_of(plan, "gemm"))
+    if (s->params.get("lda")->str() == "64*seq") {
+      ++in_place_rows;
+      EXPECT_EQ(s->params.get("a_offset")->str(), "0");
+      EXPECT_EQ(s->params.get("m")->str(), "batch");
+    }
+  EXPECT_EQ(in_place_rows, 1);
+  // With seq at most 64 every id is read in place: the buffers are weights, no view runs.
+  {
+    codegen::LowerOptions o = options();
+    o.ranges = codegen::parse_dynamic("batch=1..8,seq=1..64");
+    codegen::Lowered in_place = codegen::lower(g, o);
+    auto e = steps_of(in_place.plan, "embed_layernorm");
+    ASSERT_EQ(e.size(), 1u);
+    EXPECT_EQ(e[0]->params.get("strides")->dump(), R"(["seq","1","0","1","0","1"])");
+    for (size_t t : {5u, 7u}) {
+      EXPECT_EQ(in_place.plan.tensors[e[0]->inputs[t]].kind, runtime::TensorKind::weight);
+      EXPECT_EQ(in_place.plan.tensors[e[0]->inputs[t]].dtype, ir::DType::i64);
+    }
+    for (const char* op : {"gather", "slice", "strided_copy"}) EXPECT_TRUE(steps_of(in_place.plan, op).empty()) << op;
+  }
 
   // No standalone GELU, Div or Softmax-feeding Add survives; the mask chain Cast/Sub/Mul is one step.
   bool mask_chain = false;

@@ -293,6 +293,8 @@ class Interp {
       softmax(s);
     } else if (op == "layernorm") {
       layernorm(s);
+    } else if (op == "embed_layernorm") {
+      embed_layernorm(s);
     } else if (op == "gemm") {
       gemm(s);
     } else if (op == "conv") {
@@ -415,6 +417,46 @@ class Interp {
     }
   }
 
+  // The sum of each term's table row (ids read at offset + sum_i c_i * strides[i]; negative ids
+  // count from the end, ids outside the table add zeros), then as layernorm.
+  void embed_layernorm(const runtime::Step& s) {
+    Buf& g = in(s, 0);
+    const Buf* beta = s.inputs[1] >= 0 ? &in(s, 1) : nullptr;
+    Buf& y = out(s);
+    const std::vector<int64_t> rd = dims_list(s.params.get("row_dims")), off = dims_list(s.params.get("offsets")),
+                               st = dims_list(s.params.get("strides"));
+    const int64_t cols = dim(s.params.get("cols")), rows = numel(rd);
+    const size_t terms = (s.inputs.size() - 2) / 2;
+    ASSERT_EQ(off.size(), terms);
+    ASSERT_EQ(st.size(), terms * rd.size());
+    double eps = s.params.get("eps")->num();
+    for (int64_t r = 0; r < rows; ++r) {
+      std::vector<double> v(cols, 0.0);
+      for (size_t t = 0; t < terms; ++t) {
+        const Buf& table = in(s, 2 + 2 * t);
+        const Buf& ids = in(s, 3 + 2 * t);
+        int64_t at = off[t], rem = r;
+        for (size_t i = rd.size(); i-- > 0;) {
+          at += (rem % rd[i]) * st[t * rd.size() + i];
+          rem /= rd[i];
+        }
+        ASSERT_LT(at, static_cast<int64_t>(ids.v.size()));
+        auto id = static_cast<int64_t>(ids.v[at]);
+        const int64_t vocab = table.dims[0];
+        if (id < 0) id += vocab;
+        if (id < 0 || id >= vocab) continue;
+        for (int64_t c = 0; c < cols; ++c) v[c] += table.v[id * cols + c];
+      }
+      double mean = 0, var = 0;
+      for (double a : v) mean += a;
+      mean /= cols;
+      for (double a : v) var += (a - mean) * (a - mean);
+      var /= cols;
+      for (int64_t c = 0; c < cols; ++c)
+        y.v[r * cols + c] = (v[c] - mean) / std::sqrt(var + eps) * g.v[c] + (beta ? beta->v[c] : 0);
+    }
+  }
+
   void gemm(const runtime::Step& s) {
     const json::Value& P = s.params;
     Buf &a = in(s, 0), &b = in(s, 1), &d = out(s);
@@ -426,14 +468,17 @@ class Interp {
     bool tn = P.get("layout")->str() == "tn";
     double alpha = P.get("alpha")->num(), beta = P.get("beta")->num();
     std::string epi = P.get("epilogue")->str();
+    auto offset = [&](const char* key) { return P.get(key) ? dim(P.get(key)) : int64_t{0}; };
+    const int64_t oa = offset("a_offset"), ob = offset("b_offset"), od = offset("d_offset"), orr = offset("r_offset");
     for (int64_t bi = 0; bi < batch; ++bi)
       for (int64_t i = 0; i < M; ++i)
         for (int64_t j = 0; j < N; ++j) {
           double acc = 0;
           for (int64_t k = 0; k < K; ++k)
-            acc += a.v[bi * sa + i * lda + k] * (tn ? b.v[bi * sb + j * ldb + k] : b.v[bi * sb + k * ldb + j]);
-          d.v[bi * sd + i * ldd + j] = epilogue(epi, alpha * static_cast<float>(acc), bias ? bias->v[j] : 0,
-                                                res ? beta * res->v[bi * sr + i * ldr + j] : 0);
+            acc += a.v[oa + bi * sa + i * lda + k] *
+                   (tn ? b.v[ob + bi * sb + j * ldb + k] : b.v[ob + bi * sb + k * ldb + j]);
+          d.v[od + bi * sd + i * ldd + j] = epilogue(epi, alpha * static_cast<float>(acc), bias ? bias->v[j] : 0,
+                                                     res ? beta * res->v[orr + bi * sr + i * ldr + j] : 0);
         }
   }
 

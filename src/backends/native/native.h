@@ -142,6 +142,36 @@ struct LayerNormArgs {
 };
 cudaError_t layernorm(const LayerNormArgs& a, cudaStream_t stream);
 
+// ---- Embedding sum + LayerNormalization (BERT's embeddings) ----------------------------------
+// y[r] = LayerNorm(sum over terms t of table_t[id_t(r)]) * gamma + beta, one kernel for what the
+// graph spells as Gathers of embedding tables, Adds and a LayerNorm. Rows are the row-major
+// multi-index c over row_dims; term t's id is ids_t[offset_t + sum_i c_i * strides_t[i]] (strides
+// in elements, 0 broadcasts: BERT's position ids [1, seq] are a slice of a constant buffer read in
+// place). Negative ids count from the end of the table; ids outside it add zeros (as Gather's).
+// The sum and the statistics stay in f32. Tables, gamma, beta and y in `dtype`; ids i64 or i32.
+constexpr int kMaxEmbedTerms = 4, kMaxEmbedRank = 4;
+struct EmbedTerm {
+  const void* table = nullptr;  // [vocab, cols]
+  const void* ids = nullptr;
+  DType ids_dtype = DType::i64;
+  int64_t vocab = 0;
+  int64_t offset = 0;
+  int64_t strides[kMaxEmbedRank] = {0, 0, 0, 0};
+};
+struct EmbedLayerNormArgs {
+  DType dtype = DType::f16;
+  EmbedTerm terms[kMaxEmbedTerms];
+  int num_terms = 0;
+  int64_t row_dims[kMaxEmbedRank] = {1, 1, 1, 1};
+  int rank = 0;
+  int64_t cols = 0;
+  const void* gamma = nullptr;
+  const void* beta = nullptr;  // optional
+  void* y = nullptr;
+  float eps = 1e-5f;
+};
+cudaError_t embed_layernorm(const EmbedLayerNormArgs& a, cudaStream_t stream);
+
 // ---- Reductions ----------------------------------------------------------------------------
 enum class ReduceOp : uint8_t { sum, mean, max, min, prod, sum_square, kCount };
 // Reduces x (dense, `dims`) over `axes` (any order, negative allowed; empty = all) into a dense
