@@ -1047,6 +1047,11 @@ class Lowerer {
   }
 
   void bind_output(const Value* v) {
+    if (auto it = model_output_.find(v); it != model_output_.end()) {  // written in its dtype by its step
+      out_.plan.tensors[it->second].kind = runtime::TensorKind::output;
+      out_.plan.outputs.push_back(it->second);
+      return;
+    }
     int t = tensor(v);
     auto& ti = out_.plan.tensors[t];
     bool reused = std::count(out_.plan.outputs.begin(), out_.plan.outputs.end(), t) > 0;
@@ -1326,7 +1331,18 @@ class Lowerer {
     std::vector<int> ins{tensor(x), tensor(n->input(1)), tensor(n->input(2)), tensor(res)};
     JObject p{{"rows", jdim(product(sh, 0, sh.size() - 1))}, {"cols", jdim(sh.back())},
               {"eps", jnum(n->attr_float("epsilon", 1e-5))}};
-    step("layernorm", n->name() + (res ? " (+residual add)" : ""), ins, {define(n->output(0))}, p);
+    std::vector<int> outs{define(n->output(0))};
+    // An f32 model output that the plan also reads in the compute dtype (BERT's last_hidden_state,
+    // which the pooler reads): the kernel writes it in f32 as well, instead of a cast step after it.
+    const Value* y = n->output(0);
+    if (g_.is_graph_output(y) && y->dtype() == DType::f32 && storage(y->dtype()) != y->dtype() &&
+        std::count(g_.outputs().begin(), g_.outputs().end(), y) == 1) {
+      out_.plan.tensors[outs[0]].name = y->name() + ".compute";
+      outs.push_back(add_tensor(info(y, DType::f32, runtime::TensorKind::activation, y->name())));
+      model_output_[y] = outs.back();
+      p["f32_copy"] = json::Value(true);
+    }
+    step("layernorm", n->name() + (res ? " (+residual add)" : ""), ins, outs, p);
   }
 
   void emit_gather(Node* n) {
@@ -1986,6 +2002,7 @@ class Lowerer {
   std::map<const Node*, SoftmaxFusion> softmax_;
   std::map<const Node*, Node*> ln_residual_;
   std::map<const Node*, std::vector<EmbeddingTerm>> embedding_;
+  std::map<const Value*, int> model_output_;  // model output -> the tensor its step writes in the model's dtype
   struct RowGather {
     size_t input;  // the Composite's operand that the Gather wrote
     Value* x;      // what the GEMM reads instead

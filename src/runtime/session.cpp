@@ -882,7 +882,13 @@ void ExecutionContext::Impl::enqueue(size_t i, const Signature& sig, const std::
       a.beta = in(2);
       a.residual = in(3);
       a.y = out(0);
-      a.sum_out = out(1);
+      if (param_bool(st, "f32_copy", false)) {
+        if (st.outputs.size() != 2 || plan().tensors[static_cast<size_t>(st.outputs[1])].dtype != DType::f32)
+          throw PlanError("plan: " + where + " has f32_copy but no f32 second output");
+        a.y_f32 = static_cast<float*>(out(1));
+      } else {
+        a.sum_out = out(1);
+      }
       native_check(native::layernorm(a, stream));
     } else if (op == "embed_layernorm") {
       // inputs: gamma, beta (-1: none), then (table, ids) per term; docs/RUNTIME.md.

@@ -445,9 +445,10 @@ void softmax_tests() {
 }
 
 // ---- layernorm -----------------------------------------------------------------------------
-void layernorm_case(DType dt, int64_t rows, int64_t cols, bool residual, bool beta, bool misalign = false) {
+void layernorm_case(DType dt, int64_t rows, int64_t cols, bool residual, bool beta, bool misalign = false,
+                    bool f32_copy = false) {
   const std::string name = "LayerNorm_" + dts(dt) + "_" + shp({rows, cols}) + (residual ? "_residual" : "") +
-                           (beta ? "" : "_nobeta") + (misalign ? "_misaligned" : "");
+                           (beta ? "" : "_nobeta") + (misalign ? "_misaligned" : "") + (f32_copy ? "_f32copy" : "");
   if (!selected(name)) return;
   const Tensor x = rnd(dt, {rows, cols}, -3, 5), r = rnd(dt, {rows, cols}), g = rnd(dt, {cols}, 0.5, 1.5),
                bt = rnd(dt, {cols});
@@ -466,6 +467,8 @@ void layernorm_case(DType dt, int64_t rows, int64_t cols, bool residual, bool be
   a.beta = beta ? db.p : nullptr;
   a.y = static_cast<char*>(dy.p) + sh;
   a.sum_out = residual ? ds.p : nullptr;
+  Dev d32(static_cast<size_t>(rows * cols) * 4);
+  if (f32_copy) a.y_f32 = static_cast<float*>(d32.p);
   a.rows = rows;
   a.cols = cols;
   a.eps = 1e-5f;
@@ -475,6 +478,7 @@ void layernorm_case(DType dt, int64_t rows, int64_t cols, bool residual, bool be
   CK(cudaMemcpy(got.mutable_bytes(), a.y, got.nbytes(), cudaMemcpyDeviceToHost));
   check(name, got, want);
   if (residual) check(name + "_sum_out", ds.get(dt, {rows, cols}), s);
+  if (f32_copy) check(name + "_copy", d32.get(DType::f32, {rows, cols}), got.cast(DType::f32));  // y as stored
 }
 
 void layernorm_tests() {
@@ -501,6 +505,11 @@ void layernorm_tests() {
     layernorm_case(dt, 128, 768, false, true);
     layernorm_case(dt, 4096, 768, true, true);
     layernorm_case(dt, 1001, 768, true, false);
+    // The f32 copy of y (a model output): registers, one-element loads, the looping kernel.
+    layernorm_case(dt, 128, 768, true, true, false, true);
+    layernorm_case(dt, 4096, 768, true, true, false, true);
+    layernorm_case(dt, 5, 770, false, true, false, true);
+    layernorm_case(dt, 3, 20000, true, true, false, true);
   }
 }
 

@@ -420,6 +420,44 @@ TEST(CodegenLower, UnsupportedOpsAreListedAtOnce) {
   }
 }
 
+// f32 model outputs written by the step that computes them: a LayerNorm output the plan reads again
+// (y -> Tanh) gets an f32 copy from the layernorm kernel, and the Tanh chain, read by nothing else,
+// casts to f32 itself: no cast step; both outputs are the steps' own tensors.
+TEST(CodegenLower, F32ModelOutputsNeedNoCastStep) {
+  ir::Graph g;
+  ir::Shape sh = {ir::Dim::symbol("batch"), ir::Dim(16)};
+  ir::Value* x = g.add_input("x", {ir::DType::f32, sh, true});
+  ir::Value* gamma = g.add_constant("gamma", ir::Tensor::from_f32(std::vector<float>(16, 1.5f), {16}));
+  ir::Node* ln = g.add_node("LayerNormalization", {x, gamma}, 1, {}, "ln");
+  ln->output(0)->set_type(ir::DType::f32, sh);
+  ir::Node* t = g.add_node("Tanh", {ln->output(0)}, 1, {}, "tanh");
+  t->output(0)->set_type(ir::DType::f32, sh);
+  g.add_output(ln->output(0));
+  g.add_output(t->output(0));
+  auto o = options();
+  o.ranges = codegen::parse_dynamic("batch=1..4");
+  const runtime::Plan plan = codegen::lower(g, o).plan;
+  auto casts = steps_of(plan, "cast");  // only x's, into the compute dtype
+  ASSERT_EQ(casts.size(), 1u);
+  EXPECT_EQ(casts[0]->inputs[0], plan.inputs[0]);
+  auto l = steps_of(plan, "layernorm");
+  ASSERT_EQ(l.size(), 1u);
+  ASSERT_EQ(l[0]->outputs.size(), 2u);
+  EXPECT_TRUE(l[0]->params.get("f32_copy")->boolean());
+  EXPECT_EQ(plan.tensors[l[0]->outputs[0]].dtype, ir::DType::f16);
+  ASSERT_EQ(plan.outputs.size(), 2u);
+  EXPECT_EQ(plan.outputs[0], l[0]->outputs[1]);
+  EXPECT_EQ(plan.tensors[plan.outputs[0]].kind, runtime::TensorKind::output);
+  EXPECT_EQ(plan.tensors[plan.outputs[0]].dtype, ir::DType::f32);
+  auto ew = steps_of(plan, "elementwise");
+  ASSERT_EQ(ew.size(), 1u);
+  EXPECT_EQ(ew[0]->inputs[0], l[0]->outputs[0]);  // the Tanh reads the f16 y
+  EXPECT_EQ(plan.outputs[1], ew[0]->outputs[0]);
+  EXPECT_EQ(plan.tensors[plan.outputs[1]].dtype, ir::DType::f32);
+  // Round trip through JSON validates the two-output layernorm.
+  EXPECT_EQ(runtime::Plan::from_json(plan.to_json()).to_json(), plan.to_json());
+}
+
 TEST(CodegenLower, ParseDynamic) {
   auto r = codegen::parse_dynamic("batch=1..256,seq=4");
   EXPECT_EQ(r.at("batch"), (std::pair<int64_t, int64_t>{1, 256}));

@@ -415,6 +415,11 @@ class Interp {
       for (int64_t c = 0; c < cols; ++c)
         y.v[r * cols + c] = (v[c] - mean) / std::sqrt(var + eps) * g.v[c] + (beta ? beta->v[c] : 0);
     }
+    // f32_copy: the second output is y as stored (rounded to y's dtype), in f32.
+    if (s.params.get("f32_copy") && s.params.get("f32_copy")->boolean()) {
+      Buf& y32 = out(s, 1);
+      for (size_t i = 0; i < y.v.size(); ++i) y32.v[i] = round_to(dt(s.outputs[0]), y.v[i]);
+    }
   }
 
   // The sum of each term's table row (ids read at offset + sum_i c_i * strides[i]; negative ids

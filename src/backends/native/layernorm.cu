@@ -17,6 +17,7 @@ struct LnParams {
   const void* beta;
   void* y;
   void* sum_out;
+  float* y_f32;
   long long rows, cols;
   float eps, inv_cols;
 };
@@ -119,6 +120,12 @@ __global__ void __launch_bounds__(256) layernorm_rows(const LnParams p) {
         o.v[e] = from_float<T>((to_float(v[j].v[e]) - mean) * rstd * to_float(g[j].v[e]) +
                                (beta ? to_float(b[j].v[e]) : 0.f));
       *reinterpret_cast<V*>(y + k0) = o;
+      if (p.y_f32) {
+        // The model's f32 output: y as stored (rounded to T), as the cast step it replaces wrote.
+        float* f = p.y_f32 + base + k0;
+#pragma unroll
+        for (int e = 0; e < VEC; ++e) f[e] = to_float(o.v[e]);
+      }
     }
   }
 }
@@ -149,7 +156,9 @@ __global__ void __launch_bounds__(256) layernorm_loop(const LnParams p) {
   for (long long k = threadIdx.x; k < p.cols; k += blockDim.x) {
     const float s = val(k);
     if (r && p.sum_out) static_cast<T*>(p.sum_out)[row * p.cols + k] = from_float<T>(s);
-    y[k] = from_float<T>((s - mean) * rstd * to_float(g[k]) + (b ? to_float(b[k]) : 0.f));
+    const T o = from_float<T>((s - mean) * rstd * to_float(g[k]) + (b ? to_float(b[k]) : 0.f));
+    y[k] = o;
+    if (p.y_f32) p.y_f32[row * p.cols + k] = to_float(o);
   }
 }
 
@@ -228,7 +237,9 @@ cudaError_t layernorm(const LayerNormArgs& a, cudaStream_t stream) {
     return detail::fail(cudaErrorInvalidValue, "layernorm: sum_out needs a residual (it receives x + residual)");
   if (a.rows > 0x7fffffff)
     return detail::fail(cudaErrorInvalidValue, "layernorm: at most 2^31 - 1 rows (got " + std::to_string(a.rows) + ")");
-  LnParams p{a.x, a.residual, a.gamma, a.beta, a.y, a.sum_out, a.rows, a.cols, a.eps,
+  if (a.y_f32 && (reinterpret_cast<uintptr_t>(a.y_f32) & 3))
+    return detail::fail(cudaErrorInvalidValue, "layernorm: y_f32 must be 4-byte aligned");
+  LnParams p{a.x, a.residual, a.gamma, a.beta, a.y, a.sum_out, a.y_f32, a.rows, a.cols, a.eps,
              1.f / static_cast<float>(a.cols)};
   SABRE_FLOAT_DISPATCH(a.dtype, T, return launch<T>(a, p, stream));
 }

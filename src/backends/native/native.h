@@ -137,6 +137,7 @@ struct LayerNormArgs {
   const void* beta = nullptr;
   void* y = nullptr;
   void* sum_out = nullptr;
+  float* y_f32 = nullptr;  // optional: y again in f32 (a model output; the cast step it replaces)
   int64_t rows = 0, cols = 0;
   float eps = 1e-5f;
 };
