@@ -146,9 +146,7 @@ cudaError_t launch_vec(const Params& p, cudaStream_t s) {
     SABRE_LAUNCH_CHECK();
     return cudaSuccess;
   }
-  // As layernorm.cu: as many warps a block (4, 2, 1) as still leave two blocks per SM of 132.
-  int wpb = 4;
-  while (wpb > 1 && p.rows / wpb < 2 * 132) wpb /= 2;
+  const int wpb = warps_per_block(p.rows);
   const unsigned blocks = static_cast<unsigned>((p.rows + wpb - 1) / wpb);
 #define SABRE_EMBED_CASE(NCH) \
   if (nch == NCH) SABRE_CUDA_TRY(launch(embed_ln_warp<T, VEC, NCH>, blocks, 32 * wpb, 0, s, p));

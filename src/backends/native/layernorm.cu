@@ -197,9 +197,7 @@ cudaError_t launch_vec(const LnParams& p, cudaStream_t s) {
   int threads = 256;
   if (plan.tpr <= 32) {
     const int64_t warps = (p.rows + 32 / plan.tpr - 1) / (32 / plan.tpr);
-    int wpb = 4;
-    while (wpb > 1 && warps / wpb < 2 * 132) wpb /= 2;
-    threads = 32 * wpb;
+    threads = 32 * warps_per_block(warps);
   }
   const int64_t rpb = threads / plan.tpr;
   const unsigned blocks = static_cast<unsigned>((p.rows + rpb - 1) / rpb);

@@ -52,6 +52,15 @@ __device__ __forceinline__ void store_chunk(T* p, const float* in) {
   }
 }
 
+// Warps per block (4, 2, 1) for kernels that give each row a warp or a lane group of one: as many
+// as still leave two blocks per SM of the H200's 132, so few rows spread over many SMs (BERT-base at
+// batch 1, 128 rows: one warp a block).
+inline int warps_per_block(int64_t warps) {
+  int wpb = 4;
+  while (wpb > 1 && warps / wpb < 2 * 132) wpb /= 2;
+  return wpb;
+}
+
 // The launch shape for a row kernel: picks TPR and NCH for `cols`; false when the row is too
 // long to stay in registers (callers use their looping kernel then). Short rows (BERT's 128-wide
 // attention rows are 16 chunks) get a lane group of 8 or 16 so no lane idles.
