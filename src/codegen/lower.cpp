@@ -48,6 +48,13 @@ Dim product(const std::vector<Dim>& dims, size_t begin, size_t end) {
   return p;
 }
 
+// Element strides of a dense row-major tensor of `dims`.
+std::vector<Dim> contiguous_strides(const std::vector<Dim>& dims) {
+  std::vector<Dim> st(dims.size(), Dim(1));
+  for (size_t i = dims.size(); i-- > 1;) st[i - 1] = st[i] * dims[i];
+  return st;
+}
+
 // Elementwise ops the fused chain kernels take (binary ops broadcast).
 const std::map<std::string, native::EwOp>& ew_ops() {
   using native::EwOp;
@@ -549,11 +556,6 @@ class Lowerer {
     embedding_[ln] = std::move(terms);
     return true;
   }
-  static std::vector<Dim> contiguous_strides(const std::vector<Dim>& dims) {
-    std::vector<Dim> st(dims.size(), Dim(1));
-    for (size_t i = dims.size(); i-- > 1;) st[i - 1] = st[i] * dims[i];
-    return st;
-  }
   // When `v` is an Expand or a Slice (constant starts inside static dims, positive steps) of
   // another tensor: that tensor, with `c` rewritten to its coordinates; else nullptr.
   static Value* view_source(const Value* v, std::vector<IdsCoord>& c) {
@@ -1046,6 +1048,13 @@ class Lowerer {
     pending_cast_[v] = t;
   }
 
+  // A float model output (listed once) that the plan computes in another dtype: the step that
+  // computes it can write it in the model's dtype itself, instead of a cast step after it.
+  bool output_needs_model_dtype(const Value* v) const {
+    return g_.is_graph_output(v) && ir::is_float(v->dtype()) && storage(v->dtype()) != v->dtype() &&
+           std::count(g_.outputs().begin(), g_.outputs().end(), v) == 1;
+  }
+
   void bind_output(const Value* v) {
     if (auto it = model_output_.find(v); it != model_output_.end()) {  // written in its dtype by its step
       out_.plan.tensors[it->second].kind = runtime::TensorKind::output;
@@ -1211,9 +1220,7 @@ class Lowerer {
     // A float model output that nothing else reads is written in the model's dtype by the chain
     // itself, so no cast step follows it (BERT's pooler Tanh writes pooler_output in f32).
     const Value* tv = tail->output(0);
-    const bool model_dtype = !in_nhwc && g_.is_graph_output(tv) && tv->users().empty() && ir::is_float(tv->dtype()) &&
-                             storage(tv->dtype()) != tv->dtype() &&
-                             std::count(g_.outputs().begin(), g_.outputs().end(), tv) == 1;
+    const bool model_dtype = !in_nhwc && tv->users().empty() && output_needs_model_dtype(tv);
     if (model_dtype) {
       const int r = ch.cast(ch.outputs[0], tv->dtype());
       ch.nodes[r].dtype = tv->dtype();
@@ -1267,13 +1274,10 @@ class Lowerer {
   static std::vector<Dim> mask_strides(const Value* mask) {
     std::vector<Dim> m = mask->shape();
     while (m.size() < 4) m.insert(m.begin(), Dim(1));
-    std::vector<Dim> stride(4, Dim(0));
-    Dim s(1);
-    for (int i = 3; i >= 0; --i) {
-      stride[i] = m[i] == Dim(1) ? Dim(0) : s;
-      s = s * m[i];
-    }
-    return {stride[0], stride[1], stride[2]};
+    const std::vector<Dim> dense = contiguous_strides(m);
+    std::vector<Dim> stride(3, Dim(0));
+    for (int i = 0; i < 3; ++i) stride[i] = m[i] == Dim(1) ? Dim(0) : dense[i];
+    return stride;
   }
 
   void emit_softmax(Node* n) {
@@ -1335,8 +1339,7 @@ class Lowerer {
     // An f32 model output that the plan also reads in the compute dtype (BERT's last_hidden_state,
     // which the pooler reads): the kernel writes it in f32 as well, instead of a cast step after it.
     const Value* y = n->output(0);
-    if (g_.is_graph_output(y) && y->dtype() == DType::f32 && storage(y->dtype()) != y->dtype() &&
-        std::count(g_.outputs().begin(), g_.outputs().end(), y) == 1) {
+    if (y->dtype() == DType::f32 && output_needs_model_dtype(y)) {
       out_.plan.tensors[outs[0]].name = y->name() + ".compute";
       outs.push_back(add_tensor(info(y, DType::f32, runtime::TensorKind::activation, y->name())));
       model_output_[y] = outs.back();
@@ -1457,11 +1460,10 @@ class Lowerer {
     const auto& in = n->input(0)->shape();
     const auto& out = n->output(0)->shape();
     std::vector<Dim> strides(out.size(), Dim(0));
-    Dim s(1);
+    const std::vector<Dim> dense = contiguous_strides(in);
     for (size_t i = 0; i < in.size(); ++i) {
       size_t ii = in.size() - 1 - i, oi = out.size() - 1 - i;
-      strides[oi] = (in[ii] == Dim(1) && out[oi] != Dim(1)) ? Dim(0) : s;
-      s = s * in[ii];
+      strides[oi] = (in[ii] == Dim(1) && out[oi] != Dim(1)) ? Dim(0) : dense[ii];
     }
     int x = tensor(n->input(0));
     step("strided_copy", n->name() + " (expand)", {x}, {define(n->output(0))},
@@ -2001,14 +2003,14 @@ class Lowerer {
   std::map<const Node*, DwActivation> dw_act_;
   std::map<const Node*, SoftmaxFusion> softmax_;
   std::map<const Node*, Node*> ln_residual_;
-  std::map<const Node*, std::vector<EmbeddingTerm>> embedding_;
+  std::map<const Node*, std::vector<EmbeddingTerm>> embedding_;  // LayerNorm -> its embedding terms
   std::map<const Value*, int> model_output_;  // model output -> the tensor its step writes in the model's dtype
   struct RowGather {
     size_t input;  // the Composite's operand that the Gather wrote
     Value* x;      // what the GEMM reads instead
     int64_t row;
   };
-  std::map<const Node*, RowGather> row_gather_;  // GEMM Composite -> its A read in place  // LayerNorm -> its embedding terms
+  std::map<const Node*, RowGather> row_gather_;  // GEMM Composite -> its A read in place
   std::map<const Node*, std::tuple<int64_t, Dim, int64_t>> range_gather_;
   std::vector<Group> groups_;
   std::map<const Node*, int> group_of_;
