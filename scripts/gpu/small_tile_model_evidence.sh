@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# One device call (twelfth session, 2026-12-04): the catalog's new 64x32 ping-pong row (the first call
+# of the session, bench/results/small_tile_h200_2026-12-04.txt, timed it faster than 64x64 at
+# 128x768x3072 and 128x768x768) tuned into BERT-base and timed end to end against the same model
+# compiled without it.
+#  Before: .carry/old_tree.tgz = `git archive 8aa9c4c` (main without the row), built beside this one.
+#  1. The v3 BERT DB imported twice. This tree's `sabre compile --tune` on one copy times only what the
+#     DB lacks (the 64x32 candidates the ranking now offers); the old tree compiles from the other copy
+#     (nothing to time). Kernel cache shared.
+#  2. Outputs of the new artifact against PyTorch fp16; hf_e2e.py latency with both artifacts, 3 rounds
+#     in alternating order, torch eager and torch.compile in the same run.
+#  3. The tuned DB comes back ($OUT/bert_db.jsonl.gz) and what the two plans deploy differently.
+# Usage on the GPU host: bash scripts/gpu/small_tile_model_evidence.sh
+set -u
+OUT=${OUT:-/tmp/sabre-smalltile-model} LOGS=/tmp/steplogs2; mkdir -p "$OUT"
+source scripts/gpu/host_env.sh
+{
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader; date -u
+python3 bench/models/export_hf.py /tmp/hf bert > $LOGS/export.log 2>&1 &
+exp=$!
+mkdir -p /tmp/old && tar xzf .carry/old_tree.tgz -C /tmp/old
+(cmake -S /tmp/old -B /tmp/b_old -G Ninja $SABRE_CMAKE_ARGS -DSABRE_TESTS=OFF > $LOGS/old_build.log 2>&1 &&
+ ninja -C /tmp/b_old -j6 sabre >> $LOGS/old_build.log 2>&1; echo "old build rc=$?" >> $LOGS/old_build.log) &
+old=$!
+step configure cmake -S . -B $b -G Ninja $SABRE_CMAKE_ARGS -DSABRE_TESTS=OFF
+LIMIT=150 step build ninja -C $b -j10 sabre
+mkdir -p /tmp/w && zcat bench/results/bert_db_v3_h200_2026-12-03.jsonl.gz > /tmp/w/db.jsonl
+$b/sabre db import --db /tmp/w/new.db /tmp/w/db.jsonl | tail -1
+$b/sabre db import --db /tmp/w/old.db /tmp/w/db.jsonl | tail -1
+wait $exp; tail -1 $LOGS/export.log
+LIMIT=240 TAIL=12 step compile_new $b/sabre compile /tmp/hf/bert_base.onnx -o /tmp/bert_new.sabre --dtype fp16 \
+  --dynamic batch=1..32,seq=1..128 --tune --db /tmp/w/new.db --cache-dir /tmp/w/kernels
+wait $old; tail -1 $LOGS/old_build.log
+LIMIT=120 TAIL=3 step compile_old /tmp/b_old/sabre compile /tmp/hf/bert_base.onnx -o /tmp/bert_old.sabre --dtype fp16 \
+  --dynamic batch=1..32,seq=1..128 --tune --db /tmp/w/old.db --cache-dir /tmp/w/kernels
+echo "== kernels deployed by one plan and not the other (new > / old <)"
+diff <(grep -oE '"(sm90|cublaslt)[a-z0-9_]+"' /tmp/bert_new.sabre/plan.json | sort -u) \
+     <(grep -oE '"(sm90|cublaslt)[a-z0-9_]+"' /tmp/bert_old.sabre/plan.json | sort -u) | grep '^[<>]' | sed 's/^</new/;s/^>/old/'
+$b/sabre db show --db /tmp/w/new.db --workload "n=768" > $LOGS/db_show_768.txt 2>&1; head -40 $LOGS/db_show_768.txt
+LIMIT=150 TAIL=10 step latency_bert python3 bench/models/hf_e2e.py latency bert_base /tmp/hf \
+  /tmp/bert_new.sabre,/tmp/bert_old.sabre $b/sabre 128 --rounds 3 1 2 8 32
+LIMIT=100 TAIL=14 step compare_bert python3 bench/models/hf_e2e.py compare bert_base /tmp/hf /tmp/bert_new.sabre $b/sabre 1:128 2:128 8:128 32:128 3:77
+$b/sabre db export --db /tmp/w/new.db -o $OUT/bert_db.jsonl && gzip -f $OUT/bert_db.jsonl
+} > $OUT/main.log 2>&1
+finish
+exit 0
