@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # One device call: issue 5's GEMM tuning benchmark on one half (DTYPE f16, the default, or bf16) of its
-# shape set, with the deploy columns (what sabre compile deploys, cuBLASLt algorithms included). With
+# shape set (DTYPE=all: both in one run, one geomean over the 76 shapes), with the deploy columns (what sabre compile deploys, cuBLASLt algorithms included). With
 # IMPORT=FILE.jsonl.gz a DB of an earlier call is imported first (its rows count only where their build,
 # template version included, is this one's; the seventh session imported the M=1024 DB of the third).
 # A warm machine's DB of an earlier call is kept (f16, then bf16).
 # Rows print as they are measured; the DB comes back as $OUT/bench_db.jsonl.gz.
-# Usage on the GPU host: [DTYPE=bf16] [IMPORT=bench/results/X.jsonl.gz] bash scripts/gpu/gemm_bench_lt.sh
+# Usage on the GPU host: [DTYPE=bf16|all] [IMPORT=bench/results/X.jsonl.gz] bash scripts/gpu/gemm_bench_lt.sh
 set -u
 OUT=${OUT:-/tmp/sabre-gemm-lt}; mkdir -p "$OUT"
 source scripts/gpu/host_env.sh
@@ -17,7 +17,7 @@ if [ ! -f /tmp/bench.db ] && [ -n "${IMPORT:-}" ]; then
   gunzip -c "$IMPORT" > /tmp/import.jsonl
   $b/sabre db import /tmp/import.jsonl --db /tmp/bench.db | tail -1
 fi
-LIMIT=$((DEADLINE - SECONDS - 15)) TAIL=60 step gemm_bench $b/gemm_tune_bench --top-k 4 --max-kernels 8 --dtype ${DTYPE:-f16} --db /tmp/bench.db
+LIMIT=$((DEADLINE - SECONDS - 15)) TAIL=60 step gemm_bench $b/gemm_tune_bench --top-k 4 --max-kernels 8 $([ "${DTYPE:-f16}" = all ] || echo --dtype ${DTYPE:-f16}) --db /tmp/bench.db
 $b/sabre db export --db /tmp/bench.db -o "$OUT/bench_db.jsonl" && gzip -f "$OUT/bench_db.jsonl"
 } > $OUT/main.log 2>&1
 finish
