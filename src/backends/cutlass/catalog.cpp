@@ -32,6 +32,8 @@ constexpr Sm90Row kSm90[] = {
     // 7.58 for 64x64 and 128x768x768 3.61 against 4.04; 64x16 and 64x48 lost to both
     // (bench/results/small_tile_h200_2026-12-04.txt).
     {Schedule::pingpong, 64, 32, 1, 1},
+    // LEAD (device call pending): the same narrow tiles in 1x2 clusters, A multicast to the CTA pair.
+    {Schedule::pingpong, 64, 16, 1, 2},   {Schedule::pingpong, 64, 32, 1, 2},   {Schedule::pingpong, 64, 64, 1, 2},
     // stream-K: cooperative mainloop, K split across CTAs to fill the machine on few tiles
     {Schedule::streamk, 128, 128, 1, 1},  {Schedule::streamk, 128, 256, 1, 1},  {Schedule::streamk, 256, 128, 1, 1},
     {Schedule::streamk, 128, 128, 2, 1},
