@@ -6,7 +6,7 @@
 #  narrow tiles; A's rows are re-read by every CTA along N, so multicast should cut that share.
 #  Before: .carry/old_tree.tgz = `git archive` of the tree with the 64x32 row only; .carry/kl_y.tgz the
 #  c1x2 kernels (workstation, nvcc 13.0).
-#  1. gemm_lib_bench (CPU-reference check, 5 interleaved rounds, rotated and L2-hot) at BERT's M=128 shapes.
+#  1. gemm_lib_bench (CPU-reference check, 3 interleaved rounds, rotated and L2-hot) at BERT's M=128 shapes.
 #  2. BERT-base from the v4 DB: this tree (rows added: the tuner times the c1x2 candidates the ranking
 #     now puts first) against the old tree (nothing to time); plans' kernel differences; hf_e2e latency
 #     with both artifacts, 3 rounds; outputs against PyTorch fp16.
