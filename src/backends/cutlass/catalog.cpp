@@ -29,11 +29,9 @@ constexpr Sm90Row kSm90[] = {
     {Schedule::coop, 128, 192, 1, 1},
     // 64x32: a 128-row problem with N=768 (BERT's projections at batch 1) gets 48 CTAs instead of 24, each
     // loading 96 rows of operands a k-step instead of 128. On the H200 128x768x3072 ran 6.78 us against
-    // 7.58 for 64x64 and 128x768x768 3.61 against 4.04; 64x16 and 64x48 lost to both
-    // (bench/results/small_tile_h200_2026-12-04.txt).
+    // 7.58 for 64x64 and 128x768x768 3.61 against 4.04; 64x16 and 64x48 lost to 64x32 at both (64x48 to
+    // 64x64 too), and so did 64x16, 64x32 and 64x64 in 1x2 clusters (bench/results/small_tile_h200_2026-12-04.txt).
     {Schedule::pingpong, 64, 32, 1, 1},
-    // LEAD (device call pending): the same narrow tiles in 1x2 clusters, A multicast to the CTA pair.
-    {Schedule::pingpong, 64, 16, 1, 2},   {Schedule::pingpong, 64, 32, 1, 2},   {Schedule::pingpong, 64, 64, 1, 2},
     // stream-K: cooperative mainloop, K split across CTAs to fill the machine on few tiles
     {Schedule::streamk, 128, 128, 1, 1},  {Schedule::streamk, 128, 256, 1, 1},  {Schedule::streamk, 256, 128, 1, 1},
     {Schedule::streamk, 128, 128, 2, 1},
