@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# One device call (prepared 2026-12-04, eleventh session; NOT YET RUN): narrower ping-pong tiles for
+# One device call (prepared 2026-12-04, eleventh session; run in the twelfth, 09:33 UTC: results in
+# bench/results/small_tile_h200_2026-12-04.txt, call 1; 64x32 won at N=768, the rest lost): narrower ping-pong tiles for
 # BERT-base's GEMMs at batch 1 (M = 128), where issue 6's 0.35 ms target is 25 us away (0.375 ms).
 #  Why: at M = 128 the 64x64 tiles leave most of the 132 SMs idle and each CTA walks all of K: FFN2
 #  128x768x3072 is 24 CTAs x 48 k-steps (7.60 us in the v3 DB, the slowest GEMM of a layer; cuBLASLt's
