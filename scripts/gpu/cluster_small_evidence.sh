@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # One device call (twelfth session, 2026-12-04): the narrow ping-pong tiles of 128-row problems in 1x2
 # clusters (A multicast to the CTA pair, halving its L2 reads), as a lead: 64x16, 64x32 and 64x64 c1x2.
+# Ran 09:52 UTC (bench/results/small_tile_h200_2026-12-04.txt, call 3): the cluster variants lost and their
+# catalog rows were taken out after it, so on a later tree both artifacts would be the same.
 #  Why: at M=128, total L2->SM traffic rose with the CTA count (24 CTAs of 64x64 2.5 TB/s, 48 of 64x32
 #  4.2, 96 of 64x16 6.6 on 128x768x3072) while each CTA slowed, as if the L2's output bounded the
 #  narrow tiles; A's rows are re-read by every CTA along N, so multicast should cut that share.
