@@ -20,9 +20,7 @@ source scripts/gpu/host_env.sh
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader; date -u
 python3 bench/models/export_hf.py /tmp/hf bert > $LOGS/export.log 2>&1 &
 exp=$!
-mkdir -p /tmp/old && tar xzf .carry/old_tree.tgz -C /tmp/old
-(cmake -S /tmp/old -B /tmp/b_old -G Ninja $SABRE_CMAKE_ARGS -DSABRE_TESTS=OFF > $LOGS/old_build.log 2>&1 &&
- ninja -C /tmp/b_old -j6 sabre >> $LOGS/old_build.log 2>&1; echo "old build rc=$?" >> $LOGS/old_build.log) &
+build_old_tree &
 old=$!
 step configure cmake -S . -B $b -G Ninja $SABRE_CMAKE_ARGS -DSABRE_TESTS=ON
 LIMIT=150 step build ninja -C $b -j10 sabre gemm_lib_bench

@@ -43,3 +43,13 @@ step() {
 
 # finish: the step logs into $OUT/logs.tgz (when they are not in $OUT) and the summary ($OUT/main.log) to stdout.
 finish() { [ "$LOGS" = "$OUT" ] || tar czf "$OUT/logs.tgz" -C "$LOGS" .; cat "$OUT/main.log"; }
+
+# build_old_tree: for an A/B against an older build, unpacks .carry/old_tree.tgz (a `git archive` of it)
+# into /tmp/old and builds its sabre in /tmp/b_old with 6 jobs (this tree's build keeps the rest); the
+# log is $LOGS/old_build.log, its last line the exit status. Run it in the background and wait for it.
+build_old_tree() {
+  mkdir -p /tmp/old && tar xzf "$root"/.carry/old_tree.tgz -C /tmp/old &&
+    cmake -S /tmp/old -B /tmp/b_old -G Ninja $SABRE_CMAKE_ARGS -DSABRE_TESTS=OFF > "$LOGS/old_build.log" 2>&1 &&
+    ninja -C /tmp/b_old -j6 sabre >> "$LOGS/old_build.log" 2>&1
+  echo "old build rc=$?" >> "$LOGS/old_build.log"
+}
