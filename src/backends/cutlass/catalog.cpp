@@ -3,12 +3,13 @@
 namespace sabre::cutlass_backend {
 namespace {
 
-// sm90 rows: schedule, tile M×N (K is 128 bytes), cluster, split count (split-K rows only). The
-// builder picks the stage count.
+// sm90 rows: schedule, tile M×N, cluster, split count (split-K rows only), tile K in bytes (128 unless
+// the row says 256). The builder picks the stage count.
 struct Sm90Row {
   Schedule schedule;
   int m, n, cm, cn;
   int splits = 1;
+  int k_bytes = 128;
 };
 constexpr Sm90Row kSm90[] = {
     // cooperative: two consumer warpgroups split the tile's M
@@ -32,6 +33,9 @@ constexpr Sm90Row kSm90[] = {
     // 7.58 for 64x64 and 128x768x768 3.61 against 4.04; 64x16 and 64x48 lost to 64x32 at both (64x48 to
     // 64x64 too), and so did 64x16, 64x32 and 64x64 in 1x2 clusters (bench/results/small_tile_h200_2026-12-04.txt).
     {Schedule::pingpong, 64, 32, 1, 1},
+    // LEAD (device call pending): 256-byte K tiles for the small-tile rows, half the k-steps.
+    {Schedule::pingpong, 64, 32, 1, 1, 1, 256},  {Schedule::pingpong, 64, 64, 1, 1, 1, 256},
+    {Schedule::pingpong, 64, 96, 1, 2, 1, 256},  {Schedule::pingpong, 64, 128, 1, 2, 1, 256},
     // stream-K: cooperative mainloop, K split across CTAs to fill the machine on few tiles
     {Schedule::streamk, 128, 128, 1, 1},  {Schedule::streamk, 128, 256, 1, 1},  {Schedule::streamk, 256, 128, 1, 1},
     {Schedule::streamk, 128, 128, 2, 1},
@@ -80,7 +84,7 @@ std::vector<KernelConfig> catalog(Family family, const GemmOperands& ops, int ta
       KernelConfig c;
       c.family = Family::sm90;
       c.schedule = r.schedule;
-      c.tile = {r.m, r.n, 128 / bytes};
+      c.tile = {r.m, r.n, r.k_bytes / bytes};
       c.cluster_m = r.cm;
       c.cluster_n = r.cn;
       c.alignment = 16 / bytes;

@@ -238,7 +238,8 @@ std::optional<std::string> unsupported_reason(const KernelSpec& s, int target_sm
     if (target_sm != 90) return "sm90 (wgmma/TMA) kernels run only on compute capability 9.0";
     if (c.schedule == Schedule::multistage) return "multistage is an sm80 schedule";
     if (c.alignment * bytes != 16) return "TMA needs 16-byte aligned rows: alignment must be 16 bytes";
-    if (c.tile.k * bytes != 128) return "sm90 tile K must span 128 bytes (64 f16/bf16, 32 f32)";
+    if (c.tile.k * bytes != 128 && c.tile.k * bytes != 256)
+      return "sm90 tile K must span 128 or 256 bytes (64 or 128 f16/bf16, 32 or 64 f32)";
     if (c.tile.n % 16 || c.tile.n < 16 || c.tile.n > 256) return "sm90 tile N must be a multiple of 16 in 16..256";
     if (c.schedule == Schedule::pingpong) {
       if (c.tile.m != 64 && c.tile.m != 128) return "pingpong tile M must be 64 or 128 (one warpgroup per tile)";
