@@ -2,6 +2,8 @@
 # One device call (twelfth session, 2026-12-04), a lead: sm90 tiles with a 256-byte K (128 f16 a
 # k-step, half the k-steps and pipeline handoffs of the catalog's 128-byte K) for the small tiles that
 # BERT-base's M=128 GEMMs and issue 5's 1024x768x3072 use; catalog rows for them only in this tree.
+# Ran 10:13 UTC (bench/results/ktile_h200_2026-12-04.txt): K=128 won every M=128 shape; 64x128 c1x2 lost and
+# its row was taken out after the call. The DB was not exported (no step did); the log is the record.
 #  1. gemm_lib_bench (CPU-reference check, graph replay, operands rotated past L2, 3 rounds): each
 #     K=128 kernel against its K=64 twin (and cuBLASLt's first choice at 1024x768x3072).
 #  2. issue 5's benchmark with the v4 DB imported: only the K=128 candidates the ranking now offers are

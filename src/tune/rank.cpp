@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <set>
 #include <stdexcept>
+#include <tuple>
 
 #include "backends/cutlass/catalog.h"
 #include "backends/cutlass/conv_sm90.h"
@@ -148,9 +150,22 @@ std::vector<Candidate> rank_candidates(const GemmProblem& p, int64_t m, int targ
       if (!std::isfinite(t)) continue;
       out.push_back({s, kernel_name(s), t, compute});
     }
+  // Ties go to the longer tile K (fewer k-steps), then by name.
   std::sort(out.begin(), out.end(), [](const Candidate& a, const Candidate& b) {
     if (a.predicted_us != b.predicted_us) return a.predicted_us < b.predicted_us;
-    return a.compute_us != b.compute_us ? a.compute_us < b.compute_us : a.name < b.name;
+    if (a.compute_us != b.compute_us) return a.compute_us < b.compute_us;
+    if (a.spec.config.tile.k != b.spec.config.tile.k) return a.spec.config.tile.k > b.spec.config.tile.k;
+    return a.name < b.name;
+  });
+  // An sm90 tile with a 256-byte K stands in for its 128-byte twin (same schedule, tile M x N, cluster
+  // and split), which the model rates the same: on the H200 the 256-byte K ran faster at every shape
+  // timed for the tiles that have one (bench/results/ktile_h200_2026-12-04.txt), and timing both
+  // would fill the top-k with pairs (split-K would drop out at small M with long K).
+  std::set<std::tuple<int, int, int, int, int, int>> seen;
+  std::erase_if(out, [&](const Candidate& c) {
+    const KernelConfig& k = c.spec.config;
+    if (k.family != Family::sm90) return false;
+    return !seen.insert({int(k.schedule), k.tile.m, k.tile.n, k.cluster_m, k.cluster_n, k.splits}).second;
   });
   if (limit && out.size() > limit) out.resize(limit);
   return out;

@@ -218,6 +218,15 @@ TEST(StaticFilter, RefusesWhatCannotRun) {
     t.config.tile = tile;
     EXPECT_FALSE(cb::unsupported_reason(t, 90)) << cb::kernel_name(t);
   }
+  // Tile K spans 128 bytes, or 256 for the small tiles (half the k-steps; 48 KiB a stage at most).
+  for (cb::Shape3 tile : {cb::Shape3{64, 32, 128}, cb::Shape3{64, 128, 128}}) {
+    t.config.tile = tile;
+    EXPECT_FALSE(cb::unsupported_reason(t, 90)) << cb::kernel_name(t);
+  }
+  for (cb::Shape3 tile : {cb::Shape3{64, 32, 32}, cb::Shape3{64, 32, 256}, cb::Shape3{128, 128, 128}}) {
+    t.config.tile = tile;
+    EXPECT_TRUE(cb::unsupported_reason(t, 90)) << cb::kernel_name(t);
+  }
   t.config.tile = {128, 256, 64};
   EXPECT_TRUE(cb::unsupported_reason(t, 90)) << "256 accumulators a thread spill";
   t.config.tile = {64, 200, 64};

@@ -240,6 +240,10 @@ std::optional<std::string> unsupported_reason(const KernelSpec& s, int target_sm
     if (c.alignment * bytes != 16) return "TMA needs 16-byte aligned rows: alignment must be 16 bytes";
     if (c.tile.k * bytes != 128 && c.tile.k * bytes != 256)
       return "sm90 tile K must span 128 or 256 bytes (64 or 128 f16/bf16, 32 or 64 f32)";
+    // A 256-byte K doubles a stage's shared memory; the small tiles it pays for (64x32 to 64x128, built
+    // and timed on the H200) keep 4 stages or more.
+    if (c.tile.k * bytes == 256 && c.tile.m + c.tile.n > 192)
+      return "a 256-byte tile K needs tile M + N <= 192 (48 KiB a stage)";
     if (c.tile.n % 16 || c.tile.n < 16 || c.tile.n > 256) return "sm90 tile N must be a multiple of 16 in 16..256";
     if (c.schedule == Schedule::pingpong) {
       if (c.tile.m != 64 && c.tile.m != 128) return "pingpong tile M must be 64 or 128 (one warpgroup per tile)";
