@@ -150,11 +150,12 @@ std::vector<Candidate> rank_candidates(const GemmProblem& p, int64_t m, int targ
       if (!std::isfinite(t)) continue;
       out.push_back({s, kernel_name(s), t, compute});
     }
-  // Ties go to the longer tile K (fewer k-steps), then by name.
+  // Ties between sm90 kernels go to the longer tile K (fewer k-steps), then every tie by name.
   std::sort(out.begin(), out.end(), [](const Candidate& a, const Candidate& b) {
     if (a.predicted_us != b.predicted_us) return a.predicted_us < b.predicted_us;
     if (a.compute_us != b.compute_us) return a.compute_us < b.compute_us;
-    if (a.spec.config.tile.k != b.spec.config.tile.k) return a.spec.config.tile.k > b.spec.config.tile.k;
+    const KernelConfig &x = a.spec.config, &y = b.spec.config;
+    if (x.family == Family::sm90 && y.family == Family::sm90 && x.tile.k != y.tile.k) return x.tile.k > y.tile.k;
     return a.name < b.name;
   });
   // An sm90 tile with a 256-byte K stands in for its 128-byte twin (same schedule, tile M x N, cluster
