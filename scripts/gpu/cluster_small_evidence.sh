@@ -26,8 +26,7 @@ step configure cmake -S . -B $b -G Ninja $SABRE_CMAKE_ARGS -DSABRE_TESTS=ON
 LIMIT=150 step build ninja -C $b -j10 sabre gemm_lib_bench
 P=sm90_ws_pingpong_tn_f16_f16_f32
 LT3072=cublaslt_tn_f16_f16_f32_bias_res_algo66_t312_s35_k1_r0_w0_o3_i0_c9
-L=/tmp/kl; mkdir -p $L; for t in kl kl_small kl_y; do tar xzf .carry/$t.tgz -C $L; done
-libs() { for k in "$@"; do printf "%s=%s/%s.so " $k $L $k; done; }
+carried_kernels kl kl_small kl_y
 for hot in "" --l2-hot; do
   LIMIT=40 TAIL=7 step ffn2$hot $b/gemm_lib_bench --epilogue bias_res --m 128 --n 768 --k 3072 --rounds 3 $hot \
     $(libs ${P}_64x64x64_c1x1_a8_bias_res ${P}_64x32x64_c1x1_a8_bias_res ${P}_64x32x64_c1x2_a8_bias_res ${P}_64x16x64_c1x2_a8_bias_res)
@@ -38,18 +37,7 @@ for hot in "" --l2-hot; do
   LIMIT=40 TAIL=4 step ffn1$hot $b/gemm_lib_bench --epilogue bias_gelu --m 128 --n 3072 --k 768 --rounds 3 $hot \
     $(libs ${P}_64x64x64_c1x1_a8_bias_gelu ${P}_64x64x64_c1x2_a8_bias_gelu)
 done
-mkdir -p /tmp/w && zcat bench/results/bert_db_v4_h200_2026-12-04.jsonl.gz > /tmp/w/db.jsonl
-$b/sabre db import --db /tmp/w/new.db /tmp/w/db.jsonl | tail -1
-$b/sabre db import --db /tmp/w/old.db /tmp/w/db.jsonl | tail -1
-wait $exp; tail -1 $LOGS/export.log
-LIMIT=200 TAIL=8 step compile_new $b/sabre compile /tmp/hf/bert_base.onnx -o /tmp/bert_new.sabre --dtype fp16 \
-  --dynamic batch=1..32,seq=1..128 --tune --db /tmp/w/new.db --cache-dir /tmp/w/kernels
-wait $old; tail -1 $LOGS/old_build.log
-LIMIT=100 TAIL=3 step compile_old /tmp/b_old/sabre compile /tmp/hf/bert_base.onnx -o /tmp/bert_old.sabre --dtype fp16 \
-  --dynamic batch=1..32,seq=1..128 --tune --db /tmp/w/old.db --cache-dir /tmp/w/kernels
-echo "== kernels deployed by one plan and not the other"
-diff <(grep -oE '"(sm90|cublaslt)[a-z0-9_]+"' /tmp/bert_new.sabre/plan.json | sort -u) \
-     <(grep -oE '"(sm90|cublaslt)[a-z0-9_]+"' /tmp/bert_old.sabre/plan.json | sort -u) | grep '^[<>]' | sed 's/^</new/;s/^>/old/'
+compile_bert_ab bench/results/bert_db_v4_h200_2026-12-04.jsonl.gz
 LIMIT=120 TAIL=8 step latency_bert python3 bench/models/hf_e2e.py latency bert_base /tmp/hf \
   /tmp/bert_new.sabre,/tmp/bert_old.sabre $b/sabre 128 --rounds 3 1 2 8 32
 LIMIT=60 TAIL=4 step compare_bert python3 bench/models/hf_e2e.py compare bert_base /tmp/hf /tmp/bert_new.sabre $b/sabre 1:128 2:128 3:77

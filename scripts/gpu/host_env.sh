@@ -53,3 +53,36 @@ build_old_tree() {
     ninja -C /tmp/b_old -j6 sabre >> "$LOGS/old_build.log" 2>&1
   echo "old build rc=$?" >> "$LOGS/old_build.log"
 }
+
+# carried_kernels NAME...: the kernels built ahead on the workstation, .carry/NAME.tgz for each NAME
+# that is there, unpacked into $L; libs KERNEL... prints gemm_lib_bench's NAME=PATH arguments for them.
+L=/tmp/kl
+carried_kernels() {
+  mkdir -p $L
+  for t in "$@"; do [ -f "$root/.carry/$t.tgz" ] && tar xzf "$root/.carry/$t.tgz" -C $L; done
+  return 0
+}
+libs() { for k in "$@"; do printf "%s=%s/%s.so " $k $L $k; done; }
+
+# plan_kernel_diff NEW OLD: the GEMM kernels one artifact's plan deploys and the other's does not, each
+# line headed new or old.
+plan_kernels() { grep -oE '"(sm90|cublaslt)[a-z0-9_]+"' "$1/plan.json" | sort -u; }
+plan_kernel_diff() { diff <(plan_kernels "$1") <(plan_kernels "$2") | grep '^[<>]' | sed 's/^</new/;s/^>/old/'; }
+
+# compile_bert_ab DB.jsonl.gz: BERT-base (/tmp/hf/bert_base.onnx, exported by the background job $exp)
+# compiled from one imported DB twice, by this tree into /tmp/bert_new.sabre (timing what the DB lacks)
+# and by the older one (build_old_tree, background job $old) into /tmp/bert_old.sabre, one kernel cache;
+# then the kernels the two plans deploy differently.
+compile_bert_ab() {
+  mkdir -p /tmp/w && zcat "$1" > /tmp/w/db.jsonl
+  $b/sabre db import --db /tmp/w/new.db /tmp/w/db.jsonl | tail -1
+  $b/sabre db import --db /tmp/w/old.db /tmp/w/db.jsonl | tail -1
+  wait $exp; tail -1 $LOGS/export.log
+  LIMIT=240 TAIL=12 step compile_new $b/sabre compile /tmp/hf/bert_base.onnx -o /tmp/bert_new.sabre --dtype fp16 \
+    --dynamic batch=1..32,seq=1..128 --tune --db /tmp/w/new.db --cache-dir /tmp/w/kernels
+  wait $old; tail -1 $LOGS/old_build.log
+  LIMIT=120 TAIL=3 step compile_old /tmp/b_old/sabre compile /tmp/hf/bert_base.onnx -o /tmp/bert_old.sabre --dtype fp16 \
+    --dynamic batch=1..32,seq=1..128 --tune --db /tmp/w/old.db --cache-dir /tmp/w/kernels
+  echo "== kernels deployed by one plan and not the other"
+  plan_kernel_diff /tmp/bert_new.sabre /tmp/bert_old.sabre
+}

@@ -20,8 +20,7 @@ step configure cmake -S . -B $b -G Ninja $SABRE_CMAKE_ARGS -DSABRE_TESTS=ON
 LIMIT=120 step build ninja -C $b -j16 sabre gemm_lib_bench gemm_tune_bench
 P=sm90_ws_pingpong_tn_f16_f16_f32
 LT27=cublaslt_tn_f16_f16_f32_bias_algo66_t27_s35_k1_r0_w0_o2_i0_c5
-L=/tmp/kl; mkdir -p $L; for t in kl kl_small kl_z; do tar xzf .carry/$t.tgz -C $L; done
-libs() { for k in "$@"; do printf "%s=%s/%s.so " $k $L $k; done; }
+carried_kernels kl kl_small kl_z
 LIMIT=25 TAIL=4 step ffn2 $b/gemm_lib_bench --epilogue bias_res --m 128 --n 768 --k 3072 --rounds 3 \
   $(libs ${P}_64x32x64_c1x1_a8_bias_res ${P}_64x32x128_c1x1_a8_bias_res)
 LIMIT=25 TAIL=4 step qkv $b/gemm_lib_bench --epilogue bias --m 128 --n 2304 --k 768 --rounds 3 \

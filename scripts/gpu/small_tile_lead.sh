@@ -30,8 +30,7 @@ LIMIT=150 step build ninja -C $b -j16 sabre gemm_lib_bench sabre_gemm_gpu_test
 P=sm90_ws_pingpong_tn_f16_f16_f32
 LT3072=cublaslt_tn_f16_f16_f32_bias_res_algo66_t312_s35_k1_r0_w0_o3_i0_c9
 LT2304=cublaslt_tn_f16_f16_f32_bias_algo66_t92_s35_k1_r0_w0_o2_i0_c7
-L=/tmp/kl
-mkdir -p $L; for t in kl kl_small kl_x; do [ -f .carry/$t.tgz ] && tar xzf .carry/$t.tgz -C $L; done
+carried_kernels kl kl_small kl_x
 C=sm90_ws_coop_tn_f16_f16_f32
 LT27=cublaslt_tn_f16_f16_f32_bias_algo66_t27_s35_k1_r0_w0_o2_i0_c5
 kern="${P}_64x64x64_c1x1_a8_bias_res ${P}_64x48x64_c1x1_a8_bias_res ${P}_64x32x64_c1x1_a8_bias_res
@@ -45,7 +44,6 @@ LIMIT=120 TAIL=8 step gemm_cases $b/tests/gpu/sabre_gemm_gpu_test --quick -j 16 
   ${P}_64x48x64_c1x1_a8_bias_res ${P}_64x32x64_c1x1_a8_bias_res ${P}_64x16x64_c1x1_a8_bias_res \
   ${P}_64x48x64_c1x1_a8_bias ${P}_64x32x64_c1x1_a8_bias ${P}_64x48x64_c1x1_a8_bias_gelu \
   ${C}_128x32x64_c1x1_a8_bias_res ${C}_128x48x64_c1x1_a8_bias ${C}_128x48x64_c1x2_a8_bias --out $OUT/gemm_st.md
-libs() { for k in "$@"; do printf "%s=%s/%s.so " $k $L $k; done; }
 for hot in "" --l2-hot; do
   LIMIT=60 TAIL=8 step ffn2$hot $b/gemm_lib_bench --epilogue bias_res --m 128 --n 768 --k 3072 --rounds 5 $hot \
     $(libs ${P}_64x64x64_c1x1_a8_bias_res ${P}_64x48x64_c1x1_a8_bias_res ${P}_64x32x64_c1x1_a8_bias_res ${P}_64x16x64_c1x1_a8_bias_res ${C}_128x32x64_c1x1_a8_bias_res $LT3072)

@@ -22,18 +22,7 @@ build_old_tree &
 old=$!
 step configure cmake -S . -B $b -G Ninja $SABRE_CMAKE_ARGS -DSABRE_TESTS=OFF
 LIMIT=150 step build ninja -C $b -j10 sabre
-mkdir -p /tmp/w && zcat bench/results/bert_db_v3_h200_2026-12-03.jsonl.gz > /tmp/w/db.jsonl
-$b/sabre db import --db /tmp/w/new.db /tmp/w/db.jsonl | tail -1
-$b/sabre db import --db /tmp/w/old.db /tmp/w/db.jsonl | tail -1
-wait $exp; tail -1 $LOGS/export.log
-LIMIT=240 TAIL=12 step compile_new $b/sabre compile /tmp/hf/bert_base.onnx -o /tmp/bert_new.sabre --dtype fp16 \
-  --dynamic batch=1..32,seq=1..128 --tune --db /tmp/w/new.db --cache-dir /tmp/w/kernels
-wait $old; tail -1 $LOGS/old_build.log
-LIMIT=120 TAIL=3 step compile_old /tmp/b_old/sabre compile /tmp/hf/bert_base.onnx -o /tmp/bert_old.sabre --dtype fp16 \
-  --dynamic batch=1..32,seq=1..128 --tune --db /tmp/w/old.db --cache-dir /tmp/w/kernels
-echo "== kernels deployed by one plan and not the other (new > / old <)"
-diff <(grep -oE '"(sm90|cublaslt)[a-z0-9_]+"' /tmp/bert_new.sabre/plan.json | sort -u) \
-     <(grep -oE '"(sm90|cublaslt)[a-z0-9_]+"' /tmp/bert_old.sabre/plan.json | sort -u) | grep '^[<>]' | sed 's/^</new/;s/^>/old/'
+compile_bert_ab bench/results/bert_db_v3_h200_2026-12-03.jsonl.gz
 $b/sabre db show --db /tmp/w/new.db --workload "n=768" > $LOGS/db_show_768.txt 2>&1; head -40 $LOGS/db_show_768.txt
 LIMIT=150 TAIL=10 step latency_bert python3 bench/models/hf_e2e.py latency bert_base /tmp/hf \
   /tmp/bert_new.sabre,/tmp/bert_old.sabre $b/sabre 128 --rounds 3 1 2 8 32
