@@ -158,10 +158,11 @@ std::vector<Candidate> rank_candidates(const GemmProblem& p, int64_t m, int targ
     if (x.family == Family::sm90 && y.family == Family::sm90 && x.tile.k != y.tile.k) return x.tile.k > y.tile.k;
     return a.name < b.name;
   });
-  // An sm90 tile with a 256-byte K stands in for its 128-byte twin (same schedule, tile M x N, cluster
-  // and split), which the model rates the same: on the H200 the 256-byte K ran faster at every shape
-  // timed for the tiles that have one (bench/results/ktile_h200_2026-12-04.txt), and timing both
-  // would fill the top-k with pairs (split-K would drop out at small M with long K).
+  // Of two sm90 kernels that differ only in tile K (same schedule, tile M x N, cluster and split), the
+  // ranking keeps the one ahead: the 256-byte K wherever the model rates them the same (K a multiple
+  // of 128 elements), since on the H200 it ran faster at every shape timed for the tiles that have one
+  // (bench/results/ktile_h200_2026-12-04.txt); timing both would fill the top-k with pairs (split-K
+  // would drop out at small M with long K).
   std::set<std::tuple<int, int, int, int, int, int>> seen;
   std::erase_if(out, [&](const Candidate& c) {
     const KernelConfig& k = c.spec.config;
