@@ -38,7 +38,7 @@ constexpr Sm90Row kSm90[] = {
     // 64x32 with the 128-byte K; 128x2304x768 3.97 against 4.12 for 64x64), and 64x96 c1x2 at
     // 1024x768x3072 11.19 against 11.56; 64x128 c1x2 lost there (12.27 against 11.32), so it has no
     // such row (bench/results/ktile_h200_2026-12-04.txt). The model rates a 256-byte K the same as its
-    // 128-byte twin; the ranking names the 256-byte one in its stead (tune/rank.cpp).
+    // 128-byte twin where K is a multiple of 128, and the ranking then keeps it alone (tune/rank.cpp).
     {Schedule::pingpong, 64, 32, 1, 1, 1, 256},  {Schedule::pingpong, 64, 64, 1, 1, 1, 256},
     {Schedule::pingpong, 64, 96, 1, 2, 1, 256},
     // stream-K: cooperative mainloop, K split across CTAs to fill the machine on few tiles
