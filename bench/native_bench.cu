@@ -217,7 +217,8 @@ int main() {
     };
     const Case cases[] = {{"packed QKV, [B,1,1,K] f32 mask", true, 1, DType::f32, false},
                           {"packed QKV, [B,1,Q,K] f32 mask", true, 2, DType::f32, false},
-                          {"packed QKV, [B,1,1,K] f16 mask (BERT's)", true, 1, DType::f16, false},
+                          {"packed QKV, [B,1,1,K] f16 mask", true, 1, DType::f16, false},
+                          {"packed QKV, [B,1,1,K] i64 select (BERT's)", true, 1, DType::i64, false},
                           {"packed QKV, [B,1,Q,K] f16 mask", true, 2, DType::f16, false},
                           {"[B,128,12,64] Q/K/V, [B,1,1,K] f16 mask", false, 1, DType::f16, false},
                           {"packed QKV, causal, no mask", true, 0, DType::f32, true}};
@@ -232,6 +233,7 @@ int main() {
         a.o_stride[0] = 128 * 768, a.o_stride[1] = 64, a.o_stride[2] = 768;
         if (c.mask) {
           a.mask = r, a.mask_dtype = c.mask_dtype;
+          a.mask_false = -3.4028234663852886e38f;  // an i64 select: HF's padding value where r is 0
           if (c.mask == 1) a.mask_stride[0] = 128;
           else a.mask_stride[0] = 128 * 128, a.mask_stride[2] = 128;
         }

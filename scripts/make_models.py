@@ -9,6 +9,7 @@ recognisers see what real exports contain. Weights come from a fixed seed: same 
   bert_tiny.onnx        2-layer BERT encoder, opset 17 (LayerNormalization), dynamic batch, seq
   bert_tiny_op13.onnx   the same at opset 13, LayerNorm decomposed into ReduceMean/Sub/Pow/Sqrt/Div
   bert_tiny_ext.onnx    bert_tiny with its weights in bert_tiny_ext.data (external data)
+  bert_tiny_where.onnx  bert_tiny with transformers 5's additive mask: Where(Cast<bool>(mask), 0, finfo(f32).min)
   gpt2_block.onnx       GPT-2 style block: fused QKV + Split, Trilu causal mask, tanh GELU, tied LM head
   resnet_block.onnx     Conv+BN+Relu, Conv+BN, residual, MaxPool, GlobalAveragePool, Flatten, Gemm
   cnn_stem.onnx         ResNet's stem on RGB images (7x7/2 Conv+BN+Relu on 3 channels, MaxPool), a 3x3
@@ -133,18 +134,24 @@ def make_model(b, name, inputs, outputs, opset, ir_version):
     return model
 
 
-def bert_tiny(opset=17, seed=1):
-    """BERT encoder: vocab 512, hidden 64, 2 heads, FFN 128, 2 layers; outputs hidden states and pooled."""
+def bert_tiny(opset=17, seed=1, where_mask=False):
+    """BERT encoder: vocab 512, hidden 64, 2 heads, FFN 128, 2 layers; outputs hidden states and pooled.
+    where_mask: the additive mask as transformers 5 builds it, Where(Cast<bool>(mask), 0, finfo(f32).min)."""
     vocab, max_pos, types, hidden, heads, ffn, layers = 512, 64, 2, 64, 2, 128, 2
     hd = hidden // heads
     b = Builder(seed)
     ids, mask = "input_ids", "attention_mask"
 
-    # Extended mask: (1 - mask[:, None, None, :]) * -10000.
+    # Extended mask: (1 - mask[:, None, None, :]) * -10000, or with where_mask
+    # Where(bool(mask[:, None, None, :]), 0, finfo(f32).min).
     s = "/bert"
     m = b.op("Unsqueeze", [b.op("Unsqueeze", [mask, b.const([1], s)], s), b.const([2], s)], s)
-    m = b.op("Cast", [m], s, to=F32)
-    ext_mask = b.op("Mul", [b.op("Sub", [b.const(1.0, s), m], s), b.const(-10000.0, s)], s)
+    if where_mask:
+        ext_mask = b.op("Where", [b.op("Cast", [m], s, to=TensorProto.BOOL), b.const(0.0, s),
+                                  b.const(float(np.finfo(np.float32).min), s)], s)
+    else:
+        m = b.op("Cast", [m], s, to=F32)
+        ext_mask = b.op("Mul", [b.op("Sub", [b.const(1.0, s), m], s), b.const(-10000.0, s)], s)
 
     # Embeddings: word + position (buffer sliced to seq) + token type (zeros buffer, expanded).
     s = "/bert/embeddings"
@@ -306,6 +313,7 @@ MODELS = {
     "bert_tiny": lambda: bert_tiny(17),
     "bert_tiny_op13": lambda: bert_tiny(13),
     "bert_tiny_ext": lambda: bert_tiny(17),
+    "bert_tiny_where": lambda: bert_tiny(17, where_mask=True),
     "gpt2_block": gpt2_block,
     "resnet_block": resnet_block,
     "cnn_stem": cnn_stem,

@@ -136,6 +136,9 @@ struct AttentionFusion {
   int64_t offset[3] = {0, 0, 0};
   double scale = 1.0;
   bool causal = false;
+  // mask is an i64 tensor m read as Where(Cast<bool>(m), mask_true, mask_false) (select_masks).
+  bool select = false;
+  double mask_true = 0, mask_false = 0;
   Dim b, sq, sk;
   int64_t heads = 0, d = 0;
 };
@@ -289,9 +292,55 @@ class Lowerer {
       if (n->op() == "Gather") range_gather(n);
       if (n->op() == "Conv" && o_.pick_conv && depthwise_problem(n).empty()) depthwise_activation_fusion(n);
     }
-    if (o_.fuse_attention)
+    if (o_.fuse_attention) {
       for (Node* n : order_)
         if (n->domain().empty() && n->op() == "Softmax") attention_fusion(n);
+      select_masks();
+    }
+  }
+
+  // An additive mask Where(Cast<bool>(m), t, f) of an i64 tensor m (scalar t and f: the padding
+  // mask HF exports build from attention_mask) that only fused attention steps read: they read m
+  // itself and select t or f per element, and the Where and its casts are not emitted (at batch 1
+  // BERT-base's mask was a kernel of its own, ahead of the first layer).
+  void select_masks() {
+    std::map<Value*, std::vector<AttentionFusion*>> readers;
+    for (auto& [out, a] : attention_)
+      if (a.mask) readers[a.mask].push_back(&a);
+    for (auto& [w, fused] : readers) {
+      Node* where = w->producer();
+      if (!where || !where->domain().empty() || where->op() != "Where" || g_.is_graph_output(w) ||
+          w->users().size() != fused.size() || !scalar_constant(where->input(1)) || !scalar_constant(where->input(2)))
+        continue;
+      // Every reader is a fused softmax's mask Add (absorbed), one per attention step that reads w.
+      bool all_fused = true;
+      for (const Node* u : w->users()) all_fused = all_fused && absorbed_.count(u) && u->op() == "Add";
+      if (!all_fused) continue;
+      std::vector<Node*> casts;
+      Value* m = where->input(0);
+      while (Node* c = m->producer()) {
+        if (!c->domain().empty() || c->op() != "Cast" || c->output(0)->dtype() != ir::DType::boolean) break;
+        casts.push_back(c);
+        m = c->input(0);
+      }
+      const double t = where->input(1)->constant().get_f64(0), f = where->input(2)->constant().get_f64(0);
+      if (casts.empty() || m->dtype() != ir::DType::i64 || !(m->shape() == w->shape()) || !std::isfinite(t) ||
+          !std::isfinite(f))  // the plan's JSON has no infinities
+        continue;
+      for (AttentionFusion* a : fused) {
+        a->mask = m;
+        a->select = true;
+        a->mask_true = t;
+        a->mask_false = f;
+      }
+      absorbed_.insert(where);
+      Node* next = where;
+      for (Node* c : casts) {  // a cast something else also reads is still computed
+        if (!only_user(g_, c->output(0), next)) break;
+        absorbed_.insert(c);
+        next = c;
+      }
+    }
   }
 
   // Depthwise conv -> Relu or Clip with constant bounds: the clamp runs in the depthwise kernel's
@@ -1263,6 +1312,7 @@ class Lowerer {
               {"q_stride", jdims({a.sq * row, dd, row})}, {"k_stride", jdims({a.sk * row, dd, row})},
               {"v_stride", jdims({a.sk * row, dd, row})}, {"o_stride", jdims({a.sq * hd, dd, hd})}};
     if (a.mask) p["mask_stride"] = jdims(mask_strides(a.mask));
+    if (a.select) p["mask_true"] = jnum(a.mask_true), p["mask_false"] = jnum(a.mask_false);
     if (a.packed)
       p["offsets"] = jdims({Dim(a.offset[0]), Dim(a.offset[1]), Dim(a.offset[2])});
     std::vector<int> ins = a.packed ? std::vector<int>(3, tensor(a.packed))

@@ -1081,6 +1081,12 @@ void ExecutionContext::Impl::enqueue(size_t i, const Signature& sig, const std::
         a.mask = in(3);
         a.mask_dtype = tin(3).dtype;
         three("mask_stride", a.mask_stride);
+        if (a.mask_dtype == DType::i64) {  // a select mask: its two values
+          if (!st.params.get("mask_true") || !st.params.get("mask_false"))
+            throw PlanError("plan: " + where + " has an i64 mask but not both params mask_true and mask_false");
+          a.mask_true = static_cast<float>(param_num(st, "mask_true", 0.0));
+          a.mask_false = static_cast<float>(param_num(st, "mask_false", 0.0));
+        }
       }
       native_check(native::attention(a, stream));
     } else if (op == "depthwise_conv" || op == "grouped_conv") {

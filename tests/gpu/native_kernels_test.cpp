@@ -837,14 +837,20 @@ void where_cast_tests() {
 // rows 5 mod 7 all -inf (zeros) and rows 4 mod 7 finfo.min at every third key (the reference rounds
 // scale·s + mask to f32 there, as the kernel does, so a row of finfo.min averages V uniformly).
 // packed (sq = sk): Q, K and V read in place from one [b, s, 3, h, d] tensor, as the fused plan reads
-// the joined QKV GEMM's output. Every case runs each kernel (the automatic choice, the previous
+// the joined QKV GEMM's output. mask_dt i64: a select mask of 0/1/2 (HF's attention_mask, as the
+// fused plan reads it), mask_true where nonzero, else mask_false; with mask_kind 2 its rows 3 mod 7
+// are all zeros. Every case runs each kernel (the automatic choice, the previous
 // kernel and each block shape forced), the output poisoned before each run.
 void attention_case(DType dt, int64_t b, int64_t h, int64_t sq, int64_t sk, int mask_kind, bool causal,
-                    int64_t d = 64, bool packed = false, DType mask_dt = DType::f32) {
+                    int64_t d = 64, bool packed = false, DType mask_dt = DType::f32, double mask_true = 0,
+                    double mask_false = -3.4028234663852886e38) {
   const std::string name = "Attention_" + dts(dt) + "_b" + std::to_string(b) + "h" + std::to_string(h) + "_q" +
                            std::to_string(sq) + "k" + std::to_string(sk) + "d" + std::to_string(d) + "_mask" +
                            std::to_string(mask_kind) + (mask_kind && mask_dt != DType::f32 ? dts(mask_dt) : "") +
-                           (causal ? "_causal" : "") + (packed ? "_packedqkv" : "");
+                           (causal ? "_causal" : "") + (packed ? "_packedqkv" : "") +
+                           (mask_kind && mask_dt == DType::i64 ? "_sel" + std::to_string(int(mask_true)) +
+                                                                     (mask_false < -1e38 ? "_fmin" : "_" + std::to_string(int(mask_false)))
+                                                               : "");
   const auto& kernels = native::kAttentionKernelNames;
   bool any = false;
   for (const auto& kn : kernels) any = any || selected(name + "_" + kn.second);
@@ -853,9 +859,17 @@ void attention_case(DType dt, int64_t b, int64_t h, int64_t sq, int64_t sk, int 
   std::vector<int64_t> mdims = mask_kind == 1                      ? std::vector<int64_t>{b, 1, 1, sk}
                                : mask_kind == 2 || mask_kind == 3 ? std::vector<int64_t>{b, 1, sq, sk}
                                                                   : std::vector<int64_t>{1};
-  Tensor mask = rnd(mask_kind ? mask_dt : DType::f32, mdims, -3, 0);
-  if (mask_kind)
+  const bool select = mask_kind && mask_dt == DType::i64;
+  Tensor mask = select ? Tensor(DType::i64, mdims) : rnd(mask_kind ? mask_dt : DType::f32, mdims, -3, 0);
+  if (select)
+    for (int64_t i = 0; i < mask.numel(); ++i) {
+      const int64_t row = mask_kind == 2 ? i / sk % sq : -1;
+      mask.set_f64(i, row % 7 == 3 || (i * 7919 + 13) % 10 >= 7 ? 0 : (i % 11 == 4 ? 2 : 1));
+    }
+  else if (mask_kind)
     for (int64_t i = 0; i < mask.numel(); i += 5) mask.set_f64(i, -10000.0);
+  // The addend at a mask element: its value, or a select mask's choice.
+  auto addend = [&](int64_t at) { return select ? (mask.get_f64(at) != 0 ? mask_true : mask_false) : mask.get_f64(at); };
   const double fmin = -3.4028234663852886e38;  // finfo(f32).min
   if (mask_kind == 3)
     for (int64_t bi = 0; bi < b; ++bi)
@@ -877,8 +891,9 @@ void attention_case(DType dt, int64_t b, int64_t h, int64_t sq, int64_t sk, int 
           for (int64_t c = 0; c < d; ++c)
             acc += q.get_f64(((bi * sq + i) * h + hi) * d + c) * k.get_f64(((bi * sk + j) * h + hi) * d + c);
           acc *= scale;
-          if (mask_kind == 1) acc += mask.get_f64(bi * sk + j);
-          if (mask_kind == 2) acc += mask.get_f64((bi * sq + i) * sk + j);
+          if (select) acc = double(float(acc) + float(addend(mask_kind == 1 ? bi * sk + j : (bi * sq + i) * sk + j)));
+          else if (mask_kind == 1) acc += addend(bi * sk + j);
+          else if (mask_kind == 2) acc += addend((bi * sq + i) * sk + j);
           if (mask_kind == 3) acc = double(float(acc) + float(mask.get_f64((bi * sq + i) * sk + j)));
           if (causal && j > i + (sk - sq)) acc = -INFINITY;
           s[size_t(j)] = acc;
@@ -923,6 +938,7 @@ void attention_case(DType dt, int64_t b, int64_t h, int64_t sq, int64_t sk, int 
   if (mask_kind) {
     a.mask = dm.p;
     a.mask_dtype = mask_dt;
+    a.mask_true = static_cast<float>(mask_true), a.mask_false = static_cast<float>(mask_false);
     if (mask_kind == 1) a.mask_stride[0] = sk;
     if (mask_kind >= 2) a.mask_stride[0] = sq * sk, a.mask_stride[2] = sk;
   }
@@ -983,6 +999,13 @@ void attention_tests() {
     // finfo(f32).min and -inf rows (HF's padding mask), with and without causal.
     attention_case(dt, 2, 3, 40, 100, 3, false);
     attention_case(dt, 2, 3, 100, 100, 3, true, 32);
+    // The i64 attention_mask read as a select (BERT-base's fused plan at batch 1 and 32; its rows of
+    // zeros are all finfo.min and average V), other select values, odd strides, causal, head dim 32.
+    attention_case(dt, 1, 12, 128, 128, 1, false, 64, true, DType::i64);
+    attention_case(dt, 32, 12, 128, 128, 1, false, 64, true, DType::i64);
+    attention_case(dt, 2, 3, 40, 100, 2, false, 64, false, DType::i64);
+    attention_case(dt, 2, 4, 64, 77, 1, false, 64, false, DType::i64, 0.5, -2);
+    attention_case(dt, 3, 2, 77, 77, 2, true, 32, false, DType::i64, 1, -10000);
   }
   // Refusals: head dim 48, too many keys, a misaligned stride, an unknown kernel.
   native::AttentionArgs a;

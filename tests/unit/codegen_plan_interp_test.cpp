@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <limits>
 #include <random>
 #include <set>
 
@@ -120,6 +121,15 @@ class Interp {
       std::vector<int64_t> ms = mask ? dims_list(P.get("mask_stride")) : std::vector<int64_t>{0, 0, 0};
       double scale = P.get("scale")->num();
       bool causal = P.get("causal")->boolean();
+      // An i64 mask selects mask_true where nonzero, else mask_false (lower.cpp: select_masks).
+      const bool select = mask && dt(s.inputs[3]) == ir::DType::i64;
+      if (select) {
+        EXPECT_TRUE(P.get("mask_true") && P.get("mask_false")) << s.name;
+      }
+      auto mask_at = [&](int64_t i) {
+        const double m = mask->v[i];
+        return select ? (m != 0 ? P.get("mask_true")->num() : P.get("mask_false")->num()) : m;
+      };
       // Q, K and V at column offsets of one packed projection.
       std::vector<int64_t> off = P.get("offsets") ? dims_list(P.get("offsets")) : std::vector<int64_t>{0, 0, 0};
       EXPECT_EQ(off.size(), 3u);
@@ -134,7 +144,7 @@ class Interp {
               for (int64_t c = 0; c < D; ++c)
                 acc += q.v[off[0] + b * qs[0] + h * qs[1] + i * qs[2] + c] * k.v[off[1] + b * ks[0] + h * ks[1] + j * ks[2] + c];
               acc = static_cast<float>(acc) * scale;
-              if (mask) acc += mask->v[b * ms[0] + h * ms[1] + i * ms[2] + j];
+              if (mask) acc += mask_at(b * ms[0] + h * ms[1] + i * ms[2] + j);
               if (causal && j > i + (SK - SQ)) acc = -INFINITY;
               sc[j] = acc;
               mx = std::max(mx, acc);
@@ -1726,6 +1736,37 @@ TEST(CodegenPlanInterp, BertTinyFusedAttentionMatchesReference) {
   EXPECT_EQ(softmax, 0);
   EXPECT_EQ(split, 0);
   EXPECT_EQ(gemms, plain_gemms - 2 * 2 - 2 * 2) << "per layer: 3 projections joined, 2 batched GEMMs fused";
+}
+
+// transformers 5's mask, Where(Cast<bool>(attention_mask), 0, finfo(f32).min): the attention steps
+// read the i64 mask (views of the input) and select the two values, so no step computes it; the
+// plan still computes the model (random 0/1 masks: masking matters). bert_tiny's (1 - m) * -10000
+// is not a select and keeps its step.
+TEST(CodegenPlanInterp, BertTinyWhereMaskIsReadByTheAttention) {
+  codegen::Lowered low, old_style;
+  check_model("bert_tiny_where", ir::DType::f16, 4e-3, true, &low);
+  int attention = 0, mask_steps = 0;
+  for (const auto& st : low.plan.steps) {
+    if (st.op == "elementwise")  // the pooler's Tanh is one; none reads the i64 mask
+      for (int t : st.inputs) mask_steps += t >= 0 && low.plan.tensors[static_cast<size_t>(t)].dtype == ir::DType::i64;
+    if (st.op != "attention") continue;
+    ++attention;
+    ASSERT_EQ(st.inputs.size(), 4u) << st.name;
+    EXPECT_EQ(low.plan.tensors[static_cast<size_t>(st.inputs[3])].dtype, ir::DType::i64) << st.name;
+    ASSERT_TRUE(st.params.get("mask_true") && st.params.get("mask_false")) << st.name;
+    EXPECT_EQ(st.params.get("mask_true")->num(), 0.0);
+    EXPECT_EQ(st.params.get("mask_false")->num(), double(std::numeric_limits<float>::lowest()));
+  }
+  EXPECT_EQ(attention, 2);
+  EXPECT_EQ(mask_steps, 0) << "the mask's Where and casts ran as a step";
+  check_model("bert_tiny", ir::DType::f16, 4e-3, true, &old_style);
+  for (const auto& st : old_style.plan.steps) {
+    if (st.op == "attention") {
+      EXPECT_FALSE(st.params.get("mask_true")) << st.name;
+    }
+  }
+  // bf16 too (the select is the same; the plan's dtypes are not).
+  check_model("bert_tiny_where", ir::DType::bf16, 2.5e-2, true);
 }
 
 TEST(CodegenPlanInterp, BertTinyF16MatchesReference) { check_model("bert_tiny", ir::DType::f16, 4e-3); }

@@ -68,8 +68,9 @@ struct AttnParams {
   long long sq, sk;
   long long qs[3], ks[3], vs[3], os[3];  // batch, head, row strides (elements)
   float scale;
-  const void* mask;  // float or T, as the kernel's M says; null without one
+  const void* mask;  // float, T or long long (a select mask), as the kernel's M says; null without one
   long long ms[3];
+  float mask_true, mask_false;  // a select mask's values where its element is nonzero / zero
   int mask_pairs;  // the mask pointer and strides are even: two adjacent keys' values are one load
   int causal;
 };
@@ -109,7 +110,20 @@ constexpr size_t smem_bytes() {
 
 // Fragment coordinates (PTX ISA, mma.m16n8k16): lane = 4g + t holds accumulator rows g and g + 8,
 // columns 2t and 2t + 1 of each 8-column block.
-// M: the mask's element type (float or T), void without a mask.
+// A mask element as the score's addend: its value, or for a select mask (long long, an i64 model
+// input read as it is) mask_true where it is nonzero, else mask_false.
+template <class Mv>
+__device__ __forceinline__ float mask_addend(Mv m, const AttnParams& p) {
+  if constexpr (std::is_same_v<Mv, long long>) return m != 0 ? p.mask_true : p.mask_false;
+  else return to_float(m);
+}
+template <class Mv>
+__device__ __forceinline__ Mv mask_zero() {
+  if constexpr (std::is_same_v<Mv, long long>) return 0;
+  else return from_float<Mv>(0.f);
+}
+
+// M: the mask's element type (float, T or long long), void without a mask.
 // 512 threads an SM's worth of blocks (four of 128 threads, two of 256): ptxas keeps to 128 registers.
 template <class T, int kD, int kRowWarps, int kSplit, class M>
 __global__ void __launch_bounds__(32 * kRowWarps * kSplit, 512 / (32 * kRowWarps * kSplit))
@@ -222,7 +236,7 @@ __global__ void __launch_bounds__(32 * kRowWarps * kSplit, 512 / (32 * kRowWarps
 #pragma unroll
             for (int e = 0; e < 2; ++e) {
               const int key = k0 + 8 * n + 2 * t + e;
-              mk[n][i].v[e] = key <= last_key[i] ? mrow[i][key] : from_float<Mv>(0.f);
+              mk[n][i].v[e] = key <= last_key[i] ? mrow[i][key] : mask_zero<Mv>();
             }
       }
     }
@@ -272,7 +286,7 @@ __global__ void __launch_bounds__(32 * kRowWarps * kSplit, 512 / (32 * kRowWarps
             for (int e = 0; e < 4; ++e) {
               const int i = e / 2;
               float x;
-              if constexpr (kMasked) x = fmaf(s[n][e], p.scale, to_float(mk[n][i].v[e % 2]));
+              if constexpr (kMasked) x = fmaf(s[n][e], p.scale, mask_addend(mk[n][i].v[e % 2], p));
               else x = s[n][e] * p.scale;
               if constexpr (decltype(edge_tag)::value)
                 if (k0 + 8 * n + 2 * t + (e % 2) > last_key[i]) x = -INFINITY;
@@ -462,9 +476,10 @@ cudaError_t launch_kernel(const AttnParams& p, long long bh, cudaStream_t stream
 }
 
 template <class T, int kD, int kRowWarps, int kSplit>
-cudaError_t launch_shape(const AttnParams& p, bool mask_f32, long long bh, cudaStream_t stream) {
+cudaError_t launch_shape(const AttnParams& p, DType mask_dtype, long long bh, cudaStream_t stream) {
   if (!p.mask) return launch_kernel<T, kD, kRowWarps, kSplit, void>(p, bh, stream);
-  if (mask_f32) return launch_kernel<T, kD, kRowWarps, kSplit, float>(p, bh, stream);
+  if (mask_dtype == DType::f32) return launch_kernel<T, kD, kRowWarps, kSplit, float>(p, bh, stream);
+  if (mask_dtype == DType::i64) return launch_kernel<T, kD, kRowWarps, kSplit, long long>(p, bh, stream);
   return launch_kernel<T, kD, kRowWarps, kSplit, T>(p, bh, stream);
 }
 
@@ -497,8 +512,8 @@ cudaError_t launch(const AttentionArgs& a, AttentionKernel kernel, cudaStream_t 
   }
   p.scale = a.scale;
   p.mask = a.mask;
-  const bool mask_f32 = a.mask_dtype == DType::f32;
-  const size_t pair_bytes = 2 * (mask_f32 ? sizeof(float) : sizeof(T));
+  p.mask_true = a.mask_true, p.mask_false = a.mask_false;
+  const size_t pair_bytes = 2 * (a.mask_dtype == DType::f32 ? sizeof(float) : a.mask_dtype == DType::i64 ? sizeof(long long) : sizeof(T));
   p.mask_pairs = a.mask && reinterpret_cast<uintptr_t>(a.mask) % pair_bytes == 0 && a.mask_stride[0] % 2 == 0 &&
                  a.mask_stride[1] % 2 == 0 && a.mask_stride[2] % 2 == 0;
   p.causal = a.causal;
@@ -521,10 +536,10 @@ cudaError_t launch(const AttentionArgs& a, AttentionKernel kernel, cudaStream_t 
     else kernel = AttentionKernel::rows16_split4;
   }
   switch (kernel) {
-    case AttentionKernel::rows128: return launch_shape<T, kD, 8, 1>(p, mask_f32, bh, stream);
-    case AttentionKernel::rows64: return launch_shape<T, kD, 4, 1>(p, mask_f32, bh, stream);
-    case AttentionKernel::rows32_split2: return launch_shape<T, kD, 2, 2>(p, mask_f32, bh, stream);
-    case AttentionKernel::rows16_split4: return launch_shape<T, kD, 1, 4>(p, mask_f32, bh, stream);
+    case AttentionKernel::rows128: return launch_shape<T, kD, 8, 1>(p, a.mask_dtype, bh, stream);
+    case AttentionKernel::rows64: return launch_shape<T, kD, 4, 1>(p, a.mask_dtype, bh, stream);
+    case AttentionKernel::rows32_split2: return launch_shape<T, kD, 2, 2>(p, a.mask_dtype, bh, stream);
+    case AttentionKernel::rows16_split4: return launch_shape<T, kD, 1, 4>(p, a.mask_dtype, bh, stream);
     default: return fail(cudaErrorInvalidValue, "attention: unknown AttentionKernel");
   }
 }
@@ -537,7 +552,8 @@ std::string attention_unsupported(const AttentionArgs& a) {
   if (a.sk < 1 || a.sk > kMaxAttentionKeys) return "attention: " + std::to_string(a.sk) + " keys, at most " +
                                                    std::to_string(kMaxAttentionKeys);
   if (a.sq < 1 || a.b < 1 || a.h < 1 || a.b * a.h > 65535) return "attention: empty or too many (batch x heads)";
-  if (a.mask && a.mask_dtype != DType::f32 && a.mask_dtype != a.dtype) return "attention: mask must be f32 or the dtype";
+  if (a.mask && a.mask_dtype != DType::f32 && a.mask_dtype != a.dtype && a.mask_dtype != DType::i64)
+    return "attention: mask must be f32, the dtype or i64 (a select mask)";
   for (const int64_t* s : {a.q_stride, a.k_stride, a.v_stride})
     for (int i = 0; i < 3; ++i)
       if (s[i] % 8) return "attention: Q/K/V strides must be multiples of 8 elements";

@@ -96,6 +96,9 @@ cudaError_t depthwise_conv2d(const DepthwiseArgs& a, cudaStream_t stream);
 // (b, h, row, col) of X at X[b*x_stride[0] + h*x_stride[1] + row*x_stride[2] + col] (BERT's
 // [batch, seq, heads*64] GEMM outputs read directly: {seq*768, 64, 768}). Mask as softmax's
 // (strides over b, h, q; keys contiguous); causal as softmax's; fully masked rows give zeros.
+// An i64 mask selects instead of adding its value: mask_true where the element is nonzero, else
+// mask_false (ONNX Where(Cast<bool>(mask), t, f), the additive mask HF models build from their
+// attention_mask input, read from that input as it is: the elementwise step before it goes).
 // Head dim 32 or 64, at most kMaxAttentionKeys keys, f16/bf16, Q/K/V 16-byte aligned with strides in
 // multiples of 8; attention_unsupported says why not ("" when supported).
 constexpr int64_t kMaxAttentionKeys = 512;
@@ -117,8 +120,9 @@ struct AttentionArgs {
   int64_t q_stride[3] = {0, 0, 0}, k_stride[3] = {0, 0, 0}, v_stride[3] = {0, 0, 0}, o_stride[3] = {0, 0, 0};
   float scale = 1.f;
   const void* mask = nullptr;
-  DType mask_dtype = DType::f32;
+  DType mask_dtype = DType::f32;  // f32, the dtype, or i64 (a select mask)
   int64_t mask_stride[3] = {0, 0, 0};
+  float mask_true = 0.f, mask_false = 0.f;  // an i64 mask's values where it is nonzero / zero
   bool causal = false;
   AttentionKernel kernel = AttentionKernel::automatic;
 };
