@@ -1001,11 +1001,14 @@ void attention_tests() {
     attention_case(dt, 2, 3, 100, 100, 3, true, 32);
     // The i64 attention_mask read as a select (BERT-base's fused plan at batch 1 and 32; its rows of
     // zeros are all finfo.min and average V), other select values, odd strides, causal, head dim 32.
+    // [B,1,1,K] masks take the shared-row kernel unless SABRE_ATTN_BCAST=0 (run the test both ways).
     attention_case(dt, 1, 12, 128, 128, 1, false, 64, true, DType::i64);
     attention_case(dt, 32, 12, 128, 128, 1, false, 64, true, DType::i64);
     attention_case(dt, 2, 3, 40, 100, 2, false, 64, false, DType::i64);
     attention_case(dt, 2, 4, 64, 77, 1, false, 64, false, DType::i64, 0.5, -2);
     attention_case(dt, 3, 2, 77, 77, 2, true, 32, false, DType::i64, 1, -10000);
+    // [B,1,1,K] i64 (one load shared by a thread's two rows) with causal rows that see no key.
+    attention_case(dt, 2, 3, 40, 24, 1, true, 64, false, DType::i64);
   }
   // Refusals: head dim 48, too many keys, a misaligned stride, an unknown kernel.
   native::AttentionArgs a;

@@ -108,7 +108,8 @@ int bench(const std::vector<std::string>& argv) {
                   "maximum, and the 'gpu clocks' line says so (how many samples had the clock held down, and why).\n"
                   "The 'l2 prefetch' line says which weights each run fetches into L2 ahead of the GEMM or conv\n"
                   "reading them; environment: SABRE_PREFETCH=N (kernel steps ahead, default 1; 0 off), SABRE_PDL=0\n"
-                  "(no programmatic dependent launch), SABRE_ATTN=r16x4|r32x2|r64|r128 (one attention block shape).\n"
+                  "(no programmatic dependent launch), SABRE_ATTN=r16x4|r32x2|r64|r128 (one attention block shape),\n"
+                  "SABRE_ATTN_BCAST=0 (a [B,1,1,K] i64 attention mask loaded per query row).\n"
                   "\noptions:\n%s",
                   flags_help(kFlags).c_str());
       return kExitOk;

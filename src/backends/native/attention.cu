@@ -123,9 +123,11 @@ __device__ __forceinline__ Mv mask_zero() {
   else return from_float<Mv>(0.f);
 }
 
-// M: the mask's element type (float, T or long long), void without a mask.
+// M: the mask's element type (float, T or long long), void without a mask. kQBcast: the mask does not
+// vary along q (ms[2] = 0, a [B,1,1,K] mask): the thread's two rows share one load and one addend
+// per key (instantiated for the i64 select mask, what BERT-base's fused plan reads).
 // 512 threads an SM's worth of blocks (four of 128 threads, two of 256): ptxas keeps to 128 registers.
-template <class T, int kD, int kRowWarps, int kSplit, class M>
+template <class T, int kD, int kRowWarps, int kSplit, class M, bool kQBcast = false>
 __global__ void __launch_bounds__(32 * kRowWarps * kSplit, 512 / (32 * kRowWarps * kSplit))
     attention_kernel(const AttnParams p) {
   detail::pdl_enter();
@@ -218,12 +220,15 @@ __global__ void __launch_bounds__(32 * kRowWarps * kSplit, 512 / (32 * kRowWarps
   // row's last, else one element at a time with each key checked. It is requested one step ahead,
   // right after the previous step's values are used (the first before the first wait), so its
   // latency overlaps a step's work without a second set of registers.
-  MaskPair mk[kSn][2];
+  constexpr int kMaskRows = kQBcast ? 1 : 2;  // rows whose mask the thread loads
+  MaskPair mk[kSn][kMaskRows];
+  // Keys a shared row may read: past the later of the two rows' last keys nothing is used.
+  const int bcast_last = last_key[0] > last_key[1] ? last_key[0] : last_key[1];
   auto load_mask = [&](int k0) {
     if constexpr (kMasked) {
       if (!is_edge(k0) && p.mask_pairs) {
 #pragma unroll
-        for (int i = 0; i < 2; ++i) {
+        for (int i = 0; i < kMaskRows; ++i) {
           const MaskPair* src = reinterpret_cast<const MaskPair*>(mrow[i] + k0 + 2 * t);
 #pragma unroll
           for (int n = 0; n < kSn; ++n) mk[n][i] = src[4 * n];
@@ -232,11 +237,11 @@ __global__ void __launch_bounds__(32 * kRowWarps * kSplit, 512 / (32 * kRowWarps
 #pragma unroll
         for (int n = 0; n < kSn; ++n)
 #pragma unroll
-          for (int i = 0; i < 2; ++i)
+          for (int i = 0; i < kMaskRows; ++i)
 #pragma unroll
             for (int e = 0; e < 2; ++e) {
               const int key = k0 + 8 * n + 2 * t + e;
-              mk[n][i].v[e] = key <= last_key[i] ? mrow[i][key] : mask_zero<Mv>();
+              mk[n][i].v[e] = key <= (kQBcast ? bcast_last : last_key[i]) ? mrow[i][key] : mask_zero<Mv>();
             }
       }
     }
@@ -286,7 +291,7 @@ __global__ void __launch_bounds__(32 * kRowWarps * kSplit, 512 / (32 * kRowWarps
             for (int e = 0; e < 4; ++e) {
               const int i = e / 2;
               float x;
-              if constexpr (kMasked) x = fmaf(s[n][e], p.scale, mask_addend(mk[n][i].v[e % 2], p));
+              if constexpr (kMasked) x = fmaf(s[n][e], p.scale, mask_addend(mk[n][kQBcast ? 0 : i].v[e % 2], p));
               else x = s[n][e] * p.scale;
               if constexpr (decltype(edge_tag)::value)
                 if (k0 + 8 * n + 2 * t + (e % 2) > last_key[i]) x = -INFINITY;
@@ -461,25 +466,37 @@ cudaError_t opt_in_smem(Kernel kernel, size_t bytes, std::atomic<unsigned long l
   return cudaSuccess;
 }
 
-template <class T, int kD, int kRowWarps, int kSplit, class M>
+template <class T, int kD, int kRowWarps, int kSplit, class M, bool kQBcast = false>
 cudaError_t launch_kernel(const AttnParams& p, long long bh, cudaStream_t stream) {
   constexpr int kBQ = 16 * kRowWarps, kThreads = 32 * kRowWarps * kSplit;
   constexpr size_t kSmem = smem_bytes<T, kD, kRowWarps>();
   const dim3 grid(static_cast<unsigned>((p.sq + kBQ - 1) / kBQ), static_cast<unsigned>(bh));
   if constexpr (kSmem > 48 * 1024) {
     static std::atomic<unsigned long long> opted{0};
-    SABRE_CUDA_TRY(opt_in_smem(attention_kernel<T, kD, kRowWarps, kSplit, M>, kSmem, opted));
+    SABRE_CUDA_TRY(opt_in_smem(attention_kernel<T, kD, kRowWarps, kSplit, M, kQBcast>, kSmem, opted));
   }
-  SABRE_CUDA_TRY(detail::launch(attention_kernel<T, kD, kRowWarps, kSplit, M>, grid, kThreads, kSmem, stream, p));
+  SABRE_CUDA_TRY(detail::launch(attention_kernel<T, kD, kRowWarps, kSplit, M, kQBcast>, grid, kThreads, kSmem, stream, p));
   SABRE_LAUNCH_CHECK();
   return cudaSuccess;
+}
+
+// SABRE_ATTN_BCAST=0 in the environment: a [B,1,1,K] i64 mask loaded per row as any other (an A/B
+// switch for whole models; read once).
+bool attention_no_bcast() {
+  static const bool off = [] {
+    const char* v = std::getenv("SABRE_ATTN_BCAST");
+    return v && std::strcmp(v, "0") == 0;
+  }();
+  return off;
 }
 
 template <class T, int kD, int kRowWarps, int kSplit>
 cudaError_t launch_shape(const AttnParams& p, DType mask_dtype, long long bh, cudaStream_t stream) {
   if (!p.mask) return launch_kernel<T, kD, kRowWarps, kSplit, void>(p, bh, stream);
   if (mask_dtype == DType::f32) return launch_kernel<T, kD, kRowWarps, kSplit, float>(p, bh, stream);
-  if (mask_dtype == DType::i64) return launch_kernel<T, kD, kRowWarps, kSplit, long long>(p, bh, stream);
+  if (mask_dtype == DType::i64)
+    return p.ms[2] == 0 && !attention_no_bcast() ? launch_kernel<T, kD, kRowWarps, kSplit, long long, true>(p, bh, stream)
+                                                 : launch_kernel<T, kD, kRowWarps, kSplit, long long>(p, bh, stream);
   return launch_kernel<T, kD, kRowWarps, kSplit, T>(p, bh, stream);
 }
 
