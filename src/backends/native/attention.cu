@@ -530,7 +530,7 @@ cudaError_t launch(const AttentionArgs& a, AttentionKernel kernel, cudaStream_t 
   p.scale = a.scale;
   p.mask = a.mask;
   p.mask_true = a.mask_true, p.mask_false = a.mask_false;
-  const size_t pair_bytes = 2 * (a.mask_dtype == DType::f32 ? sizeof(float) : a.mask_dtype == DType::i64 ? sizeof(long long) : sizeof(T));
+  const size_t pair_bytes = 2 * ir::size_of(a.mask_dtype);  // f32, T's dtype or i64 (attention_unsupported)
   p.mask_pairs = a.mask && reinterpret_cast<uintptr_t>(a.mask) % pair_bytes == 0 && a.mask_stride[0] % 2 == 0 &&
                  a.mask_stride[1] % 2 == 0 && a.mask_stride[2] % 2 == 0;
   p.causal = a.causal;
