@@ -117,4 +117,31 @@ std::vector<std::vector<int>> prefetch_schedule(const Plan& plan, int lead, uint
   return out;
 }
 
+std::vector<std::vector<int>> prefetch_at_shapes(const Plan& plan, const std::vector<std::vector<int>>& schedule,
+                                                 const std::vector<std::vector<int64_t>>& shapes, double max_flops) {
+  if (max_flops <= 0) return schedule;
+  auto elements = [&](int t) {
+    double n = 1;
+    for (int64_t d : shapes[static_cast<size_t>(t)]) n *= static_cast<double>(d);
+    return n;
+  };
+  std::vector<std::vector<int>> out(schedule.size());
+  for (size_t i = 0; i < schedule.size(); ++i)
+    for (int t : schedule[i]) {
+      double flops = 0;  // of the first GEMM or conv after step i that reads t
+      for (size_t j = i + 1; j < plan.steps.size(); ++j) {
+        const Step& st = plan.steps[j];
+        if ((st.op != "gemm" && st.op != "conv") || std::find(st.inputs.begin(), st.inputs.end(), t) == st.inputs.end() ||
+            st.outputs.empty())
+          continue;
+        const auto& y = shapes[static_cast<size_t>(st.outputs[0])];
+        const double n = y.empty() ? 1.0 : static_cast<double>(y.back());
+        if (n > 0) flops = 2.0 * elements(st.outputs[0]) * elements(t) / n;
+        break;
+      }
+      if (flops < max_flops) out[i].push_back(t);
+    }
+  return out;
+}
+
 }  // namespace sabre::runtime

@@ -40,4 +40,14 @@ MemoryPlan plan_memory(const Plan& plan, const std::vector<uint64_t>& bytes);
 // All lists are empty for lead <= 0.
 std::vector<std::vector<int>> prefetch_schedule(const Plan& plan, int lead, uint64_t min_bytes);
 
+// The schedule at one set of tensor shapes (`shapes[t]`, every tensor): without the weights whose
+// GEMM or conv step (the first after the prefetch that reads it) does at least `max_flops` of work
+// there, 2 * its output's elements * the weight's elements / the output's last dim (M*N*K for a
+// GEMM, the implicit GEMM's for a conv). Such a step fills the GPU for long enough that its own
+// pipeline hides the weight's first reads, and the prefetch only competes with the kernel before it
+// (H200, BERT-base at batch 32: 11 us a run slower with it; bench/results/prefetch_size_h200_2026-12-04.txt).
+// max_flops <= 0 keeps every entry.
+std::vector<std::vector<int>> prefetch_at_shapes(const Plan& plan, const std::vector<std::vector<int>>& schedule,
+                                                 const std::vector<std::vector<int64_t>>& shapes, double max_flops);
+
 }  // namespace sabre::runtime

@@ -268,6 +268,9 @@ struct ExecutionContext::Impl {
     std::vector<std::vector<int64_t>> shapes;  // every tensor
     std::vector<uint64_t> bytes;
     MemoryPlan mp;
+    // The prefetch schedule at these shapes (prefetch_at_shapes) and what it fetches a run.
+    std::vector<std::vector<int>> prefetch;
+    uint64_t prefetched_weights = 0, prefetched_bytes = 0;
     cudaGraphExec_t exec = nullptr;
     std::vector<void*> io;  // the input/output pointers the graph was captured with
     uint64_t epoch = 0;     // arena_epoch at capture
@@ -275,9 +278,11 @@ struct ExecutionContext::Impl {
   std::map<std::string, Signature> cache;
 
   // L2 weight prefetch (docs/RUNTIME.md section 5): before step i, the weights prefetch[i] names
-  // are fetched into L2 on `side`, forked from `stream` there and joined back after the last step,
-  // so a captured graph holds each prefetch as a branch beside the kernel it overlaps.
+  // (less, at a signature's shapes, those of GEMMs and convs doing at least prefetch_max_flops) are
+  // fetched into L2 on `side`, forked from `stream` there and joined back after the last step, so a
+  // captured graph holds each prefetch as a branch beside the kernel it overlaps.
   std::vector<std::vector<int>> prefetch;
+  double prefetch_max_flops = 0;
   cudaStream_t side = nullptr;
   cudaEvent_t fork_ev = nullptr;
   cudaEvent_t join_ev = nullptr;
@@ -331,16 +336,31 @@ int prefetch_lead_from_env() {
   return static_cast<int>(n);
 }
 
+// SABRE_PREFETCH_MAX_GFLOP: the weights of a GEMM or conv doing this much work or more at a run's
+// shapes are not prefetched (default 4; 0: no limit, every scheduled weight). Read once per context.
+double prefetch_max_flops_from_env() {
+  constexpr double kDefault = 4e9;
+  const char* v = std::getenv("SABRE_PREFETCH_MAX_GFLOP");
+  if (!v || !*v) return kDefault;
+  char* end = nullptr;
+  const double g = std::strtod(v, &end);
+  if (*end || !(g >= 0) || g > 1e6) {
+    std::fprintf(stderr, "sabre: warning: SABRE_PREFETCH_MAX_GFLOP='%s' is not a number 0..1e6; using 4\n", v);
+    return kDefault;
+  }
+  return g * 1e9;
+}
+
 void ExecutionContext::Impl::enqueue_all(const Signature& sig, const std::vector<void*>& ptr) {
   const Plan& p = plan();
   bool forked = false;
   try {
     for (size_t i = 0; i < p.steps.size(); ++i) {
-      if (!prefetch[i].empty()) {  // never without `side`: the constructor makes it where any list is not empty
+      if (!sig.prefetch[i].empty()) {  // never without `side`: the constructor makes it where any list is not empty
         cuda_check(cudaEventRecord(fork_ev, stream), "cudaEventRecord (prefetch fork)");
         cuda_check(cudaStreamWaitEvent(side, fork_ev, 0), "cudaStreamWaitEvent (prefetch fork)");
         forked = true;
-        for (int t : prefetch[i]) {
+        for (int t : sig.prefetch[i]) {
           const TensorInfo& ti = p.tensors[static_cast<size_t>(t)];
           cudaError_t e = native::l2_prefetch(ptr[static_cast<size_t>(t)], ti.weight_bytes, side);
           if (e != cudaSuccess)
@@ -382,6 +402,7 @@ ExecutionContext::ExecutionContext(Session& session, void* stream, bool use_grap
   c.out_shapes.resize(c.plan().outputs.size());
   const int lead = prefetch_lead_from_env();
   c.prefetch = prefetch_schedule(c.plan(), lead, kPrefetchMinBytes);
+  c.prefetch_max_flops = prefetch_max_flops_from_env();
   for (const auto& ws : c.prefetch)
     for (int t : ws) {
       ++c.stats.prefetched_weights;
@@ -495,6 +516,12 @@ ExecutionContext::Impl::Signature& ExecutionContext::Impl::signature(const std::
     }
     sig.bytes = tensor_bytes(plan(), sig.dims);
     sig.mp = plan_memory(plan(), sig.bytes);
+    sig.prefetch = prefetch_at_shapes(plan(), prefetch, sig.shapes, prefetch_max_flops);
+    for (const auto& ws : sig.prefetch)
+      for (int t : ws) {
+        ++sig.prefetched_weights;
+        sig.prefetched_bytes += plan().tensors[static_cast<size_t>(t)].weight_bytes;
+      }
   } catch (const PlanError& e) {
     throw Error(SABRE_ERR_INTERNAL, std::string("the plan does not evaluate at these shapes: ") + e.what());
   }
@@ -713,6 +740,8 @@ void ExecutionContext::Impl::run(const std::vector<sabre_tensor>& inputs, std::v
   }
   stats.peak_activation_bytes = sig.mp.peak_bytes;
   stats.activation_bytes_without_reuse = sig.mp.sum_bytes;
+  stats.prefetched_weights = sig.prefetched_weights;
+  stats.prefetched_bytes = sig.prefetched_bytes;
 }
 
 // The gemm step's kernel: its dispatch table read at m and at the alignment the actual extents,

@@ -199,3 +199,41 @@ TEST(RuntimePlanner, PrefetchScheduleLeadsEachGemmByKernelSteps) {
   auto again = prefetch_schedule(p, 1, min_bytes);
   EXPECT_EQ(again[4], std::vector<int>{});
 }
+
+// At a run's shapes the schedule leaves out the weights of GEMMs doing max_flops or more: a [M, 768]
+// x [768, 768] GEMM is 2*M*768*768 flops (1.2 GFLOP at M = 1024, 4.8 at 4096). Entries of other
+// steps stay; max_flops <= 0 keeps all.
+TEST(RuntimePlanner, PrefetchAtShapesDropsWeightsOfLargeGemms) {
+  Plan p;
+  p.tensors.push_back({"x", DType::f16, {DimExpr::parse("m"), int64_t(768)}, TensorKind::input, 0, 0});
+  p.tensors.push_back({"Wa", DType::f16, {int64_t(768), int64_t(768)}, TensorKind::weight, 0, 768 * 768 * 2});
+  p.tensors.push_back({"Wb", DType::f16, {int64_t(64), int64_t(768)}, TensorKind::weight, 0, 64 * 768 * 2});
+  p.tensors.push_back({"h", DType::f16, {DimExpr::parse("m"), int64_t(768)}, TensorKind::activation, 0, 0});
+  p.tensors.push_back({"n", DType::f16, {DimExpr::parse("m"), int64_t(768)}, TensorKind::activation, 0, 0});
+  p.tensors.push_back({"y", DType::f16, {DimExpr::parse("m"), int64_t(768)}, TensorKind::activation, 0, 0});
+  p.tensors.push_back({"z", DType::f16, {DimExpr::parse("m"), int64_t(64)}, TensorKind::output, 0, 0});
+  p.inputs = {0};
+  p.outputs = {6};
+  p.steps = {{"layernorm", "ln0", {0}, {3}, none()},
+             {"layernorm", "ln1", {3}, {4}, none()},
+             {"gemm", "big", {4, 1, -1, -1}, {5}, none()},
+             {"gemm", "small", {5, 2, -1, -1}, {6}, none()}};
+  const auto sched = prefetch_schedule(p, 1, 64 << 10);
+  ASSERT_EQ(sched[1], std::vector<int>{1});  // Wa before ln1
+  ASSERT_EQ(sched[2], std::vector<int>{2});  // Wb before big
+  auto shapes = [&](int64_t m) {
+    std::vector<std::vector<int64_t>> s;
+    for (const auto& t : p.tensors) {
+      std::vector<int64_t> sh;
+      for (const auto& d : t.shape) sh.push_back(d.eval({{"m", m}}));
+      s.push_back(sh);
+    }
+    return s;
+  };
+  const double limit = 4e9;
+  EXPECT_EQ(prefetch_at_shapes(p, sched, shapes(1024), limit), sched);  // 1.2 GFLOP: kept
+  const auto at4096 = prefetch_at_shapes(p, sched, shapes(4096), limit);
+  EXPECT_EQ(at4096[1], std::vector<int>{});   // big: 4.8 GFLOP, its weight left out
+  EXPECT_EQ(at4096[2], std::vector<int>{2});  // small: 2*4096*64*768 = 0.4 GFLOP, kept
+  EXPECT_EQ(prefetch_at_shapes(p, sched, shapes(4096), 0), sched);
+}
