@@ -34,7 +34,8 @@ struct RunStats {
   uint64_t activation_bytes_without_reuse = 0;
   bool graph_replayed = false;  // the shape signature had a captured graph already
   // L2 weight prefetch (SABRE_PREFETCH; docs/RUNTIME.md section 5): weight tensors a run asks the
-  // L2 to fetch ahead of the GEMM or conv reading them, their bytes, and how many kernel steps ahead.
+  // L2 to fetch ahead of the GEMM or conv reading them (at its shapes: large GEMMs' are left out),
+  // their bytes, and how many kernel steps ahead. Before the first run: every scheduled weight.
   uint64_t prefetched_weights = 0;
   uint64_t prefetched_bytes = 0;
   int prefetch_lead = 0;

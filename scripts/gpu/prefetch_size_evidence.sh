@@ -2,6 +2,8 @@
 # One device call (fourteenth session, 2026-12-04): the L2 weight prefetch left out for GEMMs and convs
 # of 4 GFLOP or more at a run's shapes (runtime::prefetch_at_shapes; SABRE_PREFETCH_MAX_GFLOP, default
 # 4), against prefetching every scheduled weight (SABRE_PREFETCH_MAX_GFLOP=0, the behaviour before).
+# Run at aee4f51, whose rule had the GFLOP bound only; the landed rule adds a 2048-row bound, which
+# gives the same schedules at batch 32 and 1 and the limit-0 one at batch 8 (the results file says more).
 #  1. BERT-base compiled from bench/results/bert_db_v5_h200_2026-12-04.jsonl.gz (nothing to time).
 #  2. sabre bench gpu p50 at batch 32, 8, 1, 1000 runs, limit 0 / 4, 2 rounds in rotating order, and
 #     each batch's `l2 prefetch` line.

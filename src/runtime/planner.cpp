@@ -128,7 +128,7 @@ std::vector<std::vector<int>> prefetch_at_shapes(const Plan& plan, const std::ve
   std::vector<std::vector<int>> out(schedule.size());
   for (size_t i = 0; i < schedule.size(); ++i)
     for (int t : schedule[i]) {
-      double flops = 0;  // of the first GEMM or conv after step i that reads t
+      double flops = 0, rows = 0;  // of the first GEMM or conv after step i that reads t
       for (size_t j = i + 1; j < plan.steps.size(); ++j) {
         const Step& st = plan.steps[j];
         if ((st.op != "gemm" && st.op != "conv") || std::find(st.inputs.begin(), st.inputs.end(), t) == st.inputs.end() ||
@@ -136,10 +136,13 @@ std::vector<std::vector<int>> prefetch_at_shapes(const Plan& plan, const std::ve
           continue;
         const auto& y = shapes[static_cast<size_t>(st.outputs[0])];
         const double n = y.empty() ? 1.0 : static_cast<double>(y.back());
-        if (n > 0) flops = 2.0 * elements(st.outputs[0]) * elements(t) / n;
+        if (n > 0) {
+          rows = elements(st.outputs[0]) / n;
+          flops = 2.0 * elements(st.outputs[0]) * elements(t) / n;
+        }
         break;
       }
-      if (flops < max_flops) out[i].push_back(t);
+      if (rows < static_cast<double>(kPrefetchMaxRows) || flops < max_flops) out[i].push_back(t);
     }
   return out;
 }

@@ -41,12 +41,14 @@ MemoryPlan plan_memory(const Plan& plan, const std::vector<uint64_t>& bytes);
 std::vector<std::vector<int>> prefetch_schedule(const Plan& plan, int lead, uint64_t min_bytes);
 
 // The schedule at one set of tensor shapes (`shapes[t]`, every tensor): without the weights whose
-// GEMM or conv step (the first after the prefetch that reads it) does at least `max_flops` of work
-// there, 2 * its output's elements * the weight's elements / the output's last dim (M*N*K for a
-// GEMM, the implicit GEMM's for a conv). Such a step fills the GPU for long enough that its own
-// pipeline hides the weight's first reads, and the prefetch only competes with the kernel before it
-// (H200, BERT-base at batch 32: 11 us a run slower with it; bench/results/prefetch_size_h200_2026-12-04.txt).
-// max_flops <= 0 keeps every entry.
+// GEMM or conv step (the first after the prefetch that reads it) is large there: at least
+// kPrefetchMaxRows output rows (its output's elements over the last dim: M of a GEMM, N*P*Q of a
+// conv) and at least `max_flops` of work, 2 * output elements * weight elements / the output's last
+// dim (2*M*N*K). A rule from measurements on the H200 (bench/results/prefetch_size_h200_2026-12-04.txt):
+// BERT-base at batch 32 (4096 rows, 4.8-19 GFLOP a GEMM) ran 3-18 us faster without those prefetches,
+// batch 8 (1024 rows, up to 4.8 GFLOP) 5.5 us slower without its 4.8-GFLOP GEMMs' (hence the rows),
+// batch 1 6-8 us slower with none. Why is not established. max_flops <= 0 keeps every entry.
+constexpr int64_t kPrefetchMaxRows = 2048;
 std::vector<std::vector<int>> prefetch_at_shapes(const Plan& plan, const std::vector<std::vector<int>>& schedule,
                                                  const std::vector<std::vector<int64_t>>& shapes, double max_flops);
 

@@ -336,8 +336,9 @@ int prefetch_lead_from_env() {
   return static_cast<int>(n);
 }
 
-// SABRE_PREFETCH_MAX_GFLOP: the weights of a GEMM or conv doing this much work or more at a run's
-// shapes are not prefetched (default 4; 0: no limit, every scheduled weight). Read once per context.
+// SABRE_PREFETCH_MAX_GFLOP: the weights of a GEMM or conv doing this much work or more, with at least
+// kPrefetchMaxRows rows, at a run's shapes are not prefetched (prefetch_at_shapes; default 4; 0: no
+// limit, every scheduled weight, the behaviour before 2026-12-04). Read once per context.
 double prefetch_max_flops_from_env() {
   constexpr double kDefault = 4e9;
   const char* v = std::getenv("SABRE_PREFETCH_MAX_GFLOP");

@@ -200,9 +200,9 @@ TEST(RuntimePlanner, PrefetchScheduleLeadsEachGemmByKernelSteps) {
   EXPECT_EQ(again[4], std::vector<int>{});
 }
 
-// At a run's shapes the schedule leaves out the weights of GEMMs doing max_flops or more: a [M, 768]
-// x [768, 768] GEMM is 2*M*768*768 flops (1.2 GFLOP at M = 1024, 4.8 at 4096). Entries of other
-// steps stay; max_flops <= 0 keeps all.
+// At a run's shapes the schedule leaves out the weights of GEMMs with at least kPrefetchMaxRows
+// (2048) rows and max_flops: a [M, 768] x [768, 768] GEMM is 2*M*768*768 flops (4.8 GFLOP at M = 4096).
+// Entries of other steps stay; max_flops <= 0 keeps all.
 TEST(RuntimePlanner, PrefetchAtShapesDropsWeightsOfLargeGemms) {
   Plan p;
   p.tensors.push_back({"x", DType::f16, {DimExpr::parse("m"), int64_t(768)}, TensorKind::input, 0, 0});
@@ -230,10 +230,12 @@ TEST(RuntimePlanner, PrefetchAtShapesDropsWeightsOfLargeGemms) {
     }
     return s;
   };
-  const double limit = 4e9;
-  EXPECT_EQ(prefetch_at_shapes(p, sched, shapes(1024), limit), sched);  // 1.2 GFLOP: kept
-  const auto at4096 = prefetch_at_shapes(p, sched, shapes(4096), limit);
-  EXPECT_EQ(at4096[1], std::vector<int>{});   // big: 4.8 GFLOP, its weight left out
+  ASSERT_EQ(kPrefetchMaxRows, 2048);
+  EXPECT_EQ(prefetch_at_shapes(p, sched, shapes(1024), 4e9), sched);  // 1.2 GFLOP, 1024 rows: kept
+  EXPECT_EQ(prefetch_at_shapes(p, sched, shapes(1024), 1e9), sched);  // over the flops, under the rows: kept
+  const auto at4096 = prefetch_at_shapes(p, sched, shapes(4096), 4e9);
+  EXPECT_EQ(at4096[1], std::vector<int>{});   // big: 4.8 GFLOP at 4096 rows, its weight left out
   EXPECT_EQ(at4096[2], std::vector<int>{2});  // small: 2*4096*64*768 = 0.4 GFLOP, kept
+  EXPECT_EQ(prefetch_at_shapes(p, sched, shapes(4096), 5e9), sched);  // under the flops: kept
   EXPECT_EQ(prefetch_at_shapes(p, sched, shapes(4096), 0), sched);
 }

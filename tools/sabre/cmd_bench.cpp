@@ -107,7 +107,9 @@ int bench(const std::vector<std::string>& argv) {
                   "driver): under sustained load a GPU can sit at its power limit with the clock well under its\n"
                   "maximum, and the 'gpu clocks' line says so (how many samples had the clock held down, and why).\n"
                   "The 'l2 prefetch' line says which weights each run fetches into L2 ahead of the GEMM or conv\n"
-                  "reading them; environment: SABRE_PREFETCH=N (kernel steps ahead, default 1; 0 off), SABRE_PDL=0\n"
+                  "reading them (not those of a GEMM or conv with >= 2048 rows and >= 4 GFLOP at the run's shapes);\n"
+                  "environment: SABRE_PREFETCH=N (kernel steps ahead, default 1; 0 off), SABRE_PREFETCH_MAX_GFLOP=G\n"
+                  "(that size limit in GFLOP, default 4; 0: none), SABRE_PDL=0\n"
                   "(no programmatic dependent launch), SABRE_ATTN=r16x4|r32x2|r64|r128 (one attention block shape),\n"
                   "SABRE_ATTN_BCAST=0 (a [B,1,1,K] i64 attention mask loaded per query row).\n"
                   "\noptions:\n%s",
@@ -234,7 +236,7 @@ int bench(const std::vector<std::string>& argv) {
                   static_cast<unsigned long long>(rs.prefetched_weights), rs.prefetched_bytes / 1048576.0,
                   rs.prefetch_lead, rs.prefetch_lead == 1 ? "" : "s");
     else
-      std::printf("l2 prefetch  off (SABRE_PREFETCH=0, or no GEMM or conv weight of 64 KiB or more)\n");
+      std::printf("l2 prefetch  off (SABRE_PREFETCH=0, or no GEMM or conv weight of 64 KiB or more, or all of them too large at these shapes)\n");
     if (!clock_line.empty()) std::printf("gpu clocks   %s\n", clock_line.c_str());
     if (args.has("--profile")) {
       for (auto& o : outs) o.data = nullptr;
