@@ -64,6 +64,15 @@ carried_kernels() {
 }
 libs() { for k in "$@"; do printf "%s=%s/%s.so " $k $L $k; done; }
 
+# carried_kernel_cache DIR: the compile cache BERT-base's tuned artifact needs (.carry/bert_kcache.tgz:
+# `sabre compile` from bench/results/bert_db_v5_h200_2026-12-04.jsonl.gz on the workstation, no GPU,
+# picking from that DB), unpacked into DIR for --cache-dir. Its keys hold the workstation's `nvcc
+# --version` (13.0 V13.0.88): where this host's differs, nothing hits and the compile builds as before.
+carried_kernel_cache() {
+  mkdir -p "$1"; [ -f "$root/.carry/bert_kcache.tgz" ] && tar xzf "$root/.carry/bert_kcache.tgz" -C "$1"
+  nvcc --version | tail -2
+}
+
 # plan_kernel_diff NEW OLD: the GEMM kernels one artifact's plan deploys and the other's does not, each
 # line headed new or old.
 plan_kernels() { grep -oE '"(sm90|cublaslt)[a-z0-9_]+"' "$1/plan.json" | sort -u; }

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <filesystem>
 #include <memory>
+#include <set>
 #include <stdexcept>
 #include <thread>
 
@@ -94,6 +95,42 @@ std::vector<ConvProblem> tuned_conv_problems(const ir::Graph& partitioned, Lower
   return problems;
 }
 
+namespace {
+
+// The measurements to pick from without timing: those of the DB's environments for the target SM
+// taken with this build's CUTLASS and kernel templates (their kernels are the ones this build
+// compiles), of the GPU `tuned_for` names where it is set. Several GPUs: none is chosen (nullopt,
+// `why` lists them); one GPU under several CUDA versions: the one with the most workloads.
+std::optional<tune::Environment> db_environment(const tune::TuningDb& db, int sm, const std::string& tuned_for,
+                                                std::string& why) {
+  std::vector<tune::Environment> match;
+  std::string gpus;
+  for (const auto& e : db.environments()) {
+    if (e.sm != sm || e.cutlass != tune::cutlass_version() || e.template_version != tune::template_version()) continue;
+    if (gpus.find("'" + e.gpu + "'") == std::string::npos) gpus += (gpus.empty() ? "'" : ", '") + e.gpu + "'";
+    if (tuned_for.empty() || e.gpu == tuned_for) match.push_back(e);
+  }
+  const std::string build = "sm" + std::to_string(sm) + ", CUTLASS " + tune::cutlass_version() + ", templates " +
+                            tune::template_version();
+  if (match.empty()) {
+    why = gpus.empty() ? "the DB " + db.path() + " has no measurements for " + build
+                       : "the DB " + db.path() + " has measurements for " + build + " of " + gpus + " only";
+    return std::nullopt;
+  }
+  for (const auto& e : match)
+    if (e.gpu != match[0].gpu) {
+      why = "the DB " + db.path() + " has measurements for " + build + " of several GPUs (" + gpus +
+            "); name one with --tuned-for";
+      return std::nullopt;
+    }
+  auto most = match.begin();
+  for (auto it = match.begin(); it != match.end(); ++it)
+    if (db.workloads(*it).size() > db.workloads(*most).size()) most = it;
+  return *most;
+}
+
+}  // namespace
+
 CompileSummary compile_model(const std::string& model, const std::string& out_dir, const CompileOptions& opts) {
   auto t0 = std::chrono::steady_clock::now();
   auto say = [&](const std::string& s) {
@@ -125,7 +162,42 @@ CompileSummary compile_model(const std::string& model, const std::string& out_di
   popts.env.sm = sm;
   popts.cublaslt = opts.cublaslt;
   std::unique_ptr<tune::TuningDb> db;
-  if (opts.tune != CompileOptions::Tune::never && !opts.plan_only) {
+  std::string db_note;  // set where the kernels come from a DB without timing; the counts follow after lowering
+  // Picks from a DB's measurements without timing anything: those of the GPU --tuned-for names, or,
+  // on a machine with no GPU of the target arch to time on, of the one GPU the DB measured with this
+  // build (a DB tuned on the GPU host, the artifact built elsewhere).
+  auto pick_from_db = [&](const std::string& why_not_timed) {
+    const std::string path = opts.tuning_db.empty() ? tune::TuningDb::default_path() : opts.tuning_db;
+    if (opts.tuned_for.empty() && opts.tuning_db.empty() && !fs::exists(path)) return false;  // nothing to read; create none
+    if (!opts.tuned_for.empty() && !fs::exists(path))
+      throw std::runtime_error("--tuned-for '" + opts.tuned_for + "': there is no tuning DB at " + path + " (give --db)");
+    db = std::make_unique<tune::TuningDb>(path);
+    std::string why;
+    std::optional<tune::Environment> denv = db_environment(*db, sm, opts.tuned_for, why);
+    if (!denv) {
+      db.reset();
+      if (!opts.tuned_for.empty()) throw std::runtime_error("--tuned-for '" + opts.tuned_for + "': " + why);
+      sum.notes.push_back("the tuning DB was not used: " + why);
+      return false;
+    }
+    popts.db = db.get();
+    popts.env = *denv;
+    lo.pick_conv = [&db, &popts, sm, family = opts.conv_kernels](const ConvProblem& p) {
+      return tune::pick_conv_kernel(p, db.get(), popts.env, sm, family);
+    };
+    db_note = "not timed here (" + why_not_timed + "): the GEMM and conv kernels are the fastest the DB " + path +
+              " measured on " + denv->gpu + " (CUDA " + denv->cuda + ")";
+    say("tune: picking from " + std::to_string(db->workloads(*denv).size()) + " workloads measured on " + denv->gpu +
+        " (DB " + path + "), timing nothing");
+    return true;
+  };
+  if (!opts.tuned_for.empty() && opts.tune != CompileOptions::Tune::never) {
+    if (opts.tune == CompileOptions::Tune::always)
+      throw std::runtime_error("--tuned-for picks from the DB without timing; it cannot go with --tune");
+    pick_from_db("--tuned-for");
+  } else if (opts.tune != CompileOptions::Tune::never && opts.plan_only) {
+    pick_from_db("--plan-only");
+  } else if (opts.tune != CompileOptions::Tune::never) {
     std::string why;
     tune::Environment env;
     bool gpu = tune::have_gpu_support() && tune::probe_gpu(env, why);
@@ -134,10 +206,11 @@ CompileSummary compile_model(const std::string& model, const std::string& out_di
       gpu = false;
     }
     if (!gpu && opts.tune == CompileOptions::Tune::always) throw std::runtime_error("--tune needs a GPU to time on: " + why);
-    if (!gpu) {
+    if (!gpu && !pick_from_db(why)) {
       sum.notes.push_back("not tuned (" + why + "): the analytic model picked the GEMM and conv kernels; run `sabre compile` "
-                          "on a GPU of the target arch to tune, or `sabre tune` there and recompile with its DB");
-    } else {
+                          "on a GPU of the target arch to tune, or `sabre tune` there and recompile with its DB "
+                          "(--db, and --tuned-for GPU where it holds several)");
+    } else if (gpu) {
       // Every GEMM workload of the model at once, so all candidates compile in one parallel batch:
       // a first lowering collects the problems, the profiler times them, the second reads winners.
       db = std::make_unique<tune::TuningDb>(opts.tuning_db.empty() ? tune::TuningDb::default_path() : opts.tuning_db);
@@ -182,8 +255,21 @@ CompileSummary compile_model(const std::string& model, const std::string& out_di
       };
     }
   }
-  lo.pick = [&](const tune::GemmProblem& p) { return tune::pick_kernels(p, popts); };
+  std::set<std::string> gemm_points, db_points;  // (workload, M) texts, for db_note
+  lo.pick = [&](const tune::GemmProblem& p) {
+    if (!db_note.empty())
+      for (int64_t m : tune::m_buckets(p.m_min, p.m_max)) {
+        const std::string w = tune::workload_key(p, m);
+        gemm_points.insert(w);
+        if (popts.db->winner(popts.env, w)) db_points.insert(w);
+      }
+    return tune::pick_kernels(p, popts);
+  };
   Lowered low = lower(pr.graph, lo);
+  if (!db_note.empty())
+    sum.notes.push_back(db_note + ", at " + std::to_string(db_points.size()) + " of the " + std::to_string(gemm_points.size()) +
+                        " GEMM (workload, M) points; the analytic model picked the rest" +
+                        (low.conv_kernels.empty() ? "" : " (and every conv point the DB has no measurement for)"));
 
   for (const auto& s : low.plan.steps) ++sum.steps_by_op[s.op];
   sum.gemm_kernels = low.gemm_kernels.size();

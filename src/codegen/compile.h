@@ -25,6 +25,10 @@ struct CompileOptions {
   enum class Tune { automatic, always, never };
   Tune tune = Tune::automatic;
   std::string tuning_db;             // empty: TuningDb::default_path()
+  // Pick from the DB's measurements of this GPU (its name as the DB has it, "NVIDIA H200"), timing
+  // nothing; without it, a machine with no GPU of the target arch picks from the DB when it holds
+  // one GPU's measurements for the target SM and this build (else the analytic model picks).
+  std::string tuned_for;
   int top_k = 4;                     // CUTLASS candidates timed per (workload, M bucket)
   bool cublaslt = true;              // PickOptions::cublaslt (sabre compile --no-cublaslt: false)
   bool fuse_attention = true;        // LowerOptions::fuse_attention (sabre compile --no-fuse-attention: false)

@@ -6,6 +6,8 @@
 
 #include <cmath>
 #include <filesystem>
+#include <algorithm>
+#include <set>
 #include <utility>
 
 #include "backends/cutlass/conv_sm90.h"
@@ -20,6 +22,10 @@
 #include "runtime/artifact.h"
 #include "runtime/resolve.h"
 #include "transform/canonicalize.h"
+#include "tune/db.h"
+#include "tune/profiler.h"
+#include "tune/rank.h"
+#include "tune/select.h"
 
 namespace sabre {
 namespace {
@@ -494,6 +500,88 @@ TEST(CodegenCompile, PlanOnlyGpt2BlockWritesALoadableArtifact) {
   bool range_slice = false;
   for (const auto* st : steps_of(a.plan, "slice")) range_slice |= st->name.find("gather of a range") != std::string::npos;
   EXPECT_TRUE(range_slice);
+  fs::remove_all(dir);
+}
+
+// A DB tuned on another machine (the GPU host), a compile without timing (--plan-only here; no GPU
+// in CI): the plan deploys the DB's winners and a note names the GPU they were measured on. The
+// winners are made the analytic model's second choice, so picking them is the DB's doing. --tuned-for
+// a GPU the DB lacks is an error; a DB of two GPUs is not guessed from (analytic picks, a note)
+// until --tuned-for names one.
+TEST(CodegenCompile, PlanOnlyPicksFromADbTunedElsewhere) {
+  const std::string model = model_path("bert_tiny");
+  ASSERT_FALSE(model.empty());
+  const fs::path dir = fs::temp_directory_path() / ("sabre_db_pick_test_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  codegen::CompileOptions o;
+  o.plan_only = true;
+  o.ranges = codegen::parse_dynamic("batch=1..8,seq=1..128");
+  o.tuning_db = (dir / "tuning.db").string();
+
+  // The workloads the compile looks up, found as compile_model finds them.
+  ir::Graph g = codegen::canonicalize_model(onnx_frontend::import_model(model), o.fuse_attention);
+  partition::PartitionResult pr = partition::partition(std::move(g), cutlass_backend::pattern_table());
+  codegen::LowerOptions lo;
+  lo.dtype = o.dtype;
+  lo.ranges = o.ranges;
+  const std::vector<tune::GemmProblem> problems = codegen::tuned_gemm_problems(pr.graph, lo, 90);
+  ASSERT_FALSE(problems.empty());
+  const tune::Environment h200{"NVIDIA H200", 90, "13.0", tune::cutlass_version(), tune::template_version()};
+  const tune::Environment h100{"NVIDIA H100 80GB HBM3", 90, "13.0", tune::cutlass_version(), tune::template_version()};
+  std::set<std::string> db_pick, analytic_pick;
+  {
+    tune::TuningDb db(o.tuning_db);
+    for (const auto& p : problems)
+      for (int64_t m : tune::m_buckets(p.m_min, p.m_max)) {
+        const auto ranked = tune::rank_candidates(p, m, 90, 2);
+        ASSERT_EQ(ranked.size(), 2u) << tune::workload_key(p, m);
+        db.record(h200, {tune::workload_key(p, m), ranked[1].name, tune::Status::ok, 10.0, 1e-4, ""});
+        db.record(h200, {tune::workload_key(p, m), ranked[0].name, tune::Status::ok, 20.0, 1e-4, ""});
+        db_pick.insert(ranked[1].name);
+        analytic_pick.insert(ranked[0].name);
+      }
+  }
+  ASSERT_FALSE(std::includes(db_pick.begin(), db_pick.end(), analytic_pick.begin(), analytic_pick.end()))
+      << "the test needs picks that tell the DB's from the analytic model's";
+  auto deployed = [&](const codegen::CompileSummary& s, const std::string& note) {
+    bool noted = false;
+    for (const auto& n : s.notes) noted |= n.find(note) != std::string::npos;
+    EXPECT_TRUE(noted) << "no note with '" << note << "'";
+    std::set<std::string> k;
+    const runtime::LoadedArtifact a = runtime::load_artifact((dir / "a.sabre").string());
+    for (const auto* st : steps_of(a.plan, "gemm"))
+      for (const auto& e : st->params.get("dispatch")->arr()) k.insert(e.get("kernel")->str());
+    return k;
+  };
+  auto subset = [](const std::set<std::string>& a, const std::set<std::string>& b) {
+    return std::includes(b.begin(), b.end(), a.begin(), a.end());
+  };
+
+  std::set<std::string> got = deployed(codegen::compile_model(model, (dir / "a.sabre").string(), o), "measured on NVIDIA H200");
+  EXPECT_FALSE(got.empty());
+  EXPECT_TRUE(subset(got, db_pick));
+
+  o.tuned_for = "NVIDIA H100 80GB HBM3";
+  try {
+    codegen::compile_model(model, (dir / "b.sabre").string(), o);
+    ADD_FAILURE() << "--tuned-for a GPU the DB lacks compiled";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("'NVIDIA H200' only"), std::string::npos) << e.what();
+  }
+
+  {
+    tune::TuningDb db(o.tuning_db);
+    for (const auto& p : problems)
+      for (int64_t m : tune::m_buckets(p.m_min, p.m_max))
+        db.record(h100, {tune::workload_key(p, m), *db_pick.begin(), tune::Status::ok, 5.0, 1e-4, ""});
+  }
+  o.tuned_for.clear();
+  got = deployed(codegen::compile_model(model, (dir / "a.sabre").string(), o), "several GPUs");
+  EXPECT_TRUE(subset(got, analytic_pick));
+  o.tuned_for = "NVIDIA H200";
+  got = deployed(codegen::compile_model(model, (dir / "a.sabre").string(), o), "measured on NVIDIA H200");
+  EXPECT_TRUE(subset(got, db_pick));
   fs::remove_all(dir);
 }
 

@@ -18,6 +18,7 @@ const std::vector<FlagSpec> kFlags = {
     {"--no-tune", "", "", "pick GEMM kernels with the analytic model, even where a GPU could time them", false},
     {"--tune", "", "", "require tuning: fail if this machine has no GPU of the target arch (default: tune when it has one)", false},
     {"--db", "", "PATH", "the tuning database (default $XDG_CACHE_HOME/sabre/tuning.db)", false},
+    {"--tuned-for", "", "GPU", "pick the GEMM and conv kernels from the DB's measurements of this GPU (its name as `sabre db show` lists it, e.g. \"NVIDIA H200\"), timing nothing: build on a machine without that GPU from a DB tuned on one", false},
     {"--top-k", "", "N", "CUTLASS candidates timed per GEMM workload and M bucket (default 4)", false},
     {"--no-cublaslt", "", "", "deploy CUTLASS GEMM kernels only (default: where the tuner measured one of cuBLASLt's algorithms fastest, that algorithm runs, as a cuBLASLt kernel named by its configuration)", false},
     {"--plan-only", "", "", "write plan, weights and manifest without compiling any kernel", false},
@@ -35,12 +36,16 @@ const std::vector<FlagSpec> kFlags = {
 void print_help() {
   std::printf(
       "usage: sabre compile MODEL.onnx -o MODEL.sabre [--dtype fp16|bf16] [--dynamic batch=1..256,seq=1..512]\n"
-      "                     [--no-tune|--tune] [--plan-only] [--stem direct|im2col|conv] [--arch sm_90a] [-j N]\n\n"
+      "                     [--no-tune|--tune] [--db PATH [--tuned-for GPU]] [--plan-only] [--stem direct|im2col|conv]\n"
+      "                     [--arch sm_90a] [-j N]\n\n"
       "Imports MODEL.onnx, canonicalizes and partitions it, lowers it to a runtime plan (GEMM regions to\n"
       "CUTLASS kernels with per-M dispatch tables, the rest to sabre's native kernels), compiles the kernels\n"
       "(cached by content) and writes the artifact directory that `sabre run` loads. Where this machine has a\n"
       "GPU of the target arch, GEMM candidates are timed first (results kept in the tuning DB, so a rerun\n"
-      "times nothing); elsewhere the analytic model picks, and the output says so. No GPU is needed.\n\n"
+      "times nothing). Elsewhere, and with --plan-only, the kernels come from the DB where it holds one GPU's\n"
+      "measurements for the target arch and this build (--tuned-for GPU chooses among several; `sabre db\n"
+      "import` brings a DB exported on the GPU host), else the analytic model picks; the output says which.\n"
+      "No GPU is needed.\n\n"
       "The RGB stem (a conv on the NCHW images with C < 8, e.g. ResNet's 7x7 stride-2 3 -> 64) has three paths\n"
       "(--stem, below); on the H200 ResNet-50's took 72 us at batch 32 as one stem_conv kernel (the default),\n"
       "188 us as im2col + GEMM and 220 us as the padded conv on few_channels kernels.\n"
@@ -78,6 +83,12 @@ int run(const std::vector<std::string>& argv) {
              : args.has("--no-tune") ? codegen::CompileOptions::Tune::never
                                      : codegen::CompileOptions::Tune::automatic;
     if (auto d = args.value("--db")) o.tuning_db = *d;
+    if (auto g = args.value("--tuned-for")) {
+      if (g->empty()) throw UsageError("--tuned-for needs a GPU's name as the DB has it, e.g. \"NVIDIA H200\"");
+      if (args.has("--tune")) throw UsageError("--tuned-for picks from the DB without timing: it cannot go with --tune");
+      if (args.has("--no-tune")) throw UsageError("--tuned-for picks from the DB, --no-tune from the analytic model: give one");
+      o.tuned_for = *g;
+    }
     // A positive number of at most 3 digits, or `def` when the flag is absent.
     auto positive = [&](const char* flag, int def) {
       auto v = args.value(flag);
