@@ -161,17 +161,17 @@ CompileSummary compile_model(const std::string& model, const std::string& out_di
   popts.target_sm = sm;
   popts.env.sm = sm;
   popts.cublaslt = opts.cublaslt;
+  const std::string db_path = opts.tuning_db.empty() ? tune::TuningDb::default_path() : opts.tuning_db;
   std::unique_ptr<tune::TuningDb> db;
   std::string db_note;  // set where the kernels come from a DB without timing; the counts follow after lowering
   // Picks from a DB's measurements without timing anything: those of the GPU --tuned-for names, or,
   // on a machine with no GPU of the target arch to time on, of the one GPU the DB measured with this
   // build (a DB tuned on the GPU host, the artifact built elsewhere).
   auto pick_from_db = [&](const std::string& why_not_timed) {
-    const std::string path = opts.tuning_db.empty() ? tune::TuningDb::default_path() : opts.tuning_db;
-    if (opts.tuned_for.empty() && opts.tuning_db.empty() && !fs::exists(path)) return false;  // nothing to read; create none
-    if (!opts.tuned_for.empty() && !fs::exists(path))
-      throw std::runtime_error("--tuned-for '" + opts.tuned_for + "': there is no tuning DB at " + path + " (give --db)");
-    db = std::make_unique<tune::TuningDb>(path);
+    if (opts.tuned_for.empty() && opts.tuning_db.empty() && !fs::exists(db_path)) return false;  // nothing to read; create none
+    if (!opts.tuned_for.empty() && !fs::exists(db_path))
+      throw std::runtime_error("--tuned-for '" + opts.tuned_for + "': there is no tuning DB at " + db_path + " (give --db)");
+    db = std::make_unique<tune::TuningDb>(db_path);
     std::string why;
     std::optional<tune::Environment> denv = db_environment(*db, sm, opts.tuned_for, why);
     if (!denv) {
@@ -182,13 +182,10 @@ CompileSummary compile_model(const std::string& model, const std::string& out_di
     }
     popts.db = db.get();
     popts.env = *denv;
-    lo.pick_conv = [&db, &popts, sm, family = opts.conv_kernels](const ConvProblem& p) {
-      return tune::pick_conv_kernel(p, db.get(), popts.env, sm, family);
-    };
-    db_note = "not timed here (" + why_not_timed + "): the GEMM and conv kernels are the fastest the DB " + path +
+    db_note = "not timed here (" + why_not_timed + "): the GEMM and conv kernels are the fastest the DB " + db_path +
               " measured on " + denv->gpu + " (CUDA " + denv->cuda + ")";
     say("tune: picking from " + std::to_string(db->workloads(*denv).size()) + " workloads measured on " + denv->gpu +
-        " (DB " + path + "), timing nothing");
+        " (DB " + db_path + "), timing nothing");
     return true;
   };
   if (!opts.tuned_for.empty() && opts.tune != CompileOptions::Tune::never) {
@@ -213,7 +210,7 @@ CompileSummary compile_model(const std::string& model, const std::string& out_di
     } else if (gpu) {
       // Every GEMM workload of the model at once, so all candidates compile in one parallel batch:
       // a first lowering collects the problems, the profiler times them, the second reads winners.
-      db = std::make_unique<tune::TuningDb>(opts.tuning_db.empty() ? tune::TuningDb::default_path() : opts.tuning_db);
+      db = std::make_unique<tune::TuningDb>(db_path);
       if (std::string note = db->other_builds_note(env); !note.empty()) {
         say("tune: " + note);
         sum.notes.push_back(note);
@@ -250,11 +247,12 @@ CompileSummary compile_model(const std::string& model, const std::string& out_di
       sum.tune_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - tt).count();
       popts.db = db.get();
       popts.env = env;
-      lo.pick_conv = [&db, &popts, sm, family = opts.conv_kernels](const ConvProblem& p) {
-        return tune::pick_conv_kernel(p, db.get(), popts.env, sm, family);
-      };
     }
   }
+  if (popts.db)  // tuned here or picked from the DB: conv kernels too
+    lo.pick_conv = [&popts, sm, family = opts.conv_kernels](const ConvProblem& p) {
+      return tune::pick_conv_kernel(p, popts.db, popts.env, sm, family);
+    };
   std::set<std::string> gemm_points, db_points;  // (workload, M) texts, for db_note
   lo.pick = [&](const tune::GemmProblem& p) {
     if (!db_note.empty())

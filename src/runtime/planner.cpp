@@ -138,7 +138,7 @@ std::vector<std::vector<int>> prefetch_at_shapes(const Plan& plan, const std::ve
         const double n = y.empty() ? 1.0 : static_cast<double>(y.back());
         if (n > 0) {
           rows = elements(st.outputs[0]) / n;
-          flops = 2.0 * elements(st.outputs[0]) * elements(t) / n;
+          flops = 2.0 * rows * elements(t);
         }
         break;
       }

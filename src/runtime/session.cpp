@@ -352,6 +352,16 @@ double prefetch_max_flops_from_env() {
   return g * 1e9;
 }
 
+// How many weights a prefetch schedule fetches a run, and their bytes.
+void count_prefetch(const Plan& plan, const std::vector<std::vector<int>>& lists, uint64_t& weights, uint64_t& bytes) {
+  weights = bytes = 0;
+  for (const auto& ws : lists)
+    for (int t : ws) {
+      ++weights;
+      bytes += plan.tensors[static_cast<size_t>(t)].weight_bytes;
+    }
+}
+
 void ExecutionContext::Impl::enqueue_all(const Signature& sig, const std::vector<void*>& ptr) {
   const Plan& p = plan();
   bool forked = false;
@@ -404,11 +414,7 @@ ExecutionContext::ExecutionContext(Session& session, void* stream, bool use_grap
   const int lead = prefetch_lead_from_env();
   c.prefetch = prefetch_schedule(c.plan(), lead, kPrefetchMinBytes);
   c.prefetch_max_flops = prefetch_max_flops_from_env();
-  for (const auto& ws : c.prefetch)
-    for (int t : ws) {
-      ++c.stats.prefetched_weights;
-      c.stats.prefetched_bytes += c.plan().tensors[static_cast<size_t>(t)].weight_bytes;
-    }
+  count_prefetch(c.plan(), c.prefetch, c.stats.prefetched_weights, c.stats.prefetched_bytes);
   if (c.stats.prefetched_weights > 0) {
     c.stats.prefetch_lead = lead;
     cuda_check(cudaStreamCreateWithFlags(&c.side, cudaStreamNonBlocking), "creating the L2 prefetch stream");
@@ -518,11 +524,7 @@ ExecutionContext::Impl::Signature& ExecutionContext::Impl::signature(const std::
     sig.bytes = tensor_bytes(plan(), sig.dims);
     sig.mp = plan_memory(plan(), sig.bytes);
     sig.prefetch = prefetch_at_shapes(plan(), prefetch, sig.shapes, prefetch_max_flops);
-    for (const auto& ws : sig.prefetch)
-      for (int t : ws) {
-        ++sig.prefetched_weights;
-        sig.prefetched_bytes += plan().tensors[static_cast<size_t>(t)].weight_bytes;
-      }
+    count_prefetch(plan(), sig.prefetch, sig.prefetched_weights, sig.prefetched_bytes);
   } catch (const PlanError& e) {
     throw Error(SABRE_ERR_INTERNAL, std::string("the plan does not evaluate at these shapes: ") + e.what());
   }
