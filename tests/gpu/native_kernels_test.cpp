@@ -975,6 +975,9 @@ void attention_tests() {
     // Grids the automatic choice gives other block shapes (every case also runs each shape forced).
     attention_case(dt, 8, 12, 128, 128, 2, true);
     attention_case(dt, 24, 12, 100, 100, 1, false);
+    // More 128-row blocks than two an SM: automatic takes four warps of 32 rows (no mask; below, the
+    // i64 [B,1,1,K] mask at batch 32), here causal, ragged, head dim 32.
+    attention_case(dt, 24, 12, 100, 100, 0, true, 32);
     // BERT-base as the fused plan runs it: packed Q/K/V, a [B,1,1,K] mask, and HF's expanded
     // [B,1,Q,K] one in f32 and in the tensor dtype.
     attention_case(dt, 1, 12, 128, 128, 1, false, 64, true);

@@ -103,9 +103,9 @@ __device__ __forceinline__ void copy_tile(unsigned dst, const T* src, long long 
 }
 
 // Shared memory of a block: its Q rows, then two buffers of one K and one V tile, rows padded to kLdT.
-template <class T, int kD, int kRowWarps>
+template <class T, int kD, int kBQ>
 constexpr size_t smem_bytes() {
-  return sizeof(T) * (16 * kRowWarps + 4 * kBK) * (kD + 8);
+  return sizeof(T) * (kBQ + 4 * kBK) * (kD + 8);
 }
 
 // Fragment coordinates (PTX ISA, mma.m16n8k16): lane = 4g + t holds accumulator rows g and g + 8,
@@ -126,13 +126,19 @@ __device__ __forceinline__ Mv mask_zero() {
 // M: the mask's element type (float, T or long long), void without a mask. kQBcast: the mask does not
 // vary along q (ms[2] = 0, a [B,1,1,K] mask): the thread's two rows share one load and one addend
 // per key (instantiated for the i64 select mask, what BERT-base's fused plan reads).
-// 512 threads an SM's worth of blocks (four of 128 threads, two of 256): ptxas keeps to 128 registers.
-template <class T, int kD, int kRowWarps, int kSplit, class M, bool kQBcast = false>
-__global__ void __launch_bounds__(32 * kRowWarps * kSplit, 512 / (32 * kRowWarps * kSplit))
+// kMT: 16-row MMA tiles a warp owns (1, or 2 with kSplit 1): two share each K and V fragment, and
+// their independent MMA and softmax chains hide each other's latency.
+// 512 threads an SM's worth of blocks (four of 128 threads, two of 256): ptxas keeps to 128
+// registers; with two row tiles a warp, 384 (three blocks of 128 threads), 168 registers.
+template <class T, int kD, int kRowWarps, int kSplit, class M, bool kQBcast = false, int kMT = 1>
+__global__ void __launch_bounds__(32 * kRowWarps * kSplit, (kMT == 1 ? 512 : 384) / (32 * kRowWarps * kSplit))
     attention_kernel(const AttnParams p) {
   detail::pdl_enter();
+  static_assert(kMT == 1 || (kMT == 2 && kSplit == 1), "two row tiles a warp only without split warps");
   constexpr int kWarps = kRowWarps * kSplit, kThreads = 32 * kWarps;
-  constexpr int kBQ = 16 * kRowWarps, kLdT = kD + 8;
+  constexpr int kWR = 16 * kMT;  // query rows a warp
+  constexpr int kR = 2 * kMT;    // query rows a thread (g and g + 8 of each row tile)
+  constexpr int kBQ = kWR * kRowWarps, kLdT = kD + 8;
   constexpr int kKW = kBK / kSplit;           // keys of each tile that one warp takes
   constexpr int kStep = kKW < 32 ? kKW : 32;  // keys of one online-softmax step
   constexpr int kSteps = kKW / kStep;         // steps a tile
@@ -152,7 +158,7 @@ __global__ void __launch_bounds__(32 * kRowWarps * kSplit, 512 / (32 * kRowWarps
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const int rw = warp / kSplit, sp = warp % kSplit;  // the warp's 16 query rows; its share of each tile
   const int bi = static_cast<int>(blockIdx.y) / p.h, hi = static_cast<int>(blockIdx.y) % p.h;  // b·h < 2^16
-  const long long q0 = static_cast<long long>(blockIdx.x) * kBQ, r0 = q0 + rw * 16;
+  const long long q0 = static_cast<long long>(blockIdx.x) * kBQ, r0 = q0 + rw * kWR;
   int tiles = static_cast<int>((p.sk + kBK - 1) / kBK);
   if (p.causal) {
     // Keys past the last key of the block's last row are masked for all its rows: skip their tiles
@@ -185,13 +191,14 @@ __global__ void __launch_bounds__(32 * kRowWarps * kSplit, 512 / (32 * kRowWarps
   // Warps whose rows all lie past the end (the last block of a ragged sequence) only take part in
   // the copies and barriers.
   const bool active = r0 < p.sq;
-  // The thread's two query rows; rows past the end read any valid mask row and are not stored.
-  // Keys fit in int (at most kMaxAttentionKeys); last_key is -1 where a causal row sees none.
-  const Mv* mrow[2];
-  int last_key[2];  // keys past it are masked out
+  // The thread's query rows (ri = 2·mt + i: row g + 8i of row tile mt); rows past the end read any
+  // valid mask row and are not stored. Keys fit in int (at most kMaxAttentionKeys); last_key is -1
+  // where a causal row sees none.
+  const Mv* mrow[kR];
+  int last_key[kR];  // keys past it are masked out
 #pragma unroll
-  for (int i = 0; i < 2; ++i) {
-    const long long qrow = r0 + g + 8 * i, qm = qrow < p.sq ? qrow : p.sq - 1;
+  for (int i = 0; i < kR; ++i) {
+    const long long qrow = r0 + 16 * (i / 2) + g + 8 * (i % 2), qm = qrow < p.sq ? qrow : p.sq - 1;
     if constexpr (kMasked) mrow[i] = static_cast<const Mv*>(p.mask) + bi * p.ms[0] + hi * p.ms[1] + qm * p.ms[2];
     const long long lk = p.causal ? qm + (p.sk - p.sq) : p.sk - 1;
     last_key[i] = static_cast<int>(lk < -1 ? -1 : lk);
@@ -211,7 +218,7 @@ __global__ void __launch_bounds__(32 * kRowWarps * kSplit, 512 / (32 * kRowWarps
   // 8-15), so b[0..1] and b[2..3] are the two 8-key blocks' fragments in adjacent registers, as
   // the MMA takes them (other pairings cost a move per register).
   const unsigned qv_off = kRowBytes * (lane % 8 + 8 * ((lane / 8) % 2)) + sizeof(T) * 8 * (lane / 16);
-  const unsigned q_lane = s_q + qv_off + kRowBytes * 16 * rw;
+  const unsigned q_lane = s_q + qv_off + kRowBytes * kWR * rw;
   const unsigned v_lane = s_kv + kTileBytes + qv_off + kRowBytes * kKW * sp;
   const unsigned k_lane = s_kv + kRowBytes * (lane % 8 + 8 * (lane / 16) + kKW * sp) + sizeof(T) * 8 * ((lane / 8) % 2);
 
@@ -220,10 +227,12 @@ __global__ void __launch_bounds__(32 * kRowWarps * kSplit, 512 / (32 * kRowWarps
   // row's last, else one element at a time with each key checked. It is requested one step ahead,
   // right after the previous step's values are used (the first before the first wait), so its
   // latency overlaps a step's work without a second set of registers.
-  constexpr int kMaskRows = kQBcast ? 1 : 2;  // rows whose mask the thread loads
+  constexpr int kMaskRows = kQBcast ? 1 : kR;  // rows whose mask the thread loads
   MaskPair mk[kSn][kMaskRows];
-  // Keys a shared row may read: past the later of the two rows' last keys nothing is used.
-  const int bcast_last = last_key[0] > last_key[1] ? last_key[0] : last_key[1];
+  // Keys a shared row may read: past the latest of the rows' last keys nothing is used.
+  int bcast_last = last_key[0];
+#pragma unroll
+  for (int i = 1; i < kR; ++i) bcast_last = last_key[i] > bcast_last ? last_key[i] : bcast_last;
   auto load_mask = [&](int k0) {
     if constexpr (kMasked) {
       if (!is_edge(k0) && p.mask_pairs) {
@@ -248,10 +257,14 @@ __global__ void __launch_bounds__(32 * kRowWarps * kSplit, 512 / (32 * kRowWarps
   };
   if (active) load_mask(step_key(0, 0));
 
-  float o[kOn][4];
+  float o[kMT][kOn][4];
 #pragma unroll
-  for (int j = 0; j < kOn; ++j) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.f;
-  float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};  // running max and sum of the two rows
+  for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+    for (int j = 0; j < kOn; ++j) o[mt][j][0] = o[mt][j][1] = o[mt][j][2] = o[mt][j][3] = 0.f;
+  float m[kR], l[kR];  // running max and sum of the thread's rows
+#pragma unroll
+  for (int i = 0; i < kR; ++i) m[i] = -INFINITY, l[i] = 0.f;
 
   for (int tile = 0; tile < tiles; ++tile) {
     cp_async_wait<1>();
@@ -267,36 +280,44 @@ __global__ void __launch_bounds__(32 * kRowWarps * kSplit, 512 / (32 * kRowWarps
 
         // S = Q·Kᵀ for 16 rows x kStep keys; Q's fragments come again from shared memory each step
         // (kept in registers, they pushed ptxas past 128).
-        float s[kSn][4];
+        float s[kMT][kSn][4];
 #pragma unroll
-        for (int n = 0; n < kSn; ++n) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.f;
+        for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+          for (int n = 0; n < kSn; ++n) s[mt][n][0] = s[mt][n][1] = s[mt][n][2] = s[mt][n][3] = 0.f;
 #pragma unroll
         for (int kc = 0; kc < kKc; ++kc) {
-          unsigned qa[4];
-          ldmatrix_x4(qa, q_lane + sizeof(T) * 16 * kc);
+          unsigned qa[kMT][4];
+#pragma unroll
+          for (int mt = 0; mt < kMT; ++mt) ldmatrix_x4(qa[mt], q_lane + kRowBytes * 16 * mt + sizeof(T) * 16 * kc);
 #pragma unroll
           for (int n = 0; n < kSn; n += 2) {
             unsigned b[4];
             ldmatrix_x4(b, sK + kRowBytes * 8 * n + sizeof(T) * 16 * kc);
-            mma16816<T>(s[n], qa, b[0], b[1]);
-            mma16816<T>(s[n + 1], qa, b[2], b[3]);
+#pragma unroll
+            for (int mt = 0; mt < kMT; ++mt) {
+              mma16816<T>(s[mt][n], qa[mt], b[0], b[1]);
+              mma16816<T>(s[mt][n + 1], qa[mt], b[2], b[3]);
+            }
           }
         }
 
         // x = scale·s + mask, one FMA; -inf past a row's last key, checked only in edge steps.
         auto scores = [&](auto edge_tag) {
 #pragma unroll
-          for (int n = 0; n < kSn; ++n)
+          for (int mt = 0; mt < kMT; ++mt)
 #pragma unroll
-            for (int e = 0; e < 4; ++e) {
-              const int i = e / 2;
-              float x;
-              if constexpr (kMasked) x = fmaf(s[n][e], p.scale, mask_addend(mk[n][kQBcast ? 0 : i].v[e % 2], p));
-              else x = s[n][e] * p.scale;
-              if constexpr (decltype(edge_tag)::value)
-                if (k0 + 8 * n + 2 * t + (e % 2) > last_key[i]) x = -INFINITY;
-              s[n][e] = x;
-            }
+            for (int n = 0; n < kSn; ++n)
+#pragma unroll
+              for (int e = 0; e < 4; ++e) {
+                const int i = 2 * mt + e / 2;
+                float x;
+                if constexpr (kMasked) x = fmaf(s[mt][n][e], p.scale, mask_addend(mk[n][kQBcast ? 0 : i].v[e % 2], p));
+                else x = s[mt][n][e] * p.scale;
+                if constexpr (decltype(edge_tag)::value)
+                  if (k0 + 8 * n + 2 * t + (e % 2) > last_key[i]) x = -INFINITY;
+                s[mt][n][e] = x;
+              }
         };
         if (edge) scores(std::true_type{});
         else scores(std::false_type{});
@@ -307,14 +328,19 @@ __global__ void __launch_bounds__(32 * kRowWarps * kSplit, 512 / (32 * kRowWarps
         // Online softmax in base 2: the row's four lanes agree on the new maximum; the old sum and O
         // rescale by 2^((m_old - m_new)·log2 e), and p = 2^(x·log2 e - m_new·log2 e) is one FMA and
         // one MUFU.EX2 a score.
-        float tmax[2] = {fmaxf(s[0][0], s[0][1]), fmaxf(s[0][2], s[0][3])};
+        float tmax[kR];
 #pragma unroll
-        for (int n = 1; n < kSn; ++n)
-          tmax[0] = fmaxf(tmax[0], fmaxf(s[n][0], s[n][1])), tmax[1] = fmaxf(tmax[1], fmaxf(s[n][2], s[n][3]));
-        float corr[2], ml2[2];
-        bool huge[2];
+        for (int mt = 0; mt < kMT; ++mt) {
+          tmax[2 * mt] = fmaxf(s[mt][0][0], s[mt][0][1]), tmax[2 * mt + 1] = fmaxf(s[mt][0][2], s[mt][0][3]);
 #pragma unroll
-        for (int i = 0; i < 2; ++i) {
+          for (int n = 1; n < kSn; ++n)
+            tmax[2 * mt] = fmaxf(tmax[2 * mt], fmaxf(s[mt][n][0], s[mt][n][1])),
+            tmax[2 * mt + 1] = fmaxf(tmax[2 * mt + 1], fmaxf(s[mt][n][2], s[mt][n][3]));
+        }
+        float corr[kR], ml2[kR];
+        bool huge[kR], any_huge = false;
+#pragma unroll
+        for (int i = 0; i < kR; ++i) {
           tmax[i] = fmaxf(tmax[i], __shfl_xor_sync(0xffffffffu, tmax[i], 1));
           tmax[i] = fmaxf(tmax[i], __shfl_xor_sync(0xffffffffu, tmax[i], 2));
           const float mnew = fmaxf(m[i], tmax[i]);
@@ -323,47 +349,60 @@ __global__ void __launch_bounds__(32 * kRowWarps * kSplit, 512 / (32 * kRowWarps
           huge[i] = mnew != -INFINITY && fabsf(mnew) > 2e38f;
           m[i] = mnew;
           l[i] *= corr[i];
+          any_huge = any_huge || huge[i];
         }
-        if (__any_sync(0xffffffffu, huge[0] || huge[1])) {
+        if (__any_sync(0xffffffffu, any_huge)) {
           // A row ruled by huge finite scores (every key so far masked with finfo(f32).min): m·log2 e
           // would overflow, so subtract m from its scores first (exact where the FMA's form is not).
 #pragma unroll
-          for (int n = 0; n < kSn; ++n)
+          for (int mt = 0; mt < kMT; ++mt)
 #pragma unroll
-            for (int e = 0; e < 4; ++e)
-              if (huge[e / 2]) s[n][e] -= m[e / 2];
+            for (int n = 0; n < kSn; ++n)
 #pragma unroll
-          for (int i = 0; i < 2; ++i)
+              for (int e = 0; e < 4; ++e)
+                if (huge[2 * mt + e / 2]) s[mt][n][e] -= m[2 * mt + e / 2];
+#pragma unroll
+          for (int i = 0; i < kR; ++i)
             if (huge[i]) ml2[i] = 0.f;
         }
 #pragma unroll
-        for (int jo = 0; jo < kOn; ++jo)
-          o[jo][0] *= corr[0], o[jo][1] *= corr[0], o[jo][2] *= corr[1], o[jo][3] *= corr[1];
+        for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+          for (int jo = 0; jo < kOn; ++jo)
+            o[mt][jo][0] *= corr[2 * mt], o[mt][jo][1] *= corr[2 * mt], o[mt][jo][2] *= corr[2 * mt + 1],
+                o[mt][jo][3] *= corr[2 * mt + 1];
 
         // P = 2^(x·log2 e - m·log2 e), summed in f32 and packed to T as the A fragments of P·V: 16
         // keys (two score blocks) per k step.
 #pragma unroll
         for (int kc = 0; kc < kStep / 16; ++kc) {
-          float pv[2][4];
+          unsigned a[kMT][4];
 #pragma unroll
-          for (int h2 = 0; h2 < 2; ++h2)
+          for (int mt = 0; mt < kMT; ++mt) {
+            float pv[2][4];
 #pragma unroll
-            for (int e = 0; e < 4; ++e) {
-              const int i = e / 2;
-              const float x = exp2_approx(fmaf(s[2 * kc + h2][e], kLog2e, -ml2[i]));
-              pv[h2][e] = x;
-              l[i] += x;
-            }
-          const unsigned a[4] = {pack2<T>(pv[0][0], pv[0][1]), pack2<T>(pv[0][2], pv[0][3]),
-                                 pack2<T>(pv[1][0], pv[1][1]), pack2<T>(pv[1][2], pv[1][3])};
+            for (int h2 = 0; h2 < 2; ++h2)
+#pragma unroll
+              for (int e = 0; e < 4; ++e) {
+                const int i = 2 * mt + e / 2;
+                const float x = exp2_approx(fmaf(s[mt][2 * kc + h2][e], kLog2e, -ml2[i]));
+                pv[h2][e] = x;
+                l[i] += x;
+              }
+            a[mt][0] = pack2<T>(pv[0][0], pv[0][1]), a[mt][1] = pack2<T>(pv[0][2], pv[0][3]);
+            a[mt][2] = pack2<T>(pv[1][0], pv[1][1]), a[mt][3] = pack2<T>(pv[1][2], pv[1][3]);
+          }
           // V rows 16kc..16kc+15 of the step as B (k = key, n = head dim), transposed by ldmatrix:
           // one x4 gives two 8-wide output blocks.
 #pragma unroll
           for (int jo = 0; jo < kOn; jo += 2) {
             unsigned b[4];
             ldmatrix_x4_trans(b, sV + kRowBytes * 16 * kc + sizeof(T) * 8 * jo);
-            mma16816<T>(o[jo], a, b[0], b[1]);
-            mma16816<T>(o[jo + 1], a, b[2], b[3]);
+#pragma unroll
+            for (int mt = 0; mt < kMT; ++mt) {
+              mma16816<T>(o[mt][jo], a[mt], b[0], b[1]);
+              mma16816<T>(o[mt][jo + 1], a[mt], b[2], b[3]);
+            }
           }
         }
       }
@@ -378,24 +417,28 @@ __global__ void __launch_bounds__(32 * kRowWarps * kSplit, 512 / (32 * kRowWarps
   cp_async_wait<0>();  // only empty groups are left
 
 #pragma unroll
-  for (int i = 0; i < 2; ++i) {
+  for (int i = 0; i < kR; ++i) {
     l[i] += __shfl_xor_sync(0xffffffffu, l[i], 1);
     l[i] += __shfl_xor_sync(0xffffffffu, l[i], 2);
   }
-  // Normalize (a fully masked row has l = 0 and gives zeros) into the row group's 16 rows of sQ (no
+  // Normalize (a fully masked row has l = 0 and gives zeros) into the row group's kWR rows of sQ (no
   // longer read); the group's threads then store O 16 bytes at a time where its rows allow it.
-  T* stage = sQ + rw * 16 * kLdT;
+  T* stage = sQ + rw * kWR * kLdT;
   if constexpr (kSplit == 1) {
-    float inv[2];
+    float inv[kR];
 #pragma unroll
-    for (int i = 0; i < 2; ++i) inv[i] = l[i] > 0.f ? 1.f / l[i] : 0.f;
+    for (int i = 0; i < kR; ++i) inv[i] = l[i] > 0.f ? 1.f / l[i] : 0.f;
     __syncwarp();  // only this warp reads these Q rows: its last ldmatrix is done
 #pragma unroll
-    for (int j = 0; j < kOn; ++j) {
-      *reinterpret_cast<unsigned*>(stage + g * kLdT + 8 * j + 2 * t) = pack2<T>(o[j][0] * inv[0], o[j][1] * inv[0]);
-      *reinterpret_cast<unsigned*>(stage + (g + 8) * kLdT + 8 * j + 2 * t) =
-          pack2<T>(o[j][2] * inv[1], o[j][3] * inv[1]);
-    }
+    for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+      for (int j = 0; j < kOn; ++j) {
+        const float i0 = inv[2 * mt], i1 = inv[2 * mt + 1];
+        *reinterpret_cast<unsigned*>(stage + (16 * mt + g) * kLdT + 8 * j + 2 * t) =
+            pack2<T>(o[mt][j][0] * i0, o[mt][j][1] * i0);
+        *reinterpret_cast<unsigned*>(stage + (16 * mt + g + 8) * kLdT + 8 * j + 2 * t) =
+            pack2<T>(o[mt][j][2] * i1, o[mt][j][3] * i1);
+      }
     __syncwarp();
   } else {
     // Merge the group's kSplit partial results through the K/V buffers: each warp's unnormalized O
@@ -409,8 +452,8 @@ __global__ void __launch_bounds__(32 * kRowWarps * kSplit, 512 / (32 * kRowWarps
     float* mine = so + warp * 16 * kLdO;
 #pragma unroll
     for (int j = 0; j < kOn; ++j) {
-      *reinterpret_cast<float2*>(mine + g * kLdO + 8 * j + 2 * t) = make_float2(o[j][0], o[j][1]);
-      *reinterpret_cast<float2*>(mine + (g + 8) * kLdO + 8 * j + 2 * t) = make_float2(o[j][2], o[j][3]);
+      *reinterpret_cast<float2*>(mine + g * kLdO + 8 * j + 2 * t) = make_float2(o[0][j][0], o[0][j][1]);
+      *reinterpret_cast<float2*>(mine + (g + 8) * kLdO + 8 * j + 2 * t) = make_float2(o[0][j][2], o[0][j][3]);
     }
     if (t == 0) {
       sm[warp * 16 + g] = m[0], sm[warp * 16 + g + 8] = m[1];
@@ -441,13 +484,13 @@ __global__ void __launch_bounds__(32 * kRowWarps * kSplit, 512 / (32 * kRowWarps
   const int gt = sp * 32 + lane;  // the thread in its row group
   if (p.os[2] % 8 == 0 && reinterpret_cast<uintptr_t>(O) % 16 == 0) {
 #pragma unroll
-    for (int i = gt; i < 16 * kD / 8; i += 32 * kSplit) {
+    for (int i = gt; i < kWR * kD / 8; i += 32 * kSplit) {
       const int r = i / (kD / 8), c = (i % (kD / 8)) * 8;
       if (r0 + r < p.sq)
         *reinterpret_cast<uint4*>(O + (r0 + r) * p.os[2] + c) = *reinterpret_cast<const uint4*>(stage + r * kLdT + c);
     }
   } else {
-    for (int i = gt; i < 16 * kD; i += 32 * kSplit) {
+    for (int i = gt; i < kWR * kD; i += 32 * kSplit) {
       const int r = i / kD, c = i % kD;
       if (r0 + r < p.sq) O[(r0 + r) * p.os[2] + c] = stage[r * kLdT + c];
     }
@@ -466,16 +509,17 @@ cudaError_t opt_in_smem(Kernel kernel, size_t bytes, std::atomic<unsigned long l
   return cudaSuccess;
 }
 
-template <class T, int kD, int kRowWarps, int kSplit, class M, bool kQBcast = false>
+template <class T, int kD, int kRowWarps, int kSplit, int kMT, class M, bool kQBcast = false>
 cudaError_t launch_kernel(const AttnParams& p, long long bh, cudaStream_t stream) {
-  constexpr int kBQ = 16 * kRowWarps, kThreads = 32 * kRowWarps * kSplit;
-  constexpr size_t kSmem = smem_bytes<T, kD, kRowWarps>();
+  constexpr int kBQ = 16 * kMT * kRowWarps, kThreads = 32 * kRowWarps * kSplit;
+  constexpr size_t kSmem = smem_bytes<T, kD, kBQ>();
   const dim3 grid(static_cast<unsigned>((p.sq + kBQ - 1) / kBQ), static_cast<unsigned>(bh));
+  auto* kernel = attention_kernel<T, kD, kRowWarps, kSplit, M, kQBcast, kMT>;
   if constexpr (kSmem > 48 * 1024) {
     static std::atomic<unsigned long long> opted{0};
-    SABRE_CUDA_TRY(opt_in_smem(attention_kernel<T, kD, kRowWarps, kSplit, M, kQBcast>, kSmem, opted));
+    SABRE_CUDA_TRY(opt_in_smem(kernel, kSmem, opted));
   }
-  SABRE_CUDA_TRY(detail::launch(attention_kernel<T, kD, kRowWarps, kSplit, M, kQBcast>, grid, kThreads, kSmem, stream, p));
+  SABRE_CUDA_TRY(detail::launch(kernel, grid, kThreads, kSmem, stream, p));
   SABRE_LAUNCH_CHECK();
   return cudaSuccess;
 }
@@ -490,14 +534,14 @@ bool attention_no_bcast() {
   return off;
 }
 
-template <class T, int kD, int kRowWarps, int kSplit>
+template <class T, int kD, int kRowWarps, int kSplit, int kMT = 1>
 cudaError_t launch_shape(const AttnParams& p, DType mask_dtype, long long bh, cudaStream_t stream) {
-  if (!p.mask) return launch_kernel<T, kD, kRowWarps, kSplit, void>(p, bh, stream);
-  if (mask_dtype == DType::f32) return launch_kernel<T, kD, kRowWarps, kSplit, float>(p, bh, stream);
+  if (!p.mask) return launch_kernel<T, kD, kRowWarps, kSplit, kMT, void>(p, bh, stream);
+  if (mask_dtype == DType::f32) return launch_kernel<T, kD, kRowWarps, kSplit, kMT, float>(p, bh, stream);
   if (mask_dtype == DType::i64)
-    return p.ms[2] == 0 && !attention_no_bcast() ? launch_kernel<T, kD, kRowWarps, kSplit, long long, true>(p, bh, stream)
-                                                 : launch_kernel<T, kD, kRowWarps, kSplit, long long>(p, bh, stream);
-  return launch_kernel<T, kD, kRowWarps, kSplit, T>(p, bh, stream);
+    return p.ms[2] == 0 && !attention_no_bcast() ? launch_kernel<T, kD, kRowWarps, kSplit, kMT, long long, true>(p, bh, stream)
+                                                 : launch_kernel<T, kD, kRowWarps, kSplit, kMT, long long>(p, bh, stream);
+  return launch_kernel<T, kD, kRowWarps, kSplit, kMT, T>(p, bh, stream);
 }
 
 // The block shape SABRE_ATTN names (kAttentionKernelNames), automatic where it is unset; a name it
@@ -544,16 +588,22 @@ cudaError_t launch(const AttentionArgs& a, AttentionKernel kernel, cudaStream_t 
   // (one an SM, 2.9 waves) ran slower at every batch (2026-12-03, BERT's f16 mask: 21.1 / 7.8 / 6.9 us
   // against 14.2 / 6.3 / 5.9 at batch 32 / 8 / 1; 64-row blocks split two ways 20.2 / 7.4 / 5.0 against
   // r64's 15.4 / 6.6 / 4.7), and BERT-base at batch 32 by 57 us; they were taken out.
+  // More 128-row blocks than two an SM (BERT-base at batch 32: 384, 1.45 waves) take 128 rows in
+  // four warps of 32 instead, three blocks an SM, where ptxas keeps the variant to 168 registers with
+  // (almost) no spills: without a mask or with a select mask broadcast along q.
   const long long bh = a.b * a.h, sms = 132;
+  const bool w4_fits = !a.mask || (a.mask_dtype == DType::i64 && a.mask_stride[2] == 0 && !attention_no_bcast());
   if (kernel == AttentionKernel::automatic) kernel = forced_kernel();
   if (kernel == AttentionKernel::automatic) {
-    if (bh * ((a.sq + 127) / 128) >= sms / 2) kernel = AttentionKernel::rows128;
+    if (bh * ((a.sq + 127) / 128) > 2 * sms && w4_fits) kernel = AttentionKernel::rows128_w4;
+    else if (bh * ((a.sq + 127) / 128) >= sms / 2) kernel = AttentionKernel::rows128;
     else if (bh * ((a.sq + 63) / 64) >= sms / 2) kernel = AttentionKernel::rows64;
     else if (bh * ((a.sq + 31) / 32) >= sms / 2) kernel = AttentionKernel::rows32_split2;
     else kernel = AttentionKernel::rows16_split4;
   }
   switch (kernel) {
     case AttentionKernel::rows128: return launch_shape<T, kD, 8, 1>(p, a.mask_dtype, bh, stream);
+    case AttentionKernel::rows128_w4: return launch_shape<T, kD, 4, 1, 2>(p, a.mask_dtype, bh, stream);
     case AttentionKernel::rows64: return launch_shape<T, kD, 4, 1>(p, a.mask_dtype, bh, stream);
     case AttentionKernel::rows32_split2: return launch_shape<T, kD, 2, 2>(p, a.mask_dtype, bh, stream);
     case AttentionKernel::rows16_split4: return launch_shape<T, kD, 1, 4>(p, a.mask_dtype, bh, stream);

@@ -104,14 +104,15 @@ cudaError_t depthwise_conv2d(const DepthwiseArgs& a, cudaStream_t stream);
 constexpr int64_t kMaxAttentionKeys = 512;
 // Which kernel attention() runs. automatic: attention.cu's, its block shape by grid size; the plan
 // and the runtime always ask for it. The others force one, for tests and benchmarks: rowsN_splitS a
-// block of N query rows whose warps split each key tile S ways. SABRE_ATTN=r16x4|r32x2|r64|r128 in the
+// block of N query rows whose warps split each key tile S ways. SABRE_ATTN=r16x4|r32x2|r64|r128|r128w4 in the
 // environment makes automatic mean that shape (an A/B switch for whole models; read once).
-enum class AttentionKernel { automatic, rows16_split4, rows32_split2, rows64, rows128 };
+// rows128_w4: 128 rows in 4 warps of 32 (two MMA row tiles a warp).
+enum class AttentionKernel { automatic, rows16_split4, rows32_split2, rows64, rows128, rows128_w4 };
 // Each kernel's short name, as the GPU tests, native_bench and SABRE_ATTN spell it.
 inline constexpr std::pair<AttentionKernel, const char*> kAttentionKernelNames[] = {
     {AttentionKernel::automatic, "auto"},   {AttentionKernel::rows16_split4, "r16x4"},
     {AttentionKernel::rows32_split2, "r32x2"}, {AttentionKernel::rows64, "r64"},
-    {AttentionKernel::rows128, "r128"}};
+    {AttentionKernel::rows128, "r128"}, {AttentionKernel::rows128_w4, "r128w4"}};
 struct AttentionArgs {
   DType dtype = DType::f16;
   const void *q = nullptr, *k = nullptr, *v = nullptr;
