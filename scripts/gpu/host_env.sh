@@ -13,6 +13,14 @@ if [ ! -f $deps/.done ]; then
   touch $deps/.done
 fi
 export SABRE_DEPS=$deps
+# Kernel-cache keys hold the compile's -I flags. Where this tree sits where the workstation's does
+# (/work/main), the CUTLASS headers also go where the workstation's venv has them, so a kernel cache
+# built there (carried_kernel_cache) hits here.
+cutlass_dir=$deps/cutlass
+if [ "$root" = /work/main ]; then
+  cutlass_dir=$root/.venv/lib/python3.11/site-packages/cutlass_library/source
+  [ -d $cutlass_dir/include ] || { mkdir -p $cutlass_dir && tar xzf "$root"/.carry/cutlass_inc.tgz -C $cutlass_dir; }
+fi
 # One call's conventions: step logs in $LOGS (default $OUT; elsewhere, finish tars them into
 # $OUT/logs.tgz, since the device tool returns at most 8 files), a call-wide DEADLINE in seconds of
 # $SECONDS (default 570 of the device tool's 600), the build in $b.
@@ -20,7 +28,7 @@ export LOGS=${LOGS:-$OUT}; mkdir -p "$LOGS"
 export DEADLINE=${DEADLINE:-570}
 export PYTHONUNBUFFERED=1
 b=/tmp/b
-export CUTLASS_DIR=$deps/cutlass
+export CUTLASS_DIR=$cutlass_dir
 export LD_LIBRARY_PATH=$deps/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
 export CMAKE_PREFIX_PATH=$deps/usr:${CMAKE_PREFIX_PATH:-}
 export SABRE_CMAKE_ARGS="-DCUTLASS_DIR=$CUTLASS_DIR -DProtobuf_INCLUDE_DIR=$deps/usr/include \

@@ -3,6 +3,9 @@
 // is issued before the first reduction, statistics are two-pass (mean, then squared deviations)
 // in f32 from registers, y is written once; 32-bit offsets inside a row. Longer rows: passes over
 // global memory, a block per row. Tests: tests/gpu/native_kernels_test.cpp (LayerNorm_*)
+#include <cstdio>
+#include <cstdlib>
+
 #include "backends/native/rows.cuh"
 
 namespace sabre::native {
@@ -191,13 +194,26 @@ cudaError_t launch_vec(const LnParams& p, cudaStream_t s) {
     SABRE_LAUNCH_CHECK();
     return cudaSuccess;
   }
-  // Rows per block for lane groups of one warp: as many warps per block (4, 2, 1) as still leave
-  // two blocks per SM of the H200's 132; at BERT-base batch 1 (128 rows) that is one warp per
-  // block, a row per SM, where four rows per block put the work on 32 SMs.
+  // Rows per block for lane groups of one warp: as many warps a block (8, 4, 2, 1) as still give 64
+  // blocks or more (about half the H200's 132 SMs), SABRE_LN_WPB=1|2|4|8 forcing a count (an A/B
+  // switch, read once). BERT-base: 8 warps a block at batch 32 (512 blocks) and 8 (128), 2 at batch 1
+  // (64). The rule before (4, 2, 1 warps, leaving two blocks an SM: 1024 / 512 / 128 blocks) ran
+  // BERT-base 10 / 3.6 / 3 us slower at batch 32 / 8 / 1 on the H200 (2 / 1 / 1 rounds,
+  // bench/results/layernorm_blocks_h200_2026-12-04.txt); fewer, larger blocks start sooner.
   int threads = 256;
   if (plan.tpr <= 32) {
     const int64_t warps = (p.rows + 32 / plan.tpr - 1) / (32 / plan.tpr);
-    threads = 32 * warps_per_block(warps);
+    static const int forced = [] {
+      const char* v = std::getenv("SABRE_LN_WPB");
+      if (!v || !*v) return 0;
+      const int n = std::atoi(v);
+      if (n == 1 || n == 2 || n == 4 || n == 8) return n;
+      std::fprintf(stderr, "sabre: SABRE_LN_WPB=%s is not one of 1 2 4 8; ignored\n", v);
+      return 0;
+    }();
+    int wpb = 8;
+    while (wpb > 1 && (warps + wpb - 1) / wpb < 64) wpb /= 2;
+    threads = 32 * (forced ? forced : wpb);
   }
   const int64_t rpb = threads / plan.tpr;
   const unsigned blocks = static_cast<unsigned>((p.rows + rpb - 1) / rpb);
