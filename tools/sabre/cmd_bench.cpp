@@ -110,8 +110,9 @@ int bench(const std::vector<std::string>& argv) {
                   "reading them (not those of a GEMM or conv with >= 2048 rows and >= 4 GFLOP at the run's shapes);\n"
                   "environment: SABRE_PREFETCH=N (kernel steps ahead, default 1; 0 off), SABRE_PREFETCH_MAX_GFLOP=G\n"
                   "(that size limit in GFLOP, default 4; 0: none), SABRE_PDL=0\n"
-                  "(no programmatic dependent launch), SABRE_ATTN=r16x4|r32x2|r64|r128 (one attention block shape),\n"
-                  "SABRE_ATTN_BCAST=0 (a [B,1,1,K] i64 attention mask loaded per query row).\n"
+                  "(no programmatic dependent launch), SABRE_ATTN=r16x4|r32x2|r64|r128|r128w4 (one attention block\n"
+                  "shape), SABRE_ATTN_BCAST=0 (a [B,1,1,K] i64 attention mask loaded per query row),\n"
+                  "SABRE_LN_WPB=1|2|4|8 (warps, i.e. rows, a layernorm block).\n"
                   "\noptions:\n%s",
                   flags_help(kFlags).c_str());
       return kExitOk;

@@ -10,8 +10,11 @@
 // l = sum 2^(m_i - M) l_i, O = sum 2^(m_i - M) O_i / l). By grid size, the largest block that still
 // gives half the SMs a block: 128 rows x 8 warps (BERT-base at batch 8 and 32: 96 and 384 blocks,
 // each head's K and V read once), 64 x 4, 32 rows x 2 warps x 2, else 16 rows x 4 warps on the keys
-// (batch 1: 96 blocks, 384 warps instead of 96). Causal blocks skip the key tiles past their last
-// row's keys; warps whose rows all lie past the end only copy and wait.
+// (batch 1: 96 blocks, 384 warps instead of 96). Where 128-row blocks of 8 warps would be more than
+// two an SM (BERT-base at batch 32: 384 blocks, 1.45 waves), 128 rows in 4 warps of 32 instead
+// (kMT = 2 row tiles a warp, three blocks an SM at <= 168 registers: one wave), when the mask is
+// none or a broadcast i64 select (with other masks that variant spills). Causal blocks skip the key
+// tiles past their last row's keys; warps whose rows all lie past the end only copy and wait.
 // Memory: cp.async copies Q with the first K/V tile and each K and V tile straight into shared
 // memory (rows past the end zero-filled; 16 rows + 4 tiles of kD + 8 halves a row, <= 54 KiB, the
 // 128-row block opting in above 48 KiB). K/V are double-buffered, a 128-key sequence requested whole
@@ -40,8 +43,10 @@
 // bench/results/pdl_native_h200_2026-12-03.txt). This one: 3.44 / 5.64 / 12.71 us with the 16x4,
 // 128 and 128-row blocks (bench/results/bert_speed_h200_2026-12-03.txt), 704/704 native GPU tests.
 // In BERT-base (sabre bench, same artifact and run) it took 0.566 / 0.941 / 2.039 ms to 0.497 / 0.907 /
-// 1.795 at batch 1 / 8 / 32; that A/B done, the previous kernel is gone. AttentionArgs::kernel forces a
-// block shape (bench/native_bench prints each).
+// 1.795 at batch 1 / 8 / 32; that A/B done, the previous kernel is gone. The 4-warp 128-row blocks
+// (2026-12-04, i64 [B,1,1,K] mask): 11.15 against 12.83 us alone at batch 32, BERT-base 1.590-1.594
+// against 1.610-1.619 ms (bench/results/attn_w4_h200_2026-12-04.txt); slower at batch 8 and 1, and
+// with masks that make it spill. AttentionArgs::kernel forces a block shape (bench/native_bench prints each).
 // Tests: tests/gpu/native_kernels_test.cpp (Attention_*, every variant) against a double-precision reference.
 #include <atomic>
 #include <cstdio>
