@@ -103,3 +103,24 @@ compile_bert_ab() {
   echo "== kernels deployed by one plan and not the other"
   plan_kernel_diff /tmp/bert_new.sabre /tmp/bert_old.sabre
 }
+
+# compile_bert_from_db [DB.jsonl.gz]: BERT-base (/tmp/hf/bert_base.onnx, exported by the background job
+# $exp) compiled into /tmp/bert.sabre from a committed tuning DB (default bench/results/
+# bert_db_v5_h200_2026-12-04.jsonl.gz, imported into /tmp/w/tuning.db; nothing new to time) with the
+# carried kernel cache in /tmp/w/kernels (carried_kernel_cache), as step compile_bert.
+compile_bert_from_db() {
+  carried_kernel_cache /tmp/w/kernels > /dev/null
+  zcat "${1:-bench/results/bert_db_v5_h200_2026-12-04.jsonl.gz}" > /tmp/w/db.jsonl
+  $b/sabre db import --db /tmp/w/tuning.db /tmp/w/db.jsonl | tail -1
+  wait $exp; tail -2 $LOGS/export.log
+  LIMIT=200 TAIL=4 step compile_bert $b/sabre compile /tmp/hf/bert_base.onnx -o /tmp/bert.sabre --dtype fp16 \
+    --dynamic batch=1..32,seq=1..128 --tune --db /tmp/w/tuning.db --cache-dir /tmp/w/kernels
+}
+
+# bench_p50 LOGNAME BATCH [VAR=VALUE...]: sabre bench of /tmp/bert.sabre at seq 128, 1000 runs, under the
+# given environment; prints the gpu p50 (CUDA events around each graph replay) in ms.
+bench_p50() {
+  local log=$1 bs=$2; shift 2
+  env "$@" timeout 30 $b/sabre bench /tmp/bert.sabre --dim batch=$bs --dim seq=128 --iters 1000 --no-clocks > $LOGS/$log.log 2>&1
+  grep -oE 'gpu ms +p50 [0-9.]+' $LOGS/$log.log | awk '{print $4}'
+}
