@@ -75,7 +75,8 @@ libs() { for k in "$@"; do printf "%s=%s/%s.so " $k $L $k; done; }
 # carried_kernel_cache DIR: the compile cache BERT-base's tuned artifact needs (.carry/bert_kcache.tgz:
 # `sabre compile` from bench/results/bert_db_v5_h200_2026-12-04.jsonl.gz on the workstation, no GPU,
 # picking from that DB), unpacked into DIR for --cache-dir. Its keys hold the workstation's `nvcc
-# --version` (13.0 V13.0.88): where this host's differs, nothing hits and the compile builds as before.
+# --version` (13.0 V13.0.88) and -I flags (hence cutlass_dir above): where either differs here, nothing
+# hits and the compile builds as before.
 carried_kernel_cache() {
   mkdir -p "$1"; [ -f "$root/.carry/bert_kcache.tgz" ] && tar xzf "$root/.carry/bert_kcache.tgz" -C "$1"
   nvcc --version | tail -2
@@ -115,12 +116,4 @@ compile_bert_from_db() {
   wait $exp; tail -2 $LOGS/export.log
   LIMIT=200 TAIL=4 step compile_bert $b/sabre compile /tmp/hf/bert_base.onnx -o /tmp/bert.sabre --dtype fp16 \
     --dynamic batch=1..32,seq=1..128 --tune --db /tmp/w/tuning.db --cache-dir /tmp/w/kernels
-}
-
-# bench_p50 LOGNAME BATCH [VAR=VALUE...]: sabre bench of /tmp/bert.sabre at seq 128, 1000 runs, under the
-# given environment; prints the gpu p50 (CUDA events around each graph replay) in ms.
-bench_p50() {
-  local log=$1 bs=$2; shift 2
-  env "$@" timeout 30 $b/sabre bench /tmp/bert.sabre --dim batch=$bs --dim seq=128 --iters 1000 --no-clocks > $LOGS/$log.log 2>&1
-  grep -oE 'gpu ms +p50 [0-9.]+' $LOGS/$log.log | awk '{print $4}'
 }

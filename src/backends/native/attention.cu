@@ -161,7 +161,7 @@ __global__ void __launch_bounds__(32 * kRowWarps * kSplit, (kMT == 1 ? 512 : 384
   const unsigned s_q = smem_addr(sQ), s_kv = smem_addr(sKV);
 
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-  const int rw = warp / kSplit, sp = warp % kSplit;  // the warp's 16 query rows; its share of each tile
+  const int rw = warp / kSplit, sp = warp % kSplit;  // the warp's kWR query rows; its share of each tile
   const int bi = static_cast<int>(blockIdx.y) / p.h, hi = static_cast<int>(blockIdx.y) % p.h;  // b·h < 2^16
   const long long q0 = static_cast<long long>(blockIdx.x) * kBQ, r0 = q0 + rw * kWR;
   int tiles = static_cast<int>((p.sk + kBK - 1) / kBK);
