@@ -474,16 +474,18 @@ def main():
               ("" if args.plan_only else "; no CUDA device: the GPU runs are skipped"))
         return 0 if args.plan_only else 77
 
-    # Compile for the GPU. Each CUTLASS kernel is built by one compile only: the first wave holds
-    # variants whose kernel sets are disjoint (largest first) and runs at once, sharing the cores by
-    # kernel count; the second wave finds those in the cache and builds what is left.
-    order = sorted(variants, key=lambda v: -len(kernels.get(v["name"], ())))
+    # Compile for the GPU, sharing one kernel cache. The first wave covers every CUTLASS kernel at
+    # once: greedily the variant that adds the most kernels not yet covered, each compile running
+    # as many compilers as it has kernels (a kernel two of them share is built twice, side by side,
+    # which costs less than a second round). The second wave finds its kernels in the cache.
     wave1, taken = [], set()
-    for v in order:
-        ks = kernels.get(v["name"], set())
-        if ks and not ks & taken:
-            wave1.append(v)
-            taken |= ks
+    while True:
+        best = max((v for v in variants if v not in wave1), default=None,
+                   key=lambda v: len(kernels.get(v["name"], set()) - taken))
+        if best is None or not kernels.get(best["name"], set()) - taken:
+            break
+        wave1.append(best)
+        taken |= kernels[best["name"]]
     wave2 = [v for v in variants if v not in wave1]
 
     def full_compile(v, jobs):
@@ -497,10 +499,10 @@ def main():
     for wave in (wave1, wave2):
         if not wave:
             continue
-        weight = {v["name"]: len(kernels.get(v["name"], ())) + 1 for v in wave}
-        total = sum(weight.values())
+        jobs = {v["name"]: max(1, min(args.jobs, len(kernels.get(v["name"], ())) + 1)) for v in wave}
+        print(f"compiling {', '.join(f'{n} (-j {j})' for n, j in jobs.items())}", flush=True)
         with cf.ThreadPoolExecutor(max_workers=len(wave)) as ex:
-            futs = [ex.submit(full_compile, v, max(1, round(args.jobs * weight[v["name"]] / total))) for v in wave]
+            futs = [ex.submit(full_compile, v, jobs[v["name"]]) for v in wave]
             for f in futs:
                 name, rc, secs = f.result()
                 log = os.path.join(logs, name + ".compile.log")
@@ -509,7 +511,7 @@ def main():
                 else:
                     compiled.add(name)
                     summary = [l.strip() for l in open(log) if l.strip().startswith(("kernels:", "steps:"))]
-                    print(f"compiled {name} in {secs:.0f} s: " + "; ".join(summary))
+                    print(f"compiled {name} in {secs:.0f} s: " + "; ".join(summary), flush=True)
 
     # Cases: inputs, the reference on the CPU, the GPU runs.
     def prepare(v, i, dims):
