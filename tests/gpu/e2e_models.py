@@ -368,7 +368,11 @@ def run(cmd, log, timeout=None):
     with open(log, "w") as f:
         f.write("$ " + " ".join(cmd) + "\n")
         f.flush()
-        return subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, timeout=timeout).returncode
+        try:
+            return subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, timeout=timeout).returncode
+        except subprocess.TimeoutExpired:
+            f.write(f"\n(stopped after {timeout} s)\n")
+            return 124
 
 
 def tail(path, n=8):
