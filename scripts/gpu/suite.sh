@@ -7,7 +7,7 @@
 # usage (repository root, on the GPU host): bash scripts/gpu/suite.sh [--memcheck] [--tests REGEX] [RECORD.md]
 #   --memcheck     also run compute-sanitizer --tool memcheck on the native kernels test, the
 #                  runtime session and GEMM tests and one e2e model (bert_tiny's artifact)
-#   --tests REGEX  only the gpu tests whose names match (grep -E), e.g. to finish in a second call
+#   --tests REGEX  only the gpu tests whose names match (a Python regex, searched), e.g. to finish in a second call
 #                  what the first left unrun
 # Environment: OUT (default /tmp/sabre-suite), DEADLINE (seconds, default 560: the device tool allows
 # 600 a call), SABRE_COMMIT (the commit, where the tree has no .git), SUITE_BUILD (default /tmp/b),
@@ -21,7 +21,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --memcheck) memcheck=1 ;;
     --tests) tests_re=${2:?--tests needs a regex}; shift ;;
-    -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "suite.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     *) record=$1 ;;
   esac
