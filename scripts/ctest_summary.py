@@ -41,16 +41,22 @@ def main():
     passed, failed, skipped = [], [], []
     for case in root.iter("testcase"):
         name = case.get("name", "?")
+        node = case.find("skipped")
+        why = node.get("message", "") if node is not None else ""
         if case.find("failure") is not None or case.get("status") == "fail":
-            failed.append(name)
-        elif case.find("skipped") is not None or case.get("status") in ("notrun", "disabled"):
-            skipped.append((name, skip_reason(case)))
+            failed.append((name, ""))
+        elif node is not None or case.get("status") in ("notrun", "disabled"):
+            # ctest counts a test that did not run for another reason (a failed fixture) as failed.
+            if why.startswith("SKIP_") or why == "Disabled":
+                skipped.append((name, skip_reason(case)))
+            else:
+                failed.append((name, why or "not run"))
         else:
             passed.append(name)
     for name, why in skipped:
         print(f"test.sh: skipped {name}: {why}")
-    for name in failed:
-        print(f"test.sh: FAILED {name}")
+    for name, why in failed:
+        print(f"test.sh: FAILED {name}" + (f" ({why})" if why else ""))
     print(f"test.sh: {len(passed)} passed, {len(failed)} failed, {len(skipped)} skipped")
     return 0
 
