@@ -141,6 +141,14 @@ TEST_P(Golden, MatchesExpectedAndKeepsValues) {
   }
 }
 
+// A pass whose folder is missing or holds no case would drop out of the cases above unseen.
+TEST(GoldenCases, EveryPassHasCases) {
+  std::map<std::string, int> count;
+  for (const Case& c : cases()) ++count[c.pass];
+  for (const auto& entry : passes())
+    EXPECT_GE(count[entry.first], 1) << "tests/golden/" << entry.first << "/ holds no <case>.ir";
+}
+
 INSTANTIATE_TEST_SUITE_P(Cases, Golden, ::testing::ValuesIn(cases()), [](const auto& info) {
   std::string n = info.param.pass + "_" + info.param.name;
   for (char& ch : n)

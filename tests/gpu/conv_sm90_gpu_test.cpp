@@ -202,25 +202,7 @@ bool run_case(const Kernel& kn, const Problem& pb, std::mt19937& rng) {
   CUDA_OR_FAIL(cudaDeviceSynchronize());
   CUDA_OR_FAIL(cudaMemcpy(yb.data(), dy.p, yb.size() * 2, cudaMemcpyDeviceToHost));
 
-  auto ref = reference(pb, epi, xv, wv, bv, rv);
-  int64_t bad = 0, guard_written = 0;
-  double num = 0, den = 0;
-  for (size_t i = 0; i < ycount; ++i) {
-    double got = from_bits(e, yb[i]);
-    if (!std::isfinite(got)) {
-      ++bad;
-      continue;
-    }
-    num += (got - ref[i]) * (got - ref[i]);
-    den += ref[i] * ref[i];
-  }
-  for (size_t i = ycount; i < yb.size(); ++i) guard_written += yb[i] != nan_bits(e);
-  double rel = std::sqrt(num / std::max(den, 1e-30));
-  bool ok = bad == 0 && guard_written == 0 && rel <= tolerance(e);
-  std::printf("%s %s %s: rel L2 %.2e (tol %.0e)%s%s\n", ok ? "ok  " : "FAIL", kn.name.c_str(), pb.label, rel,
-              tolerance(e), bad ? (", " + std::to_string(bad) + " outputs unwritten or non-finite").c_str() : "",
-              guard_written ? (", " + std::to_string(guard_written) + " elements past Y written").c_str() : "");
-  return ok;
+  return check_y(kn.name, pb, e, epi, /*serial_splits=*/1, yb, ycount, reference(pb, epi, xv, wv, bv, rv), xv, wv, bv, rv);
 }
 
 // n = 0 is an empty no-op that must not touch Y (and needs no pointers to be read).

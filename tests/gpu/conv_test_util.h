@@ -1,6 +1,7 @@
 // What the two conv kernel GPU tests (conv_gpu_test.cpp: sm80; conv_sm90_gpu_test.cpp: sm90) share:
-// tolerances, f16/bf16 bits, random tensors that are never zero, the activations and the
-// double-precision reference conv with the fused epilogue, and a device buffer that frees itself.
+// f16/bf16 bits, random tensors that are never zero, the activations, the double-precision
+// reference conv with the fused epilogue, the check of Y against it (bounds from numerics.h), and a
+// device buffer that frees itself.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -8,11 +9,14 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "backends/cutlass/kernel_spec.h"
 #include "ir/dtype.h"
+#include "numerics.h"
 
 namespace sabre::conv_test {
 
@@ -20,8 +24,6 @@ namespace cb = sabre::cutlass_backend;
 
 constexpr float kAlpha = 0.75f, kBeta = 0.5f;
 constexpr int64_t kGuard = 256;  // poisoned elements after Y that no kernel may write
-
-inline double tolerance(cb::Elem e) { return e == cb::Elem::f16 ? 5e-3 : 2e-2; }
 
 inline uint16_t to_bits(cb::Elem e, float v) {
   return e == cb::Elem::f16 ? sabre::ir::float_to_half(v) : sabre::ir::float_to_bf16(v);
@@ -91,6 +93,32 @@ std::vector<double> reference(const Problem& pb, const cb::EpilogueSpec& epi, co
           y[o] = v;
         }
   return y;
+}
+
+// Y's bits (ycount elements, then kGuard that must stay poisoned) against `ref`: every element within
+// the bound numerics.h gives a sum of r·s·c products of dtype `e` stored as `e` (serial_splits: the
+// slices of a serial split-K), the relative L2 error within its own, nothing unwritten, nothing past
+// Y written. Prints one line; returns whether all holds.
+template <class Problem>
+bool check_y(const std::string& kernel, const Problem& pb, cb::Elem e, const cb::EpilogueSpec& epi, int serial_splits,
+             const std::vector<uint16_t>& yb, size_t ycount, const std::vector<double>& ref,
+             const std::vector<double>& x, const std::vector<double>& w, const std::vector<double>& bias,
+             const std::vector<double>& res) {
+  namespace sg = sabre::gpu_test;
+  const sg::Num num = e == cb::Elem::f16 ? sg::Num::f16 : sg::Num::bf16;
+  const int64_t k = pb.r * pb.s * pb.c;
+  const double scale = sg::dot_scale(kAlpha, k, sg::rms(x), sg::rms(w),
+                                     (epi.bias ? sg::rms(bias) : 0) +
+                                         (epi.residual != cb::Residual::none ? kBeta * sg::rms(res) : 0));
+  const sg::Comparison c = sg::compare_with(
+      int64_t(ycount), [&](int64_t i) { return double(from_bits(e, yb[size_t(i)])); },
+      [&](int64_t i) { return ref[size_t(i)]; }, sg::gemm_bound(num, num, k, scale, serial_splits));
+  int64_t guard_written = 0;
+  for (size_t i = ycount; i < yb.size(); ++i) guard_written += yb[i] != nan_bits(e);
+  const bool ok = c.ok() && guard_written == 0;
+  std::printf("%s %s %s: %s%s\n", ok ? "ok  " : "FAIL", kernel.c_str(), pb.label, c.summary().c_str(),
+              guard_written ? (", " + std::to_string(guard_written) + " elements past Y written").c_str() : "");
+  return ok;
 }
 
 struct DeviceBuf {

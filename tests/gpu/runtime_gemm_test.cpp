@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <random>
 
+#include "numerics.h"
 #include "runtime/artifact.h"
 #include "sabre/session.h"
 
@@ -277,6 +278,24 @@ int main() {
   int failures = 0;
   sabre::Session session(dir);
   sabre::ExecutionContext ctx(session);
+  // y = softmax(x·wᵀ + bias) on the host, in double.
+  auto reference = [&](const std::vector<float>& x, int64_t batch) {
+    std::vector<double> y(static_cast<size_t>(batch * N));
+    for (int64_t i = 0; i < batch; ++i) {
+      std::vector<double> h(N);
+      double mx = -1e30, sum = 0;
+      for (int64_t j = 0; j < N; ++j) {
+        double acc = wts[static_cast<size_t>(6144 / 4 + j)];
+        for (int64_t k = 0; k < K; ++k) acc += double(x[static_cast<size_t>(i * K + k)]) * wts[static_cast<size_t>(j * K + k)];
+        h[static_cast<size_t>(j)] = acc;
+        mx = std::max(mx, acc);
+      }
+      for (double v : h) sum += std::exp(v - mx);
+      for (int64_t j = 0; j < N; ++j) y[static_cast<size_t>(i * N + j)] = std::exp(h[static_cast<size_t>(j)] - mx) / sum;
+    }
+    return y;
+  };
+  const sabre::gpu_test::Bound within_1e5{1e-5, 0, std::numeric_limits<double>::infinity()};
   for (int64_t batch : {1, 16, 17, 128}) {
     std::vector<float> x(static_cast<size_t>(batch * K));
     for (auto& v : x) v = u(rng);
@@ -296,25 +315,9 @@ int main() {
     }
     std::vector<float> y(static_cast<size_t>(batch * N));
     cuda_ok(cudaMemcpy(y.data(), dy, y.size() * 4, cudaMemcpyDeviceToHost), "cudaMemcpy");
-    double err = 0;
-    for (int64_t i = 0; i < batch; ++i) {
-      std::vector<double> h(N);
-      double mx = -1e30, sum = 0;
-      for (int64_t j = 0; j < N; ++j) {
-        double acc = wts[static_cast<size_t>(6144 / 4 + j)];
-        for (int64_t k = 0; k < K; ++k) acc += double(x[static_cast<size_t>(i * K + k)]) * wts[static_cast<size_t>(j * K + k)];
-        h[static_cast<size_t>(j)] = acc;
-        mx = std::max(mx, acc);
-      }
-      for (double v : h) sum += std::exp(v - mx);
-      for (int64_t j = 0; j < N; ++j) {
-        double ref = std::exp(h[static_cast<size_t>(j)] - mx) / sum;
-        double got = y[static_cast<size_t>(i * N + j)];
-        err = std::isfinite(got) ? std::max(err, std::fabs(got - ref)) : 1e30;
-      }
-    }
-    std::printf("batch %lld: max abs error %.3g\n", (long long)batch, err);
-    if (err > 1e-5) ++failures;
+    const sabre::gpu_test::Comparison c = sabre::gpu_test::compare(y, reference(x, batch), within_1e5);
+    std::printf("%sbatch %lld: %s\n", c.ok() ? "" : "FAIL ", (long long)batch, c.summary().c_str());
+    failures += !c.ok();
     cuda_ok(cudaFree(dx), "cudaFree");
     cuda_ok(cudaFree(dy), "cudaFree");
   }
@@ -347,20 +350,23 @@ int main() {
     }
   }
   {
-    void *dx = nullptr;
+    // After the error the same context computes the model again: every element against the host.
+    void *dx = nullptr, *dy = nullptr;
     cuda_ok(cudaMalloc(&dx, 16 * K * 4), "cudaMalloc");
-    std::vector<float> x(static_cast<size_t>(16 * K), 0.25f);
+    cuda_ok(cudaMalloc(&dy, 16 * N * 4), "cudaMalloc");
+    std::vector<float> x(static_cast<size_t>(16 * K));
+    for (auto& v : x) v = u(rng);
     cuda_ok(cudaMemcpy(dx, x.data(), x.size() * 4, cudaMemcpyHostToDevice), "cudaMemcpy");
-    int64_t xs[2] = {16, K};
-    std::vector<sabre_tensor> outs = {{"y", nullptr, 0, 0, {}, 0, nullptr, nullptr}};
+    cuda_ok(cudaMemset(dy, 0xff, 16 * N * 4), "cudaMemset");
+    int64_t xs[2] = {16, K}, ys[2] = {16, N};
+    std::vector<sabre_tensor> outs = {{"y", dy, SABRE_DEVICE_CUDA, 0, {SABRE_DTYPE_FLOAT, 32, 1}, 2, ys, nullptr}};
     try {
       ctx.run({{"x", dx, SABRE_DEVICE_CUDA, 0, {SABRE_DTYPE_FLOAT, 32, 1}, 2, xs, nullptr}}, outs);
       std::vector<float> y(static_cast<size_t>(16 * N));
-      cuda_ok(cudaMemcpy(y.data(), outs[0].data, y.size() * 4, cudaMemcpyDeviceToHost), "cudaMemcpy");
-      double row = 0;
-      for (int64_t j = 0; j < N; ++j) row += y[static_cast<size_t>(j)];
-      if (std::fabs(row - 1.0) > 1e-4) {
-        std::printf("FAIL: after the error a softmax row sums to %g\n", row);
+      cuda_ok(cudaMemcpy(y.data(), dy, y.size() * 4, cudaMemcpyDeviceToHost), "cudaMemcpy");
+      const sabre::gpu_test::Comparison c = sabre::gpu_test::compare(y, reference(x, 16), within_1e5);
+      if (!c.ok()) {
+        std::printf("FAIL: after the error: %s\n", c.summary().c_str());
         ++failures;
       }
     } catch (const sabre::Error& e) {
@@ -368,6 +374,7 @@ int main() {
       ++failures;
     }
     cuda_ok(cudaFree(dx), "cudaFree");
+    cuda_ok(cudaFree(dy), "cudaFree");
   }
   failures += check_im2col_gemm(m.sm);
   failures += check_prefetch(m.sm);

@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "frontend/onnx/importer.h"
+#include "generated_models.h"
 #include "ir/printer.h"
 #include "transform/canonicalize.h"
 
@@ -27,10 +28,8 @@ TEST(Canonicalize, DumpsAfterEveryPassInOrder) {
 }
 
 TEST(Canonicalize, Opset13BertGetsLayerNormGeluAndTnWeights) {
-  std::string path;
-  for (const std::string& dir : {std::string(SABRE_SOURCE_DIR) + "/models", std::string(SABRE_BINARY_DIR) + "/models"})
-    if (std::filesystem::exists(dir + "/bert_tiny_op13.onnx")) path = dir + "/bert_tiny_op13.onnx";
-  if (path.empty()) GTEST_SKIP() << "bert_tiny_op13.onnx not generated (scripts/make_models.py)";
+  const std::string path = test_util::generated_model("bert_tiny_op13");
+  SABRE_REQUIRE_GENERATED_MODEL(path);
   ir::Graph g = transform::canonicalize(onnx_frontend::import_model(path));
   std::map<std::string, int> ops;
   for (const ir::Node* n : g.nodes()) ops[(n->domain().empty() ? "" : n->domain() + ".") + n->op()]++;

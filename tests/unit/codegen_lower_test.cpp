@@ -186,11 +186,16 @@ TEST(CodegenLower, BertTinyF16PlanValidatesAndFuses) {
 
 TEST(CodegenLower, Bf16KeepsNoF32Weights) {
   codegen::Lowered low = codegen::lower(partitioned("bert_tiny"), options(ir::DType::bf16));
+  int checked = 0;
   for (const auto& t : low.plan.tensors) {
-    if (t.kind == runtime::TensorKind::weight && t.name.find("weight") != std::string::npos) {
+    if (t.kind != runtime::TensorKind::weight) continue;
+    EXPECT_NE(t.dtype, ir::DType::f32) << t.name;
+    if (t.name.find("weight") != std::string::npos) {
       EXPECT_EQ(t.dtype, ir::DType::bf16) << t.name;
+      ++checked;
     }
   }
+  EXPECT_EQ(checked, 8) << "bert_tiny's tensors named *weight: 3 embedding tables, 5 LayerNorm scales";
 }
 
 // LowerOptions::weights off (the collecting lowering of sabre compile and sabre tune): the same

@@ -699,6 +699,7 @@ void check_graph(const std::string& name, const ir::Graph& original, ir::DType d
   }
   std::vector<ir::Tensor> want = reference::run(original, ref_in);
   std::vector<Buf> got = Interp(low.plan, low.weights).run(plan_in);
+  ASSERT_FALSE(want.empty()) << name;
   ASSERT_EQ(got.size(), want.size());
   for (size_t o = 0; o < want.size(); ++o) {
     ASSERT_EQ(got[o].dims, want[o].dims()) << "output " << o;
@@ -724,7 +725,7 @@ TEST(CodegenPlanInterp, HuggingFaceExportsMatchReference) {
   if (!dir) GTEST_SKIP() << "set SABRE_HF_MODELS to the folder export_hf.py wrote";
   for (const char* m : {"bert_base", "gpt2"}) {
     std::string p = std::string(dir) + "/" + m + ".onnx";
-    if (!fs::exists(p)) continue;
+    ASSERT_TRUE(fs::exists(p)) << p << " is missing: SABRE_HF_MODELS must name the folder export_hf.py wrote";
     SCOPED_TRACE(p);
     check_model(fs::absolute(p).string(), ir::DType::f16, 1e-2);
     // With attention fused: 12 attention steps, no permutes left (GPT-2's causal mask and the
@@ -1698,7 +1699,7 @@ TEST(CodegenPlanInterp, TorchvisionExportsMatchReference) {
   for (auto [m, dt, tol] : {std::tuple<const char*, ir::DType, double>{"resnet50", ir::DType::f16, 1e-2},
                             {"mobilenet_v2", ir::DType::f16, 1e-2}}) {
     std::string p = std::string(dir) + "/" + m + ".onnx";
-    if (!fs::exists(p)) continue;
+    ASSERT_TRUE(fs::exists(p)) << p << " is missing: SABRE_TV_MODELS must name the folder export_tv.py wrote";
     const ir::Graph g = onnx_frontend::import_model(fs::absolute(p).string());
     for (codegen::Stem stem : {codegen::Stem::im2col, codegen::Stem::direct}) {
       const std::string name = p + " --stem " + std::string(codegen::stem_name(stem));

@@ -47,7 +47,11 @@ TEST(CompileCache, KeyDependsOnSourceFlagsAndCompilerVersion) {
   CompileJob other_src = j, other_flags = j;
   other_src.source = "int y;";
   other_flags.flags = {"-O2"};
-  EXPECT_EQ(ca.key(j), ca.key(j));
+  // Stable: an equal job, keyed by another cache object on the same compiler, gets the same key.
+  CompileCache ca_again((a.dir / "cache").string(), a.path);
+  const CompileJob same{std::string(j.name), std::string(j.source), std::vector<std::string>(j.flags)};
+  EXPECT_EQ(ca.key(j), ca_again.key(same));
+  EXPECT_EQ(ca.key(j).size(), 16u);
   EXPECT_NE(ca.key(j), ca.key(other_src));
   EXPECT_NE(ca.key(j), ca.key(other_flags));
   EXPECT_NE(ca.key(j), cb.key(j)) << "a new compiler must not reuse old objects";

@@ -18,6 +18,7 @@
 #include "backends/cutlass/patterns.h"
 #include "codegen/compile.h"
 #include "frontend/onnx/importer.h"
+#include "generated_models.h"
 #include "partition/partitioner.h"
 #include "tune/conv_tune.h"
 
@@ -200,10 +201,8 @@ TEST(ConvTune, TunesRecordsFailuresAndResumes) {
 
 // The problems compile tunes for resnet_block at batch 1..8: each conv at each power-of-two batch.
 TEST(ConvTune, ProblemsOfALoweringAreEachConvAtEachBatchBucket) {
-  std::string path;
-  for (const std::string& dir : {std::string(SABRE_SOURCE_DIR) + "/models", std::string(SABRE_BINARY_DIR) + "/models"})
-    if (std::filesystem::exists(dir + "/resnet_block.onnx")) path = dir + "/resnet_block.onnx";
-  if (path.empty()) GTEST_SKIP() << "resnet_block.onnx not generated (models/make_models.py)";
+  const std::string path = test_util::generated_model("resnet_block");
+  SABRE_REQUIRE_GENERATED_MODEL(path);
   ir::Graph g = codegen::canonicalize_model(onnx_frontend::import_model(path), false);
   auto pr = partition::partition(std::move(g), cutlass_backend::pattern_table());
   codegen::LowerOptions lo;
