@@ -163,6 +163,9 @@ def build_cases(sabre, work):
     os.makedirs(w("import_dir"), exist_ok=True)
     open(w("garbage.jsonl"), "w").write("this is not json\nnor this\n")
     db = w("t.db")
+    # An artifact (plan only) for the run flags that are checked before any GPU is touched.
+    subprocess.run([sabre, "compile", w("const_output.onnx"), "-o", w("const.sabre"), "--plan-only"],
+                   capture_output=True, timeout=TIMEOUT)
     if os.path.exists(db):
         os.remove(db)
     row = ('{"env": {"gpu": "Test GPU", "sm": 90, "cuda": "13.0", "cutlass": "4.2", "template_version": "1"}, '
@@ -210,6 +213,10 @@ def build_cases(sabre, work):
         ("-o '' (db export)", ["db", "--db", db, "export", "-o", ""], [r"-o|--output", r"empty"]),
         ("db import of a folder", ["db", "--db", db, "import", w("import_dir")], [r"import_dir", r"directory|regular"]),
         ("db import of a file with no rows", ["db", "--db", db, "import", w("garbage.jsonl")], [r"garbage\.jsonl"]),
+        ("bad --rtol (run artifact)", ["run", w("const.sabre"), "--compare-reference", "--rtol", "tight", "-o", w("o_t")],
+         [r"--rtol", r"tight"]),
+        ("negative --atol (run artifact)", ["run", w("const.sabre"), "--compare-reference", "--atol", "-1", "-o", w("o_t")],
+         [r"--atol", r"-1"]),
         ("db import of a missing file", ["db", "--db", db, "import", w("nope.jsonl")], [r"nope\.jsonl", r"no such file"]),
     ]
     good = [

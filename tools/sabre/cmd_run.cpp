@@ -339,6 +339,8 @@ int run_artifact(const ParsedArgs& args) {
   const int device = static_cast<int>(unsigned_flag(args, "--device", 0, 3, "a GPU index such as 0"));
   std::map<std::string, int64_t> dims = parse_dims(args.all("--dim"));
   const uint64_t seed = unsigned_flag(args, "--seed", 0, 19, "a non-negative integer");
+  const std::optional<double> rtol = tolerance_flag(args, "--rtol"), atol = tolerance_flag(args, "--atol");
+  if ((rtol || atol) && !args.has("--compare-reference")) throw UsageError("--rtol and --atol go with --compare-reference");
   sabre::Session session(path, device);
   const auto& specs = session.inputs();
   std::string in_names;
@@ -424,7 +426,6 @@ int run_artifact(const ParsedArgs& args) {
     results.push_back(std::move(t));
   }
   if (!args.has("--compare-reference")) return kExitOk;
-  const std::optional<double> rtol = tolerance_flag(args, "--rtol"), atol = tolerance_flag(args, "--atol");
   std::string model = args.value("--model").value_or("");
   if (model.empty()) {
     // The artifact records the model's file name and checksum: look next to the artifact, then here.
