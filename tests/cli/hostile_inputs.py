@@ -225,6 +225,7 @@ def build_cases(sabre, work):
         ("INT64_MIN / -1 wraps (run)", run_ref + [w("div.onnx"), "--input", f"a={w('a_min.npy')}", "--input",
                                                    f"b={w('b_m1.npy')}", "-o", w("o_div")], [], None),
         ("FLOPs past int64 (inspect)", ["inspect", w("huge_flops.onnx")], [r"MatMul\s+4 nodes\s+9\.2\d*E\s"], None),
+        ("FLOPs past int64 (partition)", ["partition", w("huge_flops.onnx")], [r"FLOPs offloaded to cutlass: not counted"], None),
         ("FLOPs past int64 at --dim (inspect)", ["inspect", w("sym_flops.onnx"), "--dim", "m=100000000", "--dim",
                                                  "k=100000000", "--dim", "n=100000000"], [r"MatMul\s+1 nodes\s+2\.00e\+24\s"], None),
     ]
