@@ -317,7 +317,10 @@ CompileSummary compile_model(const std::string& model, const std::string& out_di
   mi.arch = opts.arch;
   mi.sm = sm;
   mi.tools = {{"sabre", "0.1"}, {"cutlass", "4.2"}};
-  mi.source_model = fs::absolute(model).string();
+  // The name and content hash, not the path: an artifact is shipped, and where it was built is
+  // nobody's business; run --compare-reference finds the model by name and checks the hash.
+  mi.source_model = fs::path(model).filename().string();
+  mi.source_model_checksum = runtime::file_checksum(model);
   say("write " + out_dir);
   runtime::write_artifact(out_dir, low.plan, low.weights, libraries, mi);
   for (const auto& e : fs::recursive_directory_iterator(out_dir))

@@ -1111,16 +1111,18 @@ class Lowerer {
       return;
     }
     int t = tensor(v);
-    auto& ti = out_.plan.tensors[t];
+    // Copies, not a reference: add_tensor below grows plan.tensors and would leave one dangling.
+    const DType t_dtype = out_.plan.tensors[t].dtype;
+    const runtime::TensorKind t_kind = out_.plan.tensors[t].kind;
     bool reused = std::count(out_.plan.outputs.begin(), out_.plan.outputs.end(), t) > 0;
-    if (ti.dtype == v->dtype() && ti.kind == runtime::TensorKind::activation && !reused) {
-      ti.kind = runtime::TensorKind::output;
+    if (t_dtype == v->dtype() && t_kind == runtime::TensorKind::activation && !reused) {
+      out_.plan.tensors[t].kind = runtime::TensorKind::output;
       out_.plan.outputs.push_back(t);
       return;
     }
     int o = add_tensor(info(v, v->dtype(), runtime::TensorKind::output, v->name()));
-    if (ti.kind == runtime::TensorKind::activation) ti.name = v->name() + ".compute";
-    step(ti.dtype == v->dtype() ? "copy" : "cast", v->name() + ".out", {t}, {o}, JObject{});
+    if (t_kind == runtime::TensorKind::activation) out_.plan.tensors[t].name = v->name() + ".compute";
+    step(t_dtype == v->dtype() ? "copy" : "cast", v->name() + ".out", {t}, {o}, JObject{});
     out_.plan.outputs.push_back(o);
   }
 

@@ -5,7 +5,23 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "support/checked.h"
+
 namespace sabre::ir {
+
+namespace {
+// Dims come from model files: their arithmetic is checked, never undefined.
+int64_t add_or_throw(int64_t a, int64_t b) {
+  auto r = support::checked_add(a, b);
+  if (!r) throw std::overflow_error("dim arithmetic overflows int64 (" + std::to_string(a) + " + " + std::to_string(b) + ")");
+  return *r;
+}
+int64_t mul_or_throw(int64_t a, int64_t b) {
+  auto r = support::checked_mul(a, b);
+  if (!r) throw std::overflow_error("dim arithmetic overflows int64 (" + std::to_string(a) + " * " + std::to_string(b) + ")");
+  return *r;
+}
+}  // namespace
 
 Dim::Dim(int64_t v) {
   if (v != 0) terms_[{}] = v;
@@ -54,9 +70,9 @@ std::optional<int64_t> Dim::evaluate(const std::map<std::string, int64_t>& bindi
     for (const auto& s : m) {
       auto it = bindings.find(s);
       if (it == bindings.end()) return std::nullopt;
-      v *= it->second;
+      v = mul_or_throw(v, it->second);
     }
-    total += v;
+    total = add_or_throw(total, v);
   }
   return total;
 }
@@ -71,9 +87,10 @@ Dim Dim::substitute(const std::map<std::string, int64_t>& bindings) const {
       if (it == bindings.end())
         rest.push_back(s);
       else
-        v *= it->second;
+        v = mul_or_throw(v, it->second);
     }
-    out.terms_[rest] += v;
+    auto& t = out.terms_[rest];
+    t = add_or_throw(t, v);
   }
   out.normalize();
   return out;
@@ -81,14 +98,20 @@ Dim Dim::substitute(const std::map<std::string, int64_t>& bindings) const {
 
 Dim Dim::operator+(const Dim& o) const {
   Dim out = *this;
-  for (const auto& [m, c] : o.terms_) out.terms_[m] += c;
+  for (const auto& [m, c] : o.terms_) {
+    auto& t = out.terms_[m];
+    t = add_or_throw(t, c);
+  }
   out.normalize();
   return out;
 }
 
 Dim Dim::operator-(const Dim& o) const {
   Dim out = *this;
-  for (const auto& [m, c] : o.terms_) out.terms_[m] -= c;
+  for (const auto& [m, c] : o.terms_) {
+    auto& t = out.terms_[m];
+    t = add_or_throw(t, mul_or_throw(c, -1));
+  }
   out.normalize();
   return out;
 }
@@ -100,7 +123,8 @@ Dim Dim::operator*(const Dim& o) const {
       Monomial m = m1;
       m.insert(m.end(), m2.begin(), m2.end());
       std::sort(m.begin(), m.end());
-      out.terms_[m] += c1 * c2;
+      auto& t = out.terms_[m];
+      t = add_or_throw(t, mul_or_throw(c1, c2));
     }
   out.normalize();
   return out;
@@ -130,8 +154,10 @@ std::optional<Dim> Dim::divide(const Dim& o) const {
   Dim out;
   for (const auto& [m, c] : terms_) {
     Monomial rest = m;
-    if (!remove_symbols(rest, dm) || c % dc != 0) return std::nullopt;
-    out.terms_[rest] += c / dc;
+    // INT64_MIN / -1 and % -1 trap on x86: a -1 divisor is a checked negation.
+    if (!remove_symbols(rest, dm) || (dc != -1 && c % dc != 0)) return std::nullopt;
+    auto& t = out.terms_[rest];
+    t = add_or_throw(t, dc == -1 ? mul_or_throw(c, -1) : c / dc);
   }
   out.normalize();
   return out;
@@ -160,11 +186,12 @@ std::string Dim::str() const {
     int64_t coeff = c;
     if (!first) os << (coeff < 0 ? "-" : "+");
     else if (coeff < 0) os << "-";
-    if (coeff < 0) coeff = -coeff;
     first = false;
+    std::string digits = std::to_string(coeff);
+    if (coeff < 0) digits.erase(0, 1);  // -INT64_MIN has no int64: drop the sign as text
     bool wrote = false;
-    if (m.empty() || coeff != 1) {
-      os << coeff;
+    if (m.empty() || digits != "1") {
+      os << digits;
       wrote = true;
     }
     for (const auto& s : m) {

@@ -2,11 +2,13 @@
 // Conv/pool/norm/matmul/resize live in infer_nn.cpp. Tests: tests/unit/infer_test.cpp
 #include "ir/infer.h"
 
+#include <cstdio>
 #include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <mutex>
 #include <set>
+#include <stdexcept>
 
 #include "ir/infer_internal.h"
 
@@ -704,7 +706,30 @@ void range(Node& n) {
   for (Value* v : {a, b, c})
     if (list_len(v->shape()) != 1) fail(n, "start, limit and delta must be scalars");
   check_same_dtype(n, {a, b, c});
+  // Constant operands: refuse a Range that never ends or could not be held, whatever later passes
+  // or the reference would do with it. The count is taken wide: limit - start overflows int64.
+  if (c->is_constant() && c->constant().numel() == 1 && c->constant().get_f64(0) == 0) fail(n, "delta is 0: the Range never ends");
+  if (a->is_constant() && b->is_constant() && c->is_constant() && a->constant().numel() == 1 &&
+      b->constant().numel() == 1 && c->constant().numel() == 1) {
+    double cnt;
+    if (is_float(a->dtype())) {
+      cnt = std::ceil((b->constant().get_f64(0) - a->constant().get_f64(0)) / c->constant().get_f64(0));
+    } else {
+      __int128 span = static_cast<__int128>(b->constant().get_i64(0)) - a->constant().get_i64(0);
+      __int128 step = c->constant().get_i64(0);
+      cnt = static_cast<double>(step > 0 ? (span + step - 1) / step : (span - step - 1) / step);
+    }
+    // Models use Range for positions and indices: billions of elements is a hostile or broken file.
+    constexpr int64_t kMaxRange = int64_t{1} << 32;
+    if (!(cnt <= static_cast<double>(kMaxRange))) {
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "%.6g", cnt);
+      fail(n, std::string("would have ") + buf + " elements, more than the " + std::to_string(kMaxRange) +
+                  " sabre allows in a Range");
+    }
+  }
   auto s = scalar_dim(a), l = scalar_dim(b), d = scalar_dim(c);
+  if ((s && s->is_static() && !small_static(*s)) || (l && l->is_static() && !small_static(*l))) s.reset();  // span may overflow
   Dim len = unknown_dim(n, 0, 0);
   bool exact_float = !is_float(a->dtype()) || (a->is_constant() && b->is_constant() && c->is_constant());
   if (s && l && d && d->is_static() && d->value() != 0 && exact_float) {
@@ -841,7 +866,11 @@ void infer_node(Node& n) {
   if (!f)
     fail(n, "no shape inference for op '" + (n.domain().empty() ? "" : n.domain() + ".") + n.op() + "'");
   for (size_t i = 0; i < n.num_inputs(); ++i) opt_in(n, i);  // every present input has a type
-  f(n);
+  try {
+    f(n);
+  } catch (const std::overflow_error& e) {  // checked Dim arithmetic on a model's extreme values
+    fail(n, e.what());
+  }
   for (Value* v : n.outputs())
     for (const Dim& d : v->shape())
       if (d.is_static() && (d.value() < 0 || d.value() > kMaxDim))

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "ir/dim.h"
+#include "support/files.h"
 
 namespace sabre::ir {
 
@@ -182,12 +183,13 @@ Tensor parse_npy(const std::string& b, const std::string& what) {
 }
 
 Tensor load_npy(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw NpyError(path + ": cannot open: " + std::strerror(errno));
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  if (f.bad()) throw NpyError(path + ": read failed");
-  return parse_npy(ss.str(), path);
+  std::string bytes;
+  try {
+    bytes = support::read_input_file(path, "", support::kMaxDataBytes);
+  } catch (const support::FileError& e) {
+    throw NpyError(e.what());
+  }
+  return parse_npy(bytes, path);
 }
 
 std::string serialize_npy(const Tensor& in) {
@@ -224,10 +226,11 @@ std::string serialize_npy(const Tensor& in) {
 
 void save_npy(const std::string& path, const Tensor& t) {
   std::string bytes = serialize_npy(t);
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  if (!f) throw NpyError(path + ": cannot write: " + std::strerror(errno));
-  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  if (!f) throw NpyError(path + ": write failed: " + std::strerror(errno));
+  try {  // checks the close too: a full disk must not pass as written
+    support::write_output_file(path, bytes.data(), bytes.size());
+  } catch (const support::FileError& e) {
+    throw NpyError(e.what());
+  }
 }
 
 }  // namespace sabre::ir

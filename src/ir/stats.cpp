@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 #include <set>
+#include <stdexcept>
 
 namespace sabre::ir {
 
@@ -10,37 +11,36 @@ namespace {
 
 bool known(const Value* v) { return v && v->type().known; }
 
-Dim product(const Shape& s, size_t from) {
-  Dim p(1);
-  for (size_t i = from; i < s.size(); ++i) p = p * s[i];
-  return p;
-}
-
-// FLOPs of one node, or nullopt when its operand shapes are not known.
-std::optional<Dim> node_flops(const Node& n) {
+// FLOPs of one node as factors whose product it is (each a dim, so each fits int64 while the
+// product may not), or nullopt when its operand shapes are not known.
+std::optional<std::vector<Dim>> node_flops(const Node& n) {
   const std::string& op = n.op();
+  auto with = [](std::vector<Dim> f, const Shape& s, size_t from = 0) {
+    for (size_t i = from; i < s.size(); ++i) f.push_back(s[i]);
+    return f;
+  };
   if (op == "MatMul") {
     const Value *a = n.input(0), *y = n.num_outputs() ? n.output(0) : nullptr;
     if (!known(a) || !known(y) || a->shape().empty()) return std::nullopt;
-    return Dim(2) * num_elements(y->shape()) * a->shape().back();
+    return with({Dim(2), a->shape().back()}, y->shape());
   }
   if (op == "Gemm") {
     const Value *a = n.input(0), *y = n.num_outputs() ? n.output(0) : nullptr;
     if (!known(a) || !known(y) || a->shape().size() != 2) return std::nullopt;
     const Dim& k = n.attr_int("transA", 0) ? a->shape()[0] : a->shape()[1];
-    return Dim(2) * num_elements(y->shape()) * k;
+    return with({Dim(2), k}, y->shape());
   }
   if (op == "Conv") {
     // Each output element is a dot product over (IC / groups) * KH * KW: W is [OC, IC/groups, KH, KW].
     const Value *w = n.input(1), *y = n.num_outputs() ? n.output(0) : nullptr;
     if (!known(w) || !known(y) || w->shape().size() < 2) return std::nullopt;
-    return Dim(2) * num_elements(y->shape()) * product(w->shape(), 1);
+    return with(with({Dim(2)}, y->shape()), w->shape(), 1);
   }
   if (op == "ConvTranspose") {
     // Each input element scatters into (OC / groups) * KH * KW outputs: W is [IC, OC/groups, KH, KW].
     const Value *x = n.input(0), *w = n.input(1);
     if (!known(x) || !known(w) || w->shape().size() < 2) return std::nullopt;
-    return Dim(2) * num_elements(x->shape()) * product(w->shape(), 1);
+    return with(with({Dim(2)}, x->shape()), w->shape(), 1);
   }
   return std::nullopt;
 }
@@ -61,7 +61,17 @@ void add_flops(const Graph& g, ModelStats& s, std::set<const Tensor*>& seen_cons
       OpKindFlops& k = s.flops[n->op()];
       if (auto f = node_flops(*n)) {
         ++k.nodes;
-        k.flops = k.flops + *f;
+        k.terms.push_back(*f);
+        if (k.exact) {
+          try {  // the polynomial in int64 where it fits; evaluate() counts in double either way
+            Dim p(1);
+            for (const Dim& d : *f) p = p * d;
+            k.flops = k.flops + p;
+          } catch (const std::overflow_error&) {
+            k.exact = false;
+            k.flops = Dim();
+          }
+        }
       } else {
         ++k.unknown;
       }
@@ -74,9 +84,36 @@ void add_flops(const Graph& g, ModelStats& s, std::set<const Tensor*>& seen_cons
 
 }  // namespace
 
-Dim ModelStats::total_flops() const {
-  Dim t;
-  for (const auto& [op, k] : flops) t = t + k.flops;
+std::optional<double> OpKindFlops::evaluate(const std::map<std::string, int64_t>& bindings) const {
+  double total = 0;
+  for (const auto& term : terms) {
+    double p = 1;
+    for (const Dim& d : term) {
+      auto v = d.evaluate(bindings);
+      if (!v) return std::nullopt;
+      p *= static_cast<double>(*v);
+    }
+    total += p;
+  }
+  return total;
+}
+
+OpKindFlops ModelStats::total_flops() const {
+  OpKindFlops t;
+  for (const auto& [op, k] : flops) {
+    t.nodes += k.nodes;
+    t.unknown += k.unknown;
+    t.terms.insert(t.terms.end(), k.terms.begin(), k.terms.end());
+    t.exact = t.exact && k.exact;
+    if (t.exact) {
+      try {
+        t.flops = t.flops + k.flops;
+      } catch (const std::overflow_error&) {
+        t.exact = false;
+      }
+    }
+  }
+  if (!t.exact) t.flops = Dim();
   return t;
 }
 
@@ -98,6 +135,11 @@ ModelStats compute_stats(const Graph& g) {
 
 std::string human_count(double v) {
   static const char* kUnits[] = {"", "K", "M", "G", "T", "P", "E"};
+  char buf[32];
+  if (std::fabs(v) >= 1e21) {  // past the largest unit: scientific notation
+    std::snprintf(buf, sizeof buf, "%.2e", v);
+    return buf;
+  }
   int u = 0;
   double a = std::fabs(v);
   while (a >= 1000.0 && u < 6) {
@@ -105,7 +147,6 @@ std::string human_count(double v) {
     v /= 1000.0;
     ++u;
   }
-  char buf[32];
   if (u == 0) std::snprintf(buf, sizeof buf, "%.0f", v);
   else std::snprintf(buf, sizeof buf, "%.2f%s", v, kUnits[u]);
   return buf;

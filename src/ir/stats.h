@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,8 +16,13 @@ namespace sabre::ir {
 
 struct OpKindFlops {
   int64_t nodes = 0;    // nodes of this kind whose FLOPs are counted in `flops`
-  Dim flops;            // sum over those nodes
+  Dim flops;            // sum over those nodes as a polynomial; zero when !exact
+  bool exact = true;    // false when the polynomial's coefficients pass int64
   int64_t unknown = 0;  // nodes of this kind whose operand shapes were not inferred
+  std::vector<std::vector<Dim>> terms;  // per counted node, the factors of its FLOPs
+
+  // The FLOPs at these dims, counted in double (no overflow); nullopt when a symbol is unbound.
+  std::optional<double> evaluate(const std::map<std::string, int64_t>& bindings) const;
 };
 
 struct ModelStats {
@@ -35,7 +41,7 @@ struct ModelStats {
   //   ConvTranspose:  2 * N * IC * IH * IW * (OC / groups) * KH * KW
   std::map<std::string, OpKindFlops> flops;
 
-  Dim total_flops() const;
+  OpKindFlops total_flops() const;  // every kind together
 };
 
 ModelStats compute_stats(const Graph& g);

@@ -1,7 +1,13 @@
 #include "ir/tensor.h"
+#include "ir/tensor_size.h"
+
+#include <unistd.h>
 
 #include <cmath>
+#include <cstdio>
 #include <stdexcept>
+
+#include "support/checked.h"
 
 namespace sabre::ir {
 
@@ -72,9 +78,31 @@ float bf16_to_float(uint16_t b) {
   return f;
 }
 
+void check_tensor_size(DType dtype, const std::vector<int64_t>& dims, const std::string& what) {
+  auto shape = [&] {
+    std::string s = "[";
+    for (size_t i = 0; i < dims.size(); ++i) s += (i ? "," : "") + std::to_string(dims[i]);
+    return s + "]";
+  };
+  for (int64_t d : dims)
+    if (d < 0) throw TensorSizeError(what + " has a negative dim in shape " + shape());
+  auto n = support::checked_product(dims);
+  if (!n || *n > kMaxElements)
+    throw TensorSizeError(what + " of shape " + shape() + " has " + (n ? std::to_string(*n) : "more than 2^63") +
+                          " elements, more than the " + std::to_string(kMaxElements) + " sabre allows in one tensor");
+  const double bytes = static_cast<double>(*n) * static_cast<double>(size_of(dtype));
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);
+  const double mem = pages > 0 && page > 0 ? static_cast<double>(pages) * static_cast<double>(page) : 0;
+  if (mem > 0 && bytes > mem) {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, " (%s) needs %.1f GiB, more than this machine's %.1f GiB of memory", std::string(name(dtype)).c_str(),
+                  bytes / 1073741824.0, mem / 1073741824.0);
+    throw TensorSizeError(what + " of shape " + shape() + buf);
+  }
+}
+
 Tensor::Tensor(DType dtype, std::vector<int64_t> dims) : dtype_(dtype), dims_(std::move(dims)) {
-  for (int64_t d : dims_)
-    if (d < 0) throw std::invalid_argument("Tensor: negative dim");
+  check_tensor_size(dtype_, dims_, "a tensor");
   storage_ = std::make_shared<std::vector<uint8_t>>(nbytes());
   data_ = storage_->data();
   owner_ = storage_;

@@ -30,6 +30,7 @@ struct FlopShare {
   double total_at = 0, offloaded_at = 0;  // at `bindings`
   std::map<std::string, int64_t> bindings;
   bool exact = false;  // the share is the same at other values of the symbols
+  bool overflow = false;  // the FLOPs pass int64: nothing above is counted
   double share() const { return total_at > 0 ? offloaded_at / total_at : 1.0; }
 };
 

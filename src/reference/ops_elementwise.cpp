@@ -5,8 +5,10 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <stdexcept>
 
 #include "reference/kernels.h"
+#include "support/checked.h"
 
 namespace sabre::reference::detail {
 namespace {
@@ -211,11 +213,17 @@ void register_elementwise(Table& t) {
                    [](int64_t a, int64_t b) { return static_cast<int64_t>(static_cast<uint64_t>(a) - static_cast<uint64_t>(b)); }));
   add("Mul", arith([](double a, double b) { return a * b; },
                    [](int64_t a, int64_t b) { return static_cast<int64_t>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b)); }));
-  // Integer Div truncates toward zero (ONNX follows C); division by zero gives 0 rather than a trap.
-  add("Div", arith([](double a, double b) { return a / b; }, [](int64_t a, int64_t b) { return b == 0 ? 0 : a / b; }));
+  // Integer Div truncates toward zero (ONNX follows C). ONNX leaves INT64_MIN / -1 and a zero
+  // divisor undefined: the first wraps to INT64_MIN, the second is refused (eval_node names the node).
+  add("Div", arith([](double a, double b) { return a / b; }, [](int64_t a, int64_t b) {
+        if (b == 0) throw std::domain_error("integer division by zero");
+        return support::wrapping_div(a, b);
+      }));
   add("Min", variadic(nan_min, [](int64_t a, int64_t b) { return std::min(a, b); }));
   add("Max", variadic(nan_max, [](int64_t a, int64_t b) { return std::max(a, b); }));
-  add("Sum", variadic([](double a, double b) { return a + b; }, [](int64_t a, int64_t b) { return a + b; }));
+  add("Sum", variadic([](double a, double b) { return a + b; }, [](int64_t a, int64_t b) {
+        return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
+      }));
 
   // Pow: the output has the base's dtype; the exponent may be any numeric dtype.
   add("Pow", [](const ir::Node& n, const Inputs& xs) {
@@ -226,9 +234,11 @@ void register_elementwise(Table& t) {
     if (ir::is_float(a.dtype())) return std::vector<Tensor>{binary(n, a, b.cast(DType::f64), a.dtype(), fd, fd)};
     auto fi = [](int64_t x, int64_t y) {
       if (y < 0) return static_cast<int64_t>(std::trunc(std::pow(static_cast<double>(x), static_cast<double>(y))));
-      int64_t r = 1;
-      for (int64_t k = 0; k < y; ++k) r *= x;
-      return r;
+      // Square-and-multiply, wrapping like the other integer ops: a huge exponent costs 63 steps.
+      uint64_t r = 1, b = static_cast<uint64_t>(x);
+      for (uint64_t e = static_cast<uint64_t>(y); e; e >>= 1, b *= b)
+        if (e & 1) r *= b;
+      return static_cast<int64_t>(r);
     };
     if (ir::is_float(b.dtype())) {
       auto fdt = [](double x, double y) { return std::trunc(std::pow(x, y)); };
@@ -256,11 +266,11 @@ void register_elementwise(Table& t) {
   add("Tanh", unary_kernel([](double x) { return std::tanh(x); }));
   add("Sigmoid", unary_kernel([](double x) { return 1.0 / (1.0 + std::exp(-x)); }));
   add("Neg", [](const ir::Node& n, const Inputs& xs) {
-    return std::vector<Tensor>{unary_num(n, in(n, xs, 0), [](double x) { return -x; }, [](int64_t x) { return -x; })};
+    return std::vector<Tensor>{unary_num(n, in(n, xs, 0), [](double x) { return -x; }, [](int64_t x) { return static_cast<int64_t>(0 - static_cast<uint64_t>(x)); })};
   });
   add("Abs", [](const ir::Node& n, const Inputs& xs) {
     return std::vector<Tensor>{
-        unary_num(n, in(n, xs, 0), [](double x) { return std::fabs(x); }, [](int64_t x) { return x < 0 ? -x : x; })};
+        unary_num(n, in(n, xs, 0), [](double x) { return std::fabs(x); }, [](int64_t x) { return x < 0 ? static_cast<int64_t>(0 - static_cast<uint64_t>(x)) : x; })};
   });
   add("Relu", [](const ir::Node& n, const Inputs& xs) {
     return std::vector<Tensor>{unary_num(

@@ -1,8 +1,10 @@
 // Data-movement kernels: they copy elements by index and so work for every dtype byte-wise.
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 
+#include "ir/tensor_size.h"
 #include "reference/kernels.h"
 
 namespace sabre::reference::detail {
@@ -326,20 +328,34 @@ std::vector<Tensor> range_kernel(const ir::Node& n, const Inputs& xs) {
   const Tensor& l = in(n, xs, 1);
   const Tensor& d = in(n, xs, 2);
   if (s.numel() != 1 || l.numel() != 1 || d.numel() != 1) fail(n, "start, limit and delta must be scalars");
+  // The count is computed wide (a span of two int64s overflows int64) and bounded before anything
+  // is allocated, so a hostile Range is an error, not a huge allocation.
+  auto check_count = [&](double cnt) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.0f", cnt);
+    if (!(cnt <= static_cast<double>(ir::kMaxElements)))
+      fail(n, "its output would have " + std::string(buf) + " elements, more than the " +
+                  std::to_string(ir::kMaxElements) + " sabre allows in one tensor");
+    ir::check_tensor_size(s.dtype(), {static_cast<int64_t>(cnt)}, "its output");
+  };
   if (ir::is_float(s.dtype())) {
     double start = s.get_f64(0), limit = l.get_f64(0), delta = d.get_f64(0);
     if (delta == 0) fail(n, "delta must not be 0");
-    int64_t cnt = std::max<int64_t>(0, static_cast<int64_t>(std::ceil((limit - start) / delta)));
+    double c = std::max(0.0, std::ceil((limit - start) / delta));
+    check_count(c);
+    int64_t cnt = static_cast<int64_t>(c);
     std::vector<double> v(cnt);
     for (int64_t i = 0; i < cnt; ++i) v[i] = start + static_cast<double>(i) * delta;
     return {from_f64(v, s.dtype(), {cnt})};
   }
   int64_t start = s.get_i64(0), limit = l.get_i64(0), delta = d.get_i64(0);
   if (delta == 0) fail(n, "delta must not be 0");
-  int64_t span = limit - start;
-  int64_t cnt = delta > 0 ? (span > 0 ? (span + delta - 1) / delta : 0) : (span < 0 ? (-span + -delta - 1) / -delta : 0);
+  __int128 span = static_cast<__int128>(limit) - start, step = delta;
+  __int128 c = step > 0 ? (span > 0 ? (span + step - 1) / step : 0) : (span < 0 ? (-span - step - 1) / -step : 0);
+  check_count(static_cast<double>(c));
+  int64_t cnt = static_cast<int64_t>(c);
   std::vector<int64_t> v(cnt);
-  for (int64_t i = 0; i < cnt; ++i) v[i] = start + i * delta;
+  for (int64_t i = 0; i < cnt; ++i) v[i] = static_cast<int64_t>(static_cast<uint64_t>(start) + static_cast<uint64_t>(i) * static_cast<uint64_t>(delta));
   return {from_i64(v, s.dtype(), {cnt})};
 }
 

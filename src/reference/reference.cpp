@@ -274,7 +274,16 @@ std::vector<Tensor> eval_node(const ir::Node& n, const std::vector<const Tensor*
   if (!k)
     throw ReferenceError("node '" + n.name() + "': no reference kernel for op " +
                          (n.domain().empty() ? "" : n.domain() + ".") + n.op());
-  std::vector<Tensor> outs = (*k)(n, inputs);
+  std::vector<Tensor> outs;
+  try {
+    outs = (*k)(n, inputs);
+  } catch (const ReferenceError&) {
+    throw;
+  } catch (const std::bad_alloc&) {
+    detail::fail(n, "out of memory computing its outputs");
+  } catch (const std::exception& e) {  // a kernel's arithmetic refusal (division by zero), a size check
+    detail::fail(n, e.what());
+  }
   if (outs.size() < n.num_outputs()) {
     // Kernels may skip trailing optional outputs nobody reads; required ones are checked by run().
     outs.resize(n.num_outputs());

@@ -8,7 +8,10 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
+
+#include "support/files.h"
 
 namespace sabre::runtime {
 
@@ -34,18 +37,19 @@ std::string hex_tag(uint64_t h) {
 }
 
 std::string read_text(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  if (!f) throw ArtifactError("artifact: cannot read " + p.string());
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
+  try {
+    return support::read_input_file(p.string(), "artifact file", support::kMaxTextBytes);
+  } catch (const support::FileError& e) {
+    throw ArtifactError(std::string("artifact: ") + e.what());
+  }
 }
 
 void write_bytes(const fs::path& p, const void* data, size_t n) {
-  std::ofstream f(p, std::ios::binary | std::ios::trunc);
-  if (!f) throw ArtifactError("artifact: cannot write " + p.string());
-  f.write(static_cast<const char*>(data), static_cast<std::streamsize>(n));
-  if (!f) throw ArtifactError("artifact: writing " + p.string() + " failed (disk full?)");
+  try {
+    support::write_output_file(p.string(), data, n);
+  } catch (const support::FileError& e) {
+    throw ArtifactError(std::string("artifact: ") + e.what());
+  }
 }
 
 json::Value num(double d) { return json::Value(d); }
@@ -80,6 +84,7 @@ std::string ManifestInfo::to_json() const {
                     {"tools", json::Value(std::move(tl))},
                     {"files", json::Value(std::move(fl))}};
   if (!source_model.empty()) root["source_model"] = json::Value(source_model);
+  if (!source_model_checksum.empty()) root["source_model_checksum"] = json::Value(source_model_checksum);
   return json::Value(std::move(root)).dump();
 }
 
@@ -106,6 +111,7 @@ ManifestInfo ManifestInfo::from_json(const std::string& text) {
     m.sm = static_cast<int>(need(root, "sm").num());
     if (const json::Value* g = root.get("gpu_name")) m.gpu_name = g->str();
     if (const json::Value* s = root.get("source_model")) m.source_model = s->str();
+    if (const json::Value* s = root.get("source_model_checksum")) m.source_model_checksum = s->str();
     if (const json::Value* t = root.get("tools"))
       for (const auto& [k, v] : t->obj()) m.tools[k] = v.str();
     for (const auto& [k, v] : need(root, "files").obj()) {
@@ -162,23 +168,18 @@ void write_artifact(const std::string& dir, const Plan& plan, const std::vector<
 }
 
 MappedFile::MappedFile(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY);
-  if (fd < 0) throw ArtifactError("artifact: cannot open " + path);
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    ::close(fd);
-    throw ArtifactError("artifact: cannot stat " + path);
+  std::optional<support::InputFile> f;  // a regular file only: a FIFO would block, a device never end
+  try {
+    f.emplace(path, "artifact file", support::kMaxDataBytes);
+  } catch (const support::FileError& e) {
+    throw ArtifactError(std::string("artifact: ") + e.what());
   }
-  size_ = static_cast<size_t>(st.st_size);
+  size_ = static_cast<size_t>(f->size());
   if (size_ > 0) {
-    void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (p == MAP_FAILED) {
-      ::close(fd);
-      throw ArtifactError("artifact: cannot mmap " + path);
-    }
+    void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, f->fd(), 0);
+    if (p == MAP_FAILED) throw ArtifactError("artifact: cannot mmap " + path);
     data_ = static_cast<const uint8_t*>(p);
   }
-  ::close(fd);
 }
 
 MappedFile::~MappedFile() {

@@ -34,7 +34,8 @@ struct ManifestInfo {
   int sm = 90;                  // compute capability major*10+minor the artifact runs on
   std::string gpu_name;
   std::map<std::string, std::string> tools;  // "sabre", "cuda", "cutlass" -> version
-  std::string source_model;                   // optional: the ONNX file it came from
+  std::string source_model;                   // optional: the ONNX file it came from, its name only
+  std::string source_model_checksum;          // optional: file_checksum() of that file
   std::map<std::string, FileEntry> files;     // relative path -> entry (filled by write_artifact)
 
   std::string to_json() const;

@@ -167,7 +167,7 @@ TEST(Importer, CorruptBytesAreInvalid) {
 
 TEST(Importer, MissingFileIsIo) {
   expect_error([&] { import_model("/nonexistent/dir/model.onnx"); }, ImportError::Kind::io,
-               {"cannot open", "/nonexistent/dir/model.onnx"});
+               {"cannot read", "/nonexistent/dir/model.onnx", "No such file or directory"});
 }
 
 TEST(Importer, ExternalDataIsRead) {
@@ -201,7 +201,7 @@ TEST(Importer, ExternalDataIsRead) {
 
   fs::remove(dir / "weights.bin");
   expect_error([&] { import_model((dir / "model.onnx").string()); }, ImportError::Kind::io,
-               {"initializer 'w'", "weights.bin", "cannot open external data file"});
+               {"initializer 'w'", "weights.bin", "cannot read external data"});
   fs::remove_all(dir);
 }
 

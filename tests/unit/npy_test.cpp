@@ -136,6 +136,6 @@ TEST(Npy, MissingFileNamesThePath) {
     load_npy("/nonexistent/x.npy");
     FAIL();
   } catch (const NpyError& e) {
-    EXPECT_EQ(std::string(e.what()), "/nonexistent/x.npy: cannot open: No such file or directory");
+    EXPECT_EQ(std::string(e.what()), "cannot read '/nonexistent/x.npy': No such file or directory");
   }
 }

@@ -4,8 +4,12 @@
 #include <cctype>
 #include <cstdio>
 #include <exception>
+#include <filesystem>
+#include <new>
+#include <stdexcept>
 
 #include "command.h"
+#include "support/files.h"
 
 #if SABRE_RUNTIME_HAVE_CUDA
 #include <cuda_runtime_api.h>
@@ -125,6 +129,9 @@ ParsedArgs parse_args(const std::vector<std::string>& args, const std::vector<Fl
     } else if (has_inline) {
       throw UsageError(spec->name + " takes no value");
     }
+    // An empty value is never meant: -o '' would write into the working directory.
+    if (!spec->metavar.empty() && v.empty())
+      throw UsageError(spec->name + " is given an empty value: " + spec->name + " " + spec->metavar);
     auto& slot = out.values[spec->name];
     if (!slot.empty() && !spec->repeated)
       throw UsageError(spec->name + " is given twice ('" + slot.back() + "' and '" + v + "')");
@@ -189,14 +196,33 @@ std::string sanitize_filename(const std::string& name) {
   return out;
 }
 
+std::string describe(const std::exception& e) {
+  if (const auto* fe = dynamic_cast<const std::filesystem::filesystem_error*>(&e)) {
+    // "filesystem error: cannot create directories: Permission denied [x]" -> the path and the reason.
+    std::string p = fe->path1().string();
+    std::string msg = "cannot access '" + p + "': " + fe->code().message();
+    if (!fe->path2().empty()) msg += " (and '" + fe->path2().string() + "')";
+    return msg;
+  }
+  if (dynamic_cast<const std::bad_alloc*>(&e) || dynamic_cast<const std::length_error*>(&e))
+    return "out of memory: the model or an input needs more memory than this machine has (a huge dim or tensor?)";
+  std::string w = one_line(e.what());
+  // A bare library message ("stoll", "vector::_M_range_check: ...", "map::at") says nothing to a user.
+  bool library = w.empty() || w.find("::") != std::string::npos || w.find(' ') == std::string::npos;
+  if (library) return "internal error (" + (w.empty() ? std::string("no message") : w) + "); please report it with the command line";
+  return w;
+}
+
 int guarded(const char* command, const std::function<int()>& body) {
   try {
-    return body();
+    int rc = body();
+    support::check_stream(stdout, "standard output");
+    return rc;
   } catch (const UsageError& e) {
     std::fprintf(stderr, "sabre %s: error: %s (see sabre %s --help)\n", command, one_line(e.what()).c_str(), command);
     return kExitUsage;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "sabre %s: error: %s\n", command, one_line(e.what()).c_str());
+    std::fprintf(stderr, "sabre %s: error: %s\n", command, describe(e).c_str());
     return kExitError;
   }
 }

@@ -54,7 +54,13 @@ std::map<std::string, int64_t> parse_dims(const std::vector<std::string>& texts)
 // A file name from a tensor name: [A-Za-z0-9_.-] kept, the rest '_' ("/enc/out:0" -> "_enc_out_0").
 std::string sanitize_filename(const std::string& name);
 
-// Runs `body`, mapping UsageError to "sabre CMD: error: MSG (see sabre CMD --help)" and exit 2, and
+// An exception as one line a user can act on, never a C++ type name: filesystem_error ->
+// "cannot access 'PATH': REASON", bad_alloc/length_error -> "out of memory: ...", a bare library
+// message -> "internal error (...)"; others their what().
+std::string describe(const std::exception& e);
+
+// Runs `body`, then checks that standard output took everything printed (a full disk, /dev/full:
+// exit 1, not 0), mapping UsageError to "sabre CMD: error: MSG (see sabre CMD --help)" and exit 2, and
 // any other exception to "sabre CMD: error: MSG" and exit 1.
 int guarded(const char* command, const std::function<int()>& body);
 

@@ -9,6 +9,7 @@
 
 #include "cli_util.h"
 #include "command.h"
+#include "support/files.h"
 #include "tune/db.h"
 
 namespace sabre::cli {
@@ -68,11 +69,7 @@ int show(tune::TuningDb& db, const ParsedArgs& args) {
 }
 
 std::string read_text(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw std::runtime_error("cannot read '" + path + "': check the path");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  return support::read_input_file(path, "", support::kMaxTextBytes);
 }
 
 int run(const std::vector<std::string>& argv) {
@@ -94,9 +91,7 @@ int run(const std::vector<std::string>& argv) {
     if (action == "export") {
       const std::string text = db.export_jsonl();
       if (auto out = args.value("--output")) {
-        std::ofstream f(*out);
-        f << text;
-        if (!f) throw std::runtime_error("cannot write '" + *out + "'");
+        support::write_output_file(*out, text.data(), text.size());
         std::fprintf(stderr, "exported %lld measurements to %s\n", static_cast<long long>(db.count()), out->c_str());
       } else {
         std::fwrite(text.data(), 1, text.size(), stdout);
@@ -104,11 +99,22 @@ int run(const std::vector<std::string>& argv) {
       return kExitOk;
     }
     if (action == "import") {
-      int64_t n = db.import_jsonl(read_text(args.positional[1]));
+      const std::string text = read_text(args.positional[1]);
+      // Every non-blank line is a row or an error, so a file with none is not an export.
+      if (text.find_first_not_of(" \t\r\n") == std::string::npos)
+        throw std::runtime_error("'" + args.positional[1] + "' holds no measurements (it is empty); give a file " +
+                                 "written by sabre db export");
+      int64_t n = 0;
+      try {
+        n = db.import_jsonl(text);
+      } catch (const tune::DbError& e) {  // "import: line 3: ...": say which file
+        throw std::runtime_error("'" + args.positional[1] + "': " + e.what());
+      }
       std::printf("imported %lld measurements; the database now holds %lld\n", static_cast<long long>(n),
                   static_cast<long long>(db.count()));
       return kExitOk;
     }
+    support::check_input_file(args.positional[1], "database", support::kMaxDataBytes);
     int64_t n = db.merge_file(args.positional[1]);
     std::printf("merged %lld measurements; the database now holds %lld\n", static_cast<long long>(n),
                 static_cast<long long>(db.count()));

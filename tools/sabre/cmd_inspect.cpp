@@ -118,21 +118,18 @@ int run(const std::vector<std::string>& argv) {
 
     std::printf("\nFLOPs at %s\n", st.symbols.empty() ? "the model's static shapes" : join_bindings(bindings, st.symbols).c_str());
     if (st.flops.empty()) std::printf("  no MatMul, Gemm, Conv or ConvTranspose nodes\n");
-    auto flops_line = [&](const std::string& kind, int64_t nodes, const ir::Dim& f, int64_t unknown) {
-      auto v = f.evaluate(bindings);
-      std::string num = v ? ir::human_count(static_cast<double>(*v)) : "?";
-      std::printf("  %-14s %4lld nodes  %10s   %s", kind.c_str(), static_cast<long long>(nodes), num.c_str(),
-                  f.str().c_str());
-      if (unknown) std::printf("   (+%lld nodes with shapes not inferred)", static_cast<long long>(unknown));
+    auto flops_line = [&](const std::string& kind, const ir::OpKindFlops& k) {
+      auto v = k.evaluate(bindings);  // in double: a count past int64 still prints right
+      std::string num = v ? ir::human_count(*v) : "?";
+      char sci[32] = "";
+      if (v) std::snprintf(sci, sizeof sci, "%.4g", *v);
+      std::printf("  %-14s %4lld nodes  %10s   %s", kind.c_str(), static_cast<long long>(k.nodes), num.c_str(),
+                  k.exact ? k.flops.str().c_str() : sci);
+      if (k.unknown) std::printf("   (+%lld nodes with shapes not inferred)", static_cast<long long>(k.unknown));
       std::printf("\n");
     };
-    int64_t total_nodes = 0, total_unknown = 0;
-    for (const auto& [kind, k] : st.flops) {
-      flops_line(kind, k.nodes, k.flops, k.unknown);
-      total_nodes += k.nodes;
-      total_unknown += k.unknown;
-    }
-    if (st.flops.size() > 1) flops_line("total", total_nodes, st.total_flops(), total_unknown);
+    for (const auto& [kind, k] : st.flops) flops_line(kind, k);
+    if (st.flops.size() > 1) flops_line("total", st.total_flops());
 
     if (args.has("--ir")) std::printf("\n%s", ir::print(g).c_str());
     return kExitOk;

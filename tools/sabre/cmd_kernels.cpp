@@ -18,6 +18,7 @@
 #include "tune/profiler.h"
 #include "cli_util.h"
 #include "command.h"
+#include "support/files.h"
 
 namespace sabre::cli {
 namespace {
@@ -150,12 +151,7 @@ int write_source(const std::string& text, const std::string& out) {
     std::fwrite(text.data(), 1, text.size(), stdout);
     return kExitOk;
   }
-  std::ofstream f(out);
-  f << text;
-  if (!f) {
-    std::fprintf(stderr, "sabre kernels emit: cannot write '%s'\n", out.c_str());
-    return kExitError;
-  }
+  support::write_output_file(out, text.data(), text.size());  // FileError: the caller's one-line error
   return kExitOk;
 }
 

@@ -13,9 +13,13 @@
 #include "frontend/onnx/importer.h"
 #include "ir/npy.h"
 #include "ir/printer.h"
+#include "ir/tensor_size.h"
+#include "reference/compare.h"
 #include "reference/reference.h"
 #include "runtime/resolve.h"
+#include "runtime/artifact.h"
 #include "sabre/session.h"
+#include "support/files.h"
 
 #if SABRE_RUNTIME_HAVE_CUDA
 #include <cuda_runtime_api.h>
@@ -36,7 +40,25 @@ const std::vector<FlagSpec> kFlags = {
     {"--compare-reference", "", "", "with MODEL.sabre: also run the CPU reference on the same inputs and report the error per output", false},
     {"--model", "", "MODEL.onnx", "with --compare-reference: the ONNX model (default: the one recorded in the artifact)", false},
     {"--device", "", "N", "with MODEL.sabre: the CUDA device (default 0)", false},
+    {"--rtol", "", "X", "with --compare-reference: largest relative L2 error an output may have (default by dtype, below)", false},
+    {"--atol", "", "X", "with --compare-reference: an output whose every element is within X passes too (default 1e-3)", false},
 };
+
+// A tolerance flag: a non-negative finite number.
+std::optional<double> tolerance_flag(const ParsedArgs& args, const std::string& flag) {
+  auto v = args.value(flag);
+  if (!v) return std::nullopt;
+  size_t used = 0;
+  double x = -1;
+  try {
+    x = std::stod(*v, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != v->size() || !(x >= 0) || !std::isfinite(x))
+    throw UsageError("bad " + flag + " '" + *v + "': expected a non-negative number such as 1e-2");
+  return x;
+}
 
 void print_help() {
   std::printf(
@@ -50,7 +72,10 @@ void print_help() {
       "       sabre run MODEL.sabre [--input NAME=FILE.npy ...] [--dim NAME=VALUE ...] [--compare-reference [--model M.onnx]] -o DIR\n\n"
       "Runs a compiled artifact (the directory sabre compile writes) on the GPU, with the same input rules.\n"
       "--compare-reference also runs the CPU reference on the same inputs and prints, per output, the max\n"
-      "absolute and the relative L2 error.\n\n"
+      "absolute and the relative L2 error. An output passes when its relative L2 error is at most --rtol or\n"
+      "every element is within --atol; defaults: f32/f16 outputs rtol 1e-2, bf16 5e-2 (the artifact computes\n"
+      "in f16 or bf16), atol 1e-3; integer and bool outputs must match exactly. Exit code 3 when any output\n"
+      "is beyond them (or missing, or of another shape); 0 when all pass.\n\n"
       "options:\n%s",
       flags_help(kFlags).c_str());
 }
@@ -253,11 +278,18 @@ int run_reference(const ParsedArgs& args) {
     if (inputs.count(v->name())) continue;
     std::vector<int64_t> shape;
     for (const auto& d : v->shape()) {
-      auto e = d.evaluate(bindings);
+      std::optional<int64_t> e;
+      try {
+        e = d.evaluate(bindings);
+      } catch (const std::overflow_error&) {
+        throw std::runtime_error("input '" + v->name() + "' dim " + d.str() + " overflows int64 at these dims; use smaller --dim values");
+      }
       if (!e || *e < 0)
         throw std::runtime_error("input '" + v->name() + "' dim " + d.str() + " has no valid value at these dims");
       shape.push_back(*e);
     }
+    // Before allocating: a declared [1<<40] or a --dim in the billions is refused by name.
+    ir::check_tensor_size(v->dtype(), shape, "input '" + v->name() + "' (" + ir::print_type(v->type()) + ")");
     int64_t hi = ir::is_float(v->dtype()) || v->dtype() == ir::DType::boolean ? 2 : int_bound(v, bindings);
     inputs.emplace(v->name(), random_input(v, shape, hi, rng));
     generated.push_back(v->name() + (ir::is_float(v->dtype()) || v->dtype() == ir::DType::boolean
@@ -307,6 +339,8 @@ int run_artifact(const ParsedArgs& args) {
   const int device = static_cast<int>(unsigned_flag(args, "--device", 0, 3, "a GPU index such as 0"));
   std::map<std::string, int64_t> dims = parse_dims(args.all("--dim"));
   const uint64_t seed = unsigned_flag(args, "--seed", 0, 19, "a non-negative integer");
+  const std::optional<double> rtol = tolerance_flag(args, "--rtol"), atol = tolerance_flag(args, "--atol");
+  if ((rtol || atol) && !args.has("--compare-reference")) throw UsageError("--rtol and --atol go with --compare-reference");
   sabre::Session session(path, device);
   const auto& specs = session.inputs();
   std::string in_names;
@@ -392,35 +426,65 @@ int run_artifact(const ParsedArgs& args) {
     results.push_back(std::move(t));
   }
   if (!args.has("--compare-reference")) return kExitOk;
-  std::string model = args.value("--model").value_or(session.source_model());
-  if (model.empty())
-    throw UsageError("--compare-reference needs the ONNX model: add --model MODEL.onnx (the artifact records none)");
+  std::string model = args.value("--model").value_or("");
+  if (model.empty()) {
+    // The artifact records the model's file name and checksum: look next to the artifact, then here.
+    const runtime::ManifestInfo mi = runtime::ManifestInfo::from_json(
+        support::read_input_file((fs::path(path) / "manifest.json").string(), "manifest", support::kMaxTextBytes));
+    if (mi.source_model.empty())
+      throw UsageError("--compare-reference needs the ONNX model: add --model MODEL.onnx (the artifact records none)");
+    const std::string name = fs::path(mi.source_model).filename().string();
+    fs::path art = fs::absolute(path).lexically_normal();
+    if (!art.has_filename()) art = art.parent_path();  // "model.sabre/"
+    for (const fs::path& c : {art.parent_path() / name, fs::path(name)})
+      if (fs::is_regular_file(c) && (mi.source_model_checksum.empty() || runtime::file_checksum(c.string()) == mi.source_model_checksum)) {
+        model = c.string();
+        break;
+      }
+    if (model.empty())
+      throw std::runtime_error("the artifact was compiled from '" + name + "', which is neither next to the artifact " +
+                               "nor here with the same content; give it with --model MODEL.onnx");
+  }
   if (!fs::exists(model)) throw std::runtime_error("model file '" + model + "' does not exist (give --model MODEL.onnx)");
   ir::Graph g = onnx_frontend::import_model(model);
   std::vector<ir::Tensor> ref = reference::run(g, inputs);
   std::printf("compare with the CPU reference (%s)\n", model.c_str());
+  std::vector<std::string> beyond;
   for (size_t i = 0; i < results.size(); ++i) {
     const std::string& name = session.outputs()[i].name;
     size_t r = 0;
     while (r < g.outputs().size() && g.outputs()[r]->name() != name) ++r;
     if (r == g.outputs().size() || r >= ref.size()) {
       std::printf("  %-24s not an output of %s\n", name.c_str(), model.c_str());
+      beyond.push_back(name + " (not an output of the model)");
       continue;
     }
     const ir::Tensor& a = results[i];
     const ir::Tensor& b = ref[r];
-    if (a.numel() != b.numel()) {
+    if (a.dims() != b.dims()) {
       std::printf("  %-24s shape %s vs reference %s\n", name.c_str(), shape_text(a.dims()).c_str(), shape_text(b.dims()).c_str());
+      beyond.push_back(name + " (shape " + shape_text(a.dims()) + " vs " + shape_text(b.dims()) + ")");
       continue;
     }
-    double max_abs = 0, num = 0, den = 0;
-    for (int64_t k = 0; k < a.numel(); ++k) {
-      double x = a.get_f64(k), y = b.get_f64(k);
-      max_abs = std::max(max_abs, std::fabs(x - y));
-      num += (x - y) * (x - y);
-      den += y * y;
+    reference::Tolerance tol = reference::default_tolerance(b.dtype());
+    if (rtol) tol.rtol = *rtol;
+    if (atol) tol.atol = *atol;
+    const reference::Comparison c = reference::compare(a, b, tol);
+    std::printf("  %-24s max abs %-11.4g rel L2 %-11.4g %s (rtol %g, atol %g)\n", name.c_str(), c.max_abs, c.rel_l2,
+                c.within ? "ok  " : "FAIL", tol.rtol, tol.atol);
+    if (!c.within) {
+      char buf[96];
+      std::snprintf(buf, sizeof buf, " (rel L2 %.3g > %g, max abs %.3g > %g)", c.rel_l2, tol.rtol, c.max_abs, tol.atol);
+      beyond.push_back(name + buf);
     }
-    std::printf("  %-24s max abs %-11.4g rel L2 %.4g\n", name.c_str(), max_abs, den > 0 ? std::sqrt(num / den) : std::sqrt(num));
+  }
+  if (!beyond.empty()) {
+    std::string list;
+    for (const auto& b : beyond) list += (list.empty() ? "" : ", ") + b;
+    std::fflush(stdout);
+    std::fprintf(stderr, "sabre run: error: %zu of %zu outputs differ from the CPU reference beyond tolerance: %s\n",
+                 beyond.size(), results.size(), list.c_str());
+    return kExitMismatch;
   }
   return kExitOk;
 #else

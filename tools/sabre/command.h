@@ -19,6 +19,7 @@ bool register_command(Command c);
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitError = 1;  // bad input, a failed run: the message says what
 inline constexpr int kExitUsage = 2;  // bad command line
+inline constexpr int kExitMismatch = 3;  // run --compare-reference: an output beyond tolerance
 inline constexpr int kExitSkipped = 77;
 
 }  // namespace sabre::cli

@@ -1,12 +1,15 @@
 // sabre: an ahead-of-time compiler and runtime for ONNX models on NVIDIA GPUs.
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <exception>
 #include <string>
 #include <vector>
 
+#include "cli_util.h"
 #include "command.h"
+#include "support/files.h"
 
 namespace sabre::cli {
 
@@ -35,14 +38,20 @@ int main(int argc, char** argv) {
   using namespace sabre::cli;
   if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") || !std::strcmp(argv[1], "help")) {
     print_help();
+    if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
+      std::fprintf(stderr, "sabre: error: cannot write standard output: %s\n", std::strerror(errno));
+      return kExitError;
+    }
     return argc < 2 ? kExitUsage : kExitOk;
   }
   for (const auto& c : commands()) {
     if (std::strcmp(c.name, argv[1]) != 0) continue;
     try {
-      return c.run(std::vector<std::string>(argv + 2, argv + argc));
+      int rc = c.run(std::vector<std::string>(argv + 2, argv + argc));
+      sabre::support::check_stream(stdout, "standard output");
+      return rc;
     } catch (const std::exception& e) {
-      std::fprintf(stderr, "sabre %s: error: %s\n", c.name, e.what());
+      std::fprintf(stderr, "sabre %s: error: %s\n", c.name, describe(e).c_str());
       return kExitError;
     }
   }

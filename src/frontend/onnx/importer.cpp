@@ -18,6 +18,7 @@
 #include <sstream>
 
 #include "ir/infer.h"
+#include "support/files.h"
 #include "transform/fold_shapes.h"
 
 namespace sabre::onnx_frontend {
@@ -105,6 +106,11 @@ ir::Tensor read_external(const onnx::TensorProto& tp, const std::string& base_di
     fail(Kind::invalid, what + ": external data length " + std::to_string(length) + " does not match its " +
                             std::to_string(nbytes) + " bytes");
   std::filesystem::path file = std::filesystem::path(base_dir.empty() ? "." : base_dir) / rel;
+  try {  // a FIFO or device named as external data would block or never end
+    support::check_input_file(file.string(), "external data", support::kMaxDataBytes);
+  } catch (const support::FileError& e) {
+    fail(Kind::io, what + ": " + e.what());
+  }
   std::ifstream f(file, std::ios::binary);
   if (!f) fail(Kind::io, what + ": cannot open external data file '" + file.string() + "'");
   f.seekg(0, std::ios::end);
@@ -581,12 +587,11 @@ ir::Graph Importer::run(const ImportOptions& opts) {
 }
 
 std::string read_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) fail(Kind::io, "cannot open '" + path + "': " + std::strerror(errno));
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  if (f.bad()) fail(Kind::io, "cannot read '" + path + "'");
-  return ss.str();
+  try {
+    return support::read_input_file(path, "", support::kMaxModelBytes);
+  } catch (const support::FileError& e) {
+    fail(Kind::io, std::string(e.what()) + (std::strstr(e.what(), "-byte limit") ? "; store its weights as external data" : ""));
+  }
 }
 
 std::string dir_of(const std::string& path) {
