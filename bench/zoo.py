@@ -160,7 +160,7 @@ class Harness:
         return True
 
     # -- compile
-    def compile(self, e, v, limit=None):
+    def compile(self, e, v, until=None):
         """Runs sabre compile; returns "ok", a failure status (with its row written) or "deferred" (cut
         by the deadline: no row, the next call compiles it)."""
         art = self.art(e, v)
@@ -169,7 +169,7 @@ class Harness:
                "--cache-dir", self.cache, "-j", str(self.args.jobs)]
         cmd += ["--no-tune"] if v == "untuned" else ["--tune", "--db", self.db]
         own = self.args.compile_timeout
-        budget = min(own, (limit if limit is not None else self.deadline.left()) - 5)
+        budget = min(own, (until or self.deadline).left() - 5)  # read when the compile starts, not when queued
         if budget < 10:
             log(f"{e.name}: {v} compile deferred (no time left in this call)")
             return "deferred"
@@ -426,7 +426,7 @@ def run_all(h, entries):
         if args.export_only:
             continue
         for v in sabre_work:
-            futures[pool.submit(h.compile, e, v, compile_end.left())] = (e, v)
+            futures[pool.submit(h.compile, e, v, compile_end)] = (e, v)
     if args.export_only:
         return
     compiled = set()
