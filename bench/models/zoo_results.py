@@ -151,7 +151,7 @@ def geomeans(entries, variant, batch):
     """{"b2b": (geomean, n), "call": ..., "below_1": [models], "refused": [models]} over ENTRIES of VARIANT at BATCH."""
     got = {"b2b": [], "call": [], "below_1": [], "refused": [], "not_run": []}
     for e in entries:
-        if e["variant"] != variant:
+        if e["variant"] not in (variant, None):  # None: no compile row at all (export failed, or not reached)
             continue
         if e["status"] != "ok":
             (got["refused"] if e["status"] in ("refused", "crashed", "failed", "timeout") else got["not_run"]).append(
