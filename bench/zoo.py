@@ -403,12 +403,10 @@ def run_all(h, entries):
             todo[e.name] = (e, need)
         else:
             log(f"{e.name}: every row present, skipped")
-    # Timing goes last and needs time: compiles that would eat into it are cut (deferred to the next call).
-    def timing_s(need):  # a guess: torch.compile's first warm-up, ~20 s a PyTorch row, ~10 s a sabre bench
-        torch_rows = need.get("torch", [])
-        return ((60 if torch_rows else 0) + 20 * len(torch_rows)
-                + sum(10 * len(need[v]["time"]) for v in h.variants if v in need))
-    reserve = sum(timing_s(n) for _, n in todo.values())
+    # Compiles are the long pole and are lost when cut, while PyTorch rows need no artifact and can be
+    # measured in any later call: compiles may run until the call's end less what checking and timing
+    # their own artifacts takes (~30 s a model); PyTorch timing gets what is left, else waits a call.
+    reserve = 30 * sum(1 for _, n in todo.values() for v in h.variants if v in n)
     compile_end = Deadline(max(60, h.deadline.left() - reserve)) if h.deadline.end else Deadline(None)
     pool = ThreadPoolExecutor(max(1, args.parallel))
     futures = {}
@@ -442,15 +440,17 @@ def run_all(h, entries):
             except Exception as err:  # noqa: BLE001 - a PyTorch-side failure ends this model's check only
                 log(f"{e.name}: check failed in the harness: {type(err).__name__}: {err}")
     pool.shutdown()
+    # sabre first: its artifacts die with this machine, PyTorch's rows can wait for the next call.
+    for name, (e, need) in todo.items():
+        for v in h.variants:
+            if (name, v) in compiled and need[v]["time"]:
+                h.time_sabre(e, v, need[v]["time"])
     for name, (e, need) in todo.items():
         try:
             if need.get("torch") and h.deadline.left() > 30:
                 h.time_torch(e, need["torch"])
-            for v in h.variants:
-                if (name, v) in compiled and need[v]["time"]:
-                    h.time_sabre(e, v, need[v]["time"])
         except Exception as err:  # noqa: BLE001
-            log(f"{e.name}: timing failed in the harness: {type(err).__name__}: {err}")
+            log(f"{e.name}: PyTorch timing failed in the harness: {type(err).__name__}: {err}")
         h.models.pop(name, None)
 
 
