@@ -11,36 +11,14 @@ import time
 import torch
 import torchvision
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from zoo_models import calibrate_batchnorm  # noqa: E402,F401  (why variances only: its docstring)
+
 
 def build(name):
     """The model with random weights (seed 0), as tv_e2e.py rebuilds it before loading NAME.pt."""
     torch.manual_seed(0)
     return getattr(torchvision.models, name)(weights=None).eval()
-
-
-def calibrate_batchnorm(model, images=64, batch=16):
-    """Sets each BatchNorm's running variance to that of its input over random images, keeping the
-    running mean at 0. The weights stay random. Why, measured with torch on the CPU (batch 2, fp16
-    output vs fp32 output, relative L2):
-      - default statistics (mean 0, variance 1): MobileNetV2's activations shrink block by block to
-        about 1e-9, where fp16 underflows: 1.0, all noise. ResNet-50: 6.9e-4.
-      - full calibration (means too): both become ill-conditioned, because channels with tiny variance
-        get gains near 1/sqrt(eps) after the mean is subtracted: ResNet-50 3.1e-2, MobileNetV2 1.8e-2.
-        Then no fp16 implementation can match another within 1e-2.
-      - variances only (this): ResNet-50 8.5e-4, MobileNetV2 1.9e-3."""
-    for m in model.modules():
-        if isinstance(m, torch.nn.modules.batchnorm._BatchNorm):
-            m.reset_running_stats()
-            m.momentum = None  # cumulative average over the calibration batches
-    model.train()
-    g = torch.Generator().manual_seed(1)
-    with torch.no_grad():
-        for _ in range(images // batch):
-            model(torch.randn(batch, 3, 224, 224, generator=g))
-    for m in model.modules():
-        if isinstance(m, torch.nn.modules.batchnorm._BatchNorm):
-            m.running_mean.zero_()
-    return model.eval()
 
 
 def export(name, outdir):

@@ -118,6 +118,8 @@ def main():
                                       "--no-im2col-stem"], [r"contradict"]),
         ("bad --stem (tune)", ["tune", bert, "--no-tune", "--stem", "padded"], [r"--stem", r"padded"]),
         ("bad --iters (bench)", ["bench", w("none.sabre"), "--iters", "0"], [r"--iters", r"'0'", r"positive integer"]),
+        ("bad --back-to-back (bench)", ["bench", w("none.sabre"), "--back-to-back", "0"],
+         [r"--back-to-back", r"'0'", r"positive integer"]),
         ("bad --warmup (bench)", ["bench", w("none.sabre"), "--warmup", "x1"], [r"--warmup", r"x1", r"whole number"]),
         ("--steps without --profile (bench)", ["bench", w("none.sabre"), "--steps", "0"], [r"--steps", r"--profile"]),
         ("bad --steps (bench)", ["bench", w("none.sabre"), "--profile", "--steps", "all"], [r"--steps", r"all", r"whole number"]),

@@ -39,6 +39,9 @@ const std::vector<FlagSpec> kFlags = {
     {"--profile", "", "", "also time every plan step (events between steps) and print where the time goes", false},
     {"--steps", "", "N", "with --profile: how many of the slowest steps to list (default 15; 0 for all)", false},
     {"--no-clocks", "", "", "do not sample the GPU's SM clock and power (NVML) during the timed runs", false},
+    {"--back-to-back", "", "N", "also time N runs enqueued one after another between two CUDA events (5 times; "
+     "the median a run): what a serving loop that does not wait for each result sees, as PyTorch benchmarks "
+     "time a loop", false},
 };
 
 // sabre bench --profile: the time per op kind, then the slowest steps with their kernels.
@@ -98,7 +101,7 @@ int bench(const std::vector<std::string>& argv) {
     ParsedArgs args = parse_args(argv, kFlags);
     if (args.help) {
       std::printf("usage: sabre bench MODEL.sabre [--dim NAME=VALUE ...] [--warmup N] [--iters N] [--profile [--steps N]]\n"
-                  "                   [--no-graphs] [--no-clocks] [--device N]\n\n"
+                  "                   [--no-graphs] [--no-clocks] [--device N] [--back-to-back N]\n\n"
                   "Times a compiled artifact on the GPU with random inputs: p50/p90/p99 latency of one run, on the\n"
                   "host (enqueue to stream finished) and by CUDA events around it (launch included, as PyTorch's\n"
                   "torch.cuda.Event timing measures), throughput, and peak activation memory; with --profile, the\n"
@@ -123,6 +126,9 @@ int bench(const std::vector<std::string>& argv) {
     const int64_t iters = int64_t(unsigned_flag(args, "--iters", 200, 9, "a positive integer"));
     if (iters == 0) throw UsageError("bad --iters '0': expected a positive integer");
     const int device = static_cast<int>(unsigned_flag(args, "--device", 0, 3, "a GPU index such as 0"));
+    const int64_t back_to_back = int64_t(unsigned_flag(args, "--back-to-back", 0, 7, "a positive integer"));
+    if (args.has("--back-to-back") && back_to_back == 0)
+      throw UsageError("bad --back-to-back '0': expected a positive integer (runs between the two events)");
     const uint64_t listed = unsigned_flag(args, "--steps", 15, 6, "a whole number (0 lists every step)");
     if (args.has("--steps") && !args.has("--profile")) throw UsageError("--steps lists profiled steps: add --profile");
     std::map<std::string, int64_t> dims = parse_dims(args.all("--dim"));
@@ -215,6 +221,21 @@ int bench(const std::vector<std::string>& argv) {
       gpu_ms.push_back(g);
     }
     double total_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_all).count();
+    // Back to back: the runs enqueued without waiting between them, so the host's launch work overlaps the
+    // GPU's; the per-run times above include it.
+    std::vector<double> b2b_ms;
+    for (int r = 0; back_to_back > 0 && r < 5; ++r) {
+      cuda_check(cudaEventRecord(ev0, stream), "recording a timing event");
+      for (int64_t i = 0; i < back_to_back; ++i) {
+        for (auto& o : outs) o.data = nullptr;
+        ctx.run(ins, outs, false);
+      }
+      cuda_check(cudaEventRecord(ev1, stream), "recording a timing event");
+      cuda_check(cudaEventSynchronize(ev1), "waiting for the runs");
+      float g = 0;
+      cuda_check(cudaEventElapsedTime(&g, ev0, ev1), "reading a timing event");
+      b2b_ms.push_back(g / static_cast<double>(back_to_back));
+    }
     if (clocks) clock_line = clocks->stop();
     int64_t batch = 1;
     for (const auto& [k, v] : dims)
@@ -227,6 +248,9 @@ int bench(const std::vector<std::string>& argv) {
     std::printf("gpu ms       p50 %.4f  p90 %.4f  p99 %.4f  min %.4f  (CUDA events around each run)\n",
                 percentile(gpu_ms, 50), percentile(gpu_ms, 90), percentile(gpu_ms, 99),
                 *std::min_element(gpu_ms.begin(), gpu_ms.end()));
+    if (!b2b_ms.empty())
+      std::printf("back to back ms %.4f a run  (%lld runs between two CUDA events, median of %zu)\n",
+                  percentile(b2b_ms, 50), static_cast<long long>(back_to_back), b2b_ms.size());
     std::printf("throughput   %.1f runs/s, %.1f samples/s (batch %lld)\n", static_cast<double>(iters) / total_s,
                 static_cast<double>(iters * batch) / total_s, static_cast<long long>(batch));
     const sabre::RunStats& rs = ctx.last_stats();
