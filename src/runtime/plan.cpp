@@ -187,6 +187,21 @@ std::string Plan::to_json() const {
   return json::Value(std::move(root)).dump();
 }
 
+namespace {
+
+// A weight offset or size from plan.json: a whole number in [0, 2^53] (what a JSON double holds
+// exactly), so that negative, fractional and wrapping values are refused before any bounds check.
+uint64_t byte_count(const json::Value& v, const std::string& what) {
+  const double d = v.num();
+  constexpr double kMax = 9007199254740992.0;  // 2^53
+  if (!(d >= 0) || d > kMax || d != static_cast<double>(static_cast<uint64_t>(d)))
+    throw PlanError("plan: " + what + " is " + json::Value(d).dump() +
+                    ", not a byte count (a whole number from 0 to 2^53); the artifact is corrupt, recompile it");
+  return static_cast<uint64_t>(d);
+}
+
+}  // namespace
+
 Plan Plan::from_json(const std::string& text) {
   json::Value root;
   try {
@@ -218,8 +233,8 @@ Plan Plan::from_json(const std::string& text) {
       else if (kind == "activation") ti.kind = TensorKind::activation;
       else throw PlanError("plan: " + where + " has unknown kind '" + kind + "'");
       if (ti.kind == TensorKind::weight) {
-        ti.weight_offset = static_cast<uint64_t>(need(t, "offset", where).num());
-        ti.weight_bytes = static_cast<uint64_t>(need(t, "bytes", where).num());
+        ti.weight_offset = byte_count(need(t, "offset", where), where + "'s offset");
+        ti.weight_bytes = byte_count(need(t, "bytes", where), where + "'s bytes");
       }
       p.tensors.push_back(std::move(ti));
     }
