@@ -233,8 +233,8 @@ Plan Plan::from_json(const std::string& text) {
       else if (kind == "activation") ti.kind = TensorKind::activation;
       else throw PlanError("plan: " + where + " has unknown kind '" + kind + "'");
       if (ti.kind == TensorKind::weight) {
-        ti.weight_offset = byte_count(need(t, "offset", where), where + "'s offset");
-        ti.weight_bytes = byte_count(need(t, "bytes", where), where + "'s bytes");
+        ti.weight_offset = byte_count(need(t, "offset", where), where + ": weight offset");
+        ti.weight_bytes = byte_count(need(t, "bytes", where), where + ": weight bytes");
       }
       p.tensors.push_back(std::move(ti));
     }

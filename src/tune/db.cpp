@@ -306,7 +306,7 @@ int64_t TuningDb::import_jsonl(const std::string& text) {
       // imported DB can never put a kernel into a plan that does not compute what the plan needs.
       if (m.status == Status::ok && !(std::isfinite(m.time_us) && m.time_us > 0))
         throw DbError("import: line " + std::to_string(lineno) + ": an ok row needs a positive time_us; nothing was imported");
-      if (env.cutlass == cutlass_version() && env.template_version == template_version())
+      if (m.status == Status::ok && env.cutlass == cutlass_version() && env.template_version == template_version())
         if (auto why = row_mismatch(m, env.sm))
           throw DbError("import: line " + std::to_string(lineno) + ": " + *why +
                         "; the row does not describe its workload, nothing was imported");
