@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -99,20 +100,20 @@ ManifestInfo ManifestInfo::from_json(const std::string& text) {
     return *v;
   };
   try {
-    m.format_version = static_cast<int>(need(root, "format_version").num());
+    m.format_version = static_cast<int>(whole_number(need(root, "format_version"), 0, 1 << 30, "manifest.json: format_version"));
     if (m.format_version != kArtifactFormatVersion)
       throw ArtifactError("manifest.json: artifact format version " + std::to_string(m.format_version) +
                           ", this runtime reads version " + std::to_string(kArtifactFormatVersion) +
                           "; recompile the model with this sabre");
     m.arch = need(root, "arch").str();
-    m.sm = static_cast<int>(need(root, "sm").num());
+    m.sm = static_cast<int>(whole_number(need(root, "sm"), 0, 10000, "manifest.json: sm"));
     if (const json::Value* g = root.get("gpu_name")) m.gpu_name = g->str();
     if (const json::Value* s = root.get("source_model")) m.source_model = s->str();
     if (const json::Value* t = root.get("tools"))
       for (const auto& [k, v] : t->obj()) m.tools[k] = v.str();
     for (const auto& [k, v] : need(root, "files").obj()) {
       double sz = need(v, "size").num();
-      if (sz < 0 || sz != static_cast<double>(static_cast<uint64_t>(sz)))
+      if (!(sz >= 0 && sz <= 9007199254740992.0) || sz != std::floor(sz))  // 2^53: what a JSON double holds exactly
         throw ArtifactError("manifest.json: file '" + k + "' has a bad size");
       m.files[k] = {static_cast<uint64_t>(sz), need(v, "checksum").str()};
     }

@@ -606,6 +606,15 @@ TEST(TrustPlan, ForgedWeightOffsetsAndSizesAreRefused) {
            {R"("bytes":4096)", R"("bytes":4097)"}, {R"("bytes":4096)", R"("bytes":9007199254740992)"}})
     EXPECT_TRUE(has(try_plan(from, to), "lies outside weights.bin")) << to;
   EXPECT_EQ(try_plan(R"("offset":0)", R"("offset":0)"), "no error");
+  // Other numbers past any integer type: refused, never converted (undefined behaviour).
+  EXPECT_TRUE(has(try_plan(R"("format_version":1)", R"("format_version":1e300)"), "not a whole number")) << plan;
+  EXPECT_TRUE(has(try_plan(R"("max":8)", R"("max":1e300)"), "not a whole number")) << plan;
+  EXPECT_TRUE(has(try_plan(R"("inputs":[0])", R"("inputs":[1e20])"), "which does not exist")) << plan;
+  try_plan(R"("offset":0)", R"("offset":0)");
+  const std::string manifest = slurp(d / "a.sabre" / "manifest.json");
+  ASSERT_TRUE(has(manifest, R"("sm":90)")) << manifest;
+  spit(d / "a.sabre" / "manifest.json", std::string(manifest).replace(manifest.find(R"("sm":90)"), 7, R"("sm":-1e300)"));
+  EXPECT_TRUE(has(load_error(d / "a.sabre"), "manifest.json: sm is")) << load_error(d / "a.sabre");
   fs::remove_all(d);
 }
 
