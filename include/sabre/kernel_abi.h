@@ -20,7 +20,8 @@
 extern "C" {
 #endif
 
-#define SABRE_KERNEL_ABI_VERSION 1
+/* 2: every GEMM and conv kernel also exports NAME_signature (below). */
+#define SABRE_KERNEL_ABI_VERSION 2
 
 typedef struct CUstream_st* sabre_stream_t; /* the same type as cudaStream_t */
 
@@ -52,6 +53,12 @@ enum sabre_status {
  *   size_t NAME_workspace_size(const sabre_gemm_args*);
  *   int    NAME_run(const sabre_gemm_args*, sabre_stream_t);      checks, initializes, launches
  *   const char* NAME_last_error(void);                           message of this thread's last failure
+ *   const char* NAME_signature(void);                            what the kernel computes, one line:
+ *     "sabre-kernel-signature/1 op=gemm dtype=f16 out=f16 layout=tn epilogue=bias_gelu alignment=8 arch=sm_90a"
+ *     (op gemm|conv; dtype of A and B, out of D, bias and residual; layout tn|tt, nhwc for conv;
+ *     the epilogue as kernel names spell it, linear for none; the alignment in elements the kernel
+ *     needs; the SASS arch, or any). Written by the emitter from the kernel's spec; the runtime
+ *     refuses a plan step whose tensors, layout or epilogue differ (src/support/kernel_signature.h).
  * and a library of kernels exports the registry below (one per .so; the artifact writer builds
  * its own when it links several kernels, compiling them with -DSABRE_NO_REGISTRY). */
 typedef int (*sabre_can_implement_fn)(const sabre_gemm_args*);
@@ -77,7 +84,7 @@ typedef const sabre_kernel_entry* (*sabre_kernel_registry_fn)(int* count, int* a
  * (or the residual after the activation; the kernel's name says which), out-of-range input rows
  * and columns reading as zero. Tensors are dense: X [n,h,w,c], W [k,r,s,c], Y and R [n,p,q,k].
  * groups > 1 (grouped and depthwise) is for kernels that say so; others return NOT_SUPPORTED.
- * The filter pointer is `filter` (`w` is the input width). A conv kernel NAME exports NAME_can_implement / NAME_workspace_size / NAME_run / NAME_last_error
+ * The filter pointer is `filter` (`w` is the input width). A conv kernel NAME exports NAME_can_implement / NAME_workspace_size / NAME_run / NAME_last_error / NAME_signature
  * with sabre_conv_args in place of sabre_gemm_args, and its library the conv registry below. */
 typedef struct sabre_conv_args {
   int64_t n, h, w, c;  /* input */

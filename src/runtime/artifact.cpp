@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -12,6 +13,7 @@
 #include <sstream>
 
 #include "support/files.h"
+#include "support/confine.h"
 
 namespace sabre::runtime {
 
@@ -102,13 +104,13 @@ ManifestInfo ManifestInfo::from_json(const std::string& text) {
     return *v;
   };
   try {
-    m.format_version = static_cast<int>(need(root, "format_version").num());
+    m.format_version = static_cast<int>(whole_number(need(root, "format_version"), 0, 1 << 30, "manifest.json: format_version"));
     if (m.format_version != kArtifactFormatVersion)
       throw ArtifactError("manifest.json: artifact format version " + std::to_string(m.format_version) +
                           ", this runtime reads version " + std::to_string(kArtifactFormatVersion) +
                           "; recompile the model with this sabre");
     m.arch = need(root, "arch").str();
-    m.sm = static_cast<int>(need(root, "sm").num());
+    m.sm = static_cast<int>(whole_number(need(root, "sm"), 0, 10000, "manifest.json: sm"));
     if (const json::Value* g = root.get("gpu_name")) m.gpu_name = g->str();
     if (const json::Value* s = root.get("source_model")) m.source_model = s->str();
     if (const json::Value* s = root.get("source_model_checksum")) m.source_model_checksum = s->str();
@@ -116,7 +118,7 @@ ManifestInfo ManifestInfo::from_json(const std::string& text) {
       for (const auto& [k, v] : t->obj()) m.tools[k] = v.str();
     for (const auto& [k, v] : need(root, "files").obj()) {
       double sz = need(v, "size").num();
-      if (sz < 0 || sz != static_cast<double>(static_cast<uint64_t>(sz)))
+      if (!(sz >= 0 && sz <= 9007199254740992.0) || sz != std::floor(sz))  // 2^53: what a JSON double holds exactly
         throw ArtifactError("manifest.json: file '" + k + "' has a bad size");
       m.files[k] = {static_cast<uint64_t>(sz), need(v, "checksum").str()};
     }
@@ -135,7 +137,7 @@ void write_artifact(const std::string& dir, const Plan& plan, const std::vector<
     if (t.weight_offset % 256 != 0)
       throw ArtifactError("write_artifact: weight '" + t.name + "' at offset " + std::to_string(t.weight_offset) +
                           " is not 256-byte aligned (invariant of weights.bin)");
-    if (t.weight_offset + t.weight_bytes > weights.size())
+    if (!support::range_inside(t.weight_offset, t.weight_bytes, weights.size()))
       throw ArtifactError("write_artifact: weight '" + t.name + "' [" + std::to_string(t.weight_offset) + ", +" +
                           std::to_string(t.weight_bytes) + ") lies outside the " + std::to_string(weights.size()) +
                           " weight bytes given");
@@ -145,6 +147,9 @@ void write_artifact(const std::string& dir, const Plan& plan, const std::vector<
   m.files.clear();
   fs::path root(dir);
   std::error_code ec;
+  // A kernels/ symlink left where the artifact is written is replaced, not followed: clearing it
+  // below would delete files elsewhere.
+  if (fs::is_symlink(fs::symlink_status(root / "kernels"))) fs::remove(root / "kernels", ec);
   fs::create_directories(root / "kernels", ec);
   if (ec) throw ArtifactError("write_artifact: cannot create " + (root / "kernels").string() + ": " + ec.message());
   // Stale kernels from an earlier artifact in the same place would be unlisted: remove them.
@@ -186,25 +191,58 @@ MappedFile::~MappedFile() {
   if (data_) ::munmap(const_cast<uint8_t*>(data_), size_);
 }
 
+namespace {
+
+// A file the manifest names, resolved inside the artifact (docs/TRUST.md): a relative name without
+// "..", whose real path (symlinks followed) is a regular file inside the artifact's directory.
+fs::path artifact_file(const fs::path& root, const std::string& rel, const std::string& what = "artifact: manifest.json entry") {
+  try {
+    return support::confine(root, rel, what);
+  } catch (const support::ConfineError& e) {
+    if (e.missing)
+      throw ArtifactError("artifact: " + rel + " is missing (manifest.json lists it); copy the whole model.sabre directory");
+    throw ArtifactError(std::string(e.what()) + "; an artifact names only files inside its own directory");
+  }
+}
+
+}  // namespace
+
 LoadedArtifact load_artifact(const std::string& dir) {
   fs::path root(dir);
   if (!fs::is_directory(root))
     throw ArtifactError("artifact: " + dir + " is not a directory (an artifact is the model.sabre/ directory sabre compile writes)");
-  if (!fs::exists(root / "manifest.json"))
+  if (!fs::exists(fs::symlink_status(root / "manifest.json")))
     throw ArtifactError("artifact: " + dir + " has no manifest.json; it is not a sabre artifact or it is incomplete");
   LoadedArtifact a;
-  a.dir = fs::absolute(root).string();
-  a.manifest = ManifestInfo::from_json(read_text(root / "manifest.json"));
+  std::error_code ec;
+  const fs::path croot = fs::canonical(root, ec);
+  if (ec) throw ArtifactError("artifact: cannot resolve " + dir + ": " + ec.message());
+  a.dir = croot.string();
+  a.manifest = ManifestInfo::from_json(read_text(artifact_file(croot, "manifest.json", "artifact:")));
   for (const char* required : {"plan.json", "weights.bin"})
     if (!a.manifest.files.count(required))
       throw ArtifactError(std::string("manifest.json does not list ") + required + "; the artifact is corrupt, recompile it");
+  // kernels/ itself must be a folder of the artifact, not a symlink to one elsewhere: its
+  // libraries are code the session runs.
+  const fs::path kdir = croot / "kernels";
+  const fs::file_status kst = fs::symlink_status(kdir);
+  if (fs::is_symlink(kst))
+    throw ArtifactError("artifact: kernels/ is a symlink (to " + fs::read_symlink(kdir, ec).string() +
+                        "); an artifact's kernel libraries must be files in its own kernels/ folder");
+  if (fs::exists(kst) && !fs::is_directory(kst)) throw ArtifactError("artifact: kernels is not a folder");
+  // Every file is resolved, size-checked and checksummed here, before any kernel library is loaded
+  // (Session dlopens only what this returns).
+  std::map<std::string, fs::path> resolved;
   for (const auto& [rel, entry] : a.manifest.files) {
-    fs::path p = root / rel;
-    if (rel.find("..") != std::string::npos)
-      throw ArtifactError("manifest.json lists '" + rel + "', a path outside the artifact");
-    if (!fs::is_regular_file(p))
-      throw ArtifactError("artifact: " + rel + " is missing (manifest.json lists it); copy the whole model.sabre directory");
-    uint64_t size = fs::file_size(p);
+    const bool kernel = rel.rfind("kernels/", 0) == 0;
+    if (kernel && (rel.size() == 8 || rel.find('/', 8) != std::string::npos))
+      throw ArtifactError("manifest.json lists '" + rel + "': a kernel library is a plain file name under kernels/");
+    fs::path p = artifact_file(croot, rel);
+    if (kernel && !support::is_within(kdir, p))
+      throw ArtifactError("manifest.json lists '" + rel + "', which resolves to " + p.string() +
+                          ", outside kernels/; an artifact's kernel libraries must be files in its own kernels/ folder");
+    uint64_t size = fs::file_size(p, ec);
+    if (ec) throw ArtifactError("artifact: cannot read " + rel + ": " + ec.message());
     if (size != entry.size)
       throw ArtifactError("artifact: " + rel + " has " + std::to_string(size) + " bytes, manifest.json says " +
                           std::to_string(entry.size) + " (truncated or replaced); recompile or copy it again");
@@ -212,20 +250,25 @@ LoadedArtifact load_artifact(const std::string& dir) {
     if (sum != entry.checksum)
       throw ArtifactError("artifact: " + rel + " has checksum " + sum + ", manifest.json says " + entry.checksum +
                           " (the file was modified); recompile or copy it again");
-    if (rel.rfind("kernels/", 0) == 0) a.kernel_libraries.push_back(fs::absolute(p).string());
+    resolved[rel] = p;
+    if (kernel) {
+      a.kernel_libraries.push_back(p.string());
+      a.kernel_files.push_back(rel);
+    }
   }
-  if (fs::is_directory(root / "kernels"))
-    for (const auto& e : fs::directory_iterator(root / "kernels")) {
+  if (fs::is_directory(kst))
+    for (const auto& e : fs::directory_iterator(kdir)) {
       std::string rel = "kernels/" + e.path().filename().string();
       if (!a.manifest.files.count(rel))
         throw ArtifactError("artifact: " + rel + " is not listed in manifest.json; an artifact runs only the kernels it was built with");
     }
-  a.plan = Plan::from_json(read_text(root / "plan.json"));
-  a.weights = std::make_shared<MappedFile>((root / "weights.bin").string());
+  a.plan = Plan::from_json(read_text(resolved.at("plan.json")));
+  a.weights = std::make_shared<MappedFile>(resolved.at("weights.bin").string());
   for (const auto& t : a.plan.tensors)
-    if (t.kind == TensorKind::weight && t.weight_offset + t.weight_bytes > a.weights->size())
-      throw ArtifactError("artifact: weight '" + t.name + "' ends at byte " + std::to_string(t.weight_offset + t.weight_bytes) +
-                          " but weights.bin has " + std::to_string(a.weights->size()));
+    if (t.kind == TensorKind::weight && !support::range_inside(t.weight_offset, t.weight_bytes, a.weights->size()))
+      throw ArtifactError("artifact: weight '" + t.name + "' [" + std::to_string(t.weight_offset) + ", +" +
+                          std::to_string(t.weight_bytes) + ") lies outside weights.bin (" +
+                          std::to_string(a.weights->size()) + " bytes); the artifact is corrupt, recompile it");
   return a;
 }
 

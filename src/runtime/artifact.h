@@ -74,12 +74,15 @@ struct LoadedArtifact {
   ManifestInfo manifest;
   Plan plan;
   std::shared_ptr<MappedFile> weights;
-  std::vector<std::string> kernel_libraries;  // absolute paths of kernels/*.so, manifest order
+  std::vector<std::string> kernel_libraries;  // resolved paths of kernels/*.so, manifest order
+  std::vector<std::string> kernel_files;      // the same as manifest.json names them ("kernels/x.so")
 };
 
-// Reads and validates `dir`: manifest present and parseable, format version, every listed file
-// present with its size and checksum, no unlisted kernel library, plan parseable, every weight
-// inside weights.bin. Throws ArtifactError naming the file and the expected and actual values.
+// Reads and validates `dir`: manifest present and parseable, format version, every listed file a
+// relative name that resolves (symlinks followed) to a regular file inside `dir` (kernel libraries
+// inside its real kernels/ folder) with its size and checksum, no unlisted kernel library, plan
+// parseable, every weight inside weights.bin. Opens nothing outside `dir` and loads no library.
+// Throws ArtifactError naming the file and the expected and actual values.
 LoadedArtifact load_artifact(const std::string& dir);
 
 // Throws ArtifactError when a device of compute capability `sm` cannot run the artifact.

@@ -1,5 +1,7 @@
 #include "runtime/plan.h"
 
+#include <cmath>
+#include <cstdint>
 #include <algorithm>
 #include <cctype>
 
@@ -143,10 +145,9 @@ std::vector<int> read_ids(const json::Value& v, size_t num_tensors, const std::s
   std::vector<int> out;
   for (const auto& x : v.arr()) {
     double d = x.num();
-    int id = static_cast<int>(d);
-    if (d != id || id < (allow_absent ? -1 : 0) || id >= static_cast<int>(num_tensors))
-      throw PlanError("plan: " + where + " names tensor " + std::to_string(d) + ", which does not exist");
-    out.push_back(id);
+    if (!(d >= (allow_absent ? -1 : 0) && d < static_cast<double>(num_tensors) && d == static_cast<double>(static_cast<int64_t>(d))))
+      throw PlanError("plan: " + where + " names tensor " + json::Value(d).dump() + ", which does not exist");
+    out.push_back(static_cast<int>(d));
   }
   return out;
 }
@@ -187,6 +188,29 @@ std::string Plan::to_json() const {
   return json::Value(std::move(root)).dump();
 }
 
+namespace {
+
+// A weight offset or size from plan.json: a whole number in [0, 2^53] (what a JSON double holds
+// exactly), so that negative, fractional and wrapping values are refused before any bounds check.
+uint64_t byte_count(const json::Value& v, const std::string& what) {
+  const double d = v.num();
+  constexpr double kMax = 9007199254740992.0;  // 2^53
+  if (!(d >= 0) || d > kMax || d != static_cast<double>(static_cast<uint64_t>(d)))
+    throw PlanError("plan: " + what + " is " + json::Value(d).dump() +
+                    ", not a byte count (a whole number from 0 to 2^53); the artifact is corrupt, recompile it");
+  return static_cast<uint64_t>(d);
+}
+
+}  // namespace
+
+int64_t whole_number(const json::Value& v, int64_t lo, int64_t hi, const std::string& what) {
+  const double d = v.num();
+  if (!(d >= static_cast<double>(lo) && d <= static_cast<double>(hi)) || d != std::floor(d))
+    throw PlanError(what + " is " + json::Value(d).dump() + ", not a whole number from " + std::to_string(lo) + " to " +
+                    std::to_string(hi) + "; the artifact is corrupt, recompile it");
+  return static_cast<int64_t>(d);
+}
+
 Plan Plan::from_json(const std::string& text) {
   json::Value root;
   try {
@@ -196,13 +220,14 @@ Plan Plan::from_json(const std::string& text) {
   }
   Plan p;
   try {
-    p.format_version = static_cast<int>(need(root, "format_version", "the plan").num());
+    p.format_version = static_cast<int>(whole_number(need(root, "format_version", "the plan"), 0, 1 << 30, "plan: format_version"));
     if (p.format_version != kFormatVersion)
       throw PlanError("plan: format version " + std::to_string(p.format_version) + ", this runtime reads " +
                       std::to_string(kFormatVersion) + "; recompile the model with this sabre");
     for (const auto& s : need(root, "symbols", "the plan").arr())
-      p.symbols.push_back({need(s, "name", "a symbol").str(), static_cast<int64_t>(need(s, "min", "a symbol").num()),
-                           static_cast<int64_t>(need(s, "max", "a symbol").num())});
+      p.symbols.push_back({need(s, "name", "a symbol").str(),
+                           whole_number(need(s, "min", "a symbol"), INT64_MIN / 2, INT64_MAX / 2, "plan: a symbol's min"),
+                           whole_number(need(s, "max", "a symbol"), INT64_MIN / 2, INT64_MAX / 2, "plan: a symbol's max")});
     for (const auto& t : need(root, "tensors", "the plan").arr()) {
       TensorInfo ti;
       ti.name = need(t, "name", "a tensor").str();
@@ -218,8 +243,8 @@ Plan Plan::from_json(const std::string& text) {
       else if (kind == "activation") ti.kind = TensorKind::activation;
       else throw PlanError("plan: " + where + " has unknown kind '" + kind + "'");
       if (ti.kind == TensorKind::weight) {
-        ti.weight_offset = static_cast<uint64_t>(need(t, "offset", where).num());
-        ti.weight_bytes = static_cast<uint64_t>(need(t, "bytes", where).num());
+        ti.weight_offset = byte_count(need(t, "offset", where), where + ": weight offset");
+        ti.weight_bytes = byte_count(need(t, "bytes", where), where + ": weight bytes");
       }
       p.tensors.push_back(std::move(ti));
     }

@@ -28,6 +28,10 @@ struct PlanError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// A whole number in [lo, hi] read from a plan or manifest (a JSON double), or PlanError saying
+// `what` is not one: a forged value never reaches an out-of-range (undefined) conversion.
+int64_t whole_number(const json::Value& v, int64_t lo, int64_t hi, const std::string& what);
+
 // A dimension: integer polynomial in symbol names. Same text form as the compiler's ir::Dim
 // ("768", "batch*seq", "2*seq+1"), evaluated without the compiler's code.
 class DimExpr {

@@ -13,6 +13,7 @@
 #include <mutex>
 
 #include "runtime/artifact.h"
+#include "runtime/kernels.h"
 #include "runtime/planner.h"
 #include "runtime/resolve.h"
 
@@ -65,21 +66,6 @@ void cuda_warn(cudaError_t e, const char* what) {
   std::fprintf(stderr, "sabre runtime: warning: %s failed: %s (%s)\n", what, cudaGetErrorName(e), cudaGetErrorString(e));
 }
 
-// Adds a kernel library's registry (GEMM or conv entries, reached through `reg`) to `into`: its ABI
-// must be this runtime's, and no kernel name may come from two libraries.
-template <class Entry>
-void add_registry(const Entry* (*reg)(int*, int*), const std::string& path, const std::string& what,
-                  std::map<std::string, Entry>& into) {
-  int n = 0, abi = 0;
-  const Entry* entries = reg(&n, &abi);
-  if (abi != SABRE_KERNEL_ABI_VERSION)
-    throw Error(SABRE_ERR_ARTIFACT, path + " has kernel ABI " + std::to_string(abi) + ", this runtime uses " +
-                                        std::to_string(SABRE_KERNEL_ABI_VERSION) + "; recompile the model");
-  for (int i = 0; i < n; ++i)
-    if (!into.emplace(entries[i].name, entries[i]).second)
-      throw Error(SABRE_ERR_ARTIFACT, "two kernel libraries define " + what + " " + entries[i].name);
-}
-
 int64_t numel(const std::vector<int64_t>& s) {
   int64_t n = 1;
   for (int64_t d : s) n *= d;
@@ -93,7 +79,7 @@ struct Session::Impl {
   int device = 0;
   std::vector<TensorSpec> in_specs, out_specs;
   void* weights_dev = nullptr;
-  std::vector<void*> libs;
+  std::unique_ptr<KernelLibraries> kernels;  // dlopened after load_artifact verified every file
   std::map<std::string, sabre_kernel_entry> gemm;
   std::map<std::string, sabre_conv_entry> conv;
   // Per step index: the parsed chain and program (elementwise), the generated launcher or null.
@@ -106,13 +92,12 @@ struct Session::Impl {
       cuda_warn(cudaSetDevice(device), "cudaSetDevice (releasing the weights)");
       cuda_warn(cudaFree(weights_dev), "freeing the weights");
     }
-    for (void* h : libs) dlclose(h);
   }
 
   void* find_symbol(const std::string& sym, const std::string& library) const {
-    for (size_t i = 0; i < libs.size(); ++i) {
-      if (!library.empty() && art.dir + "/" + library != art.kernel_libraries[i]) continue;
-      if (void* p = dlsym(libs[i], sym.c_str())) return p;
+    for (size_t i = 0; i < kernels->handles.size(); ++i) {
+      if (!library.empty() && library != art.kernel_files[i]) continue;
+      if (void* p = dlsym(kernels->handles[i], sym.c_str())) return p;
     }
     return nullptr;
   }
@@ -130,6 +115,15 @@ Session::Session(const std::string& dir, int device_id) : impl_(std::make_shared
     if (!is_known_op(st.op))
       throw Error(SABRE_ERR_ARTIFACT, "plan: step '" + st.name + "' (" + st.op +
                                           ") is an op this runtime does not know; run it with the sabre that compiled it");
+  // Kernel libraries: loaded only now that every file matched the manifest, and every GEMM and
+  // conv kernel a step dispatches to checked against the step by its signature, before any CUDA call.
+  try {
+    s.kernels = open_kernel_libraries(s.art);
+  } catch (const PlanError& err) {
+    throw Error(SABRE_ERR_ARTIFACT, err.what());
+  }
+  s.gemm = s.kernels->gemm;
+  s.conv = s.kernels->conv;
   int count = 0;
   cudaError_t e = cudaGetDeviceCount(&count);
   if (e != cudaSuccess || count == 0) {
@@ -150,17 +144,6 @@ Session::Session(const std::string& dir, int device_id) : impl_(std::make_shared
   } catch (const PlanError& err) {
     throw Error(SABRE_ERR_WRONG_ARCH, err.what());
   }
-  // Kernel libraries: GEMM registries by name; elementwise launchers resolved per step below.
-  for (const auto& path : s.art.kernel_libraries) {
-    void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (!h) throw Error(SABRE_ERR_ARTIFACT, "cannot load kernel library " + path + ": " + dlerror());
-    s.libs.push_back(h);
-    if (auto reg = reinterpret_cast<sabre_kernel_registry_fn>(dlsym(h, SABRE_KERNEL_REGISTRY_SYMBOL)))
-      add_registry(reg, path, "kernel", s.gemm);
-    // Conv kernels (issue 7) come in their own registry; a library may have either or both.
-    if (auto reg = reinterpret_cast<sabre_conv_registry_fn>(dlsym(h, SABRE_CONV_REGISTRY_SYMBOL)))
-      add_registry(reg, path, "conv kernel", s.conv);
-  }
   const Plan& plan = s.art.plan;
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     const Step& st = plan.steps[i];
@@ -168,20 +151,8 @@ Session::Session(const std::string& dir, int device_id) : impl_(std::make_shared
     if (!is_known_op(st.op))
       throw Error(SABRE_ERR_ARTIFACT, "plan: " + where + " is an op this runtime does not know; use the sabre that compiled it");
     try {
-      if (st.op == "gemm") {
-        const json::Value* d = st.params.get("dispatch");
-        if (!d || !d->is_array() || d->arr().empty()) throw PlanError("plan: " + where + " has no dispatch table");
-        for (const std::string& k : gemm_step_kernels(st))
-          if (!s.gemm.count(k))
-            throw PlanError("plan: " + where + " dispatches to kernel '" + k + "', which no library in kernels/ defines");
-      } else if (st.op == "conv") {
-        const json::Value* d = st.params.get("dispatch");
-        if (!d || !d->is_array() || d->arr().empty()) throw PlanError("plan: " + where + " has no dispatch table");
-        for (const std::string& k : gemm_step_kernels(st))
-          if (!s.conv.count(k))
-            throw PlanError("plan: " + where + " dispatches to conv kernel '" + k +
-                            "', which no library in kernels/ defines (sabre_conv_registry)");
-      } else if (st.op == "elementwise") {
+      // gemm and conv steps: dispatch tables and kernels checked by open_kernel_libraries.
+      if (st.op == "elementwise") {
         s.chains[i] = parse_chain(st);
         s.programs[i] = native::compile_program(s.chains[i]);
         std::string k = param_str(st, "kernel", "");
@@ -217,6 +188,7 @@ struct Session::Impl {
 Session::Session(const std::string& dir, int) : impl_(std::make_shared<Impl>()) {
   try {
     impl_->art = load_artifact(dir);
+    open_kernel_libraries(impl_->art);  // the same checks as with CUDA, so a bad artifact says so here too
   } catch (const PlanError& e) {
     throw Error(SABRE_ERR_ARTIFACT, e.what());
   }

@@ -9,6 +9,8 @@
 #include <sstream>
 
 #include "support/json.h"
+#include "tune/profiler.h"
+#include "tune/select.h"
 
 namespace sabre::tune {
 
@@ -283,7 +285,10 @@ int64_t TuningDb::import_jsonl(const std::string& text) {
         return *f;
       };
       const json::Value& e = field(v, "env");
-      Environment env{field(e, "gpu").str(), static_cast<int>(field(e, "sm").num()), field(e, "cuda").str(),
+      const double sm = field(e, "sm").num();
+      if (!(sm >= 1 && sm <= 1000) || sm != static_cast<double>(static_cast<int>(sm)))
+        throw DbError("import: line " + std::to_string(lineno) + ": sm " + json::Value(sm).dump() + " is no GPU's; nothing was imported");
+      Environment env{field(e, "gpu").str(), static_cast<int>(sm), field(e, "cuda").str(),
                       field(e, "cutlass").str(), field(e, "template_version").str()};
       Measurement m;
       m.workload = field(v, "workload").str();
@@ -296,6 +301,15 @@ int64_t TuningDb::import_jsonl(const std::string& text) {
       const json::Value* r = v.get("rel_error");
       m.rel_error = r && r->is_number() ? r->num() : 0.0;
       if (const json::Value* d = v.get("detail"); d && d->is_string()) m.detail = d->str();
+      // A row is a claim that a kernel computes its workload this fast: one whose time is not a
+      // time, or whose kernel (of this build's naming) computes something else, is refused, so an
+      // imported DB can never put a kernel into a plan that does not compute what the plan needs.
+      if (m.status == Status::ok && !(std::isfinite(m.time_us) && m.time_us > 0))
+        throw DbError("import: line " + std::to_string(lineno) + ": an ok row needs a positive time_us; nothing was imported");
+      if (m.status == Status::ok && env.cutlass == cutlass_version() && env.template_version == template_version())
+        if (auto why = row_mismatch(m, env.sm))
+          throw DbError("import: line " + std::to_string(lineno) + ": " + *why +
+                        "; the row does not describe its workload, nothing was imported");
       if (keep_incoming(env, m)) {
         record(env, m);
         ++taken;

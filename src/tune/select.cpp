@@ -1,8 +1,10 @@
 #include "tune/select.h"
 
 #include <set>
+#include <sstream>
 #include <stdexcept>
 
+#include "backends/cublaslt/lt_spec.h"
 #include "backends/cutlass/kernel_spec.h"
 #include "ir/graph.h"
 #include "tune/profiler.h"
@@ -36,16 +38,101 @@ std::string conv_workload_key(const ConvProblem& p) {
          " g=" + i(p.groups) + " a=" + std::to_string(p.alignment);
 }
 
+std::optional<GemmProblem> parse_workload_key(const std::string& key) {
+  std::istringstream in(key);
+  std::string word;
+  GemmProblem p;
+  if (!(in >> word) || word != "gemm" || !(in >> p.dtype >> p.layout >> p.epilogue)) return std::nullopt;
+  std::map<std::string, int64_t> kv;
+  while (in >> word) {
+    const size_t eq = word.find('=');
+    if (eq == std::string::npos) return std::nullopt;
+    try {
+      size_t used = 0;
+      const std::string v = word.substr(eq + 1);
+      kv[word.substr(0, eq)] = std::stoll(v, &used);
+      if (used != v.size()) return std::nullopt;
+    } catch (const std::exception&) {
+      return std::nullopt;
+    }
+  }
+  for (const char* k : {"m", "n", "k", "b", "a"})
+    if (!kv.count(k) || kv[k] < 1) return std::nullopt;
+  p.m_min = p.m_max = kv["m"];
+  p.n = kv["n"];
+  p.k = kv["k"];
+  p.batch = kv["b"];
+  if (kv["a"] > 16) return std::nullopt;
+  p.alignment = static_cast<int>(kv["a"]);
+  return p;
+}
+
+std::optional<std::string> gemm_kernel_mismatch(const std::string& kernel, const GemmProblem& p, int target_sm) {
+  namespace cb = cutlass_backend;
+  cb::GemmOperands ops;
+  cb::EpilogueSpec epi;
+  int alignment = 1;
+  if (auto s = cb::parse_kernel_name(kernel)) {
+    if (auto why = cb::unsupported_reason(*s, target_sm)) return "it cannot run on sm" + std::to_string(target_sm) + ": " + *why;
+    ops = s->ops;
+    epi = s->epi;
+    alignment = s->config.alignment;
+  } else if (auto l = cublaslt_backend::parse_lt_kernel_name(kernel)) {
+    if (auto why = cublaslt_backend::unsupported_reason(l->spec)) return *why;
+    ops = l->spec.ops;
+    epi = l->spec.epi;
+  } else {
+    return "'" + kernel + "' is not a GEMM kernel name";
+  }
+  std::string why;
+  auto field = [&](const char* what, std::string_view have, const std::string& want) {
+    if (have != want) why += std::string(why.empty() ? "" : ", ") + what + " " + std::string(have) + " where the workload has " + want;
+  };
+  field("dtype", cb::elem_name(ops.ab), p.dtype);
+  field("output dtype", cb::elem_name(ops.d), p.dtype);
+  field("layout", cb::layout_name(ops.layout), p.layout);
+  field("epilogue", cb::epilogue_name(epi), p.epilogue);
+  if (p.alignment % alignment != 0)
+    why += std::string(why.empty() ? "" : ", ") + "alignment " + std::to_string(alignment) + " where the workload allows " +
+           std::to_string(p.alignment);
+  if (why.empty()) return std::nullopt;
+  return "kernel " + kernel + " computes " + why;
+}
+
+std::optional<std::string> row_mismatch(const Measurement& m, int sm) {
+  if (m.workload.rfind("gemm ", 0) == 0) {
+    auto p = parse_workload_key(m.workload);
+    if (!p) return "workload '" + m.workload + "' is not a GEMM workload text (gemm DTYPE LAYOUT EPILOGUE m= n= k= b= a=)";
+    // A cuBLASLt candidate ("cublaslt_<spec>#algoN") is checked through its spec; what it deploys,
+    // where the row says, through the deployable name.
+    std::string kernel = m.kernel;
+    if (auto c = parse_lt_candidate(m.kernel)) {
+      auto spec = cublaslt_backend::parse_lt_name(c->first);
+      if (!spec) return "kernel '" + m.kernel + "' is not a cuBLASLt candidate name";
+      cublaslt_backend::LtKernelSpec ks{*spec, {}};
+      kernel = cublaslt_backend::lt_kernel_name(ks);
+    }
+    if (auto why = gemm_kernel_mismatch(kernel, *p, sm)) return *why;
+    if (auto d = deployable_kernel(m); d && *d != m.kernel)
+      if (auto why = gemm_kernel_mismatch(*d, *p, sm)) return *why;
+    return std::nullopt;
+  }
+  return std::nullopt;  // conv rows: the conv picker takes only kernels its ranking offers for the workload
+}
+
 namespace {
 
 // The fastest correct kernel the DB has for a workload that can be deployed ("" when none): a
 // CUTLASS kernel, or with `cublaslt` a cuBLASLt algorithm fixed as a kernel (profiler.h,
-// deployable_kernel). cuBLASLt rows measured before that was possible name no kernel and are passed over.
-std::string db_pick(const TuningDb& db, const Environment& env, const std::string& workload, bool cublaslt) {
-  for (const Measurement& m : db.measurements(env, workload)) {  // fastest first
+// deployable_kernel). cuBLASLt rows measured before that was possible name no kernel and are passed
+// over, as is a row whose kernel computes something other than the workload (an edited or imported
+// DB): the DB says how fast a kernel was, never what the plan needs.
+std::string db_pick(const TuningDb& db, const Environment& env, const GemmProblem& p, int64_t m_rep, bool cublaslt,
+                    int target_sm) {
+  for (const Measurement& m : db.measurements(env, workload_key(p, m_rep))) {  // fastest first
     if (m.status != Status::ok) continue;
     if (!cublaslt && !cutlass_backend::parse_kernel_name(m.kernel)) continue;
-    if (auto k = deployable_kernel(m)) return *k;
+    if (auto k = deployable_kernel(m); k && !gemm_kernel_mismatch(*k, p, target_sm)) return *k;
   }
   return "";
 }
@@ -74,7 +161,7 @@ std::vector<DispatchEntry> pick_kernels(const GemmProblem& p, const PickOptions&
   }
   std::vector<DispatchEntry> out;
   for (int64_t m : buckets) {
-    std::string kernel = opts.db ? db_pick(*opts.db, opts.env, workload_key(p, m), opts.cublaslt) : "";
+    std::string kernel = opts.db ? db_pick(*opts.db, opts.env, p, m, opts.cublaslt, opts.target_sm) : "";
     if (kernel.empty()) {
       auto ranked = rank_candidates(p, m, opts.target_sm, 1);
       if (ranked.empty())

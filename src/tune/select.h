@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -67,6 +68,19 @@ std::vector<int64_t> m_buckets(int64_t m_min, int64_t m_max);
 // The workload text the DB keys measurements by, for one concrete M:
 // "gemm f16 tn bias_gelu m=128 n=768 k=768 b=1 a=8".
 std::string workload_key(const GemmProblem& p, int64_t m);
+
+// The problem of a GEMM workload text workload_key made, at its one M; nullopt for other text.
+std::optional<GemmProblem> parse_workload_key(const std::string& key);
+
+// Why GEMM kernel `kernel` (a CUTLASS name or a deployable cuBLASLt name, lt_spec.h) cannot run
+// problem `p` on target_sm: another dtype, layout or epilogue, an alignment the problem does not
+// allow, or a spec the target cannot run; nullopt when it can. What keeps a tuning-DB row from
+// deploying a kernel that computes something else (docs/TRUST.md).
+std::optional<std::string> gemm_kernel_mismatch(const std::string& kernel, const GemmProblem& p, int target_sm);
+
+// Why a measurement row (its workload, kernel and detail) describes no kernel that computes its
+// workload, or nullopt: what `sabre db import` checks of rows of this build.
+std::optional<std::string> row_mismatch(const Measurement& m, int sm);
 
 // The workload text the DB keys conv measurements by:
 // "conv f16 bias_relu n=1 h=7 w=7 c=512 k=512 r=3 s=3 p=7 q=7 pad=1,1 str=1,1 dil=1,1 g=1 a=8".

@@ -105,6 +105,11 @@ std::optional<LtKernelSpec> parse_lt_kernel_name(std::string_view name) {
 
 std::vector<std::string> lt_kernel_flags() { return {"-std=c++17", "-O2", "-lcublasLt"}; }
 
+support::KernelSignature lt_kernel_signature(const LtKernelSpec& s) {
+  return {"gemm", std::string(cb::elem_name(s.spec.ops.ab)), std::string(cb::elem_name(s.spec.ops.d)),
+          std::string(cb::layout_name(s.spec.ops.layout)), cb::epilogue_name(s.spec.epi), 1, "any"};
+}
+
 std::string emit_lt_kernel(const LtKernelSpec& s) {
   if (auto why = unsupported_reason(s.spec))
     throw std::invalid_argument("cuBLASLt kernel " + lt_kernel_name(s) + ": " + *why);
@@ -234,6 +239,7 @@ std::string emit_lt_kernel(const LtKernelSpec& s) {
        "    return fail(SABRE_CUDA_ERROR, std::string(\"cublasLtMatmul launch: \") + cudaGetErrorString(e));\n"
        "  return SABRE_OK;\n"
        "}\n\n";
+  o += support::signature_function(n, lt_kernel_signature(s));
   o += backends::one_kernel_registry("sabre_kernel_entry", "sabre_kernel_registry", n, /*guarded=*/true);
   o += "}  // extern \"C\"\n";
   return o;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "backends/cutlass/kernel_spec.h"
+#include "support/kernel_signature.h"
 
 namespace sabre::cublaslt_backend {
 
@@ -56,6 +57,9 @@ std::optional<LtKernelSpec> parse_lt_kernel_name(std::string_view name);
 // heuristic's first algorithm for that shape runs instead. Build with lt_kernel_flags; the library
 // needs libcublasLt at run time. Throws std::invalid_argument for a spec cuBLASLt cannot compute.
 std::string emit_lt_kernel(const LtKernelSpec& s);
+// What the library emit_lt_kernel writes computes (its NAME_signature text): cuBLASLt needs no
+// alignment of its own beyond the element and runs on any arch the library supports ("any").
+support::KernelSignature lt_kernel_signature(const LtKernelSpec& s);
 // Compiler flags of emit_lt_kernel's source, less the include directory of sabre/kernel_abi.h.
 std::vector<std::string> lt_kernel_flags();
 

@@ -154,7 +154,7 @@ std::string device_types(const ConvSpec& s) {
   return o;
 }
 
-std::string host_code(const ConvSpec& s, const EmitOptions& opts) {
+std::string host_code(const ConvSpec& s, const EmitOptions& opts, int target_sm) {
   const EpilogueSpec& e = s.epi;
   const bool res = e.residual != Residual::none;
   const std::string n = conv_kernel_name(s);
@@ -261,12 +261,18 @@ std::string host_code(const ConvSpec& s, const EmitOptions& opts) {
          "      static_cast<const Element*>(p->residual), static_cast<Element*>(p->y)));\n";
   }
   o += "  return SABRE_OK;\n}\n\n";
+  o += support::signature_function(n, conv_kernel_signature(s, target_sm));
   if (opts.registry) o += detail::conv_registry(n);
   o += "}  // extern \"C\"\n";
   return o;
 }
 
 }  // namespace
+
+support::KernelSignature conv_kernel_signature(const ConvSpec& s, int target_sm) {
+  const std::string e(elem_name(s.elem));
+  return {"conv", e, e, "nhwc", epilogue_name(s.epi), s.config.alignment, "sm_" + std::to_string(target_sm)};
+}
 
 std::vector<std::string> conv_gencode_flags(int target_sm) {
   std::string sm = std::to_string(target_sm);
@@ -300,7 +306,7 @@ std::string emit_conv_kernel(const ConvSpec& s, int target_sm, const EmitOptions
   o += "#include \"sabre/kernel_abi.h\"\n\n";
   o += "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800\n#error \"sm80 conv kernels need compute capability 8.0 or newer\"\n#endif\n\n";
   o += device_types(s);
-  o += host_code(s, opts);
+  o += host_code(s, opts, target_sm);
   return o;
 }
 

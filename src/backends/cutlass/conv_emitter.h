@@ -16,6 +16,9 @@ namespace sabre::cutlass_backend {
 // target_sm (the message says why). opts.registry adds sabre_conv_registry (one kernel per .so).
 std::string emit_conv_kernel(const ConvSpec& s, int target_sm = 90, const EmitOptions& opts = {});
 
+// What the kernel built from `s` for target_sm computes (its library's NAME_signature text).
+support::KernelSignature conv_kernel_signature(const ConvSpec& s, int target_sm);
+
 // nvcc -gencode flags: the target's own SASS (the 2.x templates need no arch-specific features).
 std::vector<std::string> conv_gencode_flags(int target_sm);
 

@@ -410,6 +410,7 @@ std::string host_code(const Sm90ConvSpec& s, const EmitOptions& opts) {
               : "  SABRE_CHECK_CUTLASS(conv.run(stream));\n";
   o += "  SABRE_CHECK_CUDA(cudaGetLastError());\n";
   o += "  return SABRE_OK;\n}\n\n";
+  o += support::signature_function(n, sm90_conv_kernel_signature(s));
   if (opts.registry) o += detail::conv_registry(n);
   o += "}  // extern \"C\"\n";
   return o;
@@ -516,6 +517,11 @@ std::vector<Sm90ConvConfig> sm90_conv_catalog(Elem elem) {
 }
 
 std::vector<std::string> sm90_conv_gencode_flags() { return {"-gencode", "arch=compute_90a,code=sm_90a"}; }
+
+support::KernelSignature sm90_conv_kernel_signature(const Sm90ConvSpec& s) {
+  const std::string e(elem_name(s.elem));
+  return {"conv", e, e, "nhwc", epilogue_name(s.epi), s.config.alignment, "sm_90a"};
+}
 
 std::string emit_sm90_conv_kernel(const Sm90ConvSpec& s, int target_sm, const EmitOptions& opts) {
   if (auto why = sm90_conv_unsupported_reason(s, target_sm))

@@ -72,6 +72,8 @@ std::vector<Sm90ConvConfig> sm90_conv_catalog(Elem elem);
 // unless opts.registry is false, sabre_conv_registry under #ifndef SABRE_NO_REGISTRY). Throws
 // std::invalid_argument when the spec fails sm90_conv_unsupported_reason for target_sm.
 std::string emit_sm90_conv_kernel(const Sm90ConvSpec& s, int target_sm = 90, const EmitOptions& opts = {});
+// What the kernel built from `s` computes (its library's NAME_signature text); sm_90a code.
+support::KernelSignature sm90_conv_kernel_signature(const Sm90ConvSpec& s);
 
 // nvcc -gencode flags of this family: sm_90a, as the sm90 GEMMs (a plain sm_90 build compiles the
 // wgmma/TMA templates to stubs; the emitted TU has an #error that stops such a build).

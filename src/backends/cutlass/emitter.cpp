@@ -71,7 +71,7 @@ std::string host_prologue(const KernelSpec& s) {
   return o;
 }
 
-std::string host_entry_points(const KernelSpec& s, const EmitOptions& opts) {
+std::string host_entry_points(const KernelSpec& s, const EmitOptions& opts, int target_sm) {
   const std::string n = symbol_prefix(s);
   std::string o;
   o += "}  // namespace\n\n";
@@ -105,6 +105,7 @@ std::string host_entry_points(const KernelSpec& s, const EmitOptions& opts) {
                           : "  SABRE_CHECK_CUTLASS(gemm.run(stream));\n";
   o += "  SABRE_CHECK_CUDA(cudaGetLastError());\n";
   o += "  return SABRE_OK;\n}\n\n";
+  o += support::signature_function(n, kernel_signature(s, target_sm));
   if (opts.registry) o += backends::one_kernel_registry("sabre_kernel_entry", "sabre_kernel_registry", n, /*guarded=*/false);
   o += "}  // extern \"C\"\n";
   return o;
@@ -297,6 +298,12 @@ std::string emit_sm80(const KernelSpec& s) {
 
 }  // namespace
 
+support::KernelSignature kernel_signature(const KernelSpec& s, int target_sm) {
+  return {"gemm", std::string(elem_name(s.ops.ab)), std::string(elem_name(s.ops.d)), std::string(layout_name(s.ops.layout)),
+          epilogue_name(s.epi), s.config.alignment,
+          s.config.family == Family::sm90 ? "sm_90a" : "sm_" + std::to_string(target_sm)};
+}
+
 std::vector<std::string> gencode_flags(Family family, int target_sm) {
   if (family == Family::sm90) return {"-gencode", "arch=compute_90a,code=sm_90a"};
   std::string sm = std::to_string(target_sm);
@@ -317,7 +324,7 @@ std::string emit_kernel(const KernelSpec& s, int target_sm, const EmitOptions& o
   o += "#include \"cutlass/cutlass.h\"\n";
   o += "#include \"sabre/kernel_abi.h\"\n";
   o += s.config.family == Family::sm90 ? emit_sm90(s) : emit_sm80(s);
-  o += host_entry_points(s, opts);
+  o += host_entry_points(s, opts, target_sm);
   return o;
 }
 

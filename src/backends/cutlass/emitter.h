@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "backends/cutlass/kernel_spec.h"
+#include "support/kernel_signature.h"
 
 namespace sabre::cutlass_backend {
 
@@ -25,6 +26,9 @@ std::string emit_kernel(const KernelSpec& s, int target_sm = 90, const EmitOptio
 // built for plain sm_90 they compile to stubs that only print an error, and the emitted TU has an
 // #error that stops such a build. sm80 kernels (2.x templates) build for the target's own SASS.
 std::vector<std::string> gencode_flags(Family family, int target_sm);
+
+// What the kernel built from `s` for target_sm computes (its library's NAME_signature text).
+support::KernelSignature kernel_signature(const KernelSpec& s, int target_sm);
 
 // The symbol prefix of a kernel's C functions: its name (names are valid C identifiers).
 inline std::string symbol_prefix(const KernelSpec& s) { return kernel_name(s); }

@@ -19,6 +19,7 @@
 
 #include "ir/infer.h"
 #include "support/files.h"
+#include "support/confine.h"
 #include "transform/fold_shapes.h"
 
 namespace sabre::onnx_frontend {
@@ -98,25 +99,25 @@ ir::Tensor read_external(const onnx::TensorProto& tp, const std::string& base_di
     }
   }
   if (location.empty()) fail(Kind::invalid, what + " has external data without a location");
-  std::filesystem::path rel(location);
-  if (rel.is_absolute() || std::any_of(rel.begin(), rel.end(), [](const auto& p) { return p == ".."; }))
-    fail(Kind::invalid, what + ": external data location '" + location + "' must be a path inside the model's directory");
-  if (offset < 0) fail(Kind::invalid, what + ": external data offset is negative");
+  if (offset < 0) fail(Kind::invalid, what + ": external data offset " + std::to_string(offset) + " is negative");
   if (length >= 0 && static_cast<uint64_t>(length) != nbytes)
     fail(Kind::invalid, what + ": external data length " + std::to_string(length) + " does not match its " +
                             std::to_string(nbytes) + " bytes");
-  std::filesystem::path file = std::filesystem::path(base_dir.empty() ? "." : base_dir) / rel;
-  try {  // a FIFO or device named as external data would block or never end
-    support::check_input_file(file.string(), "external data", support::kMaxDataBytes);
-  } catch (const support::FileError& e) {
-    fail(Kind::io, what + ": " + e.what());
+  // The location is resolved (symlinks followed) and must stay inside the model's folder: a model
+  // is data and may not make sabre read, and print, files elsewhere (docs/TRUST.md).
+  std::filesystem::path file;
+  try {
+    file = support::confine(base_dir.empty() ? "." : base_dir, location, what + ": external data location");
+  } catch (const support::ConfineError& e) {
+    if (e.missing) fail(Kind::io, what + ": cannot open external data file '" + location + "' (" + e.what() + ")");
+    fail(Kind::invalid, std::string(e.what()) + "; external data must be a file inside the model's directory");
   }
   std::ifstream f(file, std::ios::binary);
   if (!f) fail(Kind::io, what + ": cannot open external data file '" + file.string() + "'");
   f.seekg(0, std::ios::end);
   int64_t size = static_cast<int64_t>(f.tellg());
-  if (size < 0 || offset > size || static_cast<uint64_t>(size - offset) < nbytes)
-    fail(Kind::invalid, what + ": external data file '" + file.string() + "' is too short (" + std::to_string(size) +
+  if (size < 0 || !support::range_inside(static_cast<uint64_t>(offset), nbytes, static_cast<uint64_t>(size)))
+    fail(Kind::invalid, what + ": external data file '" + location + "' is too short (" + std::to_string(size) +
                             " bytes, need " + std::to_string(nbytes) + " at offset " + std::to_string(offset) + ")");
   ir::Tensor t(dt, dims);
   if (nbytes == 0) return t;
