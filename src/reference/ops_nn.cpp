@@ -172,6 +172,24 @@ Kernel softmax(bool log) {
   };
 }
 
+// Hardmax: 1 at the first maximum along the axis, 0 elsewhere.
+std::vector<Tensor> hardmax_kernel(const ir::Node& n, const Inputs& xs) {
+  const Tensor& x = in(n, xs, 0);
+  if (!ir::is_float(x.dtype())) fail(n, "needs a float input");
+  const int64_t axis = norm_axis(n, n.attr_int("axis", -1), x.rank());
+  AxisSplit s = split_at(x.dims(), axis);
+  std::vector<double> v = to_f64(x), r(v.size(), 0.0);
+  for (int64_t o = 0; o < s.outer; ++o)
+    for (int64_t i = 0; i < s.inner; ++i) {
+      const int64_t base = o * s.dim * s.inner + i;
+      int64_t best = 0;
+      for (int64_t k = 1; k < s.dim; ++k)
+        if (v[base + k * s.inner] > v[base + best * s.inner]) best = k;
+      if (s.dim > 0) r[base + best * s.inner] = 1.0;
+    }
+  return {from_f64(r, x.dtype(), x.dims())};
+}
+
 std::vector<Tensor> layernorm_kernel(const ir::Node& n, const Inputs& xs) {
   const Tensor& x = in(n, xs, 0);
   const Tensor& scale = in(n, xs, 1);
@@ -701,6 +719,7 @@ void register_nn_ops(Table& t) {
   add("Gemm", gemm_kernel);
   add("Softmax", softmax(false));
   add("LogSoftmax", softmax(true));
+  add("Hardmax", hardmax_kernel);
   add("LayerNormalization", layernorm_kernel);
   add("ReduceSum", reduce(Reduce::sum));
   add("ReduceMean", reduce(Reduce::mean));
