@@ -831,6 +831,18 @@ void depth_space(Node& n) {  // DepthToSpace, SpaceToDepth
   set_out(n, 0, x->dtype(), out);
 }
 
+void tile(Node& n) {
+  Value* x = in(n, 0);
+  std::vector<int64_t> reps = const_axes(n, 1, "repeats");
+  if (reps.size() != x->shape().size()) fail(n, "repeats must have one value per input dim");
+  Shape out;
+  for (size_t i = 0; i < reps.size(); ++i) {
+    if (reps[i] < 0) fail(n, "repeats must not be negative");
+    out.push_back(x->shape()[i] * Dim(reps[i]));
+  }
+  set_out(n, 0, x->dtype(), out);
+}
+
 void softmax(Node& n) {
   Value* x = in(n, 0);
   norm_axis(n, n.attr_int("axis", -1), static_cast<int64_t>(x->shape().size()));
@@ -874,7 +886,8 @@ Table build_table() {
   add({"IsNaN", "IsInf"}, float_to_bool);
   add({"Mod", "BitShift"}, same_dtype_binary);
   add({"PRelu"}, prelu);
-  add({"Sum"}, sum);
+  add({"Sum", "Mean"}, sum);
+  add({"InstanceNormalization"}, unary);
   add({"Identity", "Dropout"}, identity);
   add({"Not"}, not_op);
   add({"Add", "Sub", "Mul", "Div", "Pow"}, binary_arith);
@@ -901,6 +914,7 @@ Table build_table() {
   add({"Softmax", "LogSoftmax", "Hardmax"}, softmax);
   add({"ArgMax", "ArgMin"}, arg_extreme);
   add({"CumSum"}, cumsum);
+  add({"Tile"}, tile);
   add({"GatherElements"}, gather_elements);
   add({"Size"}, size_op);
   add({"DepthToSpace", "SpaceToDepth"}, depth_space);

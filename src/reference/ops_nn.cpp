@@ -190,6 +190,29 @@ std::vector<Tensor> hardmax_kernel(const ir::Node& n, const Inputs& xs) {
   return {from_f64(r, x.dtype(), x.dims())};
 }
 
+// InstanceNormalization: per (n, c), normalise over the spatial dims, then scale[c] and bias[c].
+std::vector<Tensor> instancenorm_kernel(const ir::Node& n, const Inputs& xs) {
+  const Tensor& x = in(n, xs, 0);
+  const Tensor& scale = in(n, xs, 1);
+  const Tensor& bias = in(n, xs, 2);
+  if (!ir::is_float(x.dtype())) fail(n, "needs a float input");
+  if (x.rank() < 3) fail(n, "input must have rank >= 3");
+  const int64_t N = x.dims()[0], C = x.dims()[1], S = numel(x.dims()) / std::max<int64_t>(1, N * C);
+  if (scale.numel() != C || bias.numel() != C) fail(n, "scale and B must have one value per channel");
+  const double eps = n.attr_float("epsilon", 1e-5);
+  std::vector<double> v = to_f64(x), sv = to_f64(scale), bv = to_f64(bias);
+  for (int64_t i = 0; i < N * C; ++i) {
+    double* p = v.data() + i * S;
+    double mean = 0, var = 0;
+    for (int64_t k = 0; k < S; ++k) mean += p[k];
+    mean /= static_cast<double>(S);
+    for (int64_t k = 0; k < S; ++k) var += (p[k] - mean) * (p[k] - mean);
+    const double inv = 1.0 / std::sqrt(var / static_cast<double>(S) + eps);
+    for (int64_t k = 0; k < S; ++k) p[k] = (p[k] - mean) * inv * sv[i % C] + bv[i % C];
+  }
+  return {from_f64(v, x.dtype(), x.dims())};
+}
+
 std::vector<Tensor> layernorm_kernel(const ir::Node& n, const Inputs& xs) {
   const Tensor& x = in(n, xs, 0);
   const Tensor& scale = in(n, xs, 1);
@@ -720,6 +743,7 @@ void register_nn_ops(Table& t) {
   add("Softmax", softmax(false));
   add("LogSoftmax", softmax(true));
   add("Hardmax", hardmax_kernel);
+  add("InstanceNormalization", instancenorm_kernel);
   add("LayerNormalization", layernorm_kernel);
   add("ReduceSum", reduce(Reduce::sum));
   add("ReduceMean", reduce(Reduce::mean));

@@ -576,6 +576,28 @@ Kernel depth_space(bool to_space) {
   };
 }
 
+std::vector<Tensor> tile_kernel(const ir::Node& n, const Inputs& xs) {
+  const Tensor& x = in(n, xs, 0);
+  std::vector<int64_t> reps = ints_of(n, in(n, xs, 1), "repeats");
+  if (static_cast<int64_t>(reps.size()) != x.rank()) fail(n, "repeats must have one value per input dim");
+  Dims out = x.dims();
+  for (size_t i = 0; i < reps.size(); ++i) {
+    if (reps[i] < 0) fail(n, "repeats must not be negative");
+    out[i] *= reps[i];
+  }
+  const Dims xs_ = strides_of(x.dims()), os = strides_of(out);
+  std::vector<int64_t> src(static_cast<size_t>(numel(out)));
+  for (size_t e = 0; e < src.size(); ++e) {
+    int64_t rem = static_cast<int64_t>(e), off = 0;
+    for (int64_t d = 0; d < x.rank(); ++d) {
+      off += (rem / os[d]) % x.dims()[d] * xs_[d];
+      rem %= os[d];
+    }
+    src[e] = off;
+  }
+  return {take(x, out, src)};
+}
+
 void register_tensor_ops(Table& t) {
   auto add = [&](const char* op, Kernel k) { t[{"", op}] = std::move(k); };
   add("Identity", [](const ir::Node& n, const Inputs& xs) { return std::vector<Tensor>{in(n, xs, 0)}; });
@@ -597,6 +619,7 @@ void register_tensor_ops(Table& t) {
   add("ArgMax", arg_extreme(true));
   add("ArgMin", arg_extreme(false));
   add("CumSum", cumsum_kernel);
+  add("Tile", tile_kernel);
   add("GatherElements", gather_elements_kernel);
   add("DepthToSpace", depth_space(true));
   add("SpaceToDepth", depth_space(false));

@@ -209,7 +209,8 @@ const std::map<std::string, int>& supported_ops() {
       {"PRelu", 7}, {"LogSoftmax", 13}, {"Hardmax", 13}, {"Sum", 8}, {"ReduceMin", 1}, {"ReduceProd", 1},
       {"ReduceSumSquare", 1}, {"ReduceL1", 1}, {"ReduceL2", 1}, {"ReduceLogSum", 1}, {"ReduceLogSumExp", 1},
       {"GlobalMaxPool", 1}, {"ArgMax", 13}, {"ArgMin", 13}, {"CumSum", 11}, {"GatherElements", 11},
-      {"Size", 1}, {"DepthToSpace", 13}, {"SpaceToDepth", 13}};
+      {"Size", 1}, {"DepthToSpace", 13}, {"SpaceToDepth", 13}, {"Mean", 8}, {"Tile", 6},
+      {"InstanceNormalization", 6}};
   return ops;
 }
 
