@@ -75,13 +75,28 @@ const std::map<std::string, native::EwOp>& ew_ops() {
       {"LeakyRelu", EwOp::leaky_relu}, {"HardSigmoid", EwOp::hard_sigmoid},
       {"HardSwish", EwOp::hardswish}, {"Clip", EwOp::clip},
       {"Min", EwOp::min},           {"Max", EwOp::max},
+      {"Sin", EwOp::sin},           {"Cos", EwOp::cos},
+      {"Tan", EwOp::tan},           {"Asin", EwOp::asin},
+      {"Acos", EwOp::acos},         {"Atan", EwOp::atan},
+      {"Sinh", EwOp::sinh},         {"Cosh", EwOp::cosh},
+      {"Asinh", EwOp::asinh},       {"Acosh", EwOp::acosh},
+      {"Atanh", EwOp::atanh},       {"Ceil", EwOp::ceil},
+      {"Floor", EwOp::floor},       {"Round", EwOp::round},
+      {"Softplus", EwOp::softplus}, {"Softsign", EwOp::softsign},
+      {"Mish", EwOp::mish},         {"Elu", EwOp::elu},
+      {"Selu", EwOp::selu},         {"Celu", EwOp::celu},
+      {"ThresholdedRelu", EwOp::thresholded_relu}, {"Shrink", EwOp::shrink},
+      {"Sign", EwOp::sign},         {"IsNaN", EwOp::isnan},
+      {"IsInf", EwOp::isinf},       {"Mod", EwOp::mod},
+      {"BitShift", EwOp::shl},      {"PRelu", EwOp::prelu},
+      {"Sum", EwOp::add},
   };
   return m;
 }
 
 bool is_ew(const Node* n) {
   if (n->domain() != "" || !ew_ops().count(n->op())) return false;
-  if ((n->op() == "Min" || n->op() == "Max") && n->num_inputs() != 2) return false;
+  if ((n->op() == "Min" || n->op() == "Max" || n->op() == "Sum") && n->num_inputs() != 2) return false;
   return true;
 }
 
@@ -1246,11 +1261,27 @@ class Lowerer {
       } else if (op == EwOp::where) {
         r = ch.where(a[0], a[1], a[2]);
       } else if (native::info(op).arity == 2) {
+        if (op == EwOp::mod && m->attr_int("fmod", 0) != 0) op = EwOp::fmod;
+        if (op == EwOp::shl && m->attr_string("direction", "") == "RIGHT") op = EwOp::shr;
         r = ch.binary(op, a[0], a[1]);
       } else {
         float alpha = 0, beta = 0;
         if (op == EwOp::gelu_erf && m->attr_string("approximate", "none") == "tanh") op = EwOp::gelu_tanh;
         if (op == EwOp::leaky_relu) alpha = static_cast<float>(m->attr_float("alpha", 0.01));
+        if (op == EwOp::elu || op == EwOp::celu || op == EwOp::thresholded_relu)
+          alpha = static_cast<float>(m->attr_float("alpha", 1.0));
+        if (op == EwOp::selu) {
+          alpha = static_cast<float>(m->attr_float("alpha", 1.67326319217681884765625));
+          beta = static_cast<float>(m->attr_float("gamma", 1.05070102214813232421875));
+        }
+        if (op == EwOp::shrink) {
+          alpha = static_cast<float>(m->attr_float("lambd", 0.5));
+          beta = static_cast<float>(m->attr_float("bias", 0.0));
+        }
+        if (op == EwOp::isinf) {
+          alpha = static_cast<float>(m->attr_int("detect_negative", 1));
+          beta = static_cast<float>(m->attr_int("detect_positive", 1));
+        }
         if (op == EwOp::hard_sigmoid) {
           alpha = static_cast<float>(m->attr_float("alpha", 0.2));
           beta = static_cast<float>(m->attr_float("beta", 0.5));

@@ -301,6 +301,50 @@ void logical(Node& n) {
   });
 }
 
+// Neg keeps known integer values (ONNX's expanded LayerNormalization negates its axis to size a shape).
+void neg(Node& n) {
+  unary(n);
+  Value* x = in(n, 0);
+  auto k = known(x);
+  if (!is_int(x->dtype()) || !k) return;
+  std::vector<Dim> out;
+  for (const Dim& d : *k) {
+    if (!d.is_static() || !small_static(d)) return;
+    out.push_back(Dim(-d.value()));
+  }
+  set_known(n, 0, std::move(out));
+}
+
+void float_to_bool(Node& n) {  // IsNaN, IsInf
+  Value* x = in(n, 0);
+  if (!is_float(x->dtype())) fail(n, "input must be a float, got " + std::string(name(x->dtype())));
+  set_out(n, 0, DType::boolean, x->shape());
+}
+
+void same_dtype_binary(Node& n) {  // Mod, BitShift
+  auto ins = present_inputs(n);
+  if (ins.size() != 2) fail(n, "expects 2 inputs");
+  check_same_dtype(n, ins);
+  if (ins[0]->dtype() == DType::boolean) fail(n, "does not take bool");
+  set_out(n, 0, ins[0]->dtype(), broadcast_inputs(n, ins));
+}
+
+void prelu(Node& n) {  // the slope broadcasts to X: the output has X's shape
+  Value* x = in(n, 0);
+  Value* slope = in(n, 1);
+  check_same_dtype(n, {x, slope});
+  if (!(broadcast_inputs(n, {x, slope}) == x->shape()))
+    fail(n, "slope " + str(slope->shape()) + " does not broadcast to X " + str(x->shape()));
+  set_out(n, 0, x->dtype(), x->shape());
+}
+
+void sum(Node& n) {
+  auto ins = present_inputs(n);
+  if (ins.empty()) fail(n, "expects at least one input");
+  check_same_dtype(n, ins);
+  set_out(n, 0, ins[0]->dtype(), broadcast_inputs(n, ins));
+}
+
 void where(Node& n) {
   Value* c = in(n, 0);
   Value* x = in(n, 1);
@@ -762,6 +806,68 @@ void trilu(Node& n) {
   unary(n);
 }
 
+void arg_extreme(Node& n) {  // ArgMax, ArgMin
+  Value* x = in(n, 0);
+  int64_t r = static_cast<int64_t>(x->shape().size());
+  int64_t axis = norm_axis(n, n.attr_int("axis", 0), r);
+  Shape out = x->shape();
+  if (n.attr_int("keepdims", 1) != 0) out[axis] = Dim(1);
+  else out.erase(out.begin() + axis);
+  set_out(n, 0, DType::i64, out);
+}
+
+void cumsum(Node& n) {
+  Value* axis = in(n, 1);
+  if (is_float(axis->dtype())) fail(n, "axis must be an integer");
+  unary(n);
+}
+
+void gather_elements(Node& n) {
+  Value* x = in(n, 0);
+  Value* idx = in(n, 1);
+  if (is_float(idx->dtype())) fail(n, "indices must be integers");
+  if (idx->shape().size() != x->shape().size()) fail(n, "indices must have the data's rank");
+  norm_axis(n, n.attr_int("axis", 0), static_cast<int64_t>(x->shape().size()));
+  set_out(n, 0, x->dtype(), idx->shape());
+}
+
+void size_op(Node& n) {  // known from the shape alone: Size(Shape(x)) is x's rank, for shape subgraphs
+  Value* x = in(n, 0);
+  set_out(n, 0, DType::i64, Shape{});
+  Dim count(1);
+  for (const Dim& d : x->shape()) count = count * d;
+  set_known(n, 0, {count});
+}
+
+void depth_space(Node& n) {  // DepthToSpace, SpaceToDepth
+  Value* x = in(n, 0);
+  if (x->shape().size() != 4) fail(n, "input must be 4-D (NCHW)");
+  const int64_t b = n.attr_int("blocksize");
+  if (b <= 0) fail(n, "blocksize must be positive");
+  const Shape& s = x->shape();
+  const bool to_space = n.op() == "DepthToSpace";
+  auto div = [&](const Dim& d, int64_t k) {
+    auto q = d.divide(Dim(k));
+    if (!q) fail(n, "dim " + d.str() + " is not a multiple of " + std::to_string(k));
+    return *q;
+  };
+  Shape out = to_space ? Shape{s[0], div(s[1], b * b), s[2] * Dim(b), s[3] * Dim(b)}
+                       : Shape{s[0], s[1] * Dim(b * b), div(s[2], b), div(s[3], b)};
+  set_out(n, 0, x->dtype(), out);
+}
+
+void tile(Node& n) {
+  Value* x = in(n, 0);
+  std::vector<int64_t> reps = const_axes(n, 1, "repeats");
+  if (reps.size() != x->shape().size()) fail(n, "repeats must have one value per input dim");
+  Shape out;
+  for (size_t i = 0; i < reps.size(); ++i) {
+    if (reps[i] < 0) fail(n, "repeats must not be negative");
+    out.push_back(x->shape()[i] * Dim(reps[i]));
+  }
+  set_out(n, 0, x->dtype(), out);
+}
+
 void softmax(Node& n) {
   Value* x = in(n, 0);
   norm_axis(n, n.attr_int("axis", -1), static_cast<int64_t>(x->shape().size()));
@@ -796,9 +902,17 @@ Table build_table() {
   auto add = [&](std::initializer_list<const char*> ops, InferFn f) {
     for (const char* op : ops) t[{"", op}] = f;
   };
-  add({"Sqrt", "Reciprocal", "Neg", "Exp", "Log", "Erf", "Tanh", "Relu", "Sigmoid", "Gelu", "LeakyRelu",
-       "HardSigmoid", "HardSwish", "Abs"},
+  add({"Neg"}, neg);
+  add({"Sqrt", "Reciprocal", "Exp", "Log", "Erf", "Tanh", "Relu", "Sigmoid", "Gelu", "LeakyRelu",
+       "HardSigmoid", "HardSwish", "Abs", "Sin", "Cos", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh",
+       "Acosh", "Atanh", "Ceil", "Floor", "Round", "Sign", "Softplus", "Softsign", "Mish", "Elu", "Selu", "Celu",
+       "ThresholdedRelu", "Shrink"},
       unary);
+  add({"IsNaN", "IsInf"}, float_to_bool);
+  add({"Mod", "BitShift"}, same_dtype_binary);
+  add({"PRelu"}, prelu);
+  add({"Sum", "Mean"}, sum);
+  add({"InstanceNormalization"}, unary);
   add({"Identity", "Dropout"}, identity);
   add({"Not"}, not_op);
   add({"Add", "Sub", "Mul", "Div", "Pow"}, binary_arith);
@@ -822,8 +936,16 @@ Table build_table() {
   add({"Expand"}, expand);
   add({"Range"}, range);
   add({"Trilu"}, trilu);
-  add({"Softmax"}, softmax);
-  add({"ReduceMean", "ReduceSum", "ReduceMax"}, reduce);
+  add({"Softmax", "LogSoftmax", "Hardmax"}, softmax);
+  add({"ArgMax", "ArgMin"}, arg_extreme);
+  add({"CumSum"}, cumsum);
+  add({"Tile"}, tile);
+  add({"GatherElements"}, gather_elements);
+  add({"Size"}, size_op);
+  add({"DepthToSpace", "SpaceToDepth"}, depth_space);
+  add({"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceSumSquare", "ReduceL1", "ReduceL2",
+       "ReduceLogSum", "ReduceLogSumExp"},
+      reduce);
   add_nn_ops(t);
   return t;
 }

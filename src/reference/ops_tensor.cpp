@@ -2,6 +2,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <type_traits>
 #include <limits>
 
 #include "ir/tensor_size.h"
@@ -457,6 +458,162 @@ std::vector<Tensor> pad_kernel(const ir::Node& n, const Inputs& xs) {
 
 }  // namespace
 
+// ArgMax / ArgMin: the index of the first (or, select_last_index=1, last) extreme along the axis.
+Kernel arg_extreme(bool max) {
+  return [max](const ir::Node& n, const Inputs& xs) {
+    const Tensor& x = in(n, xs, 0);
+    if (x.dtype() == DType::boolean) fail(n, "does not take bool");
+    const int64_t axis = norm_axis(n, n.attr_int("axis", 0), x.rank());
+    const bool keep = n.attr_int("keepdims", 1) != 0, last = n.attr_int("select_last_index", 0) != 0;
+    int64_t outer = 1, inner = 1;
+    const int64_t dim = x.dims()[axis];
+    if (dim == 0) fail(n, "the reduced axis is empty");
+    for (int64_t d = 0; d < axis; ++d) outer *= x.dims()[d];
+    for (int64_t d = axis + 1; d < x.rank(); ++d) inner *= x.dims()[d];
+    std::vector<double> v = to_f64(x);
+    std::vector<int64_t> r(static_cast<size_t>(outer * inner));
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t i = 0; i < inner; ++i) {
+        const double* p = v.data() + o * dim * inner + i;
+        int64_t best = 0;
+        for (int64_t k = 1; k < dim; ++k) {
+          const double a = p[k * inner], b = p[best * inner];
+          if (max ? (a > b || (last && a == b)) : (a < b || (last && a == b))) best = k;
+        }
+        r[o * inner + i] = best;
+      }
+    Dims out = x.dims();
+    if (keep) out[axis] = 1;
+    else out.erase(out.begin() + axis);
+    return std::vector<Tensor>{from_i64(r, DType::i64, out)};
+  };
+}
+
+// CumSum along the axis given as input 1; exclusive / reverse attributes.
+std::vector<Tensor> cumsum_kernel(const ir::Node& n, const Inputs& xs) {
+  const Tensor& x = in(n, xs, 0);
+  std::vector<int64_t> ax = ints_of(n, in(n, xs, 1), "axis");
+  if (ax.size() != 1) fail(n, "axis must hold one value");
+  if (x.dtype() == DType::boolean) fail(n, "does not take bool");
+  const int64_t axis = norm_axis(n, ax[0], x.rank());
+  const bool excl = n.attr_int("exclusive", 0) != 0, rev = n.attr_int("reverse", 0) != 0;
+  int64_t outer = 1, inner = 1;
+  const int64_t dim = x.dims()[axis];
+  for (int64_t d = 0; d < axis; ++d) outer *= x.dims()[d];
+  for (int64_t d = axis + 1; d < x.rank(); ++d) inner *= x.dims()[d];
+  auto scan = [&](auto& v) {
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t i = 0; i < inner; ++i) {
+        typename std::decay_t<decltype(v)>::value_type acc = 0;
+        for (int64_t s = 0; s < dim; ++s) {
+          const int64_t k = rev ? dim - 1 - s : s;
+          auto& e = v[(o * dim + k) * inner + i];
+          const auto cur = e;
+          e = excl ? acc : acc + cur;
+          acc += cur;
+        }
+      }
+  };
+  if (ir::is_float(x.dtype())) {
+    std::vector<double> v = to_f64(x);
+    scan(v);
+    return {from_f64(v, x.dtype(), x.dims())};
+  }
+  std::vector<int64_t> v = to_i64(x);
+  scan(v);
+  return {from_i64(v, x.dtype(), x.dims())};
+}
+
+// GatherElements: out[i][j][k] = x[idx[i][j][k]][j][k] along the axis (indices may be negative).
+std::vector<Tensor> gather_elements_kernel(const ir::Node& n, const Inputs& xs) {
+  const Tensor& x = in(n, xs, 0);
+  const Tensor& it = in(n, xs, 1);
+  std::vector<int64_t> idx = ints_of(n, it, "indices");
+  const int64_t axis = norm_axis(n, n.attr_int("axis", 0), x.rank());
+  if (it.rank() != x.rank()) fail(n, "indices must have the data's rank");
+  for (int64_t d = 0; d < x.rank(); ++d)
+    if (d != axis && it.dims()[d] > x.dims()[d]) fail(n, "indices dim " + std::to_string(d) + " exceeds the data's");
+  const Dims xst = strides_of(x.dims()), ist = strides_of(it.dims());
+  const int64_t dim = x.dims()[axis];
+  std::vector<int64_t> src(idx.size());
+  for (size_t e = 0; e < idx.size(); ++e) {
+    int64_t i = idx[e];
+    if (i < -dim || i >= dim) fail(n, "index " + std::to_string(i) + " is out of range for a dim of " + std::to_string(dim));
+    if (i < 0) i += dim;
+    int64_t rem = static_cast<int64_t>(e), off = 0;
+    for (int64_t d = 0; d < x.rank(); ++d) {
+      const int64_t c = rem / ist[d];
+      rem %= ist[d];
+      off += (d == axis ? i : c) * xst[d];
+    }
+    src[e] = off;
+  }
+  return {take(x, it.dims(), src)};
+}
+
+// DepthToSpace (DCR or CRD) and SpaceToDepth on NCHW.
+Kernel depth_space(bool to_space) {
+  return [to_space](const ir::Node& n, const Inputs& xs) {
+    const Tensor& x = in(n, xs, 0);
+    if (x.rank() != 4) fail(n, "input must be 4-D (NCHW)");
+    const int64_t b = n.attr_int("blocksize");
+    if (b <= 0) fail(n, "blocksize must be positive");
+    const bool crd = n.attr_string("mode", "DCR") == "CRD";
+    const int64_t N = x.dims()[0], C = x.dims()[1], H = x.dims()[2], W = x.dims()[3];
+    Dims out;
+    if (to_space) {
+      if (C % (b * b)) fail(n, "channels must be a multiple of blocksize^2");
+      out = {N, C / (b * b), H * b, W * b};
+    } else {
+      if (H % b || W % b) fail(n, "height and width must be multiples of blocksize");
+      out = {N, C * b * b, H / b, W / b};
+    }
+    std::vector<int64_t> src(static_cast<size_t>(numel(out)));
+    size_t e = 0;
+    for (int64_t nn = 0; nn < out[0]; ++nn)
+      for (int64_t c = 0; c < out[1]; ++c)
+        for (int64_t h = 0; h < out[2]; ++h)
+          for (int64_t w = 0; w < out[3]; ++w) {
+            int64_t ic, ih, iw;
+            if (to_space) {
+              const int64_t bh = h % b, bw = w % b, oc = out[1];
+              ic = crd ? c * b * b + bh * b + bw : (bh * b + bw) * oc + c;
+              ih = h / b;
+              iw = w / b;
+            } else {  // the inverse of DCR: channel (bh*b + bw)*C + c
+              const int64_t blk = c / C, cc = c % C;
+              ic = cc;
+              ih = h * b + blk / b;
+              iw = w * b + blk % b;
+            }
+            src[e++] = ((nn * C + ic) * H + ih) * W + iw;
+          }
+    return std::vector<Tensor>{take(x, out, src)};
+  };
+}
+
+std::vector<Tensor> tile_kernel(const ir::Node& n, const Inputs& xs) {
+  const Tensor& x = in(n, xs, 0);
+  std::vector<int64_t> reps = ints_of(n, in(n, xs, 1), "repeats");
+  if (static_cast<int64_t>(reps.size()) != x.rank()) fail(n, "repeats must have one value per input dim");
+  Dims out = x.dims();
+  for (size_t i = 0; i < reps.size(); ++i) {
+    if (reps[i] < 0) fail(n, "repeats must not be negative");
+    out[i] *= reps[i];
+  }
+  const Dims xs_ = strides_of(x.dims()), os = strides_of(out);
+  std::vector<int64_t> src(static_cast<size_t>(numel(out)));
+  for (size_t e = 0; e < src.size(); ++e) {
+    int64_t rem = static_cast<int64_t>(e), off = 0;
+    for (int64_t d = 0; d < x.rank(); ++d) {
+      off += (rem / os[d]) % x.dims()[d] * xs_[d];
+      rem %= os[d];
+    }
+    src[e] = off;
+  }
+  return {take(x, out, src)};
+}
+
 void register_tensor_ops(Table& t) {
   auto add = [&](const char* op, Kernel k) { t[{"", op}] = std::move(k); };
   add("Identity", [](const ir::Node& n, const Inputs& xs) { return std::vector<Tensor>{in(n, xs, 0)}; });
@@ -475,6 +632,16 @@ void register_tensor_ops(Table& t) {
   add("Range", range_kernel);
   add("Trilu", trilu_kernel);
   add("Pad", pad_kernel);
+  add("ArgMax", arg_extreme(true));
+  add("ArgMin", arg_extreme(false));
+  add("CumSum", cumsum_kernel);
+  add("Tile", tile_kernel);
+  add("GatherElements", gather_elements_kernel);
+  add("DepthToSpace", depth_space(true));
+  add("SpaceToDepth", depth_space(false));
+  add("Size", [](const ir::Node& n, const Inputs& xs) {
+    return std::vector<Tensor>{Tensor::from_i64({in(n, xs, 0).numel()}, {})};
+  });
 }
 
 }  // namespace sabre::reference::detail

@@ -183,7 +183,12 @@ std::vector<Tensor> ref_chain(const native::ElementwiseChain& ch, const std::vec
         {EwOp::add, "Add"}, {EwOp::sub, "Sub"}, {EwOp::mul, "Mul"}, {EwOp::div, "Div"}, {EwOp::pow, "Pow"},
         {EwOp::min, "Min"}, {EwOp::max, "Max"}, {EwOp::equal, "Equal"}, {EwOp::less, "Less"},
         {EwOp::greater, "Greater"}, {EwOp::less_equal, "LessOrEqual"}, {EwOp::greater_equal, "GreaterOrEqual"},
-        {EwOp::logical_and, "And"}, {EwOp::logical_or, "Or"}, {EwOp::where, "Where"}};
+        {EwOp::logical_and, "And"}, {EwOp::logical_or, "Or"}, {EwOp::where, "Where"},
+        {EwOp::sin, "Sin"}, {EwOp::cos, "Cos"}, {EwOp::tan, "Tan"}, {EwOp::asin, "Asin"}, {EwOp::acos, "Acos"},
+        {EwOp::atan, "Atan"}, {EwOp::sinh, "Sinh"}, {EwOp::cosh, "Cosh"}, {EwOp::asinh, "Asinh"},
+        {EwOp::acosh, "Acosh"}, {EwOp::atanh, "Atanh"}, {EwOp::ceil, "Ceil"}, {EwOp::floor, "Floor"},
+        {EwOp::round, "Round"}, {EwOp::softplus, "Softplus"}, {EwOp::softsign, "Softsign"}, {EwOp::mish, "Mish"},
+        {EwOp::sign, "Sign"}, {EwOp::isnan, "IsNaN"}, {EwOp::prelu, "PRelu"}};
     if (auto it = simple.find(n.op); it != simple.end()) {
       std::vector<ir::Value*> xs = {a};
       if (b) xs.push_back(b);
@@ -206,6 +211,18 @@ std::vector<Tensor> ref_chain(const native::ElementwiseChain& ch, const std::vec
         v[i] = node("HardSigmoid", {a}, {{"alpha", double(n.alpha)}, {"beta", double(n.beta)}});
         break;
       case EwOp::clip: v[i] = node("Clip", {a, cst(n.alpha), cst(n.beta)}); break;
+      case EwOp::elu: v[i] = node("Elu", {a}, {{"alpha", double(n.alpha)}}); break;
+      case EwOp::celu: v[i] = node("Celu", {a}, {{"alpha", double(n.alpha)}}); break;
+      case EwOp::thresholded_relu: v[i] = node("ThresholdedRelu", {a}, {{"alpha", double(n.alpha)}}); break;
+      case EwOp::selu: v[i] = node("Selu", {a}, {{"alpha", double(n.alpha)}, {"gamma", double(n.beta)}}); break;
+      case EwOp::shrink: v[i] = node("Shrink", {a}, {{"lambd", double(n.alpha)}, {"bias", double(n.beta)}}); break;
+      case EwOp::isinf:
+        v[i] = node("IsInf", {a}, {{"detect_negative", int64_t(n.alpha != 0)}, {"detect_positive", int64_t(n.beta != 0)}});
+        break;
+      case EwOp::mod: v[i] = node("Mod", {a, b}); break;
+      case EwOp::fmod: v[i] = node("Mod", {a, b}, {{"fmod", int64_t{1}}}); break;
+      case EwOp::shl: v[i] = node("BitShift", {a, b}, {{"direction", std::string("LEFT")}}); break;
+      case EwOp::shr: v[i] = node("BitShift", {a, b}, {{"direction", std::string("RIGHT")}}); break;
       case EwOp::cast:
         v[i] = is_f(n.dtype) ? cast(cast(a, n.dtype), DType::f32) : cast(a, n.dtype);
         break;
@@ -384,6 +401,65 @@ void elementwise_tests() {
       ch.outputs = {z, ch.binary(EwOp::equal, x, w)};
       test_chain("where_cast_" + d, ch, {2, 3, 40}, {{2, 3, 40}, {40}, {2, 1, 40}});
     }
+    // Issue 29's ops: x > 0, y of both signs.
+    auto sum = [](native::ElementwiseChain& ch, std::vector<int> v) {
+      int s = v[0];
+      for (size_t i = 1; i < v.size(); ++i) s = ch.binary(EwOp::add, s, v[i]);
+      return s;
+    };
+    {  // trigonometric and hyperbolic
+      native::ElementwiseChain ch;
+      ch.inputs = {dt, dt};
+      const int x = ch.input(0), y = ch.input(1);
+      const int h = ch.binary(EwOp::mul, y, ch.constant(0.4f, dt));
+      ch.outputs = {sum(ch, {ch.unary(EwOp::sin, y), ch.unary(EwOp::cos, y), ch.unary(EwOp::tan, h),
+                             ch.unary(EwOp::asin, h), ch.unary(EwOp::acos, h), ch.unary(EwOp::atan, y),
+                             ch.unary(EwOp::sinh, y), ch.unary(EwOp::cosh, y), ch.unary(EwOp::asinh, y),
+                             ch.unary(EwOp::acosh, ch.binary(EwOp::add, x, ch.constant(1.f, dt))),
+                             ch.unary(EwOp::atanh, h)})};
+      test_chain("trig_" + d, ch, {33, 64}, {{33, 64}, {33, 64}});
+      test_chain("trig_" + d, ch, {7, 13}, {{7, 13}, {13}});
+    }
+    {  // rounding, activations, mod, prelu
+      native::ElementwiseChain ch;
+      ch.inputs = {dt, dt};
+      const int x = ch.input(0), y = ch.input(1);
+      const int y3 = ch.binary(EwOp::mul, y, ch.constant(3.f, dt)), y7 = ch.binary(EwOp::mul, y, ch.constant(7.f, dt));
+      const int r = sum(ch, {ch.unary(EwOp::ceil, y3), ch.unary(EwOp::floor, y3), ch.unary(EwOp::round, y3),
+                             ch.unary(EwOp::sign, y)});
+      const int a = sum(ch, {ch.unary(EwOp::softplus, y), ch.unary(EwOp::softsign, y), ch.unary(EwOp::mish, y),
+                             ch.unary(EwOp::elu, y, 0.7f), ch.unary(EwOp::selu, y, 1.6732632f, 1.0507010f),
+                             ch.unary(EwOp::celu, y, 1.3f), ch.unary(EwOp::thresholded_relu, y, 0.2f),
+                             ch.unary(EwOp::shrink, y, 0.3f, 0.1f)});
+      const int m = sum(ch, {ch.binary(EwOp::mod, y7, ch.constant(2.5f, dt)), ch.binary(EwOp::fmod, y7, ch.constant(-1.5f, dt)),
+                             ch.binary(EwOp::prelu, y, ch.binary(EwOp::sub, x, ch.constant(1.f, dt)))});
+      ch.outputs = {r, a, m};
+      test_chain("round_act_mod_" + d, ch, {33, 64}, {{33, 64}, {33, 64}});
+    }
+    {  // predicates: NaN from log(y < 0), -inf / +inf from y / 0
+      native::ElementwiseChain ch;
+      ch.inputs = {dt, dt};
+      const int x = ch.input(0), y = ch.input(1);
+      const int q = ch.binary(EwOp::div, y, ch.binary(EwOp::sub, x, x));
+      ch.outputs = {ch.unary(EwOp::isnan, ch.unary(EwOp::log, y)), ch.unary(EwOp::isinf, q, 1.f, 0.f),
+                    ch.unary(EwOp::isinf, q, 0.f, 1.f)};
+      test_chain("isnan_isinf_" + d, ch, {16, 40}, {{16, 40}, {16, 40}});
+    }
+  }
+  {  // integer mod / fmod (divisors -2 and -1), sign; u8 shifts that wrap
+    native::ElementwiseChain ch;
+    ch.inputs = {DType::i64, DType::i64};
+    const int a = ch.binary(EwOp::sub, ch.binary(EwOp::mul, ch.input(0), ch.constant(7, DType::i64)), ch.constant(5, DType::i64));
+    const int b = ch.binary(EwOp::sub, ch.input(1), ch.constant(2, DType::i64));
+    ch.outputs = {ch.binary(EwOp::mod, a, b), ch.binary(EwOp::fmod, a, b), ch.unary(EwOp::sign, a),
+                  ch.binary(EwOp::mod, a, ch.input(1))};  // input(1) is 0 or 1: x mod 0 = 0
+    test_chain("int_mod_sign", ch, {5, 16}, {{5, 16}, {16}});
+    native::ElementwiseChain sh;
+    sh.inputs = {DType::u8, DType::u8};
+    const int v = sh.binary(EwOp::add, sh.input(0), sh.constant(200, DType::u8));
+    const int k = sh.binary(EwOp::add, sh.input(1), sh.constant(3, DType::u8));
+    sh.outputs = {sh.binary(EwOp::shr, sh.binary(EwOp::shl, v, k), sh.constant(2, DType::u8)), sh.binary(EwOp::shr, v, k)};
+    test_chain("u8_shifts", sh, {5, 16}, {{5, 16}, {16}});
   }
   {  // integers: (a + b) * 3 // 2 cast to f32, with min/max/abs
     native::ElementwiseChain ch;

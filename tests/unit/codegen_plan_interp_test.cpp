@@ -6,6 +6,7 @@
 #include <cmath>
 #include <filesystem>
 #include <limits>
+#include <map>
 #include <random>
 #include <set>
 
@@ -65,6 +66,36 @@ int64_t bcast_index(int64_t i, const std::vector<int64_t>& out, const std::vecto
 }
 
 double gelu(double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); }
+// The elementwise ops added for issue 29, with their ONNX formulas (EwOp docs in elementwise.h).
+template <class FA, class FB>
+bool issue29_op(const std::string& op, FA A, FB B, double alpha, double beta, double& v) {
+  static const std::map<std::string, double (*)(double)> unary = {
+      {"sin", [](double x) { return std::sin(x); }},     {"cos", [](double x) { return std::cos(x); }},
+      {"tan", [](double x) { return std::tan(x); }},     {"asin", [](double x) { return std::asin(x); }},
+      {"acos", [](double x) { return std::acos(x); }},   {"atan", [](double x) { return std::atan(x); }},
+      {"sinh", [](double x) { return std::sinh(x); }},   {"cosh", [](double x) { return std::cosh(x); }},
+      {"asinh", [](double x) { return std::asinh(x); }}, {"acosh", [](double x) { return std::acosh(x); }},
+      {"atanh", [](double x) { return std::atanh(x); }}, {"ceil", [](double x) { return std::ceil(x); }},
+      {"floor", [](double x) { return std::floor(x); }}, {"round", [](double x) { return std::nearbyint(x); }},
+      {"softplus", [](double x) { return std::log1p(std::exp(x)); }},
+      {"softsign", [](double x) { return x / (1 + std::fabs(x)); }},
+      {"mish", [](double x) { return x * std::tanh(std::log1p(std::exp(x))); }},
+      {"sign", [](double x) { return double((x > 0) - (x < 0)); }},
+      {"isnan", [](double x) { return double(std::isnan(x)); }}};
+  if (auto it = unary.find(op); it != unary.end()) v = it->second(A());
+  else if (op == "elu") v = A() < 0 ? alpha * (std::exp(A()) - 1) : A();
+  else if (op == "selu") v = beta * (A() <= 0 ? alpha * (std::exp(A()) - 1) : A());
+  else if (op == "celu") v = std::max(0.0, A()) + std::min(0.0, alpha * (std::exp(A() / alpha) - 1));
+  else if (op == "thresholded_relu") v = A() > alpha ? A() : 0;
+  else if (op == "shrink") v = A() < -alpha ? A() + beta : A() > alpha ? A() - beta : 0;
+  else if (op == "isinf") v = std::isinf(A()) && (A() < 0 ? alpha != 0 : beta != 0);
+  else if (op == "fmod") v = std::fmod(A(), B());
+  else if (op == "mod") v = A() - B() * std::floor(A() / B());
+  else if (op == "prelu") v = A() < 0 ? A() * B() : A();
+  else return false;
+  return true;
+}
+
 double gelu_tanh(double x) { return 0.5 * x * (1 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x))); }
 
 class Interp {
@@ -362,6 +393,7 @@ class Interp {
         else if (op == "sigmoid") v = 1 / (1 + std::exp(-A()));
         else if (op == "neg") v = -A();
         else if (op == "exp") v = std::exp(A());
+        else if (op == "log") v = std::log(A());
         else if (op == "sqrt") v = std::sqrt(A());
         else if (op == "erf") v = std::erf(A());
         else if (op == "tanh") v = std::tanh(A());
@@ -370,7 +402,7 @@ class Interp {
         else if (op == "gelu_tanh") v = gelu_tanh(A());
         else if (op == "where") v = A() != 0 ? B() : C();
         else if (op == "cast") v = round_to(*ir::parse_dtype(nd.get("dtype")->str()), A());
-        else {
+        else if (!issue29_op(op, A, B, nd.get("alpha")->num(), nd.get("beta")->num(), v)) {
           ADD_FAILURE() << "the plan interpreter has no elementwise op " << op;
           return;
         }
@@ -1773,6 +1805,45 @@ TEST(CodegenPlanInterp, BertTinyWhereMaskIsReadByTheAttention) {
 TEST(CodegenPlanInterp, BertTinyF16MatchesReference) { check_model("bert_tiny", ir::DType::f16, 4e-3); }
 TEST(CodegenPlanInterp, BertTinyBf16MatchesReference) { check_model("bert_tiny", ir::DType::bf16, 2.5e-2); }
 TEST(CodegenPlanInterp, Gpt2BlockF16MatchesReference) { check_model("gpt2_block", ir::DType::f16, 4e-3); }
+
+// The elementwise ops issue 29 added (rotary Sin/Cos, Swin's Mod, MobileViT's Ceil, the rest of the
+// math and activation ops) lower to fused elementwise chains, no other step, and compute what the
+// reference does.
+TEST(CodegenPlanInterp, Issue29ElementwiseOpsLowerToChains) {
+  ir::Graph g;
+  ir::Value* x = g.add_input("x", {ir::DType::f32, {ir::Dim::symbol("batch"), ir::Dim(4), ir::Dim(3), ir::Dim(5)}, true});
+  auto c = [&](float v) { return g.add_constant("", ir::Tensor::scalar_f32(v)); };
+  auto op = [&](const std::string& o, std::vector<ir::Value*> in, std::map<std::string, ir::AttrValue> a = {}) {
+    return g.add_node(o, std::move(in), 1, std::move(a))->output(0);
+  };
+  auto sum = [&](std::vector<ir::Value*> v) {
+    ir::Value* s = v[0];
+    for (size_t i = 1; i < v.size(); ++i) s = op("Add", {s, v[i]});
+    return s;
+  };
+  ir::Value* x3 = op("Mul", {x, c(3.f)});
+  g.add_output(sum({op("Mul", {x, op("Cos", {x})}), op("Mul", {x3, op("Sin", {x})})}));
+  g.add_output(sum({op("Mod", {op("Mul", {x, c(7.f)}), c(2.5f)}, {{"fmod", int64_t{1}}}),
+                    op("Mod", {op("Mul", {x, c(7.f)}), c(-1.5f)}, {{"fmod", int64_t{1}}})}));
+  g.add_output(sum({op("Ceil", {x3}), op("Floor", {x3}), op("Round", {x3}), op("Sign", {x})}));
+  g.add_output(sum({op("Elu", {x3}, {{"alpha", 0.7}}), op("Selu", {x3}), op("Celu", {x3}, {{"alpha", 1.3}}),
+                    op("Softplus", {x3}), op("Softsign", {x3}), op("Mish", {x3}),
+                    op("ThresholdedRelu", {x}, {{"alpha", 0.2}}), op("Shrink", {x}, {{"lambd", 0.3}, {"bias", 0.1}})}));
+  ir::Value* h = op("Mul", {x, c(0.5f)});
+  g.add_output(sum({op("Tan", {x}), op("Asin", {h}), op("Acos", {h}), op("Atan", {x3}), op("Sinh", {x}),
+                    op("Cosh", {x}), op("Asinh", {x3}), op("Acosh", {op("Add", {x, c(2.f)})}), op("Atanh", {h})}));
+  // IsNaN of Log(x < 0), IsInf of 1/0 where Ceil(x) is 0: bool results selected by Where.
+  ir::Value* nan_mask = op("IsNaN", {op("Log", {x})});
+  ir::Value* inf_mask = op("IsInf", {op("Div", {c(1.f), op("Ceil", {x})})}, {{"detect_negative", int64_t{0}}});
+  g.add_output(op("Add", {op("Where", {nan_mask, c(2.f), c(0.f)}), op("Where", {inf_mask, c(1.f), c(0.f)})}));
+  std::vector<float> slope = {0.1f, -0.2f, 0.3f, 0.5f};
+  g.add_output(op("PRelu", {x, g.add_constant("slope", ir::Tensor::from_f32(slope, {4, 1, 1}))}));
+  ir::infer_types(g);
+  codegen::Lowered low;
+  check_graph("issue29_elementwise", g, ir::DType::f16, 5e-3, &low);
+  for (const auto& s : low.plan.steps)
+    EXPECT_TRUE(s.op == "elementwise" || s.op == "reshape" || s.name == "x.cast") << s.op << " step " << s.name;
+}
 
 }  // namespace
 }  // namespace sabre

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -13,6 +14,7 @@
 #include "frontend/onnx/importer.h"
 #include "generated_models.h"
 #include "ir/printer.h"
+#include "reference/reference.h"
 
 namespace sabre::onnx_frontend {
 namespace {
@@ -220,16 +222,16 @@ TEST(Importer, UnsupportedOpsAreListedTogether) {
   Model m;
   m.input("x", onnx::TensorProto::FLOAT, {"2", "3"});
   m.node("Relu", {"x"}, {"a"}, "ok");
-  m.node("Hardmax", {"a"}, {"b"}, "hm");
+  m.node("Unique", {"a"}, {"b"}, "hm");
   auto* n = m.node("FusedThing", {"b"}, {"c"}, "custom");
   n->set_domain("com.example");
   auto* o = m.m.add_opset_import();
   o->set_domain("com.example");
   o->set_version(3);
-  m.node("Hardmax", {"c"}, {"d"}, "hm2");
+  m.node("Unique", {"c"}, {"d"}, "hm2");
   m.output("d");
   std::string msg = expect_error([&] { import_model_bytes(m.bytes(), "."); }, ImportError::Kind::unsupported,
-                                 {"3 node(s)", "Hardmax", "com.example.FusedThing", "node 'hm': op 'Hardmax' domain 'ai.onnx' opset 18",
+                                 {"3 node(s)", "Unique", "com.example.FusedThing", "node 'hm': op 'Unique' domain 'ai.onnx' opset 18",
                                   "node 'custom': op 'FusedThing' domain 'com.example' opset 3", "node 'hm2'"});
   std::string first = msg.substr(0, msg.find('\n'));
   EXPECT_NE(first.find("sabre does not support"), std::string::npos) << first;
@@ -395,12 +397,35 @@ TEST(Importer, AutoPadBecomesExplicitPads) {
   EXPECT_EQ(ir::str(g.outputs()[0]->shape()), "[1,4,4,4]");
 }
 
-TEST(Importer, OldOpsetOutsideCommonFormIsUnsupported) {
+// Below opset 13 the ONNX library's version converter brings the model to 13 first: opset 11's
+// Softmax(axis=1) on [2,3,4] normalises each batch's 12 values (the 2-D coercion), and must still.
+TEST(Importer, OldOpsetIsConvertedWithOnnxVersionConverter) {
   Model m(11);
-  m.input("x", onnx::TensorProto::FLOAT, {"2", "3"});
-  m.node("Softmax", {"x"}, {"y"}, "sm");
+  m.input("x", onnx::TensorProto::FLOAT, {"2", "3", "4"});
+  attr_int(m.node("Softmax", {"x"}, {"y"}, "sm"), "axis", 1);
   m.output("y");
-  expect_error([&] { import_model_bytes(m.bytes(), "."); }, ImportError::Kind::unsupported, {"Softmax (opset 11 form", "node 'sm'"});
+  ir::Graph g = import_model_bytes(m.bytes(), ".");
+  ir::Tensor x = ir::Tensor::from_f32(random_floats(24, 5), {2, 3, 4});
+  ir::Tensor y = reference::run(g, {{"x", x}})[0];
+  ASSERT_EQ(y.dims(), (std::vector<int64_t>{2, 3, 4}));
+  for (int b = 0; b < 2; ++b) {
+    double sum = 0;
+    for (int i = 0; i < 12; ++i) sum += std::exp(x.get_f64(b * 12 + i));
+    for (int i = 0; i < 12; ++i) EXPECT_NEAR(y.get_f64(b * 12 + i), std::exp(x.get_f64(b * 12 + i)) / sum, 1e-6);
+  }
+}
+
+// What the converter cannot convert (Softmax 12->13 needs the input's rank; a Reshape to a run-time
+// shape hides it) is refused naming the node and the opset.
+TEST(Importer, OldOpsetTheConverterCannotConvertIsRefusedNamingTheNode) {
+  Model m(11);
+  m.input("x", onnx::TensorProto::FLOAT, {"2", "12"});
+  m.input("shape", onnx::TensorProto::INT64, {"3"});
+  m.node("Reshape", {"x", "shape"}, {"r"}, "reshape");
+  attr_int(m.node("Softmax", {"r"}, {"y"}, "sm"), "axis", 1);
+  m.output("y");
+  expect_error([&] { import_model_bytes(m.bytes(), "."); }, ImportError::Kind::unsupported,
+               {"opset 11", "node 'sm' (Softmax)", "to opset 13"});
 }
 
 TEST(Importer, LoadTensorPb) {

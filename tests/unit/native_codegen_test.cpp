@@ -21,6 +21,66 @@ ElementwiseChain bias_gelu(DType dt) {
   return ch;
 }
 
+// One chain through every float op added for issue 29 (Sin .. PRelu) and one through the integer ones.
+ElementwiseChain new_float_ops(DType dt) {
+  ElementwiseChain ch;
+  ch.inputs = {dt, dt};
+  int x = ch.input(0);
+  const int s = ch.input(1);
+  for (EwOp op : {EwOp::sin, EwOp::cos, EwOp::tan, EwOp::asin, EwOp::acos, EwOp::atan, EwOp::sinh, EwOp::cosh,
+                  EwOp::asinh, EwOp::acosh, EwOp::atanh, EwOp::ceil, EwOp::floor, EwOp::round, EwOp::softplus,
+                  EwOp::softsign, EwOp::mish, EwOp::elu, EwOp::selu, EwOp::celu, EwOp::thresholded_relu,
+                  EwOp::shrink, EwOp::sign})
+    x = ch.unary(op, x, 0.5f, 1.5f);
+  for (EwOp op : {EwOp::mod, EwOp::fmod, EwOp::prelu}) x = ch.binary(op, x, s);
+  ch.outputs = {x, ch.unary(EwOp::isnan, x), ch.unary(EwOp::isinf, x, 1.f, 0.f)};
+  return ch;
+}
+
+ElementwiseChain new_int_ops(DType dt) {
+  ElementwiseChain ch;
+  ch.inputs = {dt, dt};
+  const int a = ch.input(0), b = ch.input(1);
+  int x = ch.binary(EwOp::mod, a, b);
+  x = ch.binary(EwOp::fmod, x, b);
+  x = ch.binary(EwOp::shl, x, b);
+  x = ch.binary(EwOp::shr, x, b);
+  ch.outputs = {ch.unary(EwOp::sign, x)};
+  return ch;
+}
+
+TEST(NativeElementwise, NewOpsFollowTheKindRules) {
+  EXPECT_NO_THROW(validate(new_float_ops(DType::f16)));
+  EXPECT_NO_THROW(validate(new_int_ops(DType::u8)));
+  const ElementwiseChain f = new_float_ops(DType::f32);
+  EXPECT_EQ(f.nodes[f.outputs[1]].dtype, DType::boolean);  // isnan / isinf give bool
+  EXPECT_EQ(f.nodes[f.outputs[2]].dtype, DType::boolean);
+  ElementwiseChain shift_float;  // shifts take integers only
+  shift_float.inputs = {DType::f32, DType::f32};
+  shift_float.outputs = {shift_float.binary(EwOp::shl, shift_float.input(0), shift_float.input(1))};
+  EXPECT_THROW(validate(shift_float), std::invalid_argument);
+  ElementwiseChain sin_int;  // trig takes floats only
+  sin_int.inputs = {DType::i64};
+  sin_int.outputs = {sin_int.unary(EwOp::sin, sin_int.input(0))};
+  EXPECT_THROW(validate(sin_int), std::invalid_argument);
+  ElementwiseChain isnan_int;
+  isnan_int.inputs = {DType::i32};
+  isnan_int.outputs = {isnan_int.unary(EwOp::isnan, isnan_int.input(0))};
+  EXPECT_THROW(validate(isnan_int), std::invalid_argument);
+}
+
+// Every op has a formula in the generated source (the generator throws for one without).
+TEST(NativeCodegen, NewOpsHaveFormulas) {
+  const std::string fs = generate_elementwise_kernel(new_float_ops(DType::bf16));
+  for (const char* want : {"sinf(", "rintf(", "sabre_ew::f_mish(", "sabre_ew::f_selu(", "sabre_ew::f_mod(", "fmodf(",
+                           "sabre_ew::f_prelu(", "sabre_ew::f_isinf("})
+    EXPECT_NE(fs.find(want), std::string::npos) << want;
+  const std::string is = generate_elementwise_kernel(new_int_ops(DType::u8));
+  for (const char* want : {"sabre_ew::i_mod(", "sabre_ew::i_fmod(", "(unsigned char)sabre_ew::i_shl(", "sabre_ew::i_shr(",
+                           "sabre_ew::i_sign("})
+    EXPECT_NE(is.find(want), std::string::npos) << want;
+}
+
 TEST(NativeElementwise, ValidateRejectsBadChains) {
   ElementwiseChain ch;
   ch.inputs = {DType::f16, DType::i64};
@@ -95,7 +155,8 @@ TEST(NativeCodegenNvcc, GeneratedSourcesCompile) {
   const char* env = std::getenv("NVCC");
   std::string nvcc = env ? env : "/usr/local/cuda/bin/nvcc";
   if (std::system((nvcc + " --version > /dev/null 2>&1").c_str()) != 0) GTEST_SKIP() << "no nvcc at " << nvcc;
-  std::vector<ElementwiseChain> chains = {bias_gelu(DType::f16), bias_gelu(DType::bf16), bias_gelu(DType::f32)};
+  std::vector<ElementwiseChain> chains = {bias_gelu(DType::f16), bias_gelu(DType::bf16), bias_gelu(DType::f32),
+                                          new_float_ops(DType::f16), new_int_ops(DType::u8), new_int_ops(DType::i64)};
   {
     ElementwiseChain ch;
     ch.inputs = {DType::f16, DType::boolean, DType::i64};

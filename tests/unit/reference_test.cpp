@@ -4,7 +4,9 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <climits>
 #include <cmath>
+#include <limits>
 #include <optional>
 #include <random>
 
@@ -254,6 +256,47 @@ TEST(Reference, IntegerDivTruncatesAndPowKeepsBaseType) {
   auto p = run_op("Pow", {Tensor::from_i64({2, 3, -2}, {3}), Tensor::from_f32({3.f, 2.f, 3.f}, {3})})[0];
   EXPECT_EQ(p.dtype(), DType::i64);
   EXPECT_EQ(p.to_i64_vector(), (std::vector<int64_t>{8, 9, -8}));
+}
+
+// Mod's two sign conventions, and the integer divisors that trap in C (0, and -1 with INT64_MIN)
+// defined as 0 like numpy's mod by zero; the GPU kernels' i_mod/i_fmod agree (ew_device.cuh).
+TEST(Reference, ModSignsAndIntegerEdgeCases) {
+  const int64_t lo = std::numeric_limits<int64_t>::min();
+  auto a = Tensor::from_i64({7, -7, 7, -7, 5, lo, lo}, {7});
+  auto b = Tensor::from_i64({3, 3, -3, -3, 0, -1, 3}, {7});
+  EXPECT_EQ(run_op("Mod", {a, b})[0].to_i64_vector(), (std::vector<int64_t>{1, 2, -2, -1, 0, 0, 1}));
+  EXPECT_EQ(run_op("Mod", {a, b}, {{"fmod", int64_t{1}}})[0].to_i64_vector(),
+            (std::vector<int64_t>{1, -1, 1, -1, 0, 0, -2}));
+  auto f = run_op("Mod", {Tensor::from_f32({5.5f, -5.5f, 5.5f}, {3}), Tensor::from_f32({2.f, 2.f, -2.f}, {3})},
+                  {{"fmod", int64_t{1}}})[0];
+  expect_values(f, {3}, {1.5f, -1.5f, 1.5f});
+  // i32: INT32_MIN % -1 must not trap either.
+  auto i32 = run_op("Mod", {Tensor::from_i64({INT32_MIN}, {1}).cast(DType::i32), Tensor::from_i64({-1}, {1}).cast(DType::i32)})[0];
+  EXPECT_EQ(i32.to_i64_vector(), (std::vector<int64_t>{0}));
+}
+
+TEST(Reference, RoundingSignAndFloatPredicates) {
+  expect_values(run_op("Round", {Tensor::from_f32({0.5f, 1.5f, 2.5f, -0.5f, -1.5f, 2.4f}, {6})})[0], {6},
+                {0.f, 2.f, 2.f, -0.f, -2.f, 2.f});
+  expect_values(run_op("Sign", {Tensor::from_f32({-3.f, 0.f, 2.f}, {3})})[0], {3}, {-1.f, 0.f, 1.f});
+  EXPECT_EQ(run_op("Sign", {Tensor::from_i64({-9, 0, 4}, {3})})[0].to_i64_vector(), (std::vector<int64_t>{-1, 0, 1}));
+  const float inf = std::numeric_limits<float>::infinity();
+  auto x = Tensor::from_f32({-inf, inf, NAN, 1.f}, {4});
+  EXPECT_EQ(run_op("IsInf", {x}, {{"detect_positive", int64_t{0}}})[0].to_i64_vector(), (std::vector<int64_t>{1, 0, 0, 0}));
+  EXPECT_EQ(run_op("IsNaN", {x})[0].to_i64_vector(), (std::vector<int64_t>{0, 0, 1, 0}));
+  // Softplus stays finite where e^x overflows.
+  expect_values(run_op("Softplus", {Tensor::from_f32({1000.f, -1000.f, 0.f}, {3})})[0], {3}, {1000.f, 0.f, 0.6931472f});
+  auto hm = run_op("Hardmax", {Tensor::from_f32({1.f, 3.f, 3.f, 0.f, -1.f, -2.f}, {2, 3})})[0];
+  expect_values(hm, {2, 3}, {0.f, 1.f, 0.f, 1.f, 0.f, 0.f});  // the first maximum wins
+}
+
+TEST(Reference, BitShiftWrapsToU8) {
+  auto a = Tensor::from_i64({200, 3, 255}, {3}).cast(DType::u8);
+  auto b = Tensor::from_i64({1, 9, 7}, {3}).cast(DType::u8);
+  EXPECT_EQ(run_op("BitShift", {a, b}, {{"direction", std::string("LEFT")}})[0].to_i64_vector(),
+            (std::vector<int64_t>{144, 0, 128}));
+  EXPECT_EQ(run_op("BitShift", {a, b}, {{"direction", std::string("RIGHT")}})[0].to_i64_vector(),
+            (std::vector<int64_t>{100, 0, 1}));
 }
 
 // Direct convolution, independent of the im2col path.

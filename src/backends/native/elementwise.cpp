@@ -18,7 +18,13 @@ const std::array<EwOpInfo, kEwOpCount> kEwOpInfo = {{
     {"cast", 1},       {"add", 2},           {"sub", 2},       {"mul", 2},          {"div", 2},
     {"pow", 2},        {"min", 2},           {"max", 2},       {"equal", 2},        {"less", 2},
     {"greater", 2},    {"less_equal", 2},    {"greater_equal", 2}, {"logical_and", 2}, {"logical_or", 2},
-    {"where", 3},
+    {"where", 3},      {"sin", 1},           {"cos", 1},       {"tan", 1},          {"asin", 1},
+    {"acos", 1},       {"atan", 1},          {"sinh", 1},      {"cosh", 1},         {"asinh", 1},
+    {"acosh", 1},      {"atanh", 1},         {"ceil", 1},      {"floor", 1},        {"round", 1},
+    {"softplus", 1},   {"softsign", 1},      {"mish", 1},      {"elu", 1},          {"selu", 1},
+    {"celu", 1},       {"thresholded_relu", 1}, {"shrink", 1}, {"sign", 1},         {"isnan", 1},
+    {"isinf", 1},      {"mod", 2},           {"fmod", 2},      {"shl", 2},          {"shr", 2},
+    {"prelu", 2},
 }};
 static_assert(kEwOpInfo.size() == kEwOpCount, "one EwOpInfo row per EwOp");
 
@@ -39,6 +45,10 @@ bool float_only(EwOp op) {
     case EwOp::exp: case EwOp::log: case EwOp::sqrt: case EwOp::reciprocal: case EwOp::erf: case EwOp::tanh:
     case EwOp::relu: case EwOp::sigmoid: case EwOp::gelu_erf: case EwOp::gelu_tanh: case EwOp::silu:
     case EwOp::leaky_relu: case EwOp::hard_sigmoid: case EwOp::hardswish: case EwOp::clip: case EwOp::pow:
+    case EwOp::sin: case EwOp::cos: case EwOp::tan: case EwOp::asin: case EwOp::acos: case EwOp::atan:
+    case EwOp::sinh: case EwOp::cosh: case EwOp::asinh: case EwOp::acosh: case EwOp::atanh: case EwOp::ceil:
+    case EwOp::floor: case EwOp::round: case EwOp::softplus: case EwOp::softsign: case EwOp::mish: case EwOp::elu:
+    case EwOp::selu: case EwOp::celu: case EwOp::thresholded_relu: case EwOp::shrink: case EwOp::prelu:
       return true;
     default: return false;
   }
@@ -79,7 +89,7 @@ int ElementwiseChain::unary(EwOp op, int a, float alpha, float beta) {
   n.alpha = alpha;
   n.beta = beta;
   n.dtype = a >= 0 && a < static_cast<int>(nodes.size()) ? nodes[a].dtype : DType::f32;
-  if (op == EwOp::logical_not) n.dtype = DType::boolean;
+  if (op == EwOp::logical_not || op == EwOp::isnan || op == EwOp::isinf) n.dtype = DType::boolean;
   nodes.push_back(n);
   return static_cast<int>(nodes.size()) - 1;
 }
@@ -151,11 +161,18 @@ void validate(const ElementwiseChain& ch) {
       continue;
     }
     switch (n.op) {
-      case EwOp::neg: case EwOp::abs:
-        if (ok(0) == Kind::b || rk != ok(0)) bad(i, "neg/abs take and give a number of one kind");
+      case EwOp::neg: case EwOp::abs: case EwOp::sign:
+        if (ok(0) == Kind::b || rk != ok(0)) bad(i, "neg/abs/sign take and give a number of one kind");
+        break;
+      case EwOp::isnan: case EwOp::isinf:
+        if (ok(0) != Kind::f || rk != Kind::b) bad(i, "isnan/isinf take a float and give bool");
         break;
       case EwOp::add: case EwOp::sub: case EwOp::mul: case EwOp::div: case EwOp::min: case EwOp::max:
+      case EwOp::mod: case EwOp::fmod:
         if (ok(0) != ok(1) || ok(0) == Kind::b || rk != ok(0)) bad(i, "arithmetic needs two numbers of one kind");
+        break;
+      case EwOp::shl: case EwOp::shr:
+        if (ok(0) != Kind::i || ok(1) != Kind::i || rk != Kind::i) bad(i, "shifts take and give integers");
         break;
       case EwOp::equal: case EwOp::less: case EwOp::greater: case EwOp::less_equal: case EwOp::greater_equal:
         if (ok(0) != ok(1) || rk != Kind::b) bad(i, "comparisons take operands of one kind and give bool");

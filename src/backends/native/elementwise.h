@@ -30,6 +30,14 @@ enum class EwOp : uint8_t {
   add, sub, mul, div, pow, min, max, equal, less, greater, less_equal, greater_equal, logical_and, logical_or,
   // ternary
   where,
+  // Added later, kept after `where` so the earlier ops' numbers (part of kernel names) stay put.
+  // unary, float in and out
+  sin, cos, tan, asin, acos, atan, sinh, cosh, asinh, acosh, atanh, ceil, floor, round, softplus, softsign, mish,
+  elu, selu, celu, thresholded_relu, shrink,
+  // unary: sign (float or integer), isnan / isinf (float in, bool out)
+  sign, isnan, isinf,
+  // binary: mod (result takes the divisor's sign), fmod (the dividend's), shifts (integers), prelu (floats)
+  mod, fmod, shl, shr, prelu,
   kCount
 };
 inline constexpr size_t kEwOpCount = static_cast<size_t>(EwOp::kCount);
@@ -47,6 +55,12 @@ inline const EwOpInfo& info(EwOp op) { return kEwOpInfo[static_cast<size_t>(op)]
 //   leaky_relu:   x < 0 ? alpha*x : x          hard_sigmoid: clamp(alpha*x + beta, 0, 1)
 //   clip:         clamp(x, alpha, beta)         cast: to the node's dtype (rounds f16/bf16, truncates to ints)
 //   compares:     bool result                   where: a ? b : c
+//   elu:          x < 0 ? alpha*(e^x-1) : x     selu: beta * (x <= 0 ? alpha*(e^x-1) : x)
+//   celu:         max(0,x) + min(0, alpha*(e^(x/alpha)-1))   thresholded_relu: x > alpha ? x : 0
+//   shrink:       x < -alpha ? x+beta : x > alpha ? x-beta : 0   round: half to even
+//   isinf:        alpha != 0 detects -inf, beta != 0 detects +inf
+//   mod, fmod on integers: a zero divisor gives 0 (as numpy), and so does -1 (INT64_MIN % -1 traps in C)
+//   shl, shr:     logical shifts; a shift outside 0..63 gives 0   prelu: a < 0 ? b*a : a
 struct EwNode {
   EwOp op = EwOp::input;
   DType dtype = DType::f32;  // result dtype

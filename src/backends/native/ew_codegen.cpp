@@ -126,6 +126,37 @@ std::string expr(const ElementwiseChain& ch, size_t i) {
     case EwOp::logical_and: return a + " && " + b;
     case EwOp::logical_or: return a + " || " + b;
     case EwOp::where: return a + " ? " + b + " : " + c;
+    case EwOp::sin: return "sinf(" + a + ")";
+    case EwOp::cos: return "cosf(" + a + ")";
+    case EwOp::tan: return "tanf(" + a + ")";
+    case EwOp::asin: return "asinf(" + a + ")";
+    case EwOp::acos: return "acosf(" + a + ")";
+    case EwOp::atan: return "atanf(" + a + ")";
+    case EwOp::sinh: return "sinhf(" + a + ")";
+    case EwOp::cosh: return "coshf(" + a + ")";
+    case EwOp::asinh: return "asinhf(" + a + ")";
+    case EwOp::acosh: return "acoshf(" + a + ")";
+    case EwOp::atanh: return "atanhf(" + a + ")";
+    case EwOp::ceil: return "ceilf(" + a + ")";
+    case EwOp::floor: return "floorf(" + a + ")";
+    case EwOp::round: return "rintf(" + a + ")";
+    case EwOp::softplus: return "sabre_ew::f_softplus(" + a + ")";
+    case EwOp::softsign: return "sabre_ew::f_softsign(" + a + ")";
+    case EwOp::mish: return "sabre_ew::f_mish(" + a + ")";
+    case EwOp::elu: return "sabre_ew::f_elu(" + a + ", " + flit(n.alpha) + ")";
+    case EwOp::selu: return "sabre_ew::f_selu(" + a + ", " + flit(n.alpha) + ", " + flit(n.beta) + ")";
+    case EwOp::celu: return "sabre_ew::f_celu(" + a + ", " + flit(n.alpha) + ")";
+    case EwOp::thresholded_relu: return "sabre_ew::f_thresholded_relu(" + a + ", " + flit(n.alpha) + ")";
+    case EwOp::shrink: return "sabre_ew::f_shrink(" + a + ", " + flit(n.alpha) + ", " + flit(n.beta) + ")";
+    case EwOp::sign: return fl ? "sabre_ew::f_sign(" + a + ")" : "sabre_ew::i_sign(" + a + ")";
+    case EwOp::isnan: return "(" + a + " != " + a + ")";
+    case EwOp::isinf: return "sabre_ew::f_isinf(" + a + ", " + flit(n.alpha) + ", " + flit(n.beta) + ")";
+    case EwOp::mod: return fl ? "sabre_ew::f_mod(" + a + ", " + b + ")" : "sabre_ew::i_mod(" + a + ", " + b + ")";
+    case EwOp::fmod: return fl ? "fmodf(" + a + ", " + b + ")" : "sabre_ew::i_fmod(" + a + ", " + b + ")";
+    // A left shift wraps to its dtype at once, as the reference's does (a later shr must see the wrap).
+    case EwOp::shl: return "(long long)(" + std::string(storage_type(n.dtype)) + ")sabre_ew::i_shl(" + a + ", " + b + ")";
+    case EwOp::shr: return "sabre_ew::i_shr(" + a + ", " + b + ")";
+    case EwOp::prelu: return "sabre_ew::f_prelu(" + a + ", " + b + ")";
     case EwOp::kCount: break;
   }
   throw std::logic_error("elementwise codegen: op without an expression (invariant: every EwOp has one)");

@@ -69,6 +69,39 @@ __device__ __forceinline__ long long i_div(long long a, long long b) { return b 
 __device__ __forceinline__ long long i_min(long long a, long long b) { return a < b ? a : b; }
 __device__ __forceinline__ long long i_max(long long a, long long b) { return a > b ? a : b; }
 __device__ __forceinline__ long long i_abs(long long a) { return a < 0 ? -a : a; }
+// Softplus without overflow: log(1 + e^x) = max(x, 0) + log1p(e^-|x|).
+__device__ __forceinline__ float f_softplus(float x) { return fmaxf(x, 0.f) + log1pf(expf(-fabsf(x))); }
+__device__ __forceinline__ float f_softsign(float x) { return x / (1.f + fabsf(x)); }
+__device__ __forceinline__ float f_mish(float x) { return x * tanhf(f_softplus(x)); }
+__device__ __forceinline__ float f_elu(float x, float a) { return x < 0.f ? a * expm1f(x) : x; }
+__device__ __forceinline__ float f_selu(float x, float a, float g) { return x <= 0.f ? g * (a * expm1f(x)) : g * x; }
+__device__ __forceinline__ float f_celu(float x, float a) { return fmaxf(0.f, x) + fminf(0.f, a * expm1f(x / a)); }
+__device__ __forceinline__ float f_thresholded_relu(float x, float a) { return x > a ? x : 0.f; }
+__device__ __forceinline__ float f_shrink(float x, float l, float b) { return x < -l ? x + b : x > l ? x - b : 0.f; }
+// NaN stays NaN, +-0 gives 0.
+__device__ __forceinline__ float f_sign(float x) { return x > 0.f ? 1.f : x < 0.f ? -1.f : x == 0.f ? 0.f : x; }
+__device__ __forceinline__ long long i_sign(long long a) { return (a > 0) - (a < 0); }
+__device__ __forceinline__ bool f_isinf(float x, float neg, float pos) {
+  return isinf(x) && ((x < 0.f && neg != 0.f) || (x > 0.f && pos != 0.f));
+}
+// mod: the result takes the divisor's sign (numpy's mod); fmod: the dividend's (C's fmod).
+__device__ __forceinline__ float f_mod(float a, float b) {
+  float r = fmodf(a, b);
+  return (r != 0.f && ((r < 0.f) != (b < 0.f))) ? r + b : r;
+}
+// Integer divisors 0 and -1 give 0: no trap on x % 0 or INT64_MIN % -1 (sabre::native::EwOp::mod).
+__device__ __forceinline__ long long i_fmod(long long a, long long b) { return (b == 0 || b == -1) ? 0 : a % b; }
+__device__ __forceinline__ long long i_mod(long long a, long long b) {
+  const long long r = i_fmod(a, b);
+  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
+__device__ __forceinline__ long long i_shl(long long a, long long b) {
+  return (b < 0 || b > 63) ? 0 : static_cast<long long>(static_cast<unsigned long long>(a) << b);
+}
+__device__ __forceinline__ long long i_shr(long long a, long long b) {
+  return (b < 0 || b > 63) ? 0 : static_cast<long long>(static_cast<unsigned long long>(a) >> b);
+}
+__device__ __forceinline__ float f_prelu(float x, float s) { return x < 0.f ? s * x : x; }
 
 // Element offsets of output element `i` in each of `k` inputs.
 __device__ __forceinline__ void offsets(const SabreEwParams& p, long long i, int k, long long* off) {

@@ -6,6 +6,8 @@
 #define ONNX_ML 1
 #endif
 #include <onnx/onnx_pb.h>
+#include <onnx/shape_inference/implementation.h>
+#include <onnx/version_converter/convert.h>
 
 #include <algorithm>
 #include <cctype>
@@ -207,7 +209,15 @@ const std::map<std::string, int>& supported_ops() {
       {"LessOrEqual", 12}, {"GreaterOrEqual", 12}, {"And", 7}, {"Or", 7}, {"Xor", 7},
       {"Cast", 6}, {"Constant", 1}, {"Identity", 1}, {"Trilu", 1}, {"Conv", 1}, {"BatchNormalization", 9},
       {"MaxPool", 8}, {"AveragePool", 7}, {"GlobalAveragePool", 1}, {"Pad", 11}, {"Resize", 11},
-      {"Dropout", 1}, {"Abs", 6}};
+      {"Dropout", 1}, {"Abs", 6}, {"Sin", 7}, {"Cos", 7}, {"Tan", 7}, {"Asin", 7}, {"Acos", 7}, {"Atan", 7},
+      {"Sinh", 9}, {"Cosh", 9}, {"Asinh", 9}, {"Acosh", 9}, {"Atanh", 9}, {"Ceil", 6}, {"Floor", 6}, {"Round", 11},
+      {"Sign", 9}, {"Softplus", 1}, {"Softsign", 1}, {"Mish", 18}, {"Elu", 6}, {"Selu", 6}, {"Celu", 12},
+      {"ThresholdedRelu", 10}, {"Shrink", 9}, {"IsNaN", 9}, {"IsInf", 10}, {"Mod", 10}, {"BitShift", 11},
+      {"PRelu", 7}, {"LogSoftmax", 13}, {"Hardmax", 13}, {"Sum", 8}, {"ReduceMin", 1}, {"ReduceProd", 1},
+      {"ReduceSumSquare", 1}, {"ReduceL1", 1}, {"ReduceL2", 1}, {"ReduceLogSum", 1}, {"ReduceLogSumExp", 1},
+      {"GlobalMaxPool", 1}, {"ArgMax", 13}, {"ArgMin", 13}, {"CumSum", 11}, {"GatherElements", 11},
+      {"Size", 1}, {"DepthToSpace", 13}, {"SpaceToDepth", 13}, {"Mean", 8}, {"Tile", 6},
+      {"InstanceNormalization", 6}};
   return ops;
 }
 
@@ -220,7 +230,9 @@ struct Pending {
 
 class Importer {
  public:
-  Importer(const onnx::ModelProto& m, std::string base_dir) : m_(m), base_dir_(std::move(base_dir)) {}
+  // source_opset: the model's opset before convert_old_opset (0: not converted).
+  Importer(const onnx::ModelProto& m, std::string base_dir, int64_t source_opset = 0)
+      : m_(m), base_dir_(std::move(base_dir)), source_opset_(source_opset) {}
   ir::Graph run(const ImportOptions& opts);
 
  private:
@@ -239,6 +251,7 @@ class Importer {
   const onnx::ModelProto& m_;
   std::string base_dir_;
   int opset_ = 0;
+  int64_t source_opset_ = 0;
   std::map<std::string, int64_t> domain_opsets_;
   ir::Graph g_;
   std::set<std::string> used_names_;  // every name some node or the graph output reads
@@ -252,10 +265,11 @@ void Importer::read_opsets() {
     fail(Kind::unsupported, "model uses only the domain '" + domain_opsets_.begin()->first +
                                 "', which sabre does not support; sabre imports ai.onnx models");
   if (it == domain_opsets_.end()) fail(Kind::invalid, "model declares no opset for the ONNX domain (opset_import is missing)");
-  if (it->second < 1 || it->second > kMaxOpset)
-    fail(Kind::unsupported, "model uses ONNX opset " + std::to_string(it->second) + "; sabre imports opsets " +
-                                std::to_string(kMinOpset) + ".." + std::to_string(kMaxOpset) +
-                                " (convert it with onnx.version_converter)");
+  // Below kMinOpset, import_model_bytes has converted the model already (convert_old_opset).
+  if (it->second < kMinOpset || it->second > kMaxOpset)
+    fail(Kind::unsupported, "model uses ONNX opset " + std::to_string(it->second) + "; sabre imports opsets 1.." +
+                                std::to_string(kMaxOpset) + " (below " + std::to_string(kMinOpset) +
+                                " through onnx's version converter)");
   opset_ = static_cast<int>(it->second);
 }
 
@@ -371,7 +385,9 @@ void Importer::upgrade(Pending& p, const std::string& ctx) {
     return false;
   };
   const std::string& op = p.op;
-  bool axes_attr = ((op == "ReduceMean" || op == "ReduceMax") && opset_ < 18) ||
+  // Reduce* axes became an input in opset 18, ReduceSum's (and Squeeze/Unsqueeze's) in 13.
+  const bool reduce_op = op.rfind("Reduce", 0) == 0;
+  bool axes_attr = (reduce_op && op != "ReduceSum" && opset_ < 18) ||
                    ((op == "ReduceSum" || op == "Squeeze" || op == "Unsqueeze") && opset_ < 13);
   if (op == "Split" && opset_ < 13) {  // split sizes: attribute -> input
     if (const auto* sp = get<std::vector<int64_t>>(p, "split")) {
@@ -431,6 +447,16 @@ void Importer::upgrade(Pending& p, const std::string& ctx) {
   } else if (op == "Gelu") {
     if (const auto* a = get<std::string>(p, "approximate"); a && *a != "none" && *a != "tanh")
       fail(Kind::invalid, ctx + ": Gelu approximate must be 'none' or 'tanh'");
+  } else if (op == "PRelu" && source_opset_ > 0 && source_opset_ < 7) {
+    // Opset 6 applied a [C] slope per channel; the version converter keeps it as is, where opset 7's
+    // broadcasting would read it along the last axis: only a single slope means the same in both.
+    const ir::Value* sl = p.inputs.size() > 1 ? p.inputs[1] : nullptr;
+    if (!sl || !sl->is_constant() || sl->constant().numel() != 1)
+      unsupported("an opset-" + std::to_string(source_opset_) + " PRelu with a slope per channel (the version "
+                  "converter keeps its old broadcast; export at opset 7 or later)");
+  } else if (op == "BitShift") {
+    const auto* d = get<std::string>(p, "direction");
+    if (!d || (*d != "LEFT" && *d != "RIGHT")) fail(Kind::invalid, ctx + ": BitShift direction must be 'LEFT' or 'RIGHT'");
   } else if (op == "LayerNormalization") {
     if (const int64_t* st = get<int64_t>(p, "stash_type"); st && *st != 1) unsupported("stash_type other than float");
   }
@@ -600,6 +626,39 @@ std::string dir_of(const std::string& path) {
   return d.empty() ? "." : d;
 }
 
+// The default domain's opset, or 0 when the model declares none.
+int64_t default_opset(const onnx::ModelProto& m) {
+  for (const auto& o : m.opset_import())
+    if (o.domain().empty() || o.domain() == "ai.onnx") return o.version();
+  return 0;
+}
+
+// A model below kMinOpset converted to kMinOpset by the ONNX library's own version converter (which
+// needs the shapes ONNX's shape inference gives). What it cannot convert is refused, naming the node
+// where the converter's message names its op.
+void convert_old_opset(onnx::ModelProto& m) {
+  const int64_t from = default_opset(m);
+  if (from < 1 || from >= kMinOpset) return;
+  try {
+    onnx::ModelProto typed = m;
+    onnx::shape_inference::InferShapes(typed);
+    m = onnx::version_conversion::ConvertVersion(typed, kMinOpset);
+  } catch (const std::exception& e) {
+    std::string msg = e.what();
+    msg = msg.substr(0, msg.find('\n'));
+    if (auto p = msg.find("Assertion"); p != std::string::npos) msg = msg.substr(p);
+    std::string node;
+    for (int i = 0; i < m.graph().node_size() && node.empty(); ++i) {
+      const auto& n = m.graph().node(i);
+      if (msg.find(" " + n.op_type() + " ") != std::string::npos || msg.find(" " + n.op_type() + ".") != std::string::npos)
+        node = "node '" + (n.name().empty() ? "#" + std::to_string(i) : n.name()) + "' (" + n.op_type() + ")";
+    }
+    fail(Kind::unsupported, "model uses ONNX opset " + std::to_string(from) + "; onnx's version converter cannot bring " +
+                                (node.empty() ? "it" : node) + " to opset " + std::to_string(kMinOpset) + ": " + msg +
+                                "; export the model at opset " + std::to_string(kMinOpset) + " or later");
+  }
+}
+
 }  // namespace
 
 ir::Graph import_model_bytes(const std::string& bytes, const std::string& base_dir, const ImportOptions& opts) {
@@ -608,7 +667,9 @@ ir::Graph import_model_bytes(const std::string& bytes, const std::string& base_d
   onnx::ModelProto m;
   if (bytes.empty() || !m.ParseFromString(bytes))
     fail(Kind::invalid, "not a valid ONNX model: the protobuf does not parse (truncated or corrupt file?)");
-  return Importer(m, base_dir).run(opts);
+  const int64_t source_opset = default_opset(m);
+  convert_old_opset(m);
+  return Importer(m, base_dir, source_opset < kMinOpset ? source_opset : 0).run(opts);
 }
 
 ir::Graph import_model(const std::string& path, const ImportOptions& opts) {
