@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "command.h"
+#include "support/subprocess.h"
 
 namespace sabre::cli {
 
@@ -33,6 +34,8 @@ static void print_help() {
 
 int main(int argc, char** argv) {
   using namespace sabre::cli;
+  // Ctrl-C, kill, a closed terminal or output pipe: stop the compilers and remove temp files.
+  sabre::support::install_termination_handlers();
   if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") || !std::strcmp(argv[1], "help")) {
     print_help();
     return argc < 2 ? kExitUsage : kExitOk;
