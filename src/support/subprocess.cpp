@@ -100,7 +100,7 @@ void on_termination_signal(int sig) {
   int n = kill_children_and_remove_temps();
   write_stderr("sabre: stopped by ");
   write_stderr(signal_name(sig));
-  write_stderr(n ? "; its child processes were killed and its temp files removed\n" : "; its temp files were removed\n");
+  write_stderr(n ? "; the processes it started were stopped\n" : "\n");
   _exit(128 + sig);
 }
 

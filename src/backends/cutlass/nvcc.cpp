@@ -29,8 +29,9 @@ std::string cuobjdump_for(const std::string& nvcc) {
 
 std::string sabre_include_dir() {
   if (auto e = env("SABRE_INCLUDE_DIR"); !e.empty()) return e;
-  // This file is <root>/src/backends/cutlass/nvcc.cpp; the ABI header is <root>/include.
-  return (fs::path(__FILE__).parent_path() / ".." / ".." / ".." / "include").lexically_normal().string();
+  // The source tree's include/, from CMake: __FILE__ is relative under ccache's base_dir, and a
+  // relative -I would point nvcc at the working directory's parent.
+  return SABRE_SOURCE_INCLUDE_DIR;
 }
 
 std::string find_nvcc() {
