@@ -174,6 +174,8 @@ void close_fds_from(int first) {
   int status = 0;
   while (waitpid(cmd, &status, 0) < 0 && errno == EINTR) {
   }
+  // Nothing the command started outlives it (a pgid is not reused while its group has members).
+  kill(-cmd, SIGKILL);
   g_sup_command = 0;
   if (WIFEXITED(status)) _exit(WEXITSTATUS(status));
   _exit(128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0));
