@@ -1,6 +1,5 @@
 #include "tune/compile_cache.h"
 
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -13,6 +12,8 @@
 #include <sstream>
 #include <stdexcept>
 #include <thread>
+
+#include "support/subprocess.h"
 
 namespace fs = std::filesystem;
 
@@ -45,21 +46,6 @@ std::string shell_quote(const std::string& s) {
   return out + "'";
 }
 
-// Runs a shell command, output to `log`; returns the exit status (-1 when it could not run).
-int run_logged(const std::string& cmd, const std::string& log) {
-  std::string full = cmd + " > " + shell_quote(log) + " 2>&1";
-  int rc = std::system(full.c_str());
-  if (rc == -1) return -1;
-  return WIFEXITED(rc) ? WEXITSTATUS(rc) : 128 + (WIFSIGNALED(rc) ? WTERMSIG(rc) : 0);
-}
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 std::string format_duration(double s) {
   char buf[32];
   if (s >= 60)
@@ -82,13 +68,10 @@ CompileCache::CompileCache(std::string dir, std::string compiler) : dir_(std::mo
   std::error_code ec;
   fs::create_directories(dir_, ec);
   if (ec) throw std::runtime_error("kernel cache: cannot create " + dir_ + ": " + ec.message());
-  std::string log = dir_ + "/.compiler-version." + std::to_string(getpid());
-  if (run_logged(shell_quote(compiler_) + " --version", log) != 0) {
-    fs::remove(log, ec);
+  // Temp files of sabres that were killed with -9 on this host.
+  support::sweep_stale_temps(dir_);
+  if (support::run_process({compiler_, "--version"}, &compiler_version_) != 0)
     throw std::runtime_error("kernel cache: cannot run '" + compiler_ + " --version' (is the CUDA toolkit on PATH?)");
-  }
-  compiler_version_ = read_file(log);
-  fs::remove(log, ec);
 }
 
 std::string CompileCache::key(const CompileJob& job) const {
@@ -120,17 +103,21 @@ CompileResult CompileCache::compile_one(const CompileJob& job) const {
   auto t0 = std::chrono::steady_clock::now();
   std::string stem = dir_ + "/" + job.name + "-" + key(job);
   // Work in a private temp name, then rename: concurrent tuners and kills never see half files.
-  std::string tmp = stem + ".tmp" + std::to_string(getpid()) + "_" +
+  // The name carries host and pid, so a later run can sweep what a sabre killed with -9 left.
+  std::string tmp = stem + ".tmp-" + support::temp_tag() + "-" +
                     std::to_string(std::hash<std::thread::id>{}(std::this_thread::get_id()) % 100000);
+  support::TempFiles temps({tmp + ".cu", tmp + ".so", tmp + ".log"});
   {
     std::ofstream src(tmp + ".cu");
     src << job.source;
     if (!src) throw std::runtime_error("kernel cache: cannot write " + tmp + ".cu");
   }
-  std::string cmd = shell_quote(compiler_) + " -shared -Xcompiler -fPIC";
-  for (const auto& f : job.flags) cmd += " " + shell_quote(f);
-  cmd += " " + shell_quote(tmp + ".cu") + " -o " + shell_quote(tmp + ".so");
-  int rc = run_logged(cmd, tmp + ".log");
+  std::vector<std::string> argv = {compiler_, "-shared", "-Xcompiler", "-fPIC"};
+  argv.insert(argv.end(), job.flags.begin(), job.flags.end());
+  argv.insert(argv.end(), {tmp + ".cu", "-o", tmp + ".so"});
+  std::string cmd;
+  for (const auto& a : argv) cmd += (cmd.empty() ? "" : " ") + shell_quote(a);
+  int rc = support::run_process(argv, nullptr, {tmp + ".log", temps.paths()});
   std::error_code ec;
   {
     std::ofstream(tmp + ".log", std::ios::app) << "\n# command: " << cmd << "\n# exit status: " << rc << "\n";
@@ -144,9 +131,7 @@ CompileResult CompileCache::compile_one(const CompileJob& job) const {
     r.library = stem + ".so";
   } else {
     std::ofstream(stem + ".failed") << "exit status " << rc << "\n";
-    fs::remove(tmp + ".so", ec);
   }
-  fs::remove(tmp + ".cu", ec);
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;
 }

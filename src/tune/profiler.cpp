@@ -17,6 +17,7 @@
 #include "backends/cublaslt/lt_spec.h"
 #include "backends/cutlass/emitter.h"
 #include "backends/cutlass/nvcc.h"
+#include "support/subprocess.h"
 #include "tune/rank.h"
 
 namespace sabre::tune {
@@ -193,7 +194,7 @@ std::vector<WorkloadReport> tune_impl(const std::vector<TuneTask>& tasks, Tuning
   pid_t compiler = -1;
   if (!to_compile.empty() && opts.compiled_lookup && tasks.size() > 1) {
     std::fflush(nullptr);
-    compiler = fork();
+    compiler = support::fork_child();  // dies with us, however we end
     if (compiler == 0) {
       int rc = 0;
       try {
@@ -205,6 +206,16 @@ std::vector<WorkloadReport> tune_impl(const std::vector<TuneTask>& tasks, Tuning
       _exit(rc);
     }
   }
+  // An exception on the way out must not leave the batch compiling behind us.
+  struct StopCompiler {
+    pid_t& pid;
+    ~StopCompiler() {
+      if (pid <= 0) return;
+      support::kill_child(pid);
+      int status = 0;
+      support::reap_child(pid, &status);
+    }
+  } stop_compiler{compiler};
   double waited_s = 0;
   auto wait_for = [&](const std::string& kernel) {
     if (compiler <= 0 || built.count(kernel) || !spec_of.count(kernel)) return;
@@ -215,7 +226,7 @@ std::vector<WorkloadReport> tune_impl(const std::vector<TuneTask>& tasks, Tuning
         break;
       }
       int status = 0;
-      if (waitpid(compiler, &status, WNOHANG) == compiler) {  // the batch ended: last look
+      if (support::reap_child(compiler, &status, WNOHANG) == compiler) {  // the batch ended: last look
         st.compile_s = seconds_since(compile_start);
         compiler = 0;
         auto r = opts.compiled_lookup(spec_of.at(kernel));
@@ -264,7 +275,8 @@ std::vector<WorkloadReport> tune_impl(const std::vector<TuneTask>& tasks, Tuning
   }
   if (compiler > 0) {  // every point is timed; the batch may still be compiling unused kernels
     int status = 0;
-    waitpid(compiler, &status, 0);
+    support::reap_child(compiler, &status);
+    compiler = 0;
     st.compile_s = seconds_since(compile_start);
   }
   if (!opts.quiet && (st.compiled || st.timing_s > 0))

@@ -11,6 +11,8 @@
 #include <cstdint>
 #include <stdexcept>
 
+#include "support/subprocess.h"
+
 namespace sabre::tune {
 
 const char* to_string(ChildResult::Outcome o) {
@@ -57,14 +59,13 @@ ChildResult run_in_child(const std::function<bool(const std::function<void(const
   int fds[2];
   if (pipe(fds) != 0) throw std::runtime_error(std::string("watchdog: pipe failed: ") + strerror(errno));
   auto start = std::chrono::steady_clock::now();
-  pid_t pid = fork();
+  pid_t pid = support::fork_child();  // own group, dies with us
   if (pid < 0) {
     close(fds[0]);
     close(fds[1]);
     throw std::runtime_error(std::string("watchdog: fork failed: ") + strerror(errno));
   }
   if (pid == 0) {
-    setpgid(0, 0);  // our own group, so a kill also reaches anything we start
     close(fds[0]);
     int out = fds[1];
     bool ok = false;
@@ -84,7 +85,6 @@ ChildResult run_in_child(const std::function<bool(const std::function<void(const
     close(out);
     _exit(ok ? 0 : 1);  // no atexit handlers: the parent's state is not ours to flush
   }
-  setpgid(pid, pid);
   close(fds[1]);
   fcntl(fds[0], F_SETFL, O_NONBLOCK);
 
@@ -118,21 +118,19 @@ ChildResult run_in_child(const std::function<bool(const std::function<void(const
 
   int status = 0;
   if (timed_out) {
-    kill(-pid, SIGKILL);
-    kill(pid, SIGKILL);
-    waitpid(pid, &status, 0);
+    support::kill_child(pid);
+    support::reap_child(pid, &status);
     r.outcome = ChildResult::Outcome::hung;
     r.detail = "no result within " + std::to_string(timeout.count()) + " ms; killed";
   } else {
     // The pipe closed: the child is exiting. Wait, but never forever (a child that closed
     // its pipe and then hung still counts as hung).
     for (;;) {
-      pid_t w = waitpid(pid, &status, WNOHANG);
+      pid_t w = support::reap_child(pid, &status, WNOHANG);
       if (w == pid) break;
       if (std::chrono::steady_clock::now() >= deadline) {
-        kill(-pid, SIGKILL);
-        kill(pid, SIGKILL);
-        waitpid(pid, &status, 0);
+        support::kill_child(pid);
+        support::reap_child(pid, &status);
         timed_out = true;
         break;
       }

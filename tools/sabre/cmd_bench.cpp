@@ -121,17 +121,18 @@ int bench(const std::vector<std::string>& argv) {
       return kExitOk;
     }
     if (args.positional.size() != 1) throw UsageError("give one artifact: sabre bench MODEL.sabre --dim batch=8");
-#if SABRE_RUNTIME_HAVE_CUDA
-    const int64_t warmup = int64_t(unsigned_flag(args, "--warmup", 20, 9, "a whole number"));
-    const int64_t iters = int64_t(unsigned_flag(args, "--iters", 200, 9, "a positive integer"));
+    // A bad command line is a usage error in every build, a CUDA-less one included.
+    [[maybe_unused]] const int64_t warmup = int64_t(unsigned_flag(args, "--warmup", 20, 9, "a whole number"));
+    [[maybe_unused]] const int64_t iters = int64_t(unsigned_flag(args, "--iters", 200, 9, "a positive integer"));
     if (iters == 0) throw UsageError("bad --iters '0': expected a positive integer");
-    const int device = static_cast<int>(unsigned_flag(args, "--device", 0, 3, "a GPU index such as 0"));
-    const int64_t back_to_back = int64_t(unsigned_flag(args, "--back-to-back", 0, 7, "a positive integer"));
+    [[maybe_unused]] const int device = static_cast<int>(unsigned_flag(args, "--device", 0, 3, "a GPU index such as 0"));
+    [[maybe_unused]] const int64_t back_to_back = int64_t(unsigned_flag(args, "--back-to-back", 0, 7, "a positive integer"));
     if (args.has("--back-to-back") && back_to_back == 0)
       throw UsageError("bad --back-to-back '0': expected a positive integer (runs between the two events)");
-    const uint64_t listed = unsigned_flag(args, "--steps", 15, 6, "a whole number (0 lists every step)");
+    [[maybe_unused]] const uint64_t listed = unsigned_flag(args, "--steps", 15, 6, "a whole number (0 lists every step)");
     if (args.has("--steps") && !args.has("--profile")) throw UsageError("--steps lists profiled steps: add --profile");
-    std::map<std::string, int64_t> dims = parse_dims(args.all("--dim"));
+    [[maybe_unused]] std::map<std::string, int64_t> dims = parse_dims(args.all("--dim"));
+#if SABRE_RUNTIME_HAVE_CUDA
     sabre::Session session(args.positional[0], device);
     std::set<std::string> symbols;
     for (const auto& sp : session.inputs())

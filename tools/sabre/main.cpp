@@ -10,6 +10,7 @@
 #include "cli_util.h"
 #include "command.h"
 #include "support/files.h"
+#include "support/subprocess.h"
 
 namespace sabre::cli {
 
@@ -36,6 +37,8 @@ static void print_help() {
 
 int main(int argc, char** argv) {
   using namespace sabre::cli;
+  // Ctrl-C, kill, a closed terminal or output pipe: stop the compilers and remove temp files.
+  sabre::support::install_termination_handlers();
   if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") || !std::strcmp(argv[1], "help")) {
     print_help();
     if (std::fflush(stdout) != 0 || std::ferror(stdout)) {

@@ -1,9 +1,5 @@
 #include "backends/cutlass/nvcc.h"
 
-#include <fcntl.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
@@ -11,6 +7,8 @@
 #include <fstream>
 #include <sstream>
 #include <thread>
+
+#include "support/subprocess.h"
 
 namespace sabre::cutlass_backend {
 namespace fs = std::filesystem;
@@ -31,8 +29,9 @@ std::string cuobjdump_for(const std::string& nvcc) {
 
 std::string sabre_include_dir() {
   if (auto e = env("SABRE_INCLUDE_DIR"); !e.empty()) return e;
-  // This file is <root>/src/backends/cutlass/nvcc.cpp; the ABI header is <root>/include.
-  return (fs::path(__FILE__).parent_path() / ".." / ".." / ".." / "include").lexically_normal().string();
+  // The source tree's include/, from CMake: __FILE__ is relative under ccache's base_dir, and a
+  // relative -I would point nvcc at the working directory's parent.
+  return SABRE_SOURCE_INCLUDE_DIR;
 }
 
 std::string find_nvcc() {
@@ -43,35 +42,7 @@ std::string find_nvcc() {
 }
 
 int run_process(const std::vector<std::string>& argv, std::string& output) {
-  char tmpl[] = "/tmp/sabre_proc_XXXXXX";
-  int fd = mkstemp(tmpl);
-  if (fd < 0) return -1;
-  pid_t pid = fork();
-  if (pid < 0) {
-    close(fd);
-    unlink(tmpl);
-    return -1;
-  }
-  if (pid == 0) {
-    dup2(fd, 1);
-    dup2(fd, 2);
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    execvp(args[0], args.data());
-    _exit(127);
-  }
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  close(fd);
-  std::ifstream in(tmpl);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  output = ss.str();
-  unlink(tmpl);
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+  return support::run_process(argv, &output);
 }
 
 std::vector<std::string> nvcc_command(const KernelSpec& s, const std::string& source, const std::string& library,
