@@ -203,7 +203,7 @@ TEST(Importer, ExternalDataIsRead) {
 
   fs::remove(dir / "weights.bin");
   expect_error([&] { import_model((dir / "model.onnx").string()); }, ImportError::Kind::io,
-               {"initializer 'w'", "weights.bin", "cannot read external data"});
+               {"initializer 'w'", "weights.bin", "cannot open external data file"});
   fs::remove_all(dir);
 }
 
