@@ -332,15 +332,16 @@ int run_reference(const ParsedArgs& args) {
 
 // sabre run MODEL.sabre: the artifact on the GPU (docs/RUNTIME.md section 6).
 int run_artifact(const ParsedArgs& args) {
-#if SABRE_RUNTIME_HAVE_CUDA
-  const std::string path = args.positional[0];
-  auto out_dir = args.value("--out");
+  // A bad command line is a usage error in every build, a CUDA-less one included.
+  [[maybe_unused]] const std::string path = args.positional[0];
+  [[maybe_unused]] auto out_dir = args.value("--out");
   if (!out_dir) throw UsageError("no output directory: add -o DIR");
-  const int device = static_cast<int>(unsigned_flag(args, "--device", 0, 3, "a GPU index such as 0"));
-  std::map<std::string, int64_t> dims = parse_dims(args.all("--dim"));
-  const uint64_t seed = unsigned_flag(args, "--seed", 0, 19, "a non-negative integer");
-  const std::optional<double> rtol = tolerance_flag(args, "--rtol"), atol = tolerance_flag(args, "--atol");
+  [[maybe_unused]] const int device = static_cast<int>(unsigned_flag(args, "--device", 0, 3, "a GPU index such as 0"));
+  [[maybe_unused]] std::map<std::string, int64_t> dims = parse_dims(args.all("--dim"));
+  [[maybe_unused]] const uint64_t seed = unsigned_flag(args, "--seed", 0, 19, "a non-negative integer");
+  [[maybe_unused]] const std::optional<double> rtol = tolerance_flag(args, "--rtol"), atol = tolerance_flag(args, "--atol");
   if ((rtol || atol) && !args.has("--compare-reference")) throw UsageError("--rtol and --atol go with --compare-reference");
+#if SABRE_RUNTIME_HAVE_CUDA
   sabre::Session session(path, device);
   const auto& specs = session.inputs();
   std::string in_names;
