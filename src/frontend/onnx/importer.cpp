@@ -641,13 +641,12 @@ int64_t default_opset(const onnx::ModelProto& m) {
 void check_convertible(const onnx::ModelProto& m) {
   const auto& g = m.graph();
   std::set<std::string> defined;
-  auto typed = [](const onnx::ValueInfoProto& vi) {
-    return vi.has_type() && vi.type().has_tensor_type() && vi.type().tensor_type().elem_type() != 0;
-  };
   for (const auto& t : g.initializer()) defined.insert(t.name());
   for (const auto& vi : g.input()) {
-    if (vi.name().empty() || !typed(vi))
-      fail(Kind::invalid, "graph input '" + vi.name() + "' has no name or no tensor type");
+    if (vi.name().empty()) fail(Kind::invalid, "a graph input has no name");
+    if (!vi.has_type() || !vi.type().has_tensor_type())
+      fail(Kind::unsupported, "graph input '" + vi.name() + "' is not a tensor (sequences, maps and optionals are not supported)");
+    if (vi.type().tensor_type().elem_type() == 0) fail(Kind::invalid, "graph input '" + vi.name() + "' has no element type");
     defined.insert(vi.name());
   }
   for (int i = 0; i < g.node_size(); ++i) {
