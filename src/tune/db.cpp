@@ -1,5 +1,7 @@
 #include "tune/db.h"
 
+#include <algorithm>
+
 #include <sqlite3.h>
 
 #include <cmath>
@@ -293,6 +295,10 @@ int64_t TuningDb::import_jsonl(const std::string& text) {
       Measurement m;
       m.workload = field(v, "workload").str();
       m.kernel = field(v, "kernel").str();
+      // Names are keys stored as text: a control byte (a NUL cuts SQLite's copy short) is no name.
+      for (const std::string* s : {&m.workload, &m.kernel, &env.gpu})
+        if (std::any_of(s->begin(), s->end(), [](char c) { return static_cast<unsigned char>(c) < 0x20; }))
+          throw DbError("import: line " + std::to_string(lineno) + ": a name holds a control character; nothing was imported");
       auto st = parse_status(field(v, "status").str());
       if (!st) throw DbError("import: line " + std::to_string(lineno) + ": unknown status '" + field(v, "status").str() + "'");
       m.status = *st;
@@ -316,9 +322,12 @@ int64_t TuningDb::import_jsonl(const std::string& text) {
       }
     }
     exec("COMMIT");
-  } catch (...) {
+  } catch (const DbError&) {
     exec("ROLLBACK");
     throw;
+  } catch (const std::exception& e) {  // a field of the wrong JSON type, a kernel name that does not parse
+    exec("ROLLBACK");
+    throw DbError("import: line " + std::to_string(lineno) + ": " + e.what() + "; nothing was imported");
   }
   return taken;
 }
