@@ -16,6 +16,9 @@ apt_packages=(
   # every library the importer uses.
   clang-16 libclang-rt-16-dev
   python3 python3-venv python3-dev
+  # Header-only libraries: the CLI parser, JSON, fast hashing, the Python binding, DLPack tensors.
+  # scripts/gpu/make_carry.sh copies their headers to the GPU host, which has no package registry.
+  libcli11-dev nlohmann-json3-dev libxxhash-dev pybind11-dev libdlpack-dev
   libonnx-testdata                  # ONNX node conformance data for tests/onnx
 )
 cutlass_pin="nvidia-cutlass==4.2.0.0"
