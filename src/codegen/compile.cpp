@@ -2,6 +2,7 @@
 #include "codegen/compile.h"
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <memory>
 #include <set>
@@ -68,6 +69,7 @@ std::vector<tune::GemmProblem> tuned_gemm_problems(const ir::Graph& partitioned,
   popts.env.sm = target_sm;
   std::vector<tune::GemmProblem> problems;
   lo.weights = false;
+  lo.dump_after = "none";  // collecting problems is not the lowering a dump is asked for
   lo.pick = [&](const tune::GemmProblem& p) {
     // Alignment-1 problems are the fallbacks of symbolic-N/K GEMMs (their aligned table is tuned)
     // or odd static extents; the analytic model picks them, which saves cold time.
@@ -84,6 +86,7 @@ std::vector<ConvProblem> tuned_conv_problems(const ir::Graph& partitioned, Lower
   popts.env.sm = target_sm;
   std::vector<ConvProblem> problems;
   lo.weights = false;
+  lo.dump_after = "none";  // collecting problems is not the lowering a dump is asked for
   lo.pick = [&](const tune::GemmProblem& p) { return tune::pick_kernels(p, popts); };
   const ConvKernelPicker analytic = lo.pick_conv;
   if (!analytic) return problems;
@@ -156,6 +159,11 @@ CompileSummary compile_model(const std::string& model, const std::string& out_di
   lo.fuse_attention = opts.fuse_attention;
   lo.stem = opts.stem;
   lo.pointwise_gemm = opts.pointwise_gemm;
+  lo.dump_after = opts.dump_after;
+  lo.dump_file = opts.dump_file;
+  // A misspelt pass is reported now, not after tuning.
+  if (const char* e = std::getenv("SABRE_DUMP_AFTER"); opts.dump_after.empty() && e) parse_dump_after(e, "SABRE_DUMP_AFTER");
+  parse_dump_after(opts.dump_after);
   lo.pick_conv = [sm, family = opts.conv_kernels](const ConvProblem& p) { return analytic_conv_kernel(p, sm, family); };
   tune::PickOptions popts;  // analytic picks unless a tuning DB is consulted below
   popts.target_sm = sm;

@@ -36,6 +36,8 @@ struct CompileOptions {
   Stem stem = Stem::direct;          // LowerOptions::stem (sabre compile --stem direct|im2col|conv)
   bool pointwise_gemm = true;        // LowerOptions::pointwise_gemm (sabre compile --no-pointwise-gemm: false)
   bool plan_only = false;            // write the artifact without kernels; compile nothing
+  std::string dump_after;            // LowerOptions::dump_after (sabre compile --dump-after); "" reads $SABRE_DUMP_AFTER
+  std::string dump_file;             // LowerOptions::dump_file; "" reads $SABRE_DUMP_FILE, else stderr
   std::string arch = "sm_90a";       // what kernels are compiled for
   int jobs = 0;                      // parallel compiler processes; 0: all cores
   std::string cache_dir;             // compile cache; empty: CompileCache::default_dir()

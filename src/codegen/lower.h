@@ -17,8 +17,9 @@
 // X in NCHW and a "gemm" step whose output is already NHWC, or with Stem::direct one "stem_conv"
 // step reading X in NCHW and writing Y in NHWC (LowerOptions::stem); a 1x1
 // stride-1 conv is a "gemm" step over its NHWC tensors (LowerOptions::pointwise_gemm). Anything
-// the runtime cannot run is reported all at once.
-// Tests: tests/unit/codegen_lower_test.cpp
+// the runtime cannot run is reported all at once. Each of these is a pass (codegen/passes/pass.h)
+// that can be dumped after (LowerOptions::dump_after).
+// Tests: tests/unit/codegen_lower_test.cpp, tests/unit/codegen_passes_test.cpp
 #pragma once
 
 #include <cstdint>
@@ -108,7 +109,22 @@ struct LowerOptions {
   // false: lay the weights out (offsets, sizes, dtypes in the plan) without converting or copying
   // them; Lowered::weights stays empty. For a lowering that only collects the GEMM problems.
   bool weights = true;
+  // Passes after which a readable dump of the lowering state is written (the graph in topological
+  // order with each node's decisions, and once emit_steps ran, the plan's tensors and steps):
+  // "PASS[,PASS...]" (lowering_pass_names()) or "all"; "" reads $SABRE_DUMP_AFTER; "none" dumps
+  // nothing. An unknown name is std::invalid_argument listing the passes.
+  std::string dump_after;
+  // Where dumps go: appended to this file; "" reads $SABRE_DUMP_FILE, and without it stderr.
+  std::string dump_file;
+  // Receives each dump instead of dump_file (pass name, text); for tests and tools.
+  std::function<void(const std::string& pass, const std::string& text)> dump_sink;
 };
+
+// The lowering's passes in the order they run (codegen/passes/pass.h), for --dump-after.
+std::vector<std::string> lowering_pass_names();
+// The passes a dump_after text names ("" and "none": none; "all": every one). Throws
+// std::invalid_argument listing the passes for an unknown name, `what` naming the setting.
+std::vector<std::string> parse_dump_after(const std::string& text, const std::string& what = "--dump-after");
 
 struct ElementwiseKernel {
   std::string name;    // native::kernel_name(chain): the __global__ symbol
@@ -125,7 +141,9 @@ struct Lowered {
   int im2col_convs = 0;                         // conv regions lowered to im2col + gemm (LowerOptions::stem)
   int stem_convs = 0;                           // conv regions lowered to one stem_conv step (Stem::direct)
   int pointwise_convs = 0;                      // 1x1 conv regions lowered to gemm (LowerOptions::pointwise_gemm)
-  std::vector<std::string> notes;               // what the user should know (default ranges, ...)
+  // What the user should know: default ranges, how convs run, and every fusion that did not fire
+  // with its reason ("fuse_attention: at Softmax_3: attention not fused: head dim 96 ...").
+  std::vector<std::string> notes;
 };
 
 // For the partition report: how the GPU lowering runs a GEMM or conv node that no backend region

@@ -1,0 +1,213 @@
+// Emitting fused steps: elementwise chains, attention, softmax, layernorm (plain, with its
+// residual, or over embedding gathers).
+#include <map>
+
+#include "codegen/passes/emit.h"
+
+namespace sabre::codegen::passes {
+namespace {
+
+// A mask right-aligned to [b, h, q, cols]: element strides over b, h, q (size-1 dims broadcast).
+std::vector<Dim> mask_strides(const Value* mask) {
+  std::vector<Dim> m = mask->shape();
+  while (m.size() < 4) m.insert(m.begin(), Dim(1));
+  const std::vector<Dim> dense = contiguous_strides(m);
+  std::vector<Dim> stride(3, Dim(0));
+  for (int i = 0; i < 3; ++i) stride[i] = m[i] == Dim(1) ? Dim(0) : dense[i];
+  return stride;
+}
+
+
+}  // namespace
+
+void emit_group(LowerContext& cx, const EwGroup& gr) {
+  native::ElementwiseChain ch;
+  std::map<const Value*, int> node_of;
+  std::vector<int> step_ins;
+  const bool in_nhwc = cx.nhwc.count(gr.nodes.back()->output(0)) != 0;
+  auto operand = [&](const Value* v) -> int {
+    if (auto it = node_of.find(v); it != node_of.end()) return it->second;
+    if (scalar_constant(v))  // floats compute in f32; integer and bool constants keep their kind
+      return ch.constant(static_cast<float>(v->constant().get_f64(0)), ir::is_float(v->dtype()) ? DType::f32 : v->dtype());
+    int slot = static_cast<int>(ch.inputs.size());
+    int t = in_nhwc ? cx.tensor_nhwc(v) : cx.tensor(v);
+    if (t < 0) throw AfterRefusal{};
+    ch.inputs.push_back(cx.out.plan.tensors[t].dtype);
+    step_ins.push_back(t);
+    return node_of[v] = ch.input(slot);
+  };
+  using native::EwOp;
+  for (Node* m : gr.nodes) {
+    EwOp op = ew_ops().at(m->op());
+    std::vector<int> a;
+    const bool clip = m->op() == "Clip";
+    for (size_t i = 0; i < (clip ? 1 : m->num_inputs()); ++i) a.push_back(operand(m->input(i)));
+    DType dt = cx.storage(m->output(0)->dtype());
+    int r;
+    if (op == EwOp::cast) {
+      r = ch.cast(a[0], dt);
+    } else if (op == EwOp::where) {
+      r = ch.where(a[0], a[1], a[2]);
+    } else if (native::info(op).arity == 2) {
+      if (op == EwOp::mod && m->attr_int("fmod", 0) != 0) op = EwOp::fmod;
+      if (op == EwOp::shl && m->attr_string("direction", "") == "RIGHT") op = EwOp::shr;
+      r = ch.binary(op, a[0], a[1]);
+    } else {
+      float alpha = 0, beta = 0;
+      if (op == EwOp::gelu_erf && m->attr_string("approximate", "none") == "tanh") op = EwOp::gelu_tanh;
+      if (op == EwOp::leaky_relu) alpha = static_cast<float>(m->attr_float("alpha", 0.01));
+      if (op == EwOp::elu || op == EwOp::celu || op == EwOp::thresholded_relu)
+        alpha = static_cast<float>(m->attr_float("alpha", 1.0));
+      if (op == EwOp::selu) {
+        alpha = static_cast<float>(m->attr_float("alpha", 1.67326319217681884765625));
+        beta = static_cast<float>(m->attr_float("gamma", 1.05070102214813232421875));
+      }
+      if (op == EwOp::shrink) {
+        alpha = static_cast<float>(m->attr_float("lambd", 0.5));
+        beta = static_cast<float>(m->attr_float("bias", 0.0));
+      }
+      if (op == EwOp::isinf) {
+        alpha = static_cast<float>(m->attr_int("detect_negative", 1));
+        beta = static_cast<float>(m->attr_int("detect_positive", 1));
+      }
+      if (op == EwOp::hard_sigmoid) {
+        alpha = static_cast<float>(m->attr_float("alpha", 0.2));
+        beta = static_cast<float>(m->attr_float("beta", 0.5));
+      }
+      if (clip) {
+        auto b = clip_bounds(m);
+        if (!b) throw UnsupportedError(where(m) + ": Clip bounds must be constants");
+        alpha = static_cast<float>(b->first);
+        beta = static_cast<float>(b->second);
+      }
+      r = ch.unary(op, a[0], alpha, beta);
+    }
+    ch.nodes[r].dtype = dt;
+    node_of[m->output(0)] = r;
+  }
+  const Node* tail = gr.nodes.back();
+  ch.outputs = {node_of.at(tail->output(0))};
+  // A float model output that nothing else reads is written in the model's dtype by the chain
+  // itself, so no cast step follows it (BERT's pooler Tanh writes pooler_output in f32).
+  const Value* tv = tail->output(0);
+  const bool model_dtype = !in_nhwc && tv->users().empty() && cx.output_needs_model_dtype(tv);
+  if (model_dtype) {
+    const int r = ch.cast(ch.outputs[0], tv->dtype());
+    ch.nodes[r].dtype = tv->dtype();
+    ch.outputs = {r};
+  }
+  try {
+    native::validate(ch);
+  } catch (const std::invalid_argument& e) {
+    throw UnsupportedError(where(tail) + ": the fused elementwise chain is invalid: " + e.what());
+  }
+  std::string kname = native::kernel_name(ch);
+  if (!cx.ew_seen.count(kname)) {
+    cx.ew_seen.insert(kname);
+    cx.out.ew_kernels.push_back({kname, native::generate_elementwise_kernel(ch)});
+  }
+  JArray inputs, nodes, outputs;
+  for (DType d : ch.inputs) inputs.push_back(jstr(std::string(ir::name(d))));
+  for (const auto& nd : ch.nodes)
+    nodes.push_back(json::Value(JObject{{"op", jstr(std::string(native::info(nd.op).name))},
+                                        {"dtype", jstr(std::string(ir::name(nd.dtype)))},
+                                        {"a", jnum(nd.a)},
+                                        {"b", jnum(nd.b)},
+                                        {"c", jnum(nd.c)},
+                                        {"alpha", jnum(nd.alpha)},
+                                        {"beta", jnum(nd.beta)}}));
+  for (int o : ch.outputs) outputs.push_back(jnum(o));
+  JObject chain{{"inputs", json::Value(inputs)}, {"nodes", json::Value(nodes)}, {"outputs", json::Value(outputs)}};
+  std::string name = tail->name();
+  if (gr.nodes.size() > 1) name += " (+" + std::to_string(gr.nodes.size() - 1) + " fused)";
+  cx.step("elementwise", name, step_ins, {cx.define(tail->output(0), model_dtype ? tv->dtype() : cx.storage(tv->dtype()))},
+       JObject{{"chain", json::Value(chain)}, {"kernel", jstr(kname)}});
+}
+
+void emit_attention(LowerContext& cx, Node* n, const AttentionFusion& a) {
+  const Dim hd(a.heads * a.d), dd(a.d);
+  // Rows of the packed Q|K|V projection are as wide as all three.
+  const Dim row = a.packed ? a.packed->shape()[2] : hd;
+  JObject p{{"b", jdim(a.b)}, {"h", jnum(double(a.heads))}, {"sq", jdim(a.sq)}, {"sk", jdim(a.sk)},
+            {"d", jnum(double(a.d))}, {"scale", jnum(a.scale)}, {"causal", json::Value(a.causal)},
+            {"q_stride", jdims({a.sq * row, dd, row})}, {"k_stride", jdims({a.sk * row, dd, row})},
+            {"v_stride", jdims({a.sk * row, dd, row})}, {"o_stride", jdims({a.sq * hd, dd, hd})}};
+  if (a.mask) p["mask_stride"] = jdims(mask_strides(a.mask));
+  if (a.select) p["mask_true"] = jnum(a.mask_true), p["mask_false"] = jnum(a.mask_false);
+  if (a.packed)
+    p["offsets"] = jdims({Dim(a.offset[0]), Dim(a.offset[1]), Dim(a.offset[2])});
+  std::vector<int> ins = a.packed ? std::vector<int>(3, cx.tensor(a.packed))
+                                  : std::vector<int>{cx.tensor(a.q), cx.tensor(a.k), cx.tensor(a.v)};
+  if (a.mask) ins.push_back(cx.tensor(a.mask));
+  cx.step("attention", n->name() + " (attention)", ins, {cx.define(n->output(0))}, p);
+}
+void emit_softmax(LowerContext& cx, Node* n) {
+  SoftmaxFusion f;
+  if (auto it = cx.softmax.find(n); it != cx.softmax.end()) f = it->second;
+  else f.x = n->input(0);
+  const auto& sh = f.x->shape();
+  if (sh.empty() || norm_axis(n->attr_int("axis", -1), sh.size()) != static_cast<int64_t>(sh.size()) - 1)
+    throw UnsupportedError(where(n) + ": softmax over an axis other than the last");
+  int x = cx.tensor(f.x);
+  int mask = cx.tensor(f.mask);
+  Dim b(1), h(1), q = product(sh, 0, sh.size() - 1);
+  if (sh.size() == 4) {
+    b = sh[0];
+    h = sh[1];
+    q = sh[2];
+  }
+  JObject p{{"b", jdim(b)}, {"h", jdim(h)}, {"q", jdim(q)}, {"cols", jdim(sh.back())},
+            {"scale", jnum(f.scale)}, {"causal", json::Value(f.causal)}};
+  if (f.mask) p["mask_stride"] = jdims(mask_strides(f.mask));
+  cx.step("softmax", n->name(), {x, mask}, {cx.define(n->output(0))}, p);
+  if (!f.mask) cx.out.plan.steps.back().inputs.pop_back();
+}
+
+void emit_layernorm(LowerContext& cx, Node* n) {
+  const auto& sh = n->input(0)->shape();
+  if (norm_axis(n->attr_int("axis", -1), sh.size()) != static_cast<int64_t>(sh.size()) - 1)
+    throw UnsupportedError(where(n) + ": LayerNormalization over more than the last axis");
+  if (n->num_outputs() > 1)
+    for (size_t i = 1; i < n->num_outputs(); ++i)
+      if (!n->output(i)->users().empty() || cx.g.is_graph_output(n->output(i)))
+        throw UnsupportedError(where(n) + ": mean/inv-std outputs are not produced on the GPU");
+  if (auto it = cx.embedding.find(n); it != cx.embedding.end()) {
+    // inputs: gamma, beta (-1 when absent), then each term's table and ids.
+    std::vector<int> ins{cx.tensor(n->input(1)), cx.tensor(n->num_inputs() > 2 ? n->input(2) : nullptr)};
+    std::vector<Dim> offsets, strides;
+    for (const EmbeddingTerm& t : it->second) {
+      ins.push_back(cx.tensor(t.table));
+      ins.push_back(cx.tensor(t.ids));
+      offsets.push_back(t.offset);
+      strides.insert(strides.end(), t.strides.begin(), t.strides.end());
+    }
+    JObject p{{"row_dims", jdims(std::vector<Dim>(sh.begin(), sh.end() - 1))}, {"cols", jdim(sh.back())},
+              {"eps", jnum(n->attr_float("epsilon", 1e-5))}, {"offsets", jdims(offsets)}, {"strides", jdims(strides)}};
+    cx.step("embed_layernorm", n->name() + " (+" + std::to_string(it->second.size()) + " embedding gathers)", ins,
+         {cx.define(n->output(0))}, p);
+    return;
+  }
+  Value* x = n->input(0);
+  Value* res = nullptr;
+  if (auto it = cx.ln_residual.find(n); it != cx.ln_residual.end()) {
+    x = it->second->input(0);
+    res = it->second->input(1);
+  }
+  std::vector<int> ins{cx.tensor(x), cx.tensor(n->input(1)), cx.tensor(n->input(2)), cx.tensor(res)};
+  JObject p{{"rows", jdim(product(sh, 0, sh.size() - 1))}, {"cols", jdim(sh.back())},
+            {"eps", jnum(n->attr_float("epsilon", 1e-5))}};
+  std::vector<int> outs{cx.define(n->output(0))};
+  // An f32 model output that the plan also reads in the compute dtype (BERT's last_hidden_state,
+  // which the pooler reads): the kernel writes it in f32 as well, instead of a cast step after it.
+  const Value* y = n->output(0);
+  if (y->dtype() == DType::f32 && cx.output_needs_model_dtype(y)) {
+    cx.out.plan.tensors[outs[0]].name = y->name() + ".compute";
+    outs.push_back(cx.add_tensor(cx.info(y, DType::f32, runtime::TensorKind::activation, y->name())));
+    cx.model_output[y] = outs.back();
+    p["f32_copy"] = json::Value(true);
+  }
+  cx.step("layernorm", n->name() + (res ? " (+residual add)" : ""), ins, outs, p);
+}
+
+
+}  // namespace sabre::codegen::passes

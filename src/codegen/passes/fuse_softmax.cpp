@@ -1,0 +1,93 @@
+// fuse_softmax: Softmax(Where(causal, Div(x, c) | Mul(x, c), fill) + mask) as one native softmax.
+// Tests: tests/unit/codegen_passes_test.cpp
+#include "codegen/passes/pass.h"
+
+namespace sabre::codegen::passes {
+namespace {
+
+// Trilu(ConstantOfShape(true), k=0) {upper=0} of a square [S,S]: the causal mask.
+bool is_causal(const Value* cond) {
+  const Node* t = cond ? cond->producer() : nullptr;
+  if (!t || t->op() != "Trilu" || t->attr_int("upper", 1) != 0) return false;
+  if (t->input(1) && !(scalar_constant(t->input(1)) && t->input(1)->constant().get_i64(0) == 0)) return false;
+  const Node* c = t->input(0)->producer();
+  if (!c || c->op() != "ConstantOfShape" || !c->has_attr("value")) return false;
+  const ir::Tensor& v = c->attr_tensor("value");
+  const auto& sh = cond->shape();
+  return v.numel() == 1 && v.get_f64(0) != 0 && sh.size() == 2 && sh[0] == sh[1];
+}
+
+std::string other_reader(const ir::Graph& g, const Value* v) {
+  return g.is_graph_output(v) ? "is a model output" : "has " + std::to_string(v->users().size()) + " readers";
+}
+
+}  // namespace
+
+PassResult fuse_softmax(LowerContext& cx) {
+  PassResult r;
+  for (Node* s : cx.order) {
+    if (!s->domain().empty() || s->op() != "Softmax") continue;
+    auto refuse = [&](const std::string& why) { r.refused.push_back({s->name(), why}); };
+    SoftmaxFusion f;
+    f.x = s->input(0);
+    const size_t rank = f.x->shape().size();
+    if (rank == 0 || norm_axis(s->attr_int("axis", -1), rank) != static_cast<int64_t>(rank) - 1) continue;
+    const Dim cols = f.x->shape().back();
+    Node* p = f.x->producer();
+    if (p && p->op() == "Where" && only_user(cx.g, f.x, s) && is_causal(p->input(0)) && scalar_constant(p->input(2)) &&
+        p->input(1)->shape() == f.x->shape()) {
+      f.causal = true;
+      f.absorbed.push_back(p);
+      f.x = p->input(1);
+      p = f.x->producer();
+    } else if (p && p->op() == "Where" && is_causal(p->input(0))) {
+      refuse("causal Where " + p->name() + " not absorbed: " +
+             (!only_user(cx.g, f.x, s) ? "its output " + other_reader(cx.g, f.x)
+              : !scalar_constant(p->input(2)) ? "the fill value is not a constant scalar"
+                                              : "its input is broadcast to the scores' shape"));
+    }
+    if (p && p->op() == "Add" && only_user(cx.g, f.x, f.absorbed.empty() ? s : f.absorbed.back()) && rank == 4) {
+      std::string why = "neither operand is a mask over the scores' last dim broadcast to them";
+      for (int side = 0; side < 2; ++side) {
+        Value* a = p->input(side);
+        Value* m = p->input(1 - side);
+        if (a->shape() == f.x->shape() && m->shape().size() <= 4 && !m->shape().empty() && m->shape().back() == cols &&
+            ir::is_float(m->dtype()) && m->shape() != f.x->shape()) {
+          f.mask = m;
+          f.absorbed.push_back(p);
+          f.x = a;
+          p = f.x->producer();
+          why.clear();
+          break;
+        }
+        if (a->shape() == f.x->shape() && !ir::is_float(m->dtype()))
+          why = "the mask " + m->name() + " is " + std::string(ir::name(m->dtype())) + ", not float";
+        else if (a->shape() == f.x->shape() && m->shape() == f.x->shape() && why.rfind("the mask", 0) != 0)
+          why = "both operands have the scores' full shape (no broadcast mask)";
+      }
+      if (!why.empty()) refuse("mask Add " + p->name() + " not absorbed: " + why);
+    } else if (p && p->op() == "Add" && rank == 4) {
+      refuse("mask Add " + p->name() + " not absorbed: its output " + other_reader(cx.g, f.x));
+    }
+    if (p && (p->op() == "Div" || p->op() == "Mul") && scalar_constant(p->input(1)) &&
+        p->input(0)->shape() == f.x->shape() && only_user(cx.g, f.x, f.absorbed.empty() ? s : f.absorbed.back())) {
+      double c = p->input(1)->constant().get_f64(0);
+      if (p->op() == "Div" ? c != 0 : true) {
+        f.scale = p->op() == "Div" ? 1.0 / c : c;
+        f.absorbed.push_back(p);
+        f.x = p->input(0);
+      } else {
+        refuse("scale " + p->name() + " not absorbed: division by zero");
+      }
+    } else if (p && (p->op() == "Div" || p->op() == "Mul") && scalar_constant(p->input(1)) &&
+               p->input(0)->shape() == f.x->shape()) {
+      refuse("scale " + p->name() + " not absorbed: its output " + other_reader(cx.g, f.x));
+    }
+    for (Node* a : f.absorbed) cx.absorbed.insert(a);
+    r.fired += !f.absorbed.empty();
+    cx.softmax[s] = f;
+  }
+  return r;
+}
+
+}  // namespace sabre::codegen::passes
