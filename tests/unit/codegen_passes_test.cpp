@@ -97,6 +97,8 @@ struct Case {
   fs::path input;
 };
 
+void PrintTo(const Case& c, std::ostream* os) { *os << c.pass << "/" << c.name; }
+
 std::vector<Case> cases() {
   std::vector<Case> out;
   for (const std::string& pass : codegen::lowering_pass_names()) {
