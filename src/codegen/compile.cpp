@@ -142,6 +142,9 @@ CompileSummary compile_model(const std::string& model, const std::string& out_di
   const int sm = arch_sm(opts.arch);
   if (opts.dtype != ir::DType::f16 && opts.dtype != ir::DType::bf16)
     throw std::invalid_argument("--dtype must be fp16 or bf16");
+  // A misspelt pass to dump after is reported before any work, not after tuning.
+  if (const char* e = std::getenv("SABRE_DUMP_AFTER"); opts.dump_after.empty() && e) parse_dump_after(e, "SABRE_DUMP_AFTER");
+  parse_dump_after(opts.dump_after);
 
   say("import " + model);
   ir::Graph g = onnx_frontend::import_model(model);
@@ -161,9 +164,6 @@ CompileSummary compile_model(const std::string& model, const std::string& out_di
   lo.pointwise_gemm = opts.pointwise_gemm;
   lo.dump_after = opts.dump_after;
   lo.dump_file = opts.dump_file;
-  // A misspelt pass is reported now, not after tuning.
-  if (const char* e = std::getenv("SABRE_DUMP_AFTER"); opts.dump_after.empty() && e) parse_dump_after(e, "SABRE_DUMP_AFTER");
-  parse_dump_after(opts.dump_after);
   lo.pick_conv = [sm, family = opts.conv_kernels](const ConvProblem& p) { return analytic_conv_kernel(p, sm, family); };
   tune::PickOptions popts;  // analytic picks unless a tuning DB is consulted below
   popts.target_sm = sm;

@@ -232,6 +232,26 @@ TEST(LowerDump, EnvironmentVariablesSelectPassesAndFile) {
   EXPECT_EQ(text.find("emit_steps"), std::string::npos) << text;
 }
 
+// sabre compile checks the passes to dump after before it imports anything (not after tuning).
+TEST(LowerDump, CompileRefusesAnUnknownPassBeforeAnyWork) {
+  const fs::path out = fs::temp_directory_path() / ("sabre_dump_compile_" + std::to_string(::getpid()));
+  fs::remove_all(out);
+  codegen::CompileOptions o;
+  o.plan_only = true;
+  o.tune = codegen::CompileOptions::Tune::never;
+  o.dump_after = "fuse_attenion";
+  std::vector<std::string> said;
+  o.progress = [&](const std::string& s) { said.push_back(s); };
+  try {
+    codegen::compile_model(std::string(SABRE_SOURCE_DIR) + "/models/bert_tiny.onnx", out.string(), o);
+    FAIL() << "no error";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("'fuse_attenion', which is no lowering pass"), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(said.empty()) << said.front();
+  EXPECT_FALSE(fs::exists(out));
+}
+
 // ---- refusals become notes --------------------------------------------------------------------
 
 TEST(LowerNotes, EveryRefusedFusionIsANoteWithItsReason) {

@@ -308,7 +308,7 @@ int LowerContext::tensor_nhwc(const Value* v, int64_t c_pad) {
   if (auto it = cache.find(v); it != cache.end()) return it->second;
   const ir::Tensor& c = v->constant();
   std::vector<int64_t> d = c.dims();
-  if (d.size() > 4) throw std::logic_error("lower: NHWC constant '" + v->name() + "' has rank > 4 (invariant: nhwc_group)");
+  if (d.size() > 4) throw std::logic_error("lower: NHWC constant '" + v->name() + "' has rank > 4 (invariant: assign_layouts)");
   while (d.size() < 4) d.insert(d.begin(), 1);
   const int64_t N = d[0], C = d[1], H = d[2], W = d[3], CP = std::max(C, c_pad);
   const size_t es = ir::size_of(c.dtype());

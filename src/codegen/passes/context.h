@@ -87,14 +87,14 @@ struct AttentionFusion {
   int64_t offset[3] = {0, 0, 0};
   double scale = 1.0;
   bool causal = false;
-  // mask is an i64 tensor m read as Where(Cast<bool>(m), mask_true, mask_false) (select_masks).
+  // mask is an i64 tensor m read as Where(Cast<bool>(m), mask_true, mask_false) (fuse_attention_mask).
   bool select = false;
   double mask_true = 0, mask_false = 0;
   Dim b, sq, sk;
   int64_t heads = 0, d = 0;
 };
 
-// One Gather of an embedding_fusion: its table and the ids tensor the step reads in place,
+// One Gather of an embed_layernorm (fuse_embed_layernorm): its table and the ids tensor the step reads in place,
 // element offset + sum over row dims i of coordinate_i * strides[i].
 struct EmbeddingTerm {
   Value* table;

@@ -245,7 +245,7 @@ void emit_depthwise(LowerContext& cx, Node* n) {
   int wt = cx.add_weight(std::move(rsc), std::move(ti));
   int x = cx.tensor_nhwc(n->input(0));
   int b = n->num_inputs() > 2 ? cx.tensor(n->input(2)) : -1;
-  // A fused Relu/Clip (depthwise_activation_fusion) writes its output from this step.
+  // A fused Relu/Clip (fuse_depthwise_activation) writes its output from this step.
   const auto act = cx.dw_act.find(n);
   const Value* y = act != cx.dw_act.end() ? act->second.node->output(0) : n->output(0);
   if (!cx.nhwc.count(y)) throw std::logic_error("lower: depthwise output not NHWC (invariant: assign_layouts)");
