@@ -97,6 +97,9 @@ Lowered lower(const ir::Graph& g, const LowerOptions& opts) {
   for (const passes::Pass& p : passes::lowering_passes()) {
     const passes::PassResult r = p.run(cx);
     add_refusal_notes(std::string(p.name), r.refused, refusals);
+    PassReport report{std::string(p.name), r.fired, {}, r.skipped};
+    for (const passes::Refusal& f : r.refused) report.refused.push_back(f.node + ": " + f.reason);
+    cx.out.passes.push_back(std::move(report));
     if (dump.count(std::string(p.name))) write_dump(opts, std::string(p.name), passes::dump(cx, p.name, r));
   }
   cx.out.notes.insert(cx.out.notes.end(), refusals.begin(), refusals.end());

@@ -131,6 +131,15 @@ struct ElementwiseKernel {
   std::string source;  // native::generate_elementwise_kernel(chain)
 };
 
+// What one lowering pass did (codegen/passes/pass.h): fired at `fired` sites, refused at others
+// ("node: reason" each), or skipped (why; an option is off).
+struct PassReport {
+  std::string name;
+  int fired = 0;
+  std::vector<std::string> refused;
+  std::string skipped;
+};
+
 struct Lowered {
   runtime::Plan plan;
   std::vector<uint8_t> weights;                 // weights.bin
@@ -144,6 +153,7 @@ struct Lowered {
   // What the user should know: default ranges, how convs run, and every fusion that did not fire
   // with its reason ("fuse_attention: at Softmax_3: attention not fused: head dim 96 ...").
   std::vector<std::string> notes;
+  std::vector<PassReport> passes;  // one per pass, in the order they ran
 };
 
 // For the partition report: how the GPU lowering runs a GEMM or conv node that no backend region

@@ -269,6 +269,14 @@ TEST(LowerNotes, EveryRefusedFusionIsANoteWithItsReason) {
   for (const auto& n : low.notes)
     said += n == "fuse_layernorm_residual: at ln: residual Add_0 not absorbed: the Add's output is a model output";
   EXPECT_EQ(said, 1) << "notes: " << ::testing::PrintToString(low.notes);
+  // The same, per pass, for tools that report fusions.
+  ASSERT_EQ(low.passes.size(), codegen::lowering_pass_names().size());
+  for (const codegen::PassReport& r : low.passes) {
+    if (r.name == "fuse_layernorm_residual")
+      EXPECT_EQ(r.refused, std::vector<std::string>{"ln: residual Add_0 not absorbed: the Add's output is a model output"});
+    if (r.name == "fuse_attention") EXPECT_NE(r.skipped.find("attention fusion is off"), std::string::npos);
+    if (r.name == "emit_steps") EXPECT_EQ(r.fired, 2);  // the Add and the LayerNorm
+  }
 }
 
 // ---- the plans of the models, unchanged by the split into passes -------------------------------
