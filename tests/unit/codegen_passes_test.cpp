@@ -157,13 +157,15 @@ TEST(LowerPassGolden, EveryPassFiresHasNothingToDoAndRefuses) {
       if (!fs::exists(expected)) continue;  // DumpMatches reports it
       const std::string head = read(expected).substr(0, read(expected).find('\n'));
       const std::string dump = read(expected);
-      if (kind == "fires") EXPECT_NE(head.find(": fired "), std::string::npos) << c.name << ": " << head;
-      if (kind == "nothing")
+      if (kind == "fires") {
+        EXPECT_NE(head.find(": fired "), std::string::npos) << c.name << ": " << head;
+      } else if (kind == "nothing") {
         EXPECT_TRUE(head.find("nothing to do") != std::string::npos || head.find("skipped") != std::string::npos)
             << c.name << ": " << head;
-      if (kind == "refused")
+      } else if (kind == "refused") {
         EXPECT_TRUE(head.find("refused ") != std::string::npos || dump.find("# error: ") != std::string::npos)
             << c.name << ": " << head;
+      }
     }
     for (const char* k : {"fires", "nothing", "refused"})
       EXPECT_GE(kinds[k], 1) << "tests/golden/lower/" << pass << "/ has no " << k << "_<case>.ir";
@@ -272,10 +274,13 @@ TEST(LowerNotes, EveryRefusedFusionIsANoteWithItsReason) {
   // The same, per pass, for tools that report fusions.
   ASSERT_EQ(low.passes.size(), codegen::lowering_pass_names().size());
   for (const codegen::PassReport& r : low.passes) {
-    if (r.name == "fuse_layernorm_residual")
+    if (r.name == "fuse_layernorm_residual") {
       EXPECT_EQ(r.refused, std::vector<std::string>{"ln: residual Add_0 not absorbed: the Add's output is a model output"});
-    if (r.name == "fuse_attention") EXPECT_NE(r.skipped.find("attention fusion is off"), std::string::npos);
-    if (r.name == "emit_steps") EXPECT_EQ(r.fired, 2);  // the Add and the LayerNorm
+    } else if (r.name == "fuse_attention") {
+      EXPECT_NE(r.skipped.find("attention fusion is off"), std::string::npos);
+    } else if (r.name == "emit_steps") {
+      EXPECT_EQ(r.fired, 2);  // the Add and the LayerNorm
+    }
   }
 }
 
