@@ -70,3 +70,7 @@ if(SABRE_TESTS)
                    "${CMAKE_SOURCE_DIR}/tests/install/softmax.onnx")
   set_tests_properties(install.consumer PROPERTIES LABELS cli TIMEOUT 600 SKIP_RETURN_CODE 77)
 endif()
+if(TARGET sabre_unit_tests)
+  # tests/unit/runtime_capi_test.cpp checks sabre_version() against the project's version.
+  target_compile_definitions(sabre_unit_tests PRIVATE SABRE_PROJECT_VERSION="${PROJECT_VERSION}")
+endif()

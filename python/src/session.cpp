@@ -41,6 +41,8 @@ void cuda_check(cudaError_t e, const std::string& what) {
 void cuda_warn(cudaError_t e, const char* what) {
   if (e == cudaSuccess) return;
   cudaGetLastError();
+  // Tensors that outlive the CUDA runtime at interpreter exit: the driver has released everything.
+  if (e == cudaErrorCudartUnloading || e == cudaErrorContextIsDestroyed) return;
   std::fprintf(stderr, "sabre: warning: %s failed: %s\n", what, cudaGetErrorString(e));
 }
 
@@ -364,7 +366,8 @@ py::list PySession::run(const py::list& items, const py::object& outs, const py:
 
     std::vector<sabre_tensor> in;
     std::vector<uintptr_t> ptrs;
-    std::vector<std::vector<int64_t>> in_shapes;
+    std::vector<std::vector<int64_t>> in_shapes;  // host inputs' shapes (the tensors point into them)
+    in_shapes.reserve(in_specs.size());
     for (size_t k = 0; k < in_specs.size(); ++k) {
       const std::string& name = in_specs[k].name;
       py::handle item = items[k];
@@ -377,6 +380,7 @@ py::list PySession::run(const py::list& items, const py::object& outs, const py:
                         ", not CUDA; pass host data as a NumPy array");
         in.push_back(view(t, name));
       } else {
+        if (!py::isinstance<py::array>(item)) raise_invalid("input '" + name + "': expected a DLPack capsule or a NumPy array");
         auto arr = py::reinterpret_borrow<py::array>(item);
         if (!(arr.flags() & py::array::c_style)) raise_invalid("input '" + name + "': the array must be C-contiguous");
         void* p = dev_->alloc(static_cast<size_t>(arr.nbytes()));
