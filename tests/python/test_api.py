@@ -205,6 +205,43 @@ class Errors(unittest.TestCase):
         self.assertTrue(sabre.__version__)
 
 
+class Inputs(unittest.TestCase):
+    """How Session.run orders and converts its inputs (the parts that need no GPU)."""
+
+    def setUp(self):
+        self.s = sabre.Session.__new__(sabre.Session)  # no artifact: only the Python-side checks run
+        self.s.inputs = [{"name": "x", "dtype": "float16", "shape": ["batch", 16]},
+                         {"name": "ids", "dtype": "int64", "shape": ["batch"]}]
+        self.s.input_names = ["x", "ids"]
+
+    def test_order(self):
+        self.assertEqual(self.s._ordered({"ids": 2, "x": 1}, "input", self.s.input_names), [1, 2])
+        self.assertEqual(self.s._ordered((1, 2), "input", self.s.input_names), [1, 2])
+        with self.assertRaises(sabre.InvalidArgumentError) as cm:
+            self.s._ordered({"x": 1}, "input", self.s.input_names)
+        self.assertEqual(str(cm.exception), "missing input 'ids'; the model's inputs are: x, ids")
+        with self.assertRaises(sabre.InvalidArgumentError) as cm:
+            self.s._ordered({"x": 1, "ids": 2, "mask": 3}, "input", self.s.input_names)
+        self.assertIn("unknown input 'mask'", str(cm.exception))
+        with self.assertRaises(sabre.InvalidArgumentError) as cm:
+            self.s._ordered([1], "input", self.s.input_names)
+        self.assertIn("got 1 inputs but the model has 2", str(cm.exception))
+
+    def test_host_arrays(self):
+        a = self.s._host_array(np.linspace(-1, 1, 32).reshape(2, 16), self.s.inputs[0])
+        self.assertEqual(a.dtype, np.float16)
+        self.assertTrue(a.flags.c_contiguous)
+        b = self.s._host_array([[3, 1]], self.s.inputs[1])
+        self.assertEqual(b.dtype, np.int64)
+        t = self.s._host_array(np.arange(32, dtype=np.float32).reshape(16, 2).T, self.s.inputs[0])
+        self.assertTrue(t.flags.c_contiguous)
+        with self.assertRaises(sabre.InvalidArgumentError) as cm:
+            self.s._host_array(np.ones(3, np.complex64), self.s.inputs[0])
+        self.assertEqual(str(cm.exception), "input 'x' is complex64 but the model expects float16")
+        with self.assertRaises(sabre.InvalidArgumentError):
+            self.s._host_array(np.ones(3, np.float32), self.s.inputs[1])
+
+
 if __name__ == "__main__":
     shutil.rmtree(WORK, ignore_errors=True)
     os.makedirs(WORK)
