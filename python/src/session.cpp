@@ -430,10 +430,8 @@ py::list PySession::run(const py::list& items, const py::object& outs, const py:
         made.push_back(std::move(t));
       }
     }
-    {
-      py::gil_scoped_release nogil;
-      ctx_->run(in, out, false);
-    }
+    // With the GIL held: the context is not for two threads at once, and a run only enqueues.
+    ctx_->run(in, out, false);
     cuda_check(cudaEventRecord(held.done->e, S), "cudaEventRecord");
     cleanup.enqueued = true;
     if (T) cuda_check(cudaStreamWaitEvent(T, held.done->e, 0), "cudaStreamWaitEvent");
