@@ -57,7 +57,8 @@ else()
 endif()
 
 # The project venv sees the package of this build through a .pth file, where the venv is this
-# clone's own (a symlink to another tree's venv is left alone: that tree's build owns it).
+# clone's own (a symlink to another tree's venv is left alone: that tree's build owns it). It is
+# written when the module is built, so a configure-only tree (the sanitized fuzz build) leaves it be.
 set(_venv_site "${CMAKE_SOURCE_DIR}/.venv/lib/python${Python3_VERSION_MAJOR}.${Python3_VERSION_MINOR}/site-packages")
 set(_venv_default OFF)
 if(NOT SKBUILD AND Python3_EXECUTABLE STREQUAL _venv_py AND IS_DIRECTORY "${_venv_site}"
@@ -66,8 +67,11 @@ if(NOT SKBUILD AND Python3_EXECUTABLE STREQUAL _venv_py AND IS_DIRECTORY "${_ven
 endif()
 option(SABRE_PYTHON_INTO_VENV "Make the project .venv import sabre from this build" ${_venv_default})
 if(SABRE_PYTHON_INTO_VENV)
-  file(WRITE "${_venv_site}/sabre-build.pth" "${CMAKE_BINARY_DIR}/python\n")
-  message(STATUS "Python package: .venv imports sabre from ${CMAKE_BINARY_DIR}/python")
+  file(WRITE "${CMAKE_BINARY_DIR}/python/sabre-build.pth" "${CMAKE_BINARY_DIR}/python\n")
+  add_custom_command(TARGET sabre_python POST_BUILD
+                     COMMAND ${CMAKE_COMMAND} -E copy "${CMAKE_BINARY_DIR}/python/sabre-build.pth" "${_venv_site}/"
+                     COMMENT "the project .venv imports sabre from ${CMAKE_BINARY_DIR}/python")
+  message(STATUS "Python package: the build makes .venv import sabre from ${CMAKE_BINARY_DIR}/python")
 endif()
 
 if(SABRE_TESTS)
