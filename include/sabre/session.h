@@ -1,7 +1,7 @@
 // sabre's C++ runtime API: a Session loads a compiled artifact once (validated, kernels loaded,
 // weights on the device); an ExecutionContext per thread or stream runs it with its own
-// activation arena and CUDA-graph cache (one graph per input-shape signature). Tensors are the C
-// API's DLPack-style descriptors: the caller's device pointers are used in place.
+// activation arena and CUDA-graph cache (one graph per input-shape signature). Tensors are named
+// DLPack-style descriptors (sabre_tensor below): the caller's device pointers are used in place.
 // Errors throw sabre::Error (one line: what is wrong, what to do); after one, the session and
 // context stay usable. docs/RUNTIME.md section 5.
 // Tests: tests/unit/runtime_capi_test.cpp, tests/gpu/runtime_session_test.cpp
@@ -15,7 +15,26 @@
 
 #include "sabre/sabre.h"
 
+// A tensor in device memory named by the model's input or output name, with DLPack's device and
+// dtype codes (strides NULL = dense row-major; only dense tensors are accepted). For an output
+// passed with data == NULL the context supplies its own buffer (valid until the context's next
+// run) and sets data, and shape points at the context's copy of the shape. The C API (sabre.h)
+// takes DLPack's DLTensor in model order instead.
+struct sabre_tensor {
+  const char* name;
+  void* data;
+  int32_t device_type;  // SABRE_DEVICE_CUDA
+  int32_t device_id;
+  sabre_dtype dtype;
+  int32_t ndim;
+  const int64_t* shape;
+  const int64_t* strides;  // elements; NULL = dense
+};
+
 namespace sabre {
+
+// The library's version, "MAJOR.MINOR.PATCH" (sabre_version()).
+const char* version();
 
 struct Error : std::runtime_error {
   Error(sabre_rt_status c, const std::string& what) : std::runtime_error(what), code(c) {}

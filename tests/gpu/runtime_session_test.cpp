@@ -360,20 +360,33 @@ int main() {
   for (auto& th : threads) th.join();
   for (int i = 0; i < 4; ++i) CHECK(errs[static_cast<size_t>(i)] < tol, "thread %d error %g", i, errs[static_cast<size_t>(i)]);
 
-  // The C API, with a context-owned output. The first run makes the buffer; it is poisoned, and a
-  // second run at the same shape (the context keeps its buffer) must write every element of it.
+  // The C API (DLTensor in model order), with a context-owned output. The first run makes the
+  // buffer; it is poisoned, and a second run at the same shape (the context keeps its buffer) must
+  // write every element of it.
   sabre_session* cs = nullptr;
   CHECK(sabre_session_load(dir.c_str(), 0, &cs) == SABRE_SUCCESS, "%s", sabre_last_error());
+  CHECK(sabre_session_num_inputs(cs) == 1 && std::string(sabre_session_input_name(cs, 0)) == "x", "C API input list");
+  CHECK(sabre_session_input_index(cs, "x") == 0 && sabre_session_input_index(cs, "nope") == -1, "C API input index");
+  CHECK(sabre_session_input_ndim(cs, 0) == 2 && sabre_session_input_dtype(cs, 0).code == kDLFloat &&
+            sabre_session_input_dtype(cs, 0).bits == 32,
+        "C API input dtype and rank");
   sabre_context* cc = nullptr;
   CHECK(sabre_context_create(cs, nullptr, &cc) == SABRE_SUCCESS, "%s", sabre_last_error());
   const sabre::gpu_test::Bound within_tol{tol, 0, std::numeric_limits<double>::infinity()};
+  DLTensor dl_x{};
+  dl_x.data = dx.p;
+  dl_x.device = {kDLCUDA, 0};
+  dl_x.ndim = 2;
+  dl_x.dtype = {kDLFloat, 32, 1};
+  dl_x.shape = good;
   void* owned = nullptr;
   for (unsigned seed : {77u, 78u}) {
     auto x = random_floats(4 * kCols, seed, -1.f, 1.f);
     CUDA_OK(cudaMemcpy(dx.p, x.data(), x.size() * 4, cudaMemcpyHostToDevice));
     if (owned) CUDA_OK(cudaMemset(owned, 0xff, x.size() * 4));  // NaN poison
-    sabre_tensor out{"y", nullptr, 0, 0, {}, 0, nullptr, nullptr};
-    CHECK(sabre_run(cc, &base, 1, &out, 1, 1) == SABRE_SUCCESS, "%s", sabre_last_error());
+    DLTensor out{};
+    out.device = {kDLCUDA, 0};
+    CHECK(sabre_run(cc, &dl_x, 1, &out, 1, 1) == SABRE_SUCCESS, "%s", sabre_last_error());
     CHECK(out.data && out.ndim == 2 && out.shape[0] == 4 && out.shape[1] == kCols, "owned output descriptor");
     if (!out.data) break;
     CHECK(!owned || out.data == owned, "the owned output moved between two runs of one shape: the poison check needs it kept");
@@ -383,10 +396,35 @@ int main() {
     const sabre::gpu_test::Comparison c = sabre::gpu_test::compare(y, host_reference(x, w, 4), within_tol);
     CHECK(c.ok(), "C API, owned output, seed %u: %s", seed, c.summary().c_str());
   }
-  sabre_tensor bad = base;
-  bad.name = "nope";
-  CHECK(sabre_run(cc, &bad, 1, nullptr, 0, 1) == SABRE_ERR_INVALID_ARGUMENT, "C API unknown name");
-  CHECK(std::string(sabre_last_error()).find("unknown input 'nope'") != std::string::npos, "%s", sabre_last_error());
+  // Host tensors: the input staged to the device, the output into a poisoned host buffer.
+  {
+    auto x = random_floats(4 * kCols, 79, -1.f, 1.f);
+    std::vector<float> y(x.size(), std::numeric_limits<float>::quiet_NaN());
+    DLTensor hx = dl_x, hy{};
+    hx.data = x.data();
+    hx.device = {kDLCPU, 0};
+    hy.data = y.data();
+    hy.device = {kDLCPU, 0};
+    hy.ndim = 2;
+    hy.dtype = {kDLFloat, 32, 1};
+    hy.shape = good;
+    CHECK(sabre_run(cc, &hx, 1, &hy, 1, 0) == SABRE_SUCCESS, "host tensors: %s", sabre_last_error());
+    const sabre::gpu_test::Comparison c = sabre::gpu_test::compare(y, host_reference(x, w, 4), within_tol);
+    CHECK(c.ok(), "C API, host input and output: %s", c.summary().c_str());
+    DLTensor hz{};
+    hz.device = {kDLCPU, 0};  // a host buffer the context supplies
+    CHECK(sabre_run(cc, &hx, 1, &hz, 1, 1) == SABRE_SUCCESS, "host output: %s", sabre_last_error());
+    CHECK(hz.data && hz.ndim == 2 && hz.shape[1] == kCols &&
+              std::memcmp(hz.data, y.data(), y.size() * 4) == 0,
+          "C API, context-owned host output");
+  }
+  CHECK(sabre_run(cc, &dl_x, 2, nullptr, 0, 1) == SABRE_ERR_INVALID_ARGUMENT, "C API wrong input count");
+  CHECK(std::string(sabre_last_error()).find("got 2 inputs but the model takes 1") != std::string::npos, "%s",
+        sabre_last_error());
+  DLTensor bad = dl_x;
+  bad.dtype = {kDLFloat, 16, 1};
+  CHECK(sabre_run(cc, &bad, 1, nullptr, 0, 1) == SABRE_ERR_INVALID_ARGUMENT, "C API wrong dtype");
+  CHECK(std::string(sabre_last_error()).find("input 'x' is float16") != std::string::npos, "%s", sabre_last_error());
   sabre_context_free(cc);
   sabre_session_free(cs);
 

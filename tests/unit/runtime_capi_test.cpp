@@ -52,6 +52,24 @@ TEST(RuntimeCApi, NullArgumentsAreRefused) {
   sabre_context_free(nullptr);
 }
 
+TEST(RuntimeCApi, QueriesOnNullAreSafeAndTheVersionIsTheProjects) {
+  EXPECT_EQ(sabre_session_num_outputs(nullptr), 0);
+  EXPECT_EQ(sabre_session_output_name(nullptr, 0), nullptr);
+  EXPECT_EQ(sabre_session_input_ndim(nullptr, 0), 0);
+  EXPECT_EQ(sabre_session_input_dim(nullptr, 0, 0), nullptr);
+  EXPECT_EQ(sabre_session_output_dim(nullptr, 0, 0), nullptr);
+  EXPECT_EQ(sabre_session_input_dtype(nullptr, 0).bits, 0);
+  EXPECT_EQ(sabre_session_input_index(nullptr, "x"), -1);
+  EXPECT_EQ(sabre_session_output_index(nullptr, "y"), -1);
+  EXPECT_EQ(sabre_context_stream(nullptr), nullptr);
+  EXPECT_EQ(sabre_context_peak_bytes(nullptr), 0u);
+  DLTensor t{};
+  EXPECT_EQ(sabre_run(nullptr, &t, 1, nullptr, 0, 1), SABRE_ERR_INVALID_ARGUMENT);
+  EXPECT_STREQ(sabre_last_error(), "context is NULL");
+  EXPECT_STREQ(sabre_version(), SABRE_PROJECT_VERSION);
+  EXPECT_STREQ(sabre::version(), SABRE_PROJECT_VERSION);
+}
+
 TEST(RuntimeCApi, LoadingWithoutTheRightGpuSaysSo) {
   std::string dir = make_artifact("nodev");
   sabre_session* s = nullptr;
