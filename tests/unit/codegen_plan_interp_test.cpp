@@ -10,6 +10,7 @@
 #include <random>
 #include <set>
 
+#include "backends/cutlass/conv_spec.h"
 #include "backends/cutlass/patterns.h"
 #include "backends/native/stem_conv.h"
 #include "codegen/compile.h"
@@ -897,6 +898,64 @@ TEST(CodegenLayoutNhwc, GroupedConvRunsNativeInNhwc) {
         EXPECT_EQ(w.shape[3].str(), "8");
       }
     EXPECT_EQ(low.layout_permutes, 2);
+  }
+}
+
+// A ResNeXt bottleneck (1x1, grouped 3x3 of 32 groups of 4 channels, 1x1): sabre compile regroups
+// the 3x3 into 4 groups of 32 (block-diagonal filter), which the CUTLASS grouped kernels take: a conv
+// step with groups 4 and a [K,R,S,32] filter on a grouped kernel, the same values as the reference.
+// Groups that no divisor widens enough (2 of 4 channels) stay on the native grouped kernel.
+TEST(CodegenLayoutNhwc, ResnextGroupedConvRunsOnGroupedKernels) {
+  auto graph = [](int64_t width, int64_t groups) {
+    std::mt19937 rng(12);
+    ir::Graph g;
+    g.name = "resnext_block";
+    ir::Value* x = g.add_input("x", {ir::DType::f32, {ir::Dim::symbol("batch"), ir::Dim(16), ir::Dim(6), ir::Dim(6)}, true});
+    std::map<std::string, ir::AttrValue> a1 = {{"kernel_shape", std::vector<int64_t>{1, 1}}};
+    std::map<std::string, ir::AttrValue> a3 = {{"kernel_shape", std::vector<int64_t>{3, 3}},
+                                               {"pads", std::vector<int64_t>{1, 1, 1, 1}}, {"group", groups}};
+    ir::Node* c1 = g.add_node("Conv", {x, random_const(g, "w1", {width, 16, 1, 1}, 0.3, rng),
+                                       random_const(g, "b1", {width}, 0.5, rng)}, 1, a1, "conv1");
+    ir::Node* r1 = g.add_node("Relu", {c1->output(0)}, 1, {}, "relu1");
+    ir::Node* c2 = g.add_node("Conv", {r1->output(0), random_const(g, "w2", {width, width / groups, 3, 3}, 0.3, rng),
+                                       random_const(g, "b2", {width}, 0.5, rng)}, 1, a3, "conv2");
+    ir::Node* r2 = g.add_node("Relu", {c2->output(0)}, 1, {}, "relu2");
+    ir::Node* c3 = g.add_node("Conv", {r2->output(0), random_const(g, "w3", {16, width, 1, 1}, 0.3, rng),
+                                       random_const(g, "b3", {16}, 0.5, rng)}, 1, a1, "conv3");
+    g.add_output(c3->output(0));
+    ir::infer_types(g);
+    return g;
+  };
+  const codegen::ConvKernelPicker analytic = [](const codegen::ConvProblem& p) {
+    return codegen::analytic_conv_kernel(p, 90, codegen::ConvKernels::sm80);
+  };
+  {
+    codegen::Lowered low;
+    check_graph("resnext_32x4", graph(128, 32), ir::DType::f16, 4e-3, &low, false, codegen::Stem::im2col, true, analytic);
+    if (HasFatalFailure()) return;
+    EXPECT_EQ(count_steps(low.plan, "grouped_conv"), 0);
+    int grouped = 0;
+    for (const auto& st : low.plan.steps)
+      if (st.op == "conv" && st.params.get("groups")->num() != 1) {
+        ++grouped;
+        EXPECT_EQ(st.params.get("groups")->num(), 4.0);
+        const auto& w = low.plan.tensors[static_cast<size_t>(st.inputs.at(1))];
+        ASSERT_EQ(w.shape.size(), 4u);
+        EXPECT_EQ(w.shape[0].str(), "128");
+        EXPECT_EQ(w.shape[3].str(), "32");  // [K,R,S,C/G] after regrouping
+        for (const auto& e : st.params.get("dispatch")->arr()) {
+          auto spec = cutlass_backend::parse_conv_kernel_name(e.get("kernel")->str());
+          ASSERT_TRUE(spec) << e.get("kernel")->str();
+          EXPECT_TRUE(spec->config.grouped) << e.get("kernel")->str();
+        }
+      }
+    EXPECT_EQ(grouped, 1);
+  }
+  {
+    codegen::Lowered low;
+    check_graph("grouped_2x4", graph(8, 2), ir::DType::f16, 4e-3, &low, false, codegen::Stem::im2col, true, analytic);
+    if (HasFatalFailure()) return;
+    EXPECT_EQ(count_steps(low.plan, "grouped_conv"), 1);
   }
 }
 
