@@ -399,6 +399,7 @@ TEST(ConvSpec, GroupedKernelsNameEmitAndRefuse) {
   EXPECT_NE(t.find("int(p->c / p->groups)}));"), std::string::npos);
   EXPECT_NE(t.find("(p->k / p->groups) % ThreadblockShape::kN"), std::string::npos);
   EXPECT_EQ(t.find("groups != 1 (grouped or depthwise convolution) is not supported"), std::string::npos);
+  EXPECT_NE(t.find("groups = 1: a dense conv runs on the plain conv kernels"), std::string::npos);
   // The plain kernels keep refusing groups and a dense filter.
   const std::string plain = cb::emit_conv_kernel(f16_bias_relu(), 90);
   EXPECT_NE(plain.find("groups != 1 (grouped or depthwise convolution) is not supported"), std::string::npos);

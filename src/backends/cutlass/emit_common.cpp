@@ -114,7 +114,8 @@ std::string conv_refuse_shape_checks(bool grouped) {
   std::string o;
   o += "  if (!p) return \"args is NULL\";\n";
   if (grouped)
-    o += "  if (p->groups < 1 || p->c % p->groups || p->k % p->groups) return \"groups must divide c and k\";\n";
+    o += "  if (p->groups < 1 || p->c % p->groups || p->k % p->groups) return \"groups must divide c and k\";\n"
+         "  if (p->groups == 1) return \"groups = 1: a dense conv runs on the plain conv kernels\";\n";
   else
     o += "  if (p->groups != 1) return \"groups != 1 (grouped or depthwise convolution) is not supported by this kernel\";\n";
   o += "  if (p->n < 0 || p->h < 1 || p->w < 1 || p->c < 1 || p->k < 1 || p->r < 1 || p->s < 1 || p->p < 1 || p->q < 1)\n"
