@@ -10,7 +10,8 @@ int64_t regroup_factor(int64_t groups, int64_t c_per_group, int64_t k_per_group,
     if (groups % m) continue;
     if ((m * k_per_group) % o.k_multiple == 0 && (m * c_per_group) % o.c_multiple == 0) return m == 1 ? 0 : m;
   }
-  return 0;  // not even one dense group meets the multiples: the conv keeps its groups
+  if (groups <= o.max_dense_groups && (groups * c_per_group) % o.c_multiple == 0) return groups;  // dense
+  return 0;
 }
 
 ir::Graph regroup_convs(ir::Graph g, const RegroupOptions& o) {
