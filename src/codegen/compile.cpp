@@ -60,6 +60,8 @@ std::string analytic_conv_kernel(const ConvProblem& p, int target_sm, ConvKernel
 ir::Graph canonicalize_model(ir::Graph g, bool fuse_attention) {
   transform::PassOptions passes;
   passes.merge_qkv = fuse_attention;
+  passes.regroup = transform::RegroupOptions{cutlass_backend::kGroupedConvOutMultiple,
+                                             cutlass_backend::kGroupedConvInMultiple};
   return transform::canonicalize(std::move(g), passes);
 }
 

@@ -74,8 +74,9 @@ std::string elementwise_library_source(const ElementwiseKernel& k);
 std::string analytic_conv_kernel(const ConvProblem& p, int target_sm, ConvKernels family = ConvKernels::automatic);
 
 // canonicalize() as `sabre compile` runs it: with fuse_attention (LowerOptions::fuse_attention) the
-// Q/K/V projections are joined too (merge_qkv), which the fused attention reads in place. `sabre
-// tune` canonicalizes with this call, so both see the same GEMM workloads.
+// Q/K/V projections are joined too (merge_qkv), which the fused attention reads in place; grouped
+// convs are regrouped to the CUTLASS grouped kernels' multiples (regroup_convs). `sabre tune`
+// canonicalizes with this call, so both see the same GEMM and conv workloads.
 ir::Graph canonicalize_model(ir::Graph g, bool fuse_attention);
 
 // The GEMM problems `sabre compile` tunes for a partitioned graph lowered with `lo` (its picker is

@@ -41,6 +41,14 @@ ir::Graph canonicalize(ir::Graph g, const PassOptions& opts) {
   step("fuse_layernorm", fuse_layernorm);
   step("fold_batchnorm", fold_batchnorm);
   step("fold_constants", fold_constants);  // what the fusions left constant (e.g. Transpose of a weight)
+  if (opts.regroup) {
+    const RegroupOptions ro = *opts.regroup;
+    g = regroup_convs(std::move(g), ro);
+    if (dump) {
+      if (opts.dump_to) opts.dump_to("regroup_convs", g);
+      else std::fprintf(stderr, "// after regroup_convs\n%s\n", ir::print(g).c_str());
+    }
+  }
   step("layout_weights", layout_weights);
   step("mark_gemm_bias", mark_gemm_bias);
   if (opts.merge_qkv) step("merge_qkv", merge_qkv);

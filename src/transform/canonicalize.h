@@ -3,9 +3,11 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "ir/graph.h"
+#include "transform/regroup_convs.h"
 
 namespace sabre::transform {
 
@@ -17,10 +19,13 @@ struct PassOptions {
   // Join attention blocks' Q, K and V projections into one GEMM (merge_qkv), for plans that fuse
   // attention and read them in place.
   bool merge_qkv = false;
+  // Widen grouped convs' groups (regroup_convs) to what the GPU's grouped kernels take; unset
+  // (the reference's view of the model) leaves them as exported.
+  std::optional<RegroupOptions> regroup;
 };
 
-/** fold_constants, fold_shapes, fuse_gelu, fuse_layernorm, fold_batchnorm, fold_constants, layout_weights,
-    mark_gemm_bias, then merge_qkv where asked; types are re-inferred at the end. Tests: tests/unit/canonicalize_test.cpp */
+/** fold_constants, fold_shapes, fuse_gelu, fuse_layernorm, fold_batchnorm, fold_constants, regroup_convs
+    where asked, layout_weights, mark_gemm_bias, then merge_qkv where asked; types are re-inferred at the end. Tests: tests/unit/canonicalize_test.cpp */
 ir::Graph canonicalize(ir::Graph g, const PassOptions& opts = {});
 
 // Shape inference and reference kernels for the sabre ops the passes create. Idempotent.

@@ -174,8 +174,10 @@ std::vector<Candidate> rank_candidates(const GemmProblem& p, int64_t m, int targ
 }
 
 std::vector<ConvCandidate> rank_conv_candidates(const ConvProblem& p, int target_sm, ConvKernels family) {
-  if (p.groups != 1)
-    throw std::invalid_argument("groups=" + std::to_string(p.groups) + ": conv kernels here are not grouped");
+  if (p.groups < 1 || p.c % p.groups || p.k % p.groups)
+    throw std::invalid_argument("groups=" + std::to_string(p.groups) + " does not divide c=" + std::to_string(p.c) +
+                                " and k=" + std::to_string(p.k));
+  const bool grouped = p.groups > 1;
   auto elem = parse_elem(p.dtype);
   if (!elem || (*elem != Elem::f16 && *elem != Elem::bf16))
     throw std::invalid_argument("dtype " + p.dtype + ": conv kernels take f16 or bf16");
@@ -185,11 +187,14 @@ std::vector<ConvCandidate> rank_conv_candidates(const ConvProblem& p, int target
     throw std::invalid_argument("epilogue " + p.epilogue + ": conv kernels are not generated with it");
   int best_align = 0;
   for (const ConvConfig& c : conv_catalog(*elem, target_sm))
-    if (c.alignment <= p.alignment) best_align = std::max(best_align, c.alignment);
+    if (c.alignment <= p.alignment && c.grouped == grouped) best_align = std::max(best_align, c.alignment);
   if (best_align == 0)
     throw std::invalid_argument("no conv config for alignment " + std::to_string(p.alignment) + " on sm" +
                                 std::to_string(target_sm));
-  const GemmShape shape{p.n * p.p * p.q, p.k, p.r * p.s * p.c, 1};
+  // A grouped conv is `groups` implicit GEMMs of N = k/groups over K = r·s·c/groups, side by side
+  // in one grid: the GEMM model's batch.
+  const int64_t cg = p.c / p.groups;
+  const GemmShape shape{p.n * p.p * p.q, p.k / p.groups, p.r * p.s * cg, p.groups};
   const GpuModel gpu = GpuModel::for_sm(target_sm);
   const GemmOperands ops{*elem, *elem, Layout::tn};
   std::vector<ConvCandidate> sm80, sm90;
@@ -199,12 +204,14 @@ std::vector<ConvCandidate> rank_conv_candidates(const ConvProblem& p, int target
     return ctas <= gpu.sms ? double(k_tiles_per_cta) * gpu.conv_cta_iter_us + gpu.launch_us : 0.0;
   };
   for (const ConvConfig& base : conv_catalog(*elem, target_sm)) {
-    if (base.alignment != best_align || conv_channels_unsupported_reason(base, p.c)) continue;
+    if (base.alignment != best_align || conv_channels_unsupported_reason(base, p.c) ||
+        conv_group_unsupported_reason(base, p.groups, p.c, p.k))
+      continue;
     // The GEMM K the mainloop walks: optimized and analytic take C in chunks of the tile's K at
     // every filter tap (R·S·ceil(C/tileK) k-tiles; the stem padded to 8 channels fills a quarter
     // of each 32-wide tile), few_channels packs (r,s,c) into K = R·S·C.
-    const int64_t c_walked = base.iter == ConvIter::few_channels ? p.c : (p.c + base.tile.k - 1) / base.tile.k * base.tile.k;
-    const GemmShape walked{shape.m, shape.n, p.r * p.s * c_walked, 1};
+    const int64_t c_walked = base.iter == ConvIter::few_channels ? cg : (cg + base.tile.k - 1) / base.tile.k * base.tile.k;
+    const GemmShape walked{shape.m, shape.n, p.r * p.s * c_walked, shape.batch};
     for (int split = 1; split <= kMaxConvSplitK; split *= 2)
       for (ConvSplitK mode : {ConvSplitK::serial, ConvSplitK::parallel}) {
       const bool parallel = mode == ConvSplitK::parallel;
@@ -255,7 +262,7 @@ std::vector<ConvCandidate> rank_conv_candidates(const ConvProblem& p, int target
       sm80.push_back(cand);
       }
   }
-  if (target_sm == 90 && family != ConvKernels::sm80) {
+  if (target_sm == 90 && family != ConvKernels::sm80 && !grouped) {
     for (const Sm90ConvConfig& c : sm90_conv_catalog(*elem)) {
       const Sm90ConvSpec spec{c, *elem, *epi};
       if (c.alignment > p.alignment || sm90_conv_unsupported_reason(spec, target_sm)) continue;

@@ -25,6 +25,7 @@
 #include "transform/fuse_layernorm.h"
 #include "transform/layout_weights.h"
 #include "transform/mark_gemm_bias.h"
+#include "transform/regroup_convs.h"
 
 namespace sabre {
 namespace {
@@ -51,6 +52,12 @@ const std::map<std::string, std::pair<PassFn, bool /*bit exact*/>>& passes() {
       {"fold_batchnorm", {[](ir::Graph g) { return Outcome{transform::fold_batchnorm(std::move(g)), ""}; }, false}},
       {"layout_weights", {[](ir::Graph g) { return Outcome{transform::layout_weights(std::move(g)), ""}; }, true}},
       {"mark_gemm_bias", {[](ir::Graph g) { return Outcome{transform::mark_gemm_bias(std::move(g)), ""}; }, true}},
+      // Multiples small enough for cases a reader can check by eye: new groups of 4 in and out channels.
+      {"regroup_convs",
+       {[](ir::Graph g) {
+          return Outcome{transform::regroup_convs(std::move(g), transform::RegroupOptions{4, 4}), ""};
+        },
+        false}},
       {"partition",
        {[](ir::Graph g) {
           auto r = partition::partition(std::move(g), cutlass_backend::pattern_table());

@@ -2,7 +2,8 @@
 // reference conv. Compiles a few kernels (parallel nvcc through the product path, compile_conv_kernels),
 // dlopens each, and runs every problem below on random inputs (never zeros) with the output and a
 // guard region after it poisoned with NaN first. A kernel whose alignment does not divide C or K
-// must refuse the problem (NOT_SUPPORTED) rather than run it; groups > 1 must be refused by all.
+// must refuse the problem (NOT_SUPPORTED) rather than run it; groups > 1 must be refused by the plain
+// kernels, and the grouped kernels must run the grouped problems their groups fit and refuse the rest.
 // Prints one line per (kernel, problem) and a summary; exits 77 without a GPU, 1 on any failure.
 //
 //   sabre_conv_gpu_test [-j N] [--work DIR] [NAME...]      (default: the kernels in kKernels)
@@ -72,11 +73,18 @@ const char* const kKernels[] = {
     "sm80_conv_fprop_few_channels_nhwc_bf16_bf16_f32_256x64x32_w64x32x32_s3_a8_bias_relu",
     "sm80_conv_fprop_few_channels_nhwc_f16_f16_f32_64x64x32_w32x32x32_s4_a8_bias_res_relu",
     "sm80_conv_fprop_few_channels_nhwc_bf16_bf16_f32_64x64x32_w32x32x32_s4_a8_linear",
+    // Grouped (CUTLASS's single-group fprop): every catalog tile N, both dtypes, with and without
+    // bias and activation. They refuse dense problems and groups narrower than their tile N.
+    "sm80_conv_fprop_grouped_optimized_nhwc_f16_f16_f32_128x32x32_w64x32x32_s4_a8_bias_relu",
+    "sm80_conv_fprop_grouped_optimized_nhwc_bf16_bf16_f32_64x32x32_w32x32x32_s4_a8_bias",
+    "sm80_conv_fprop_grouped_optimized_nhwc_f16_f16_f32_128x64x32_w64x32x32_s4_a8_linear",
+    "sm80_conv_fprop_grouped_optimized_nhwc_bf16_bf16_f32_128x128x32_w64x64x32_s3_a8_bias_silu",
 };
 
 struct Problem {
   const char* label;
   int64_t n, h, w, c, k, r, s, pad_h, pad_w, stride_h, stride_w, dil_h, dil_w;
+  int64_t groups = 1;
   int64_t p() const { return (h + 2 * pad_h - dil_h * (r - 1) - 1) / stride_h + 1; }
   int64_t q() const { return (w + 2 * pad_w - dil_w * (s - 1) - 1) / stride_w + 1; }
 };
@@ -100,6 +108,17 @@ const Problem kProblems[] = {
     {"3x3_c16_k32", 2, 11, 13, 16, 32, 3, 3, 1, 1, 1, 1, 1, 1},
     // ResNet-50's last 3x3 layer at batch 1: few output tiles over a deep R·S·C, the split-K case.
     {"3x3_c512_k512_7x7_batch1", 1, 7, 7, 512, 512, 3, 3, 1, 1, 1, 1, 1, 1},
+    // Grouped: ResNeXt 32x4d's widths regrouped to groups of 32 (stride 1 and the stride-2 first
+    // block of a stage), wider groups, dilation, 1x1, odd sizes, groups of 8 input channels, and 32
+    // groups of 4 channels (regroup_convs's input), which every grouped kernel must refuse.
+    {"g4_3x3_s1_p1_c128", 2, 14, 14, 128, 128, 3, 3, 1, 1, 1, 1, 1, 1, 4},
+    {"g4_3x3_s2_p1_c128_odd", 2, 15, 15, 128, 128, 3, 3, 1, 1, 2, 2, 1, 1, 4},
+    {"g2_3x3_s1_p1_c64_k128", 2, 9, 9, 64, 128, 3, 3, 1, 1, 1, 1, 1, 1, 2},
+    {"g2_3x3_c256_k256_k128_groups", 1, 7, 7, 256, 256, 3, 3, 1, 1, 1, 1, 1, 1, 2},
+    {"g4_3x3_dil2_p2_c64", 1, 12, 12, 64, 128, 3, 3, 2, 2, 1, 1, 2, 2, 4},
+    {"g8_1x1_c64_k256", 3, 7, 7, 64, 256, 1, 1, 0, 0, 1, 1, 1, 1, 8},
+    {"g2_3x3_c16_k64_11x13", 2, 11, 13, 16, 64, 3, 3, 1, 1, 1, 1, 1, 1, 2},
+    {"g32_3x3_c128_4_channels", 2, 8, 8, 128, 128, 3, 3, 1, 1, 1, 1, 1, 1, 32},
 };
 
 struct Kernel {
@@ -126,7 +145,7 @@ bool run_case(const Kernel& kn, const Problem& pb, std::mt19937& rng) {
   std::vector<uint16_t> xb, wb, bb, rb;
   std::vector<double> xv, wv, bv, rv;
   random_tensor(e, size_t(pb.n * pb.h * pb.w * pb.c), rng, xb, xv);
-  random_tensor(e, size_t(pb.k * pb.r * pb.s * pb.c), rng, wb, wv);
+  random_tensor(e, size_t(pb.k * pb.r * pb.s * (pb.c / pb.groups)), rng, wb, wv);
   random_tensor(e, size_t(pb.k), rng, bb, bv);
   random_tensor(e, size_t(pb.n * P * Q * pb.k), rng, rb, rv);
   const size_t ycount = size_t(pb.n * P * Q * pb.k);
@@ -147,20 +166,24 @@ bool run_case(const Kernel& kn, const Problem& pb, std::mt19937& rng) {
   sabre_conv_args a{};
   a.n = pb.n, a.h = pb.h, a.w = pb.w, a.c = pb.c, a.k = pb.k, a.r = pb.r, a.s = pb.s, a.p = P, a.q = Q;
   a.pad_h = pb.pad_h, a.pad_w = pb.pad_w, a.stride_h = pb.stride_h, a.stride_w = pb.stride_w;
-  a.dil_h = pb.dil_h, a.dil_w = pb.dil_w, a.groups = 1;
+  a.dil_h = pb.dil_h, a.dil_w = pb.dil_w, a.groups = pb.groups;
   a.x = dx.p, a.filter = dw.p, a.bias = db.p, a.residual = dr.p, a.y = dy.p;
   a.alpha = kAlpha, a.beta = kBeta;
 
-  // Grouped convolution is not what these kernels do: all must refuse it.
-  sabre_conv_args g = a;
-  g.groups = 2;
-  if (kn.entry.can_implement(&g) != SABRE_NOT_SUPPORTED) {
-    std::printf("FAIL %s %s: groups=2 was not refused\n", kn.name.c_str(), pb.label);
-    return false;
+  // Grouped convolution is not what the plain kernels do: they must refuse it.
+  if (!kn.spec.config.grouped && pb.groups == 1) {
+    sabre_conv_args g = a;
+    g.groups = 2;
+    if (kn.entry.can_implement(&g) != SABRE_NOT_SUPPORTED) {
+      std::printf("FAIL %s %s: groups=2 was not refused\n", kn.name.c_str(), pb.label);
+      return false;
+    }
   }
 
-  // The channel rule of conv_spec.h (C a multiple of the alignment; few_channels only for C <= 16).
-  const bool fits = !cb::conv_channels_unsupported_reason(kn.spec.config, pb.c) && pb.k % kn.spec.config.alignment == 0;
+  // The channel rule of conv_spec.h (C a multiple of the alignment; few_channels only for C <= 16)
+  // and its group rule (plain kernels: groups 1; grouped: groups > 1 of channels their tile fits).
+  const bool fits = !cb::conv_channels_unsupported_reason(kn.spec.config, pb.c) && pb.k % kn.spec.config.alignment == 0 &&
+                    !cb::conv_group_unsupported_reason(kn.spec.config, pb.groups, pb.c, pb.k);
   int st = kn.entry.can_implement(&a);
   if (!fits) {
     if (st != SABRE_NOT_SUPPORTED) {

@@ -61,8 +61,16 @@ inline double activate(cb::Act a, double x) {
   return NAN;
 }
 
-// Y = act(alpha*conv + bias + beta*R) or act(alpha*conv + bias) + beta*R, in double.
-template <class Problem>  // the tests' Problem: n..dil_w and p(), q()
+// A test Problem's groups: its `groups` member where it has one, else 1.
+template <class Problem>
+int64_t groups_of(const Problem& pb) {
+  if constexpr (requires { pb.groups; }) return pb.groups;
+  else return 1;
+}
+
+// Y = act(alpha*conv + bias + beta*R) or act(alpha*conv + bias) + beta*R, in double; grouped convs
+// read the filter as [k, r, s, c/groups], output channel k summing over its group's input channels.
+template <class Problem>  // the tests' Problem: n..dil_w and p(), q(); groups optional
 std::vector<double> reference(const Problem& pb, const cb::EpilogueSpec& epi, const std::vector<double>& x,
                               const std::vector<double>& w, const std::vector<double>& bias,
                               const std::vector<double>& res) {
@@ -73,15 +81,16 @@ std::vector<double> reference(const Problem& pb, const cb::EpilogueSpec& epi, co
       for (int64_t q = 0; q < Q; ++q)
         for (int64_t k = 0; k < pb.k; ++k) {
           double acc = 0;
+          const int64_t cg = pb.c / groups_of(pb), g = k / (pb.k / groups_of(pb));
           for (int64_t r = 0; r < pb.r; ++r) {
             int64_t hi = p * pb.stride_h - pb.pad_h + r * pb.dil_h;
             if (hi < 0 || hi >= pb.h) continue;
             for (int64_t s = 0; s < pb.s; ++s) {
               int64_t wi = q * pb.stride_w - pb.pad_w + s * pb.dil_w;
               if (wi < 0 || wi >= pb.w) continue;
-              const double* xp = &x[size_t(((n * pb.h + hi) * pb.w + wi) * pb.c)];
-              const double* wp = &w[size_t(((k * pb.r + r) * pb.s + s) * pb.c)];
-              for (int64_t c = 0; c < pb.c; ++c) acc += xp[c] * wp[c];
+              const double* xp = &x[size_t(((n * pb.h + hi) * pb.w + wi) * pb.c + g * cg)];
+              const double* wp = &w[size_t(((k * pb.r + r) * pb.s + s) * cg)];
+              for (int64_t c = 0; c < cg; ++c) acc += xp[c] * wp[c];
             }
           }
           size_t o = size_t(((n * P + p) * Q + q) * pb.k + k);
@@ -106,7 +115,7 @@ bool check_y(const std::string& kernel, const Problem& pb, cb::Elem e, const cb:
              const std::vector<double>& res) {
   namespace sg = sabre::gpu_test;
   const sg::Num num = e == cb::Elem::f16 ? sg::Num::f16 : sg::Num::bf16;
-  const int64_t k = pb.r * pb.s * pb.c;
+  const int64_t k = pb.r * pb.s * (pb.c / groups_of(pb));
   const double scale = sg::dot_scale(kAlpha, k, sg::rms(x), sg::rms(w),
                                      (epi.bias ? sg::rms(bias) : 0) +
                                          (epi.residual != cb::Residual::none ? kBeta * sg::rms(res) : 0));

@@ -354,7 +354,14 @@ TEST(CodegenLower, AnalyticConvKernelPicksCatalogNames) {
   EXPECT_EQ(spec->config.alignment, 1);
   p.alignment = 8;
   p.groups = 2;
+  EXPECT_THROW(codegen::analytic_conv_kernel(p, 90), std::invalid_argument);  // 2 does not divide c = 3
+  p.c = 64;  // two groups of 32 in and 128 out: a grouped kernel (which has no residual epilogue)
   EXPECT_THROW(codegen::analytic_conv_kernel(p, 90), std::invalid_argument);
+  p.epilogue = "bias_relu";
+  spec = cutlass_backend::parse_conv_kernel_name(codegen::analytic_conv_kernel(p, 90));
+  ASSERT_TRUE(spec);
+  EXPECT_TRUE(spec->config.grouped);
+  p.c = 3;
   p.groups = 1;
   p.epilogue = "bias_gelu";  // patterns fuse it, conv kernels are not generated with it
   try {

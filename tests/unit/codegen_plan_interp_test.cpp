@@ -10,6 +10,7 @@
 #include <random>
 #include <set>
 
+#include "backends/cutlass/conv_spec.h"
 #include "backends/cutlass/patterns.h"
 #include "backends/native/stem_conv.h"
 #include "codegen/compile.h"
@@ -801,11 +802,10 @@ ir::Value* random_const(ir::Graph& g, const std::string& name, std::vector<int64
 
 // x -> relu(conv1(x)+b1) = h -> h * scale[C,1,1] -> conv2(.)+b2 + h -> y: two conv regions, an
 // elementwise op with a per-channel constant between them and a residual read by the second.
-ir::Graph two_conv_graph(int64_t group2 = 1) {
+ir::Graph two_conv_graph(int64_t group2 = 1, int64_t C = 8) {
   std::mt19937 rng(11);
   ir::Graph g;
   g.name = "two_conv";
-  const int64_t C = 8;
   ir::Value* x = g.add_input("x", {ir::DType::f32, {ir::Dim::symbol("batch"), ir::Dim(C), ir::Dim(6), ir::Dim(6)}, true});
   std::map<std::string, ir::AttrValue> conv_attrs = {{"kernel_shape", std::vector<int64_t>{3, 3}},
                                                       {"pads", std::vector<int64_t>{1, 1, 1, 1}},
@@ -876,13 +876,15 @@ TEST(CodegenLayoutNhwc, TwoConvChainPermutesOnlyAtTheEdges) {
   EXPECT_EQ(out.shape[3].str(), "6");
 }
 
-// A grouped second conv (2 and 4 channels per group) stays out of the conv table and runs on the
-// native grouped kernel, in NHWC with the rest: the same values as the reference, the filter
-// [K,C/G,R,S] as [R,S,C/G,K], still one permute in and one out.
+// A grouped second conv that no regrouping fits to a tensor-core kernel (6 channels: 3 groups of 2,
+// 2 of 3; dense, 6 breaks the 16-byte access) stays out of the conv table and runs on the native
+// grouped kernel, in NHWC with the rest: the same values as the reference, the filter [K,C/G,R,S]
+// as [R,S,C/G,K], still one permute in and one out. With 8 channels (4 groups of 2, 2 of 4) the
+// regrouped dense conv runs on the conv kernels instead.
 TEST(CodegenLayoutNhwc, GroupedConvRunsNativeInNhwc) {
-  for (int64_t groups : {4, 2}) {
+  for (int64_t groups : {3, 2}) {
     codegen::Lowered low;
-    check_graph("two_conv_grouped" + std::to_string(groups), two_conv_graph(groups), ir::DType::f16, 4e-3, &low);
+    check_graph("two_conv_grouped" + std::to_string(groups), two_conv_graph(groups, 6), ir::DType::f16, 4e-3, &low);
     if (HasFatalFailure()) return;
     EXPECT_EQ(count_steps(low.plan, "grouped_conv"), 1);
     EXPECT_EQ(count_steps(low.plan, "depthwise_conv"), 0);
@@ -890,13 +892,82 @@ TEST(CodegenLayoutNhwc, GroupedConvRunsNativeInNhwc) {
     for (const auto& st : low.plan.steps)
       if (st.op == "grouped_conv") {
         EXPECT_EQ(st.params.get("groups")->num(), double(groups));
-        EXPECT_EQ(st.params.get("k")->num(), 8.0);
+        EXPECT_EQ(st.params.get("k")->num(), 6.0);
         const auto& w = low.plan.tensors[static_cast<size_t>(st.inputs.at(1))];
         ASSERT_EQ(w.shape.size(), 4u);
-        EXPECT_EQ(w.shape[2].str(), std::to_string(8 / groups));  // [R,S,C/G,K]
-        EXPECT_EQ(w.shape[3].str(), "8");
+        EXPECT_EQ(w.shape[2].str(), std::to_string(6 / groups));  // [R,S,C/G,K]
+        EXPECT_EQ(w.shape[3].str(), "6");
       }
     EXPECT_EQ(low.layout_permutes, 2);
+  }
+  for (int64_t groups : {4, 2}) {
+    codegen::Lowered low;
+    check_graph("two_conv_regrouped" + std::to_string(groups), two_conv_graph(groups), ir::DType::f16, 4e-3, &low);
+    if (HasFatalFailure()) return;
+    EXPECT_EQ(count_steps(low.plan, "grouped_conv"), 0);
+    EXPECT_EQ(count_steps(low.plan, "conv"), 2);
+    for (const auto& st : low.plan.steps)
+      if (st.op == "conv") EXPECT_EQ(st.params.get("groups")->num(), 1.0);
+  }
+}
+
+// A ResNeXt bottleneck (1x1, grouped 3x3 of 32 groups of 4 channels, 1x1): sabre compile regroups
+// the 3x3 into 4 groups of 32 (block-diagonal filter), which the CUTLASS grouped kernels take: a conv
+// step with groups 4 and a [K,R,S,32] filter on a grouped kernel, the same values as the reference.
+TEST(CodegenLayoutNhwc, ResnextGroupedConvRunsOnGroupedKernels) {
+  auto graph = [](int64_t width, int64_t groups) {
+    std::mt19937 rng(12);
+    ir::Graph g;
+    g.name = "resnext_block";
+    ir::Value* x = g.add_input("x", {ir::DType::f32, {ir::Dim::symbol("batch"), ir::Dim(16), ir::Dim(6), ir::Dim(6)}, true});
+    std::map<std::string, ir::AttrValue> a1 = {{"kernel_shape", std::vector<int64_t>{1, 1}}};
+    std::map<std::string, ir::AttrValue> a3 = {{"kernel_shape", std::vector<int64_t>{3, 3}},
+                                               {"pads", std::vector<int64_t>{1, 1, 1, 1}}, {"group", groups}};
+    ir::Node* c1 = g.add_node("Conv", {x, random_const(g, "w1", {width, 16, 1, 1}, 0.3, rng),
+                                       random_const(g, "b1", {width}, 0.5, rng)}, 1, a1, "conv1");
+    ir::Node* r1 = g.add_node("Relu", {c1->output(0)}, 1, {}, "relu1");
+    ir::Node* c2 = g.add_node("Conv", {r1->output(0), random_const(g, "w2", {width, width / groups, 3, 3}, 0.3, rng),
+                                       random_const(g, "b2", {width}, 0.5, rng)}, 1, a3, "conv2");
+    ir::Node* r2 = g.add_node("Relu", {c2->output(0)}, 1, {}, "relu2");
+    ir::Node* c3 = g.add_node("Conv", {r2->output(0), random_const(g, "w3", {16, width, 1, 1}, 0.3, rng),
+                                       random_const(g, "b3", {16}, 0.5, rng)}, 1, a1, "conv3");
+    g.add_output(c3->output(0));
+    ir::infer_types(g);
+    return g;
+  };
+  const codegen::ConvKernelPicker analytic = [](const codegen::ConvProblem& p) {
+    return codegen::analytic_conv_kernel(p, 90, codegen::ConvKernels::sm80);
+  };
+  {
+    codegen::Lowered low;
+    check_graph("resnext_32x4", graph(128, 32), ir::DType::f16, 4e-3, &low, false, codegen::Stem::im2col, true, analytic);
+    if (HasFatalFailure()) return;
+    EXPECT_EQ(count_steps(low.plan, "grouped_conv"), 0);
+    int grouped = 0;
+    for (const auto& st : low.plan.steps)
+      if (st.op == "conv" && st.params.get("groups")->num() != 1) {
+        ++grouped;
+        EXPECT_EQ(st.params.get("groups")->num(), 4.0);
+        const auto& w = low.plan.tensors[static_cast<size_t>(st.inputs.at(1))];
+        ASSERT_EQ(w.shape.size(), 4u);
+        EXPECT_EQ(w.shape[0].str(), "128");
+        EXPECT_EQ(w.shape[3].str(), "32");  // [K,R,S,C/G] after regrouping
+        for (const auto& e : st.params.get("dispatch")->arr()) {
+          auto spec = cutlass_backend::parse_conv_kernel_name(e.get("kernel")->str());
+          ASSERT_TRUE(spec) << e.get("kernel")->str();
+          EXPECT_TRUE(spec->config.grouped) << e.get("kernel")->str();
+        }
+      }
+    EXPECT_EQ(grouped, 1);
+  }
+  {
+    // 2 groups of 4: no divisor makes groups of 32, so the conv becomes dense (2x the work).
+    codegen::Lowered low;
+    check_graph("grouped_2x4", graph(8, 2), ir::DType::f16, 4e-3, &low, false, codegen::Stem::im2col, true, analytic);
+    if (HasFatalFailure()) return;
+    EXPECT_EQ(count_steps(low.plan, "grouped_conv"), 0);
+    for (const auto& st : low.plan.steps)
+      if (st.op == "conv") EXPECT_EQ(st.params.get("groups")->num(), 1.0);
   }
 }
 

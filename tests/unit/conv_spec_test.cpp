@@ -378,3 +378,64 @@ TEST(ConvEmitter, FewChannelsUsesTheFewChannelsIterator) {
     EXPECT_EQ(t.find("few_channels"), std::string::npos);
   }
 }
+
+// Grouped kernels (CUTLASS's single-group fprop): their own names, round-tripping; the emitted code
+// uses the group fprop with the groups from the arguments and a [k, r, s, c/groups] filter, and
+// refuses what a group's CTA tile cannot cover; the static filter keeps them to what CUTLASS builds.
+TEST(ConvSpec, GroupedKernelsNameEmitAndRefuse) {
+  cb::ConvSpec s = f16_bias_relu();
+  s.config = {cb::ConvIter::optimized, {128, 32, 32}, {64, 32, 32}, 4, 8};
+  s.config.grouped = true;
+  const std::string n = cb::conv_kernel_name(s);
+  EXPECT_EQ(n, "sm80_conv_fprop_grouped_optimized_nhwc_f16_f16_f32_128x32x32_w64x32x32_s4_a8_bias_relu");
+  auto back = cb::parse_conv_kernel_name(n);
+  ASSERT_TRUE(back);
+  EXPECT_EQ(*back, s);
+  EXPECT_FALSE(cb::conv_unsupported_reason(s, 90)) << *cb::conv_unsupported_reason(s, 90);
+  const std::string t = cb::emit_conv_kernel(s, 90);
+  EXPECT_NE(t.find("DefaultConv2dGroupFprop<"), std::string::npos);
+  EXPECT_NE(t.find("cutlass::conv::GroupMode::kSingleGroup"), std::string::npos);
+  EXPECT_NE(t.find("int(p->groups));"), std::string::npos);
+  EXPECT_NE(t.find("int(p->c / p->groups)}));"), std::string::npos);
+  EXPECT_NE(t.find("(p->k / p->groups) % ThreadblockShape::kN"), std::string::npos);
+  EXPECT_EQ(t.find("groups != 1 (grouped or depthwise convolution) is not supported"), std::string::npos);
+  EXPECT_NE(t.find("groups = 1: a dense conv runs on the plain conv kernels"), std::string::npos);
+  // The plain kernels keep refusing groups and a dense filter.
+  const std::string plain = cb::emit_conv_kernel(f16_bias_relu(), 90);
+  EXPECT_NE(plain.find("groups != 1 (grouped or depthwise convolution) is not supported"), std::string::npos);
+  EXPECT_EQ(plain.find("DefaultConv2dGroupFprop"), std::string::npos);
+
+  cb::ConvSpec bad = s;
+  bad.epi.residual = cb::Residual::before_act;
+  EXPECT_TRUE(cb::conv_unsupported_reason(bad, 90));
+  bad = s, bad.config.split_k = 2;
+  EXPECT_TRUE(cb::conv_unsupported_reason(bad, 90));
+  bad = s, bad.config.iter = cb::ConvIter::analytic;
+  EXPECT_TRUE(cb::conv_unsupported_reason(bad, 90));
+
+  // Problem filter: ResNeXt's groups regrouped to 32 channels fit tile N 32, not 64.
+  EXPECT_FALSE(cb::conv_group_unsupported_reason(s.config, 4, 128, 128));
+  cb::ConvConfig n64 = s.config;
+  n64.tile.n = 64, n64.warp.n = 32;
+  EXPECT_TRUE(cb::conv_group_unsupported_reason(n64, 4, 128, 128));
+  EXPECT_FALSE(cb::conv_group_unsupported_reason(n64, 2, 128, 128));
+  EXPECT_TRUE(cb::conv_group_unsupported_reason(s.config, 1, 128, 128));        // dense: the plain kernels
+  EXPECT_TRUE(cb::conv_group_unsupported_reason(s.config, 32, 128, 1024));      // 4 input channels a group
+  EXPECT_TRUE(cb::conv_group_unsupported_reason(f16_bias_relu().config, 4, 128, 128));  // plain: groups 1 only
+  EXPECT_FALSE(cb::conv_group_unsupported_reason(f16_bias_relu().config, 1, 128, 128));
+  EXPECT_TRUE(cb::conv_group_unsupported_reason(s.config, 3, 128, 128));        // groups must divide
+}
+
+TEST(ConvSpec, CatalogHasGroupedTilesForEachDtype) {
+  for (cb::Elem e : {cb::Elem::f16, cb::Elem::bf16}) {
+    std::set<int> ns;
+    for (const auto& c : cb::conv_catalog(e, 90))
+      if (c.grouped) {
+        ns.insert(c.tile.n);
+        EXPECT_EQ(c.alignment, 8);
+        EXPECT_EQ(c.iter, cb::ConvIter::optimized);
+      }
+    EXPECT_EQ(ns, (std::set<int>{32, 64, 128}));
+    EXPECT_EQ(*ns.begin(), 32);  // the grouped pattern check's kGroupedConvOutMultiple
+  }
+}

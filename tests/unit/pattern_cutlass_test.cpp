@@ -159,6 +159,44 @@ TEST_P(CutlassEntry, FiresKeepsBitsNothingToDoFallsBackAndRefuses) {
     bool said = false;
     for (const auto& f : rg.refusals) said = said || (f.pattern == entry && f.reason.find("group=2") != std::string::npos);
     EXPECT_TRUE(said) << "no refusal of " << entry << " for group=2";
+    // Groups of 16 input and 32 output channels are what the grouped kernels take (no residual),
+    // and the region keeps the groups and the values bit for bit.
+    std::string wide = grouped;
+    wide.replace(wide.find("%w = const f16[16,16,3,3]"), 25, "%w = const f16[64,16,3,3]");
+    for (const std::string& k16 : {std::string("f16[16]"), std::string("f16[batch,16,")})
+      for (size_t at = wide.find(k16); at != std::string::npos; at = wide.find(k16, at + 1))
+        wide.replace(at, k16.size(), k16 == "f16[16]" ? "f16[64]" : "f16[batch,64,");
+    ir::Graph gw = parse(wide);
+    auto rw = partition::partition(gw.clone(), table);
+    if (entry.find("_res") != std::string::npos) {
+      // A shorter entry (the conv without the residual Add) may take it instead.
+      for (const auto& region : rw.regions) EXPECT_NE(region.pattern, entry) << ir::print(rw.graph);
+      bool no_res = false;
+      for (const auto& f : rw.refusals) no_res = no_res || f.reason.find("no residual epilogue") != std::string::npos;
+      EXPECT_TRUE(no_res) << entry;
+    } else {
+      ASSERT_EQ(rw.regions.size(), 1u) << wide << ir::print(rw.graph);
+      const ir::Node* cw = composite_of(rw.graph);
+      ASSERT_TRUE(cw);
+      EXPECT_EQ(cw->attr_int("groups"), 2);
+      EXPECT_EQ(cw->attr_int("alignment"), 8);
+      auto ins = inputs_for(gw);
+      auto want = reference::run(gw, ins), got = reference::run(rw.graph, ins);
+      ASSERT_EQ(got[0].dims(), want[0].dims());
+      EXPECT_EQ(std::memcmp(got[0].bytes(), want[0].bytes(), want[0].nbytes()), 0);
+    }
+    // Depthwise stays on the native kernel, with the reason.
+    std::string dw = graph_for(entry, 32, true);
+    dw.replace(dw.find(conv_attrs), conv_attrs.size(), "{group=32, kernel_shape=[3, 3], pads=[1, 1, 1, 1]}");
+    dw.replace(dw.find(w32), w32.size(), "%w = const f16[32,1,3,3]");
+    for (size_t at = dw.find("f16[16]"); at != std::string::npos; at = dw.find("f16[16]", at + 1)) dw.replace(at, 7, "f16[32]");
+    for (size_t at = dw.find("f16[batch,16,"); at != std::string::npos; at = dw.find("f16[batch,16,", at + 1))
+      dw.replace(at, 13, "f16[batch,32,");
+    auto rd = partition::partition(parse(dw), table);
+    EXPECT_TRUE(rd.regions.empty()) << ir::print(rd.graph);
+    bool depthwise = false;
+    for (const auto& f : rd.refusals) depthwise = depthwise || f.reason.find("depthwise") != std::string::npos;
+    EXPECT_TRUE(depthwise) << entry;
     return;
   }
   {

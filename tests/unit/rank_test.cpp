@@ -598,3 +598,37 @@ TEST(Rank, ParallelSplitKLeadsWhereFewTilesWalkADeepReduction) {
     EXPECT_FALSE(s && s->config.split_mode == cb::ConvSplitK::parallel) << c.name;
   }
 }
+
+// A grouped conv ranks grouped kernels only (tile N inside one group), a dense one never does, and
+// a group's narrow GEMM predicts faster than the same conv made dense (regrouped to one group).
+TEST(Rank, GroupedConvsRankGroupedKernels) {
+  ConvProblem p;
+  p.dtype = "f16";
+  p.epilogue = "bias_relu";
+  p.n = 32, p.h = p.w = p.p = p.q = 56, p.c = p.k = 128, p.r = p.s = 3, p.pad_h = p.pad_w = 1;
+  p.groups = 4;  // ResNeXt 32x4d's first stage regrouped: 4 groups of 32
+  p.alignment = 8;
+  const auto g = rank_conv_candidates(p, 90, ConvKernels::automatic);
+  ASSERT_FALSE(g.empty());
+  for (const auto& c : g) {
+    auto s = cb::parse_conv_kernel_name(c.name);
+    ASSERT_TRUE(s) << c.name;
+    EXPECT_TRUE(s->config.grouped) << c.name;
+    EXPECT_EQ(32 % s->config.tile.n, 0) << c.name;
+  }
+  ConvProblem dense = p;
+  dense.groups = 1;
+  const auto d = rank_conv_candidates(dense, 90, ConvKernels::sm80);
+  for (const auto& c : d) {
+    auto s = cb::parse_conv_kernel_name(c.name);
+    ASSERT_TRUE(s) << c.name;
+    EXPECT_FALSE(s->config.grouped) << c.name;
+  }
+  EXPECT_LT(g.front().predicted_us, d.front().predicted_us);
+  ConvProblem odd = p;
+  odd.groups = 3;
+  EXPECT_THROW(rank_conv_candidates(odd, 90, ConvKernels::automatic), std::invalid_argument);
+  ConvProblem narrow = p;
+  narrow.groups = 32;  // 4 channels a group: no grouped kernel
+  EXPECT_THROW(rank_conv_candidates(narrow, 90, ConvKernels::automatic), std::invalid_argument);
+}

@@ -126,7 +126,8 @@ std::string device_types(const ConvSpec& s) {
     o += "using EpilogueOp = cutlass::epilogue::thread::LinearCombinationGeneric<\n    " + act +
          ", Element, kAlign, ElementAccumulator, ElementCompute,\n    cutlass::epilogue::thread::ScaleType::" +
          (e.bias ? "NoBetaScaling" : "OnlyAlphaScaling") + ", cutlass::FloatRoundStyle::round_to_nearest>;\n";
-    o += "using ConvKernel = typename cutlass::conv::kernel::DefaultConv2dFprop<\n";
+    o += c.grouped ? "using ConvKernel = typename cutlass::conv::kernel::DefaultConv2dGroupFprop<\n"
+                   : "using ConvKernel = typename cutlass::conv::kernel::DefaultConv2dFprop<\n";
   } else {
     const bool before = e.residual == Residual::before_act;
     o += "// The residual block epilogue: Y = Unary(plus(Activation(alpha*acc + bias), beta*R)); the source\n"
@@ -138,9 +139,11 @@ std::string device_types(const ConvSpec& s) {
     o += "using ConvKernel = typename cutlass::conv::kernel::DefaultConv2dFpropWithBroadcast<\n";
   }
   if (c.split_mode != ConvSplitK::parallel)
-    o += "    Element, Layout, Element, Layout, Element, Layout, ElementAccumulator,\n"
-         "    cutlass::arch::OpClassTensorOp, cutlass::arch::Sm80, ThreadblockShape, WarpShape, InstructionShape,\n"
-         "    EpilogueOp, Swizzle, kStages, cutlass::arch::OpMultiplyAdd, kIterator, kStrides, kAlign, kAlign>::Kernel;\n";
+    o += std::string("    Element, Layout, Element, Layout, Element, Layout, ElementAccumulator,\n"
+                     "    cutlass::arch::OpClassTensorOp, cutlass::arch::Sm80, ThreadblockShape, WarpShape, InstructionShape,\n"
+                     "    EpilogueOp, Swizzle, kStages, cutlass::arch::OpMultiplyAdd, ") +
+         (c.grouped ? "\n    cutlass::conv::GroupMode::kSingleGroup,  // each CTA's N tile inside one group\n    " : "") +
+         "kIterator, kStrides, kAlign, kAlign>::Kernel;\n";
   o += "using Conv = cutlass::conv::device::ImplicitGemmConvolution<ConvKernel>;\n\n";
   o += "// CUTLASS's cutlass::Kernel<ConvKernel>, entered through pdl_enter: launched with PDL it may start while\n"
        "// the kernel before it drains, and waits for it before touching memory.\n";
@@ -167,13 +170,17 @@ std::string host_code(const ConvSpec& s, const EmitOptions& opts, int target_sm)
   o += "bool fits(int64_t v) { return v <= INT32_MAX; }\n\n";
   o += "// Why this kernel cannot run these arguments, or nullptr. Covers what CUTLASS leaves to the caller.\n";
   o += "const char* refuse(const sabre_conv_args* p) {\n";
-  o += detail::conv_refuse_shape_checks();
+  o += detail::conv_refuse_shape_checks(s.config.grouped);
   o += "  if (!fits(p->n * p->p * p->q) || !fits(p->r * p->s * p->c)) return \"implicit GEMM M = n*p*q or K = r*s*c exceeds int32\";\n";
   if (s.config.iter == ConvIter::few_channels)
     o += "  // The few-channels iterators compute each access's element offset in int32.\n"
          "  if (!fits(p->n * p->h * p->w * p->c) || !fits(p->k * p->r * p->s * p->c))\n"
          "    return \"x or the filter has more than INT32_MAX elements: few_channels offsets are 32-bit\";\n";
   o += detail::conv_refuse_pointer_checks();
+  if (s.config.grouped)
+    o += "  if ((p->c / p->groups) % kAlign) return \"a group's input channels are not a multiple of the kernel's alignment\";\n"
+         "  if ((p->k / p->groups) % ThreadblockShape::kN)\n"
+         "    return \"a group's output channels are not a multiple of the tile's N (each CTA works inside one group)\";\n";
   o += "  if (p->c % kAlign) return \"c (input channels) is not a multiple of the kernel's alignment\";\n";
   if (s.config.iter == ConvIter::few_channels)
     o += "  if (p->c > " + std::to_string(kFewChannelsMaxC) +
@@ -188,7 +195,8 @@ std::string host_code(const ConvSpec& s, const EmitOptions& opts, int target_sm)
   o += "  cutlass::conv::Conv2dProblemSize problem(\n"
        "      int(p->n), int(p->h), int(p->w), int(p->c), int(p->k), int(p->r), int(p->s), int(p->p), int(p->q),\n"
        "      int(p->pad_h), int(p->pad_w), int(p->stride_h), int(p->stride_w), int(p->dil_h), int(p->dil_w),\n"
-       "      cutlass::conv::Mode::kCrossCorrelation, /*split_k_slices=*/" + i(s.config.split_k) + ", /*groups=*/1);\n";
+       "      cutlass::conv::Mode::kCrossCorrelation, /*split_k_slices=*/" + i(s.config.split_k) +
+       (s.config.grouped ? ", int(p->groups));\n" : ", /*groups=*/1);\n");
   const bool parallel = s.config.split_mode == ConvSplitK::parallel;
   if (s.config.split_k > 1 && !parallel)
     o += "  // Serial split-K: " + i(s.config.split_k) + " CTAs per output tile over interleaved k-tiles of R*S*C; each adds\n"
@@ -196,7 +204,8 @@ std::string host_code(const ConvSpec& s, const EmitOptions& opts, int target_sm)
          "  // initialize), the last applies bias, activation and residual. Deterministic: fixed order.\n";
   o += "  using Ref = cutlass::TensorRef<Element, Layout>;\n";
   o += "  Ref x(static_cast<Element*>(const_cast<void*>(p->x)), Layout::packed({int(p->n), int(p->h), int(p->w), int(p->c)}));\n";
-  o += "  Ref w(static_cast<Element*>(const_cast<void*>(p->filter)), Layout::packed({int(p->k), int(p->r), int(p->s), int(p->c)}));\n";
+  o += std::string("  Ref w(static_cast<Element*>(const_cast<void*>(p->filter)), Layout::packed({int(p->k), int(p->r), int(p->s), ") +
+       (s.config.grouped ? "int(p->c / p->groups)}));  // [k, r, s, c/groups]\n" : "int(p->c)}));\n");
   if (parallel) {
     o += "  // The conv's D is the workspace: kSplits slices of f32 partial sums, each [n,p,q,k]. Its C is not read.\n";
     o += "  using PartialRef = cutlass::TensorRef<ElementAccumulator, Layout>;\n";
@@ -271,6 +280,8 @@ std::string host_code(const ConvSpec& s, const EmitOptions& opts, int target_sm)
 
 support::KernelSignature conv_kernel_signature(const ConvSpec& s, int target_sm) {
   const std::string e(elem_name(s.elem));
+  // Grouped kernels share the plain ones' signature: both read the same tensors, and what tells them
+  // apart (groups) each kernel's refuse() checks at run time.
   return {"conv", e, e, "nhwc", epilogue_name(s.epi), s.config.alignment, "sm_" + std::to_string(target_sm)};
 }
 
@@ -295,8 +306,9 @@ std::string emit_conv_kernel(const ConvSpec& s, int target_sm, const EmitOptions
   o += "#include \"cutlass/conv/device/implicit_gemm_convolution.h\"\n";
   const bool parallel = s.config.split_mode == ConvSplitK::parallel;
   const bool broadcast = s.epi.residual != Residual::none && !parallel;  // the residual block epilogue
-  o += broadcast ? "#include \"cutlass/conv/kernel/default_conv2d_fprop_with_broadcast.h\"\n"
-                 : "#include \"cutlass/conv/kernel/default_conv2d_fprop.h\"\n";
+  o += broadcast           ? "#include \"cutlass/conv/kernel/default_conv2d_fprop_with_broadcast.h\"\n"
+       : s.config.grouped ? "#include \"cutlass/conv/kernel/default_conv2d_group_fprop.h\"\n"
+                          : "#include \"cutlass/conv/kernel/default_conv2d_fprop.h\"\n";
   o += "#include \"cutlass/epilogue/thread/activation.h\"\n";
   o += parallel ? "#include \"cutlass/epilogue/thread/linear_combination.h\"\n"
       : broadcast ? "#include \"cutlass/epilogue/thread/linear_combination_residual_block.h\"\n"

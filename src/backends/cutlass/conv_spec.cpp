@@ -9,6 +9,7 @@ namespace {
 
 constexpr std::array<std::string_view, size_t(ConvIter::kCount)> kIterNames = {"optimized", "analytic", "few_channels"};
 constexpr std::string_view kPrefix = "sm80_conv_fprop_";
+constexpr std::string_view kGrouped = "grouped_";
 
 std::string dims(Shape3 s) { return std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k); }
 
@@ -29,6 +30,7 @@ bool is_conv_kernel_name(std::string_view name) { return name.starts_with("sm80_
 std::string conv_kernel_name(const ConvSpec& s) {
   const ConvConfig& c = s.config;
   std::string n(kPrefix);
+  if (c.grouped) n += kGrouped;
   n += conv_iter_name(c.iter);
   n += "_nhwc_";
   n += elem_name(s.elem);
@@ -46,6 +48,10 @@ std::optional<ConvSpec> parse_conv_kernel_name(std::string_view name) {
   if (!name.starts_with(kPrefix)) return std::nullopt;
   std::string_view rest = name.substr(kPrefix.size());
   ConvSpec s;
+  if (rest.starts_with(kGrouped)) {
+    s.config.grouped = true;
+    rest.remove_prefix(kGrouped.size());
+  }
   // An iterator name may hold '_' (few_channels): match whole names, each followed by '_'.
   bool found = false;
   for (size_t i = 0; i < kIterNames.size() && !found; ++i)
@@ -121,6 +127,14 @@ std::optional<std::string> conv_unsupported_reason(const ConvSpec& s, int target
   } else if (c.split_k > 1 && !conv_split_k_allowed(s.epi))
     return "split-K needs an epilogue that stays linear until the last slice and reads a source (bias or residual); " +
            epilogue_name(s.epi) + " does not";
+  if (c.grouped) {
+    // CUTLASS's group fprop: the optimized iterator exists for the single-group mode only, and its
+    // default kernel has no broadcast (residual) epilogue and refuses split-K.
+    if (c.iter != ConvIter::optimized) return "grouped kernels use the optimized iterator";
+    if (c.stages < 3) return "grouped kernels use the multistage (cp.async) mainloop";
+    if (c.split_k != 1) return "grouped kernels have no split-K";
+    if (s.epi.residual != Residual::none) return "grouped kernels have no residual epilogue";
+  }
   if (c.tile.m <= 0 || c.tile.n <= 0 || c.tile.k <= 0) return "tile dims must be positive";
   if (c.warp.k != c.tile.k) return "warp tile K must equal the threadblock tile K";
   if (c.warp.m <= 0 || c.warp.n <= 0 || c.tile.m % c.warp.m || c.tile.n % c.warp.n)
@@ -145,12 +159,28 @@ std::optional<std::string> conv_channels_unsupported_reason(const ConvConfig& c,
   return std::nullopt;
 }
 
+std::optional<std::string> conv_group_unsupported_reason(const ConvConfig& c, int64_t groups, int64_t channels,
+                                                         int64_t out_channels) {
+  if (groups < 1 || channels % groups || out_channels % groups)
+    return "groups must divide the input and output channels";
+  if (!c.grouped) {
+    if (groups != 1) return "groups > 1 needs a grouped kernel";
+    return std::nullopt;
+  }
+  if (groups == 1) return "a dense conv runs on the plain kernels";
+  if ((channels / groups) % c.alignment) return "a group's input channels are not a multiple of the kernel's alignment";
+  if ((out_channels / groups) % c.tile.n)
+    return "a group's output channels are not a multiple of the tile's N (one CTA inside one group)";
+  return std::nullopt;
+}
+
 namespace {
 
 // Rows for 16-bit operands: iterator, tile, warp tile (K as the tile's), stages, alignment in bytes.
 struct ConvRow {
   ConvIter iter;
   int m, n, k, wm, wn, stages, align_bytes;
+  bool grouped = false;
 };
 constexpr ConvRow kConvRows[] = {
     {ConvIter::optimized, 128, 128, 32, 64, 64, 3, 16},  // large K (channels) and N·P·Q
@@ -166,6 +196,12 @@ constexpr ConvRow kConvRows[] = {
     {ConvIter::few_channels, 256, 64, 32, 64, 32, 3, 16},
     {ConvIter::few_channels, 128, 64, 32, 64, 32, 4, 16},
     {ConvIter::few_channels, 64, 64, 32, 32, 32, 4, 16},
+    // Grouped convs, regrouped to groups of 32, 64 or 128 output channels (ResNeXt's 32x4d widths
+    // all become groups of 32): N is one group's channels, M the pixels.
+    {ConvIter::optimized, 128, 32, 32, 64, 32, 4, 16, true},
+    {ConvIter::optimized, 64, 32, 32, 32, 32, 4, 16, true},
+    {ConvIter::optimized, 128, 64, 32, 64, 32, 4, 16, true},
+    {ConvIter::optimized, 128, 128, 32, 64, 64, 3, 16, true},
 };
 
 }  // namespace
@@ -181,6 +217,7 @@ std::vector<ConvConfig> conv_catalog(Elem elem, int target_sm) {
     c.warp = {r.wm, r.wn, r.k};
     c.stages = r.stages;
     c.alignment = r.align_bytes / bytes;
+    c.grouped = r.grouped;
     if (!conv_unsupported_reason(ConvSpec{c, elem, EpilogueSpec{}}, target_sm)) out.push_back(c);
   }
   return out;

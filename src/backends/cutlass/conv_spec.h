@@ -48,6 +48,11 @@ struct ConvConfig {
   // hand-over, at the cost of the partials' round trip through memory and one more launch.
   int split_k = 1;
   ConvSplitK split_mode = ConvSplitK::serial;
+  // A grouped conv (CUTLASS's single-group mode): the filter is [k, r, s, c/groups] and each CTA's
+  // tile N lies inside one group, so K/groups must be a multiple of the tile's N and C/groups of the
+  // alignment (conv_group_unsupported_reason). Optimized iterator, no split-K, no residual. Such a
+  // kernel runs groups = 1 too, but the plain ones are faster there: the ranking keeps them apart.
+  bool grouped = false;
   bool operator==(const ConvConfig&) const = default;
 };
 
@@ -60,7 +65,8 @@ struct ConvSpec {
 
 std::string_view conv_iter_name(ConvIter i);  // "optimized", "analytic", "few_channels"
 
-// sm80_conv_fprop_optimized_nhwc_f16_f16_f32_128x128x32_w64x64x32_s3_a8_bias_relu, with split-K
+// sm80_conv_fprop_optimized_nhwc_f16_f16_f32_128x128x32_w64x64x32_s3_a8_bias_relu, grouped
+// sm80_conv_fprop_grouped_optimized_nhwc_f16_f16_f32_128x32x32_w64x32x32_s4_a8_bias_relu, with split-K
 // sm80_conv_fprop_optimized_nhwc_f16_f16_f32_64x64x32_w32x32x32_s4_a8_splitk4_bias_relu (serial) or
 // sm80_conv_fprop_optimized_nhwc_f16_f16_f32_64x64x32_w32x32x32_s4_a8_splitkp8_bias_relu (parallel), and the
 // stem's sm80_conv_fprop_few_channels_nhwc_f16_f16_f32_128x64x32_w64x32x32_s4_a8_bias_relu
@@ -87,13 +93,22 @@ std::optional<std::string> conv_unsupported_reason(const ConvSpec& s, int target
 // (their can_implement), and the ranking offers a kernel only where this is nullopt.
 std::optional<std::string> conv_channels_unsupported_reason(const ConvConfig& c, int64_t channels);
 
+// Problem filter on the groups, beyond the static one: why a kernel of config `c` does not run a conv
+// of `groups` groups over `channels` input and `out_channels` output channels, or nullopt. Plain
+// kernels take groups = 1 only; grouped ones need each group's input channels a multiple of the
+// alignment and its output channels a multiple of the tile's N.
+std::optional<std::string> conv_group_unsupported_reason(const ConvConfig& c, int64_t groups, int64_t channels,
+                                                         int64_t out_channels);
+
 // Configs for `elem` on target_sm that pass the static filter: a few aligned (16-byte) tiles, the
 // 4-byte and 2-byte (alignment 2 and 1 for 16-bit types) analytic fallbacks for channel counts
-// such as 3 (RGB stems), and 16-byte few_channels tiles for the stem padded to 8 channels.
+// such as 3 (RGB stems), 16-byte few_channels tiles for the stem padded to 8 channels, and grouped
+// tiles of N 32, 64 and 128 (groups of that many output channels; transform/regroup_convs.h).
 std::vector<ConvConfig> conv_catalog(Elem elem, int target_sm);
 
 // The epilogues conv kernels are generated with: each activation of {none, relu, silu, hardswish,
-// sigmoid, relu6} with and without bias, and the residual (ResNet) forms bias_res, bias_res_relu, bias_relu_res.
+// sigmoid, relu6} with and without bias, and the residual (ResNet) forms bias_res, bias_res_relu,
+// bias_relu_res (not for grouped kernels).
 std::vector<EpilogueSpec> conv_epilogues();
 
 }  // namespace sabre::cutlass_backend

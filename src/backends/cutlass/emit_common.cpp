@@ -110,10 +110,14 @@ std::string conv_algebra(const EpilogueSpec& e) {
   return "Y = " + out;
 }
 
-std::string conv_refuse_shape_checks() {
+std::string conv_refuse_shape_checks(bool grouped) {
   std::string o;
   o += "  if (!p) return \"args is NULL\";\n";
-  o += "  if (p->groups != 1) return \"groups != 1 (grouped or depthwise convolution) is not supported by this kernel\";\n";
+  if (grouped)
+    o += "  if (p->groups < 1 || p->c % p->groups || p->k % p->groups) return \"groups must divide c and k\";\n"
+         "  if (p->groups == 1) return \"groups = 1: a dense conv runs on the plain conv kernels\";\n";
+  else
+    o += "  if (p->groups != 1) return \"groups != 1 (grouped or depthwise convolution) is not supported by this kernel\";\n";
   o += "  if (p->n < 0 || p->h < 1 || p->w < 1 || p->c < 1 || p->k < 1 || p->r < 1 || p->s < 1 || p->p < 1 || p->q < 1)\n"
        "    return \"need n >= 0 and h, w, c, k, r, s, p, q >= 1\";\n";
   o += "  if (p->pad_h < 0 || p->pad_w < 0 || p->stride_h < 1 || p->stride_w < 1 || p->dil_h < 1 || p->dil_w < 1)\n"

@@ -28,7 +28,7 @@ std::string conv_algebra(const EpilogueSpec& e);
 // The checks both conv families' refuse() starts with (NULL args, groups 1, positive dims, pads,
 // strides and dilations, every dim within int32; needs fits()), and the operand-pointer checks
 // (x, filter, y, and the bias and residual a kernel with kHasBias / kHasResidual reads).
-std::string conv_refuse_shape_checks();
+std::string conv_refuse_shape_checks(bool grouped = false);
 std::string conv_refuse_pointer_checks();
 // Host-side error plumbing of a generated kernel, for the inside of its anonymous namespace: the
 // thread-local last error, fail(status, message), and SABRE_CHECK_CUTLASS / SABRE_CHECK_CUDA, which

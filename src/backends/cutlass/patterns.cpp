@@ -201,8 +201,7 @@ CheckResult check_conv(const Match& m, const std::string& epilogue) {
   if (auto why = dtype_problem(x, w)) return CheckResult::refuse(*why);
   if (x->shape().size() != 4)
     return CheckResult::refuse("input " + shape_text(x) + ": only 2-D convolutions (NCHW) are offloaded");
-  if (c->attr_int("group", 1) != 1)
-    return CheckResult::refuse("group=" + std::to_string(c->attr_int("group", 1)) + ": grouped convolutions need group kernels");
+  const int64_t groups = c->attr_int("group", 1);
   if (c->attr_string("auto_pad", "NOTSET") != "NOTSET")
     return CheckResult::refuse("auto_pad=" + c->attr_string("auto_pad") + ": needs explicit pads");
   if (!w->is_constant())
@@ -215,6 +214,18 @@ CheckResult check_conv(const Match& m, const std::string& epilogue) {
   for (auto [what, d] : {std::pair<const char*, Dim>{"C", ci}, {"K", k}})
     if (!d.is_static()) return CheckResult::refuse(std::string("dynamic ") + what + " (" + what + "=" + d.str() + ")");
   if (auto why = epilogue_problem(m, k)) return CheckResult::refuse(*why);
+  if (groups != 1) {
+    if (auto why = grouped_conv_problem(t, groups, ci.value(), k.value(), epilogue)) return CheckResult::refuse(*why);
+    std::string note;
+    CheckResult r;
+    r.attrs["kind"] = std::string("conv2d_fprop");
+    r.attrs["dtype"] = std::string(ir::name(t));
+    r.attrs["layout"] = std::string("nchw");
+    r.attrs["alignment"] = int64_t{static_alignment(t, {{"C/group", Dim(ci.value() / groups)}, {"K/group", Dim(k.value() / groups)}}, &note)};
+    r.attrs["epilogue"] = epilogue;
+    r.attrs["groups"] = groups;
+    return r;
+  }
   std::string note;
   const int align = static_alignment(t, {{"C", ci}, {"K", k}}, &note);
   // The region cannot know where X comes from; the lowering lifts an unaligned C (K aligned) where
@@ -351,6 +362,21 @@ PatternTable build() {
 }
 
 }  // namespace
+
+std::optional<std::string> grouped_conv_problem(DType t, int64_t groups, int64_t c, int64_t k, const std::string& epilogue) {
+  const std::string what = "group=" + std::to_string(groups);
+  if (groups < 1 || c % groups || k % groups) return what + ": the groups do not divide the channels";
+  const int64_t cg = c / groups, kg = k / groups;
+  if (cg == 1) return what + ": depthwise (one input channel a group) runs on sabre's native depthwise kernel";
+  (void)t;  // the kernels run in the 16-bit compute dtype whatever the model's
+  if (cg % kGroupedConvInMultiple || kg % kGroupedConvOutMultiple)
+    return what + " with " + std::to_string(cg) + " input and " + std::to_string(kg) +
+           " output channels a group: the grouped kernels need multiples of " + std::to_string(kGroupedConvInMultiple) +
+           " and " + std::to_string(kGroupedConvOutMultiple) + " (no divisor of the group count widens them so); "
+           "runs on sabre's native grouped kernel";
+  if (epilogue.find("res") != std::string::npos) return what + ": the grouped kernels have no residual epilogue";
+  return std::nullopt;
+}
 
 const PatternTable& pattern_table() {
   static const PatternTable table = build();

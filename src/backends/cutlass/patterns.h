@@ -8,7 +8,9 @@
 // Tests: tests/unit/pattern_cutlass_test.cpp, tests/golden/partition/
 #pragma once
 
+#include <cstdint>
 #include <initializer_list>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -34,6 +36,17 @@ int static_alignment(ir::DType t, std::initializer_list<std::pair<const char*, i
 // access of the f16/bf16 compute dtype holds (the RGB stem's 3) and R·S·C <= kIm2colMaxColumns
 // (the GEMM's K; ResNet's 7x7 stem has 147). The region's alignment note says so.
 inline constexpr int64_t kIm2colMaxColumns = 1024;
+
+// Grouped convs the grouped kernels (conv_spec.h, ConvConfig::grouped) take: a multiple of
+// kGroupedConvInMultiple input channels (one 16-byte access of f16/bf16) and of
+// kGroupedConvOutMultiple output channels (the smallest grouped tile N) a group. sabre compile runs
+// transform::regroup_convs with these first, which widens narrower groups where a divisor of the
+// group count allows (ResNeXt 32x4d's groups of 4 become groups of 32).
+inline constexpr int64_t kGroupedConvInMultiple = 8, kGroupedConvOutMultiple = 32;
+// Why the grouped kernels cannot take a conv of `groups` groups over c input and k output channels
+// with `epilogue`, or nullopt: depthwise convs (one channel a group) stay on the native kernel.
+std::optional<std::string> grouped_conv_problem(ir::DType t, int64_t groups, int64_t c, int64_t k,
+                                                const std::string& epilogue);
 bool im2col_shape(int64_t c, int64_t r, int64_t s);
 
 }  // namespace sabre::cutlass_backend

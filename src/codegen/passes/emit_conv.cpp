@@ -137,9 +137,11 @@ void emit_conv(LowerContext& cx, Node* n) {
   prob.groups = groups;
   // A symbolic channel count can be anything, so it allows only 1.
   const Dim c_dim = c_pad ? Dim(c_pad) : xs[1];
-  prob.alignment = c_dim.is_static() && ws[0].is_static()
-                       ? cutlass_backend::static_alignment(cx.o.dtype, {{"C", c_dim}, {"K", ws[0]}})
-                       : 1;
+  // A grouped conv's kernel reads each group's channels: their counts set the access width.
+  prob.alignment = !c_dim.is_static() || !ws[0].is_static() ? 1
+                   : groups > 1 ? cutlass_backend::static_alignment(cx.o.dtype, {{"C/group", Dim(c_dim.value() / groups)},
+                                                                                {"K/group", Dim(ws[0].value() / groups)}})
+                                : cutlass_backend::static_alignment(cx.o.dtype, {{"C", c_dim}, {"K", ws[0]}});
   for (int64_t v : {prob.n, prob.c, prob.h, prob.w, prob.k, prob.r, prob.s, prob.p, prob.q})
     if (v <= 0) throw UnsupportedError(where(n) + " [" + pattern + "]: conv dims do not evaluate over the symbol ranges");
   // One pick per batch bucket (powers of two over the batch range, as GEMM M buckets): a batch-1
