@@ -3,7 +3,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -17,6 +16,7 @@
 
 #include "support/hash.h"
 #include "support/subprocess.h"
+#include "support/thread_pool.h"
 
 namespace fs = std::filesystem;
 
@@ -184,7 +184,6 @@ std::vector<CompileResult> CompileCache::compile_all(const std::vector<CompileJo
   parallel = std::max(1, std::min<int>(parallel, static_cast<int>(todo.size())));
   const bool tty = isatty(fileno(stderr));
   const auto t0 = std::chrono::steady_clock::now();
-  std::atomic<size_t> next{0};
   std::mutex mu;
   size_t done = 0, failed = 0;
   auto report = [&](const CompileResult& r) {
@@ -206,28 +205,23 @@ std::vector<CompileResult> CompileCache::compile_all(const std::vector<CompileJo
     }
     std::fflush(stderr);
   };
-  auto worker = [&] {
-    for (;;) {
-      size_t t = next.fetch_add(1);
-      if (t >= todo.size()) return;
-      CompileResult r;
-      try {
-        r = compile_one(jobs[todo[t]]);
-      } catch (const std::exception& e) {  // a full disk must not take the other compiles down
-        r.name = jobs[todo[t]].name;
-        r.ok = false;
-        r.log = e.what();
-      }
-      std::lock_guard<std::mutex> lock(mu);
-      results[todo[t]] = r;
-      ++done;
-      if (!r.ok) ++failed;
-      report(r);
+  // Its own pool: `parallel` is the user's --jobs, nvcc processes that may outnumber the cores.
+  support::ThreadPool pool(static_cast<size_t>(parallel));
+  pool.parallel_for(todo.size(), [&](size_t t) {
+    CompileResult r;
+    try {
+      r = compile_one(jobs[todo[t]]);
+    } catch (const std::exception& e) {  // a full disk must not take the other compiles down
+      r.name = jobs[todo[t]].name;
+      r.ok = false;
+      r.log = e.what();
     }
-  };
-  std::vector<std::thread> threads;
-  for (int i = 0; i < parallel; ++i) threads.emplace_back(worker);
-  for (auto& t : threads) t.join();
+    std::lock_guard<std::mutex> lock(mu);
+    results[todo[t]] = r;
+    ++done;
+    if (!r.ok) ++failed;
+    report(r);
+  });
   return results;
 }
 
