@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# One device call: issue 5's GEMM tuning benchmark on one half (DTYPE f16, the default, or bf16) of its
-# shape set (DTYPE=all: both in one run, one geomean over the 76 shapes), with the deploy columns (what sabre compile deploys, cuBLASLt algorithms included). With
-# IMPORT=FILE.jsonl.gz a DB of an earlier call is imported first (its rows count only where their build,
-# template version included, is this one's; the seventh session imported the M=1024 DB of the third).
-# A warm machine's DB of an earlier call is kept (f16, then bf16).
+# One device call: the GEMM tuning benchmark (bench/gemm_tune_bench, bench/README.md) on one half of
+# its shape set (DTYPE f16, the default, or bf16) or on both in one run with one geomean (DTYPE=all),
+# with the deploy columns (what sabre compile deploys, cuBLASLt algorithms included). With
+# IMPORT=FILE.jsonl.gz a DB of an earlier call is imported first (its rows count only where their
+# build, template version included, is this one's). A warm machine's DB of an earlier call is kept.
 # Rows print as they are measured; the DB comes back as $OUT/bench_db.jsonl.gz.
 # Usage on the GPU host: [DTYPE=bf16|all] [IMPORT=bench/results/X.jsonl.gz] bash scripts/gpu/gemm_bench_lt.sh
 set -u

@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "support/checked.h"
+#include "support/hash.h"
 
 namespace sabre::ir {
 
@@ -215,19 +216,12 @@ Tensor Tensor::cast(DType to) const {
 }
 
 uint64_t Tensor::content_hash() const {
-  uint64_t h = 1469598103934665603ull;
-  auto mix = [&](const void* p, size_t n) {
-    const auto* b = static_cast<const uint8_t*>(p);
-    for (size_t i = 0; i < n; ++i) {
-      h ^= b[i];
-      h *= 1099511628211ull;
-    }
-  };
+  support::Hasher h;
   uint8_t dt = static_cast<uint8_t>(dtype_);
-  mix(&dt, 1);
-  mix(dims_.data(), dims_.size() * sizeof(int64_t));
-  if (data_) mix(data_, nbytes());
-  return h;
+  h.update(&dt, 1);
+  h.update(dims_.data(), dims_.size() * sizeof(int64_t));
+  if (data_) h.update(data_, nbytes());
+  return h.digest();
 }
 
 }  // namespace sabre::ir

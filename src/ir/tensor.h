@@ -48,7 +48,7 @@ class Tensor {
   // Same values, other dtype.
   Tensor cast(DType to) const;
 
-  // FNV-1a over dtype, dims and bytes: a stable identity for printing and caching.
+  // support::hash64 of dtype, dims and bytes: a stable identity for printing and caching.
   uint64_t content_hash() const;
 
  private:

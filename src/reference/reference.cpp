@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "reference/kernels.h"
+#include "support/thread_pool.h"
 
 namespace sabre::reference {
 namespace detail {
@@ -145,26 +146,17 @@ Tensor from_i64(const std::vector<int64_t>& v, DType dt, Dims dims) {
 }
 
 void parallel_for(int64_t n, int64_t min_chunk, const std::function<void(int64_t, int64_t)>& f) {
-  int64_t hw = std::max<int64_t>(1, std::thread::hardware_concurrency());
-  int64_t workers = std::min<int64_t>(hw, min_chunk > 0 ? n / min_chunk : n);
+  support::ThreadPool& pool = support::ThreadPool::shared();
+  int64_t workers = std::min<int64_t>(static_cast<int64_t>(pool.size()), min_chunk > 0 ? n / min_chunk : n);
   if (workers <= 1) {
     if (n > 0) f(0, n);
     return;
   }
-  std::vector<std::thread> ts;
   int64_t per = (n + workers - 1) / workers;
-  for (int64_t w = 1; w < workers; ++w) {
-    int64_t b = w * per, e = std::min(n, b + per);
-    if (b < e) ts.emplace_back(f, b, e);
-  }
-  std::exception_ptr err;
-  try {
-    f(0, std::min(n, per));
-  } catch (...) {
-    err = std::current_exception();
-  }
-  for (auto& t : ts) t.join();
-  if (err) std::rethrow_exception(err);
+  pool.parallel_for(static_cast<size_t>(workers), [&](size_t w) {
+    int64_t b = static_cast<int64_t>(w) * per, e = std::min(n, b + per);
+    if (b < e) f(b, e);
+  });
 }
 
 }  // namespace detail

@@ -12,8 +12,9 @@
 #include <optional>
 #include <sstream>
 
-#include "support/files.h"
 #include "support/confine.h"
+#include "support/files.h"
+#include "support/hash.h"
 
 namespace sabre::runtime {
 
@@ -21,22 +22,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr uint64_t kFnvOffset = 0xcbf29ce484222325ull;  // 14695981039346656037
-constexpr uint64_t kFnvPrime = 1099511628211ull;
-
-uint64_t fnv_update(uint64_t h, const uint8_t* p, size_t n) {
-  for (size_t i = 0; i < n; ++i) {
-    h ^= p[i];
-    h *= kFnvPrime;
-  }
-  return h;
-}
-
-std::string hex_tag(uint64_t h) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "fnv1a64:%016llx", static_cast<unsigned long long>(h));
-  return buf;
-}
+std::string hex_tag(uint64_t h) { return std::string(kChecksumTag) + support::hex16(h); }
 
 std::string read_text(const fs::path& p) {
   try {
@@ -58,20 +44,18 @@ json::Value num(double d) { return json::Value(d); }
 
 }  // namespace
 
-std::string checksum(const void* data, size_t size) {
-  return hex_tag(fnv_update(kFnvOffset, static_cast<const uint8_t*>(data), size));
-}
+std::string checksum(const void* data, size_t size) { return hex_tag(support::hash64(data, size)); }
 
 std::string file_checksum(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   if (!f) throw ArtifactError("artifact: cannot read " + path);
-  uint64_t h = kFnvOffset;
+  support::Hasher h;
   std::vector<char> buf(1 << 20);
   while (f) {
     f.read(buf.data(), static_cast<std::streamsize>(buf.size()));
-    h = fnv_update(h, reinterpret_cast<const uint8_t*>(buf.data()), static_cast<size_t>(f.gcount()));
+    h.update(buf.data(), static_cast<size_t>(f.gcount()));
   }
-  return hex_tag(h);
+  return hex_tag(h.digest());
 }
 
 std::string ManifestInfo::to_json() const {
@@ -120,7 +104,14 @@ ManifestInfo ManifestInfo::from_json(const std::string& text) {
       double sz = need(v, "size").num();
       if (!(sz >= 0 && sz <= 9007199254740992.0) || sz != std::floor(sz))  // 2^53: what a JSON double holds exactly
         throw ArtifactError("manifest.json: file '" + k + "' has a bad size");
-      m.files[k] = {static_cast<uint64_t>(sz), need(v, "checksum").str()};
+      std::string sum = need(v, "checksum").str();
+      if (sum.rfind("fnv1a64:", 0) == 0)
+        throw ArtifactError("manifest.json: file '" + k + "' has an fnv1a64 checksum: the artifact was written by an older sabre, " +
+                            "and this one checks xxh3_64 checksums; rebuild the artifact with this sabre (sabre compile)");
+      if (sum.rfind(kChecksumTag, 0) != 0)
+        throw ArtifactError("manifest.json: file '" + k + "' has checksum '" + sum.substr(0, 40) + "', not " + kChecksumTag +
+                            "<16 hex digits>; the artifact is corrupt, recompile it");
+      m.files[k] = {static_cast<uint64_t>(sz), std::move(sum)};
     }
   } catch (const ArtifactError&) {
     throw;

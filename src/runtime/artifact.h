@@ -23,9 +23,13 @@ struct ArtifactError : PlanError {
   using PlanError::PlanError;
 };
 
+// How a manifest spells a file's checksum: this tag, then 16 hex digits. An artifact whose manifest
+// names another kind (an older sabre's "fnv1a64:") is refused with a message to rebuild it.
+inline constexpr const char* kChecksumTag = "xxh3_64:";
+
 struct FileEntry {
   uint64_t size = 0;
-  std::string checksum;  // "fnv1a64:<16 hex>"
+  std::string checksum;  // "xxh3_64:<16 hex>"
 };
 
 struct ManifestInfo {
@@ -42,7 +46,7 @@ struct ManifestInfo {
   static ManifestInfo from_json(const std::string& text);  // throws ArtifactError
 };
 
-// "fnv1a64:<16 lowercase hex>" of the bytes.
+// "xxh3_64:<16 lowercase hex>" of the bytes (support::hash64).
 std::string checksum(const void* data, size_t size);
 std::string file_checksum(const std::string& path);  // throws ArtifactError if unreadable
 

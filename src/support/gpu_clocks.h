@@ -1,9 +1,8 @@
 // The GPU's SM clock and power while a benchmark runs, read through NVML (libnvidia-ml.so.1, the
 // driver's library, loaded at run time: nothing links against it, and a machine without a driver
-// only loses the report). Why: under sustained load an H200 runs at its power limit with the SM
-// clock well under its maximum (BERT-base at batch 32: median 1815 MHz of 1980, "power cap" in 95% of
-// the samples; bench/results/graph_gap_h200_2026-12-03.txt), so a benchmark's number depends on
-// how hot and how long it ran; sabre bench prints what the clock did beside the latencies.
+// only loses the report). Why: under sustained load a data-center GPU runs at its power limit with
+// the SM clock well under its maximum (bench/results/graph_gap_*), so a benchmark's number depends
+// on how hot and how long it ran; sabre bench prints what the clock did beside the latencies.
 // Tests: tests/unit/gpu_clocks_test.cpp.
 #pragma once
 

@@ -2,36 +2,25 @@
 
 #include <unistd.h>
 
-#include <atomic>
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <map>
 #include <mutex>
-#include <sstream>
 #include <stdexcept>
 #include <thread>
 
+#include "support/hash.h"
 #include "support/subprocess.h"
+#include "support/thread_pool.h"
 
 namespace fs = std::filesystem;
 
 namespace sabre::tune {
-
-uint64_t fnv1a(const std::string& s, uint64_t h) {
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return h;
-}
-
-std::string hex16(uint64_t v) {
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
-  return buf;
-}
 
 namespace {
 
@@ -55,6 +44,42 @@ std::string format_duration(double s) {
   return buf;
 }
 
+// Bumped whenever what a key covers or how it is hashed changes, so that no entry an older sabre
+// cached is ever taken for this one's.
+constexpr const char* kKeyVersion = "sabre-kernel-cache-2";
+
+// An include directory as the key sees it: the hash of every regular file below it (relative name
+// and bytes, in name order), never its path, so equal headers give equal keys on any machine and
+// an edited header gives a new key. Hashed once per directory per process.
+std::string include_dir_identity(const std::string& dir) {
+  static std::mutex mu;
+  static std::map<std::string, std::string> memo;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (auto it = memo.find(dir); it != memo.end()) return it->second;
+  }
+  std::vector<fs::path> files;
+  std::error_code ec;
+  for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
+    if (it->is_regular_file(ec)) files.push_back(it->path());
+  std::sort(files.begin(), files.end());
+  support::Hasher h;
+  std::string bytes;
+  for (const auto& f : files) {
+    const std::string rel = f.lexically_relative(dir).generic_string();
+    h.update(rel.data(), rel.size() + 1);  // with its NUL: names and contents cannot run together
+    std::ifstream in(f, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    const uint64_t size = bytes.size();
+    h.update(&size, sizeof size);
+    h.update(bytes);
+  }
+  const std::string id = "@headers:" + support::hex16(h.digest()) + (files.empty() ? ":empty" : "");
+  std::lock_guard<std::mutex> lock(mu);
+  memo.emplace(dir, id);
+  return id;
+}
+
 }  // namespace
 
 std::string CompileCache::default_dir() {
@@ -75,10 +100,22 @@ CompileCache::CompileCache(std::string dir, std::string compiler) : dir_(std::mo
 }
 
 std::string CompileCache::key(const CompileJob& job) const {
-  uint64_t h = fnv1a(job.source);
-  h = fnv1a(compiler_version_, h);
-  for (const auto& f : job.flags) h = fnv1a(f + '\0', h);
-  return hex16(h);
+  support::Hasher h;
+  auto field = [&h](const std::string& s) { h.update(s.data(), s.size() + 1); };  // each with its NUL
+  field(kKeyVersion);
+  field(job.source);
+  field(compiler_version_);
+  for (size_t i = 0; i < job.flags.size(); ++i) {
+    const std::string& f = job.flags[i];
+    if ((f == "-I" || f == "-isystem") && i + 1 < job.flags.size()) {
+      field(f + include_dir_identity(job.flags[++i]));  // -I DIR keys as -IDIR
+    } else if (f.size() > 2 && f.rfind("-I", 0) == 0) {
+      field("-I" + include_dir_identity(f.substr(2)));
+    } else {
+      field(f);
+    }
+  }
+  return support::hex16(h.digest());
 }
 
 CompileResult CompileCache::lookup(const CompileJob& job) const {
@@ -147,7 +184,6 @@ std::vector<CompileResult> CompileCache::compile_all(const std::vector<CompileJo
   parallel = std::max(1, std::min<int>(parallel, static_cast<int>(todo.size())));
   const bool tty = isatty(fileno(stderr));
   const auto t0 = std::chrono::steady_clock::now();
-  std::atomic<size_t> next{0};
   std::mutex mu;
   size_t done = 0, failed = 0;
   auto report = [&](const CompileResult& r) {
@@ -169,28 +205,23 @@ std::vector<CompileResult> CompileCache::compile_all(const std::vector<CompileJo
     }
     std::fflush(stderr);
   };
-  auto worker = [&] {
-    for (;;) {
-      size_t t = next.fetch_add(1);
-      if (t >= todo.size()) return;
-      CompileResult r;
-      try {
-        r = compile_one(jobs[todo[t]]);
-      } catch (const std::exception& e) {  // a full disk must not take the other compiles down
-        r.name = jobs[todo[t]].name;
-        r.ok = false;
-        r.log = e.what();
-      }
-      std::lock_guard<std::mutex> lock(mu);
-      results[todo[t]] = r;
-      ++done;
-      if (!r.ok) ++failed;
-      report(r);
+  // Its own pool: `parallel` is the user's --jobs, nvcc processes that may outnumber the cores.
+  support::ThreadPool pool(static_cast<size_t>(parallel));
+  pool.parallel_for(todo.size(), [&](size_t t) {
+    CompileResult r;
+    try {
+      r = compile_one(jobs[todo[t]]);
+    } catch (const std::exception& e) {  // a full disk must not take the other compiles down
+      r.name = jobs[todo[t]].name;
+      r.ok = false;
+      r.log = e.what();
     }
-  };
-  std::vector<std::thread> threads;
-  for (int i = 0; i < parallel; ++i) threads.emplace_back(worker);
-  for (auto& t : threads) t.join();
+    std::lock_guard<std::mutex> lock(mu);
+    results[todo[t]] = r;
+    ++done;
+    if (!r.ok) ++failed;
+    report(r);
+  });
   return results;
 }
 

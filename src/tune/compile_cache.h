@@ -1,8 +1,9 @@
 // Compiles kernel sources into shared libraries once, in parallel, cached by content.
 //
 // Candidates do not depend on the problem shape, so a (config, epilogue, dtype, arch) source is
-// compiled once and kept under its key: the hash of the source text, the compiler's version and
-// the flags. Failures are cached too (with their log), so a warm run never retries a known-bad
+// compiled once and kept under its key: the hash (support::hash64) of the source text, the
+// compiler's version and the flags, with each include directory (-I) standing for the contents
+// of the headers under it, not its path, so a cache copied to another machine still hits. Failures are cached too (with their log), so a warm run never retries a known-bad
 // candidate. Results are moved into place atomically: a kill mid-compile leaves no half object.
 // Tests: tests/unit/compile_cache_test.cpp
 #pragma once
@@ -40,7 +41,8 @@ class CompileCache {
 
   const std::string& dir() const { return dir_; }
   const std::string& compiler_version() const { return compiler_version_; }
-  // 16 hex digits: hash of source, compiler version and flags.
+  // 16 hex digits: hash of the key's version, source, compiler version and flags (include
+  // directories by content).
   std::string key(const CompileJob& job) const;
 
   // Compiles what is not cached, `parallel` at a time; progress goes to stderr (a bar with ETA on
@@ -62,9 +64,5 @@ class CompileCache {
 // -shared and -Xcompiler -fPIC. Every caller that keys a kernel must use this, so `sabre tune`
 // and `sabre compile` find each other's objects.
 std::vector<std::string> cache_flags(const std::vector<std::string>& command);
-
-// FNV-1a 64; stable across runs and machines.
-uint64_t fnv1a(const std::string& s, uint64_t h = 1469598103934665603ull);
-std::string hex16(uint64_t v);
 
 }  // namespace sabre::tune

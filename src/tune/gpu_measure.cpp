@@ -1,7 +1,7 @@
 // The GPU side of the profiler: probing the device and timing one candidate in a child process.
 // Built with the CUDA toolkit only (SABRE_TUNE_HAVE_CUDA); otherwise the stubs at the end say
-// that this build cannot time. Never run by the CPU tests: the lead runs it through `sabre tune`
-// and bench/gemm_tune_bench.cpp on the H200.
+// that this build cannot time. Never run by the CPU tests: it runs on a GPU host through
+// `sabre tune` and bench/gemm_tune_bench.cpp.
 #include "tune/profiler.h"
 #include "tune/conv_tune.h"
 

@@ -160,9 +160,9 @@ std::vector<Candidate> rank_candidates(const GemmProblem& p, int64_t m, int targ
   });
   // Of two sm90 kernels that differ only in tile K (same schedule, tile M x N, cluster and split), the
   // ranking keeps the one ahead: the 256-byte K wherever the model rates them the same (K a multiple
-  // of 128 elements), since on the H200 it ran faster at every shape timed for the tiles that have one
-  // (bench/results/ktile_h200_2026-12-04.txt); timing both would fill the top-k with pairs (split-K
-  // would drop out at small M with long K).
+  // of 128 elements), since it was the faster of the two wherever both were timed
+  // (bench/results/ktile_*); timing both would fill the top-k with pairs (split-K would drop out at
+  // small M with long K).
   std::set<std::tuple<int, int, int, int, int, int>> seen;
   std::erase_if(out, [&](const Candidate& c) {
     const KernelConfig& k = c.spec.config;

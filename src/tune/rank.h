@@ -22,32 +22,25 @@ struct GpuModel {
   double sm80_on_sm90 = 0.6;  // mma.sync kernels reach about this share of wgmma peak on Hopper
   double launch_us = 2.5;     // launch + pipeline fill + epilogue drain, per kernel
   // Split-K's serial reduction hands a lock from one split to the next through L2 (a fence, an
-  // atomic, the next CTA's poll and its pass over the partial tile). Measured on the H200
-  // 2026-12-03 (bench/results/convsk_h200_2026-12-03.txt), both fitting 2.7-3 us a pass: the SM90
-  // split-K GEMM 128x64 splitk4 at M=128, N=768, K=3072 took 17.8 us (12 k-iterations a split),
-  // the SM80 conv 64x64 splitk8 and splitk4 at ResNet-50's batch-1 7x7 and 14x14 layers 27 and 18 us.
-  // (The first estimate, 0.3 us, made the model pick split-K where it lost to one CTA per tile.)
+  // atomic, the next CTA's poll and its pass over the partial tile): a few microseconds a pass,
+  // fitted to split-K GEMMs and convs timed on the GPU (bench/results/convsk_*). Much less makes the
+  // model pick split-K where one CTA per tile is faster.
   double lock_handoff_us = 2.7;
   // What a stream-K kernel costs beyond its balanced work and fixups: it launches without PDL, after
-  // the memset with which initialize zeroes its locks. On the H200 (bench/results/gemm_tune_h200_2026-12-02.txt
-  // and its DB) every stream-K kernel ran 3.7-15 us over what the model predicted, after scaling by
-  // its error on the data-parallel kernels of the same shape, at up to 576 tiles: the model ranked
-  // stream-K first at 1024x2304x768 (9.1 us predicted, 17.7 measured, against 12.2 for a pingpong).
-  // The smallest excess is taken.
+  // the memset with which initialize zeroes its locks. Without this term the model ranked stream-K
+  // first where a data-parallel kernel was faster; it is the smallest excess over the prediction
+  // that stream-K kernels showed when timed (bench/results/gemm_tune_*).
   double streamk_fixed_us = 3.7;
   // The few_channels conv iterator gathers one filter tap's channels (16 bytes) from a different
-  // pixel each access and recomputes (n,p,q,r,s) for it: on the H200 (2026-12-03,
-  // bench/results/rn50_stem_h200_2026-12-03.txt) ResNet-50's padded stem at batch 32 (M = 401408,
-  // K = 7·7·8 = 392) took 204.5 us on the 256x64 s3 kernel where the model, counting it as a GEMM
-  // over that K, predicted 79: its time is scaled by that ratio.
+  // pixel each access and recomputes (n,p,q,r,s) for it, so it runs well below the GEMM the model
+  // would count it as; its time is scaled by the ratio measured on ResNet-50's padded stem
+  // (bench/results/rn50_stem_*).
   double few_channels_slowdown = 2.6;
   // A conv grid of at most one CTA per SM (small batch, deep R·S·C) is latency-bound: each CTA
-  // waits on its own few k-tiles in flight, whatever the tensor cores could do. On the H200
-  // (2026-12-03, bench/results/stem_conv_h200_2026-12-03.txt and convsk_h200_2026-12-03.txt) ResNet-50's
-  // batch-1 3x3 convs took about 0.25 us a k-tile after launch on both families: sm90 pingpong
-  // 128x64x64 17-18 us over 72 k-tiles (7x7x512) and 12.8 over 36 (14x14x256), sm80 64x64x32 20 us
-  // over 72 and 13 over 36, where the throughput model gave 2-4 times less. The floor is k-tiles
-  // per CTA times this, plus the launch.
+  // waits on its own few k-tiles in flight, whatever the tensor cores could do, so the throughput
+  // model alone predicts it several times too fast. The floor is k-tiles per CTA times this per-tile
+  // latency (fitted to small-batch 3x3 convs of both families, bench/results/stem_conv_* and
+  // convsk_*), plus the launch.
   double conv_cta_iter_us = 0.25;
   static GpuModel for_sm(int target_sm);  // 90: H100/H200; 80: A100 (108 SMs, 312 TFLOPs)
 };

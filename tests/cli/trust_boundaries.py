@@ -8,6 +8,8 @@ stand-in libraries create a marker file from their constructor).
 
 usage: trust_boundaries.py SABRE WORK_DIR STAND_IN_LIBS_DIR
 """
+import ctypes
+import ctypes.util
 import json
 import os
 import re
@@ -25,19 +27,20 @@ CRASH = re.compile(r"terminate called|AddressSanitizer|runtime error:|Segmentati
 SECRET = 12345.678  # the value the outside file holds: it must show up nowhere
 
 
-def fnv1a64(path):
-    h = 0xCBF29CE484222325
-    with open(path, "rb") as f:
-        for b in f.read():
-            h = ((h ^ b) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
-    return "fnv1a64:%016x" % h
+def xxh3_64(path):
+    """The artifact checksum (src/support/hash.h), from the xxHash library sabre's header comes with."""
+    lib = ctypes.CDLL(ctypes.util.find_library("xxhash") or "libxxhash.so.0")
+    lib.XXH3_64bits.restype = ctypes.c_uint64
+    lib.XXH3_64bits.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
+    data = open(path, "rb").read()
+    return "xxh3_64:%016x" % lib.XXH3_64bits(data, len(data))
 
 
 def relist(art, entry, actual):
     """manifest.json of `art` lists `entry` with the size and checksum of the file at `actual`."""
     mp = os.path.join(art, "manifest.json")
     m = json.load(open(mp))
-    m["files"][entry] = {"size": os.path.getsize(actual), "checksum": fnv1a64(actual)}
+    m["files"][entry] = {"size": os.path.getsize(actual), "checksum": xxh3_64(actual)}
     json.dump(m, open(mp, "w"))
 
 

@@ -4,7 +4,7 @@ run on the GPU at several shapes and compared, output by output, with sabre's CP
 
 Models: scripts/make_models.py's bert_tiny, gpt2_block, resnet_block and cnn_stem, plus the graphs
 below for the step kinds those do not reach. Every step kind the runtime knows (src/runtime/
-resolve.cpp, known_ops) must appear in at least one compiled plan: the test prints which model
+step_kind.cpp, kStepKindNames) must appear in at least one compiled plan: the test prints which model
 covers which kind and fails on a kind no model covers, so a new step kind needs a model here. A
 kind the compiler never emits (no step("KIND", ...) in src/codegen) may instead be listed in
 NOT_EMITTED with the reason; the entry fails once the compiler starts emitting it.
@@ -195,12 +195,12 @@ VARIANTS = [
 
 # ---- the runtime's and the compiler's step kinds ----------------------------------------------
 def runtime_step_kinds():
-    path = os.path.join(ROOT, "src", "runtime", "resolve.cpp")
+    path = os.path.join(ROOT, "src", "runtime", "step_kind.cpp")
     src = open(path).read()
-    m = re.search(r"known_ops\(\)\s*\{.*?=\s*\{(.*?)\};", src, re.S)
+    m = re.search(r"kStepKindNames\s*=\s*\{(.*?)\};", src, re.S)
     kinds = re.findall(r'"([a-z0-9_]+)"', m.group(1)) if m else []
     if len(kinds) < 10:
-        raise SystemExit(f"e2e_models: could not read the runtime's step kinds from {path} (known_ops): "
+        raise SystemExit(f"e2e_models: could not read the runtime's step kinds from {path} (kStepKindNames): "
                          "update runtime_step_kinds() here to the new form")
     return kinds
 

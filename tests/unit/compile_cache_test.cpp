@@ -60,6 +60,28 @@ TEST(CompileCache, KeyDependsOnSourceFlagsAndCompilerVersion) {
   EXPECT_EQ(ca.key(j), ca.key(renamed)) << "the key is the content; the name is the file stem";
 }
 
+TEST(CompileCache, KeyHoldsIncludeDirectoriesByContentNotPath) {
+  // The same headers under two paths (two machines, two checkouts) give one key; an edited header
+  // gives another. Both spellings: -I<dir> and -I <dir>.
+  FakeCompiler a("1.0");
+  CompileCache cache((a.dir / "cache").string(), a.path);
+  auto headers = [&](const std::string& where, const std::string& text) {
+    const fs::path d = a.dir / where;
+    fs::create_directories(d / "sabre");
+    std::ofstream(d / "sabre" / "kernel_abi.h") << text;
+    std::ofstream(d / "top.h") << "#pragma once\n";
+    return d.string();
+  };
+  const std::string one = headers("machine_one/include", "int abi_v1;\n");
+  const std::string two = headers("elsewhere/checkout/include", "int abi_v1;\n");
+  const std::string edited = headers("edited/include", "int abi_v2;\n");
+  const CompileJob j1{"k", "int x;", {"-O3", "-I" + one}}, j2{"k", "int x;", {"-O3", "-I" + two}},
+      j3{"k", "int x;", {"-O3", "-I" + edited}}, j4{"k", "int x;", {"-O3", "-I", two}};
+  EXPECT_EQ(cache.key(j1), cache.key(j2)) << "the key must not hold the include path";
+  EXPECT_NE(cache.key(j1), cache.key(j3)) << "an edited header must change the key";
+  EXPECT_EQ(cache.key(j1), cache.key(j4)) << "-I DIR is -IDIR";
+}
+
 TEST(CompileCache, CompilesOnceAndCachesSuccessesAndFailures) {
   FakeCompiler cc("1.0");
   CompileCache cache((cc.dir / "cache").string(), cc.path);

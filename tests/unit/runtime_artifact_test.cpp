@@ -98,10 +98,34 @@ TEST(RuntimeArtifact, RoundTripsPlanWeightsKernelsAndManifest) {
   EXPECT_EQ(a.manifest.files.at("weights.bin").checksum, checksum(random_bytes(512, 1).data(), 512));
 }
 
-TEST(RuntimeArtifact, ChecksumIsFnv1a64) {
-  // FNV-1a 64 of "a" is af63dc4c8601ec8c (the published test vector).
-  EXPECT_EQ(checksum("a", 1), "fnv1a64:af63dc4c8601ec8c");
-  EXPECT_EQ(checksum("", 0), "fnv1a64:cbf29ce484222325");
+TEST(RuntimeArtifact, ChecksumIsXxh3_64) {
+  // XXH3-64 of "" and "a" (the values xxHash's own XXH3_64bits gives).
+  EXPECT_EQ(checksum("", 0), "xxh3_64:2d06800538d394c2");
+  EXPECT_EQ(checksum("a", 1), "xxh3_64:e6c632b61e964e1f");
+  // A file is checksummed in 1 MiB pieces: the same value as the bytes at once.
+  const std::string dir = fresh_dir("filesum");
+  fs::create_directories(dir);
+  const std::vector<uint8_t> big = random_bytes((3 << 20) + 17, 5);
+  std::ofstream(dir + "/big.bin", std::ios::binary).write(reinterpret_cast<const char*>(big.data()),
+                                                          static_cast<std::streamsize>(big.size()));
+  EXPECT_EQ(file_checksum(dir + "/big.bin"), checksum(big.data(), big.size()));
+}
+
+TEST(RuntimeArtifact, AnOlderSabresFnvChecksumsSayRebuild) {
+  // The manifest an older sabre wrote: the same files, checksummed with FNV-1a.
+  std::string dir = write_good("oldsum");
+  std::string m = slurp(dir + "/manifest.json");
+  for (size_t at; (at = m.find("xxh3_64:")) != std::string::npos;) m.replace(at, 8, "fnv1a64:");
+  spit(dir + "/manifest.json", m);
+  std::string e = load_error(dir);
+  EXPECT_TRUE(contains(e, "written by an older sabre")) << e;
+  EXPECT_TRUE(contains(e, "rebuild the artifact with this sabre (sabre compile)")) << e;
+  // A checksum of no known kind is corruption, not age.
+  m = slurp(dir + "/manifest.json");
+  for (size_t at; (at = m.find("fnv1a64:")) != std::string::npos;) m.replace(at, 8, "md5sum::");
+  spit(dir + "/manifest.json", m);
+  e = load_error(dir);
+  EXPECT_TRUE(contains(e, "not xxh3_64:<16 hex digits>; the artifact is corrupt")) << e;
 }
 
 TEST(RuntimeArtifact, TruncatedWeightsAreNamed) {

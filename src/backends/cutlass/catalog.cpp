@@ -29,16 +29,13 @@ constexpr Sm90Row kSm90[] = {
     {Schedule::pingpong, 64, 96, 1, 2},   {Schedule::pingpong, 128, 96, 1, 1},  {Schedule::pingpong, 128, 192, 1, 1},
     {Schedule::coop, 128, 192, 1, 1},
     // 64x32: a 128-row problem with N=768 (BERT's projections at batch 1) gets 48 CTAs instead of 24, each
-    // loading 96 rows of operands a k-step instead of 128. On the H200 128x768x3072 ran 6.78 us against
-    // 7.58 for 64x64 and 128x768x768 3.61 against 4.04; 64x16 and 64x48 lost to 64x32 at both (64x48 to
-    // 64x64 too), and so did 64x16, 64x32 and 64x64 in 1x2 clusters (bench/results/small_tile_h200_2026-12-04.txt).
+    // loading 96 rows of operands a k-step instead of 128. Of the small tiles tried (64x16, 64x32, 64x48,
+    // 64x64, also in 1x2 clusters) only 64x32 beat 64x64 there (bench/results/small_tile_*).
     {Schedule::pingpong, 64, 32, 1, 1},
-    // 256-byte K (128 f16 a k-step: half the k-steps and pipeline handoffs) for the small tiles. On the
-    // H200 every 128-row problem of issue 5 ran fastest on one (128x768x3072 6.04 us against 6.53 for
-    // 64x32 with the 128-byte K; 128x2304x768 3.97 against 4.12 for 64x64), and 64x96 c1x2 at
-    // 1024x768x3072 11.19 against 11.56; 64x128 c1x2 lost there (12.27 against 11.32), so it has no
-    // such row (bench/results/ktile_h200_2026-12-04.txt). The model rates a 256-byte K the same as its
-    // 128-byte twin where K is a multiple of 128, and the ranking then keeps it alone (tune/rank.cpp).
+    // 256-byte K (128 f16 a k-step: half the k-steps and pipeline handoffs) for the small tiles that
+    // were faster with it than with the 128-byte K (bench/results/ktile_*); 64x128 c1x2 was not, so it
+    // has no such row. The model rates a 256-byte K the same as its 128-byte twin where K is a
+    // multiple of 128, and the ranking then keeps it alone (tune/rank.cpp).
     {Schedule::pingpong, 64, 32, 1, 1, 1, 256},  {Schedule::pingpong, 64, 64, 1, 1, 1, 256},
     {Schedule::pingpong, 64, 96, 1, 2, 1, 256},
     // stream-K: cooperative mainloop, K split across CTAs to fill the machine on few tiles
@@ -52,7 +49,7 @@ constexpr Sm90Row kSm90[] = {
     {Schedule::splitk, 128, 128, 1, 1, 2},  {Schedule::splitk, 128, 128, 1, 1, 4},  {Schedule::splitk, 128, 128, 1, 1, 8},
     // unordered split-K: the same split with the middle splits adding atomically as they arrive,
     // so a tile's reduction costs about three handoffs whatever the split count (the ordered
-    // turnstile measured 2.7-3 us per split on the H200). The 128x32 tile gives a 128-row problem
+    // turnstile costs one a split: GpuModel::lock_handoff_us). The 128x32 tile gives a 128-row problem
     // with N=768 (BERT's projections at batch 1) 24 tiles, 96 CTAs at 4 splits.
     {Schedule::splitku, 128, 32, 1, 1, 4},  {Schedule::splitku, 128, 32, 1, 1, 8},  {Schedule::splitku, 128, 64, 1, 1, 2},
     {Schedule::splitku, 128, 64, 1, 1, 4},  {Schedule::splitku, 128, 64, 1, 1, 8},  {Schedule::splitku, 128, 128, 1, 1, 2},

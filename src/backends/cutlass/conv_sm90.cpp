@@ -39,9 +39,9 @@ constexpr Row kRows[] = {
     // Small N·P·Q (7x7 and 14x14 maps at small batch): half the M tile doubles the CTAs that fill the
     // 132 SMs. CUTLASS prefers 64x128 to 128x64 on sm90 for such shapes.
     {S::ws, 64, 128, 1, 1},
-    // Persistent pingpong: the ws kernel ran ResNet-50's layer1 3x3 (M = 100352, N = 64, K = 576) at
-    // about a third of its FLOP and byte rate on the H200 (35 us), with 6 waves of CTAs each running
-    // its epilogue alone; here one warpgroup's epilogue hides under the other's mainloop. The same
+    // Persistent pingpong: the ws kernel runs a large-M, small-N conv (ResNet-50's layer1 3x3) in many
+    // waves of CTAs each running its epilogue alone, well under its FLOP and byte rate; here one
+    // warpgroup's epilogue hides under the other's mainloop. The same
     // three tiles as ws, so each ws kernel has a persistent twin to be timed against.
     {S::pingpong, 128, 64, 1, 1},
     {S::pingpong, 128, 128, 1, 1},

@@ -240,8 +240,8 @@ std::optional<std::string> unsupported_reason(const KernelSpec& s, int target_sm
     if (c.alignment * bytes != 16) return "TMA needs 16-byte aligned rows: alignment must be 16 bytes";
     if (c.tile.k * bytes != 128 && c.tile.k * bytes != 256)
       return "sm90 tile K must span 128 or 256 bytes (64 or 128 f16/bf16, 32 or 64 f32)";
-    // A 256-byte K doubles a stage's shared memory; the small tiles it pays for (64x32 to 64x128, built
-    // and timed on the H200) keep 4 stages or more.
+    // A 256-byte K doubles a stage's shared memory; the small tiles it pays for (64x32 to 64x128)
+    // keep 4 stages or more.
     if (c.tile.k * bytes == 256 && c.tile.m + c.tile.n > 192)
       return "a 256-byte tile K needs tile M + N <= 192 (48 KiB a stage)";
     if (c.tile.n % 16 || c.tile.n < 16 || c.tile.n > 256) return "sm90 tile N must be a multiple of 16 in 16..256";
@@ -256,8 +256,8 @@ std::optional<std::string> unsupported_reason(const KernelSpec& s, int target_sm
     }
     if (c.tile.m * c.tile.n > 256 * 128) return "sm90 tile larger than 256x128 leaves too little shared memory";
     // 2x2 multicasts both operands (A along the cluster's N, B along its M). It builds and computes
-    // right, but lost to 1x2 and 2x1 at every shape timed on the H200, so no catalog row has it
-    // (bench/results/cluster_ab_h200_2026-12-04.txt).
+    // right, but was slower than 1x2 and 2x1 wherever timed, so no catalog row has it
+    // (bench/results/cluster_ab_*).
     if (c.cluster_m < 1 || c.cluster_n < 1 || c.cluster_m > 2 || c.cluster_n > 2)
       return "cluster must be 1x1, 1x2, 2x1 or 2x2";
     if (s.ops.ab == Elem::f32 && s.ops.layout != Layout::tn) return "TF32 wgmma needs K-major B (layout tn)";

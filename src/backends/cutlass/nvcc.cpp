@@ -1,14 +1,14 @@
 #include "backends/cutlass/nvcc.h"
 
-#include <atomic>
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-#include <thread>
 
 #include "support/subprocess.h"
+#include "support/thread_pool.h"
 
 namespace sabre::cutlass_backend {
 namespace fs = std::filesystem;
@@ -114,20 +114,16 @@ CompileResult compile_text(const std::string& name, const std::string& text, con
 template <class Compile, class NameOf>
 std::vector<CompileResult> compile_parallel(size_t n, int jobs, Compile compile, NameOf name_of) {
   std::vector<CompileResult> results(n);
-  std::atomic<size_t> next{0};
-  auto worker = [&] {
-    for (size_t i; (i = next++) < n;) {
-      try {
-        results[i] = compile(i);
-      } catch (const std::exception& e) {
-        results[i].name = name_of(i);
-        results[i].log = e.what();
-      }
+  // Its own pool: `jobs` is the user's --jobs, nvcc processes that may outnumber the cores.
+  support::ThreadPool pool(static_cast<size_t>(std::max(1, std::min<int>(jobs, static_cast<int>(n)))));
+  pool.parallel_for(n, [&](size_t i) {
+    try {
+      results[i] = compile(i);
+    } catch (const std::exception& e) {
+      results[i].name = name_of(i);
+      results[i].log = e.what();
     }
-  };
-  std::vector<std::thread> pool;
-  for (int j = 0; j < std::max(1, jobs); ++j) pool.emplace_back(worker);
-  for (auto& t : pool) t.join();
+  });
   return results;
 }
 

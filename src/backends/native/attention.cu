@@ -32,21 +32,8 @@
 // instructions a 32-key step, 32 of them HMMA.
 // Fully masked rows give zeros; a row whose scores so far are all huge finite mask values
 // (finfo(f32).min) subtracts its maximum before the exponent instead of overflowing m·log2 e.
-//
-// History (CUDA graph replay on the H200; BERT-base, 12 heads, seq 128, packed QKV, f32 [B,1,1,K] mask):
-// the first version kept whole score rows in shared memory: 28 / 71 us at batch 1 / 32 back to back
-// (bench/results/native_bench_h200_2026-12-02.txt); the next loaded tiles synchronously through
-// registers: 14.6 / 11.6 / 23.6 us at batch 1 / 8 / 32 (bench/results/speed_h200_2026-12-02.txt);
-// the one before this (4-warp blocks, Q fragments in registers, whole-tile softmax with
-// __expf, the mask one predicated scalar load a score) 4.46 / 9.3 / 22.1 us, ~1300 SASS instructions
-// a 64-key tile a warp at 160-168 registers (three blocks, 12 warps an SM;
-// bench/results/pdl_native_h200_2026-12-03.txt). This one: 3.44 / 5.64 / 12.71 us with the 16x4,
-// 128 and 128-row blocks (bench/results/bert_speed_h200_2026-12-03.txt), 704/704 native GPU tests.
-// In BERT-base (sabre bench, same artifact and run) it took 0.566 / 0.941 / 2.039 ms to 0.497 / 0.907 /
-// 1.795 at batch 1 / 8 / 32; that A/B done, the previous kernel is gone. The 4-warp 128-row blocks
-// (2026-12-04, i64 [B,1,1,K] mask): 11.15 against 12.83 us alone at batch 32, BERT-base 1.590-1.594
-// against 1.610-1.619 ms (bench/results/attn_w4_h200_2026-12-04.txt); slower at batch 8 and 1, and
-// with masks that make it spill. AttentionArgs::kernel forces a block shape (bench/native_bench prints each).
+// AttentionArgs::kernel forces a block shape (bench/native_bench prints each). The earlier kernels
+// this one replaced, and the timings that chose it, are in CHANGELOG.md and bench/results.
 // Tests: tests/gpu/native_kernels_test.cpp (Attention_*, every variant) against a double-precision reference.
 #include <atomic>
 #include <cstdio>
@@ -585,14 +572,9 @@ cudaError_t launch(const AttentionArgs& a, AttentionKernel kernel, cudaStream_t 
   p.causal = a.causal;
   // The largest block whose grid still gives half the SMs a block (132 SMs: the H200's), as many
   // warps sharing each K/V tile as the grid allows; small grids (BERT-base at batch 1: 96 blocks of
-  // 16 rows) split each tile's keys between warps to have more of them in flight. On the H200
-  // (native_bench, 2026-12-03, packed QKV, f32 mask): batch 8's 96 blocks of 128 rows ran 5.64 us
-  // against 7.96 for the 384 blocks of 32 rows x 2 that a two-blocks-an-SM rule chose; batch 1's
-  // 96 blocks of 16 rows x 4 3.44 us against 3.94 for 48 of 32 x 2. Batch 32's 384 blocks of 128 rows
-  // are 1.45 waves of two blocks an SM; 128-row blocks of 16 warps splitting each tile's keys two ways
-  // (one an SM, 2.9 waves) ran slower at every batch (2026-12-03, BERT's f16 mask: 21.1 / 7.8 / 6.9 us
-  // against 14.2 / 6.3 / 5.9 at batch 32 / 8 / 1; 64-row blocks split two ways 20.2 / 7.4 / 5.0 against
-  // r64's 15.4 / 6.6 / 4.7), and BERT-base at batch 32 by 57 us; they were taken out.
+  // 16 rows) split each tile's keys between warps to have more of them in flight. This beat a
+  // two-blocks-an-SM rule at every BERT-base batch; blocks splitting each tile's keys two ways at
+  // 64 and 128 rows were slower everywhere and were taken out (bench/results/bert_speed_*).
   // More 128-row blocks than two an SM (BERT-base at batch 32: 384, 1.45 waves) take 128 rows in
   // four warps of 32 instead, three blocks an SM, where ptxas keeps the variant to 168 registers with
   // (almost) no spills: without a mask or with a select mask broadcast along q.

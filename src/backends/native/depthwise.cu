@@ -4,7 +4,7 @@
 // vector (and pointers aligned): one thread per (output pixel, channel vector), 32-bit index math;
 // every other case on the grouped kernel: one thread per output element, channels fastest so a warp
 // reads consecutive channels. Tests: tests/gpu/native_kernels_test.cpp
-// (Depthwise_*) against the reference executor's grouped Conv; passed on the H200, 2026-12-02.
+// (Depthwise_*) against the reference executor's grouped Conv.
 #include "backends/native/common.cuh"
 
 namespace sabre::native {
@@ -27,8 +27,8 @@ __device__ __forceinline__ float activate(float v, const DwParams& a) { return a
 // (output pixel, channel vector), taps unrolled by the compiler for the common 3x3, the filter row of
 // each tap one vector load. For C a multiple of the vector, 16-byte aligned pointers and fewer than
 // 2^31 elements in X and Y (depthwise_conv2d checks); other depthwise convs run on grouped_kernel
-// below with K = groups = C. A scalar kernel spent its time in 64-bit divisions: MobileNetV2's
-// [32,56,56,144] 3x3 took 490 us on the H200, ~40x its bandwidth time.
+// below with K = groups = C. A scalar kernel with 64-bit index math spends its time in divisions,
+// far from the bandwidth bound.
 template <class T, int kV>
 __global__ void __launch_bounds__(256) depthwise_vec_kernel(const DwParams a) {
   detail::pdl_enter();

@@ -29,10 +29,9 @@ struct LnParams {
 // blockDim.x / TPR rows per block, NCH chunks of VEC elements per thread; chunk j of thread t is
 // elements [(t + j*TPR)*VEC, +VEC). The row is kept as T (x + residual rounded to T is exactly
 // what the unfused Add stores), so f16/bf16 rows take half the registers of floats.
-// Against the kernel this replaces (BERT-base's 128 x 768 rows took 4.5-6 us per LayerNorm under
-// CUDA graphs on the H200, ~3x their launch-bound floor): gamma and beta were read only after both
-// reductions, a second memory round trip per row; 4 rows per block left 100 of 132 SMs idle at
-// 128 rows; offsets were 64-bit.
+// Why this shape: gamma and beta are read with the row, not after both reductions (a second memory
+// round trip per row); small row counts spread over many blocks rather than leave most SMs idle;
+// offsets are 32-bit.
 template <class T, int VEC, int NCH, int TPR>
 __global__ void __launch_bounds__(256) layernorm_rows(const LnParams p) {
   detail::pdl_enter();
@@ -195,11 +194,9 @@ cudaError_t launch_vec(const LnParams& p, cudaStream_t s) {
     return cudaSuccess;
   }
   // Rows per block for lane groups of one warp: as many warps a block (8, 4, 2, 1) as still give 64
-  // blocks or more (about half the H200's 132 SMs), SABRE_LN_WPB=1|2|4|8 forcing a count (an A/B
+  // blocks or more (about half of a 132-SM GPU), SABRE_LN_WPB=1|2|4|8 forcing a count (an A/B
   // switch, read once). BERT-base: 8 warps a block at batch 32 (512 blocks) and 8 (128), 2 at batch 1
-  // (64). The rule before (4, 2, 1 warps, leaving two blocks an SM: 1024 / 512 / 128 blocks) ran
-  // BERT-base 10 / 3.6 / 3 us slower at batch 32 / 8 / 1 on the H200 (2 / 1 / 1 rounds,
-  // bench/results/layernorm_blocks_h200_2026-12-04.txt); fewer, larger blocks start sooner.
+  // (64). Fewer, larger blocks start sooner than two blocks an SM (bench/results/layernorm_blocks_*).
   int threads = 256;
   if (plan.tpr <= 32) {
     const int64_t warps = (p.rows + 32 / plan.tpr - 1) / (32 / plan.tpr);

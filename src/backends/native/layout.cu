@@ -78,8 +78,8 @@ __global__ void __launch_bounds__(256) nchw_to_nhwc_kernel(const LayoutP p) {
 // Few channels: kPix pixels per thread, 256 apart so each load and store instruction of a warp
 // stays contiguous; NG 16-byte vectors (VEC elements of TY) per pixel, c <= NG * VEC. Grid: x over
 // the pixels of one image, y over images. All loads of a thread are issued before its stores.
-// The tiled kernel below took 49 us for ResNet-50's [32,3,224,224] f32 -> [32,224,224,8] f16 on
-// the H200 (~12 us at HBM bandwidth): two barriers per 224-pixel row, 5 of 8 tile slots zeros.
+// The tiled kernel below is slow for so few channels: two barriers per row of pixels, and most of
+// its tile slots padding zeros.
 constexpr int kPix = 4;
 template <class TX, class TY, int VEC, int NG>
 __global__ void __launch_bounds__(256) nchw_to_nhwc_few_kernel(const LayoutP p) {

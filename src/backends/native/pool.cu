@@ -1,8 +1,8 @@
 // MaxPool / AveragePool (2-D, NCHW or NHWC). NHWC (the layout conv regions run in), where sizes
 // allow 32-bit offsets: a thread per (output pixel, channel vector of 16, 8 or 4 bytes, or one
 // element), 3x3 windows unrolled (pool_nhwc_kernel). NCHW and huge tensors: a thread per output
-// element with 64-bit index math (pool_kernel), which a channel at a time took 176 us for
-// ResNet-50's [32,112,112,64] f16 3x3/2 max pool in NHWC on the H200.
+// element with 64-bit index math (pool_kernel), far slower a channel at a time than the vector
+// kernel on NHWC.
 // GlobalAveragePool is a reduction (reduce.cu). Tests: tests/gpu/native_kernels_test.cpp (Pool_*)
 #include <type_traits>
 
@@ -65,9 +65,8 @@ __global__ void __launch_bounds__(256) pool_kernel(const PoolP p) {
 // multiply-shift divisions. K = 3: the 3x3 window unrolled, its 9 loads issued together (ptxas: in
 // two batches of 4 and 5);
 // K = 0: any window, a tap loop. Max compares packed halves (__hmax2) where VEC is even; averages
-// add in f32. Window rules as pool_kernel's. The kernel this replaces took 28 us for ResNet-50's
-// 3x3/2 max pool over [32,112,112,64] f16 on the H200 (~15 us at HBM bandwidth): its tap loop
-// with runtime bounds waited for each load before issuing the next.
+// add in f32. Window rules as pool_kernel's. The 3x3 window is unrolled because a tap loop with
+// runtime bounds waits for each load before issuing the next.
 struct PoolNhwc {
   const void* x;
   void* y;

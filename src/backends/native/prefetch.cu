@@ -1,7 +1,6 @@
 // L2 prefetch: the runtime asks the L2 to fetch a GEMM's weights from HBM while the kernel before
 // that GEMM runs (docs/RUNTIME.md section 5), on a side stream, so the GEMM finds them in L2.
-// On the H200 BERT-base's GEMMs ran 0.3-1.0 us faster with their operands left in L2 than with
-// operands rotated past it (bench/results/swizzle_l2_h200_2026-12-04.txt).
+// A GEMM runs faster with its operands in L2 than fetching them from HBM (bench/results/swizzle_l2_*).
 // Tests: tests/gpu/native_kernels_test.cpp (L2Prefetch_*), tests/gpu/runtime_gemm_test.cpp (check_prefetch).
 #include "backends/native/common.cuh"
 

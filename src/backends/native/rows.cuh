@@ -53,9 +53,9 @@ __device__ __forceinline__ void store_chunk(T* p, const float* in) {
 }
 
 // Warps per block (4, 2, 1) for kernels that give each row a warp or a lane group of one: as many
-// as still leave two blocks per SM of the H200's 132, so few rows spread over many SMs (BERT-base at
+// as still leave two blocks per SM of a 132-SM GPU, so few rows spread over many SMs (BERT-base at
 // batch 1, 128 rows: one warp a block). embed_layernorm uses it; layernorm has its own rule (8 to 1
-// warps, 64+ blocks), which measured faster in BERT-base (layernorm.cu).
+// warps, 64+ blocks: layernorm.cu).
 inline int warps_per_block(int64_t warps) {
   int wpb = 4;
   while (wpb > 1 && warps / wpb < 2 * 132) wpb /= 2;

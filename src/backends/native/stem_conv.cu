@@ -1,6 +1,6 @@
-// The small-channel conv at the NCHW boundary (the RGB stem) in one kernel: what ResNet-50's 7x7/2
-// stem on 3 channels took as an im2col step and a GEMM (88 + 95 us at batch 32 on the H200: the
-// im2col wrote 128 MB that the GEMM read back, and the GEMM's N = 64 tiles ran at 40 TFLOP/s).
+// The small-channel conv at the NCHW boundary (the RGB stem) in one kernel, instead of an im2col
+// step and a GEMM: the im2col writes a large matrix that the GEMM reads back, and a GEMM with
+// N = 64 output channels uses the tensor cores poorly.
 //
 // A block is persistent: it loads the filter [64 output channels, cols] into shared memory once
 // (again only where K > 64 moves it to another channel block) and walks tiles of kTile output
@@ -16,11 +16,9 @@
 // is staged through shared memory (where its rows were) for 16-byte NHWC stores, so its 128 pixels
 // x 64 channels go out as 16 KB of whole rows. Columns past R·S·CP read a zero slot (the filter is
 // zero there too, and a non-finite input tap must not leak into them).
-// On the H200 at ResNet-50 batch 32 (native_bench, graph replay): the first version (one warp per
-// input row, a 2-byte gather per column, channel planes apart) took 99 us, its input copy waiting on
-// one load after another; this one 69 us (Nsight Compute: memory 51%, SM 53%, 16 warps an SM:
-// latency-bound), 7.7 us at batch 1. Copying the next tile's f32 rows with 4-byte cp.async during
-// this tile's MMAs (a raw buffer converted when the tile starts, three blocks an SM) took 97 us.
+// The kernel is latency-bound: the input copy issues every load before its first store, so loads
+// overlap; a variant copying the next tile's rows with cp.async during this tile's MMAs (a raw
+// buffer converted when the tile starts, three blocks an SM) was slower (bench/results/stem_conv_*).
 // Tests: tests/gpu/native_kernels_test.cpp (StemConv_*) against the reference executor's Conv.
 #include <algorithm>
 
@@ -232,8 +230,7 @@ cudaError_t launch(const StemP& p, size_t smem, cudaStream_t stream) {
   auto kernel = stem_conv_kernel<TX, T, CP>;
   // Above 48 KB a kernel must opt in (on the current device: a host call, no stream work). The
   // carveout asks for all of the SM's shared memory so the occupancy below (and the persistent grid)
-  // can reach four blocks an SM; on the H200 the grid was 528 = 4 x 132 with it, and the kernel took
-  // the same 72 us in ResNet-50 at batch 32 as before it was set (the carveout was not the limit).
+  // can reach four blocks an SM (the carveout is not what limits this kernel's speed).
   if (smem > 48 * 1024)
     SABRE_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
   SABRE_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
