@@ -116,6 +116,16 @@ def main():
     usage_error(sabre, "model given twice (--onnx and positional)", ["inspect", BERT, "--onnx", BERT], [r"twice"])
     usage_error(sabre, "--json on db export", ["db", "--db", w("v.db"), "export", "--json"], [r"--json", r"show"])
     usage_error(sabre, "kernels flag of another action", ["kernels", "emit", "x", "--names"], [r"--names", r"emit"])
+    usage_error(sabre, "--shapes of an unknown input", ["inspect", BERT, "--shapes=input_idz:2x16"],
+                [r"input_idz", r"input_ids, attention_mask"])
+    usage_error(sabre, "--shapes of the wrong rank", ["partition", BERT, "--shapes=input_ids:2x16x3"],
+                [r"input_ids", r"2 dims"])
+    usage_error(sabre, "--shapes disagreeing with --dim", ["run", "--reference", BERT, "-o", w("x"), "--dim", "batch=3",
+                                                           "--shapes=input_ids:2x16"], [r"batch=2", r"batch=3"])
+    usage_error(sabre, "--shapes disagreeing inputs", ["inspect", BERT, "--shapes=input_ids:2x16,attention_mask:2x17"],
+                [r"seq=17", r"seq=16"])
+    usage_error(sabre, "--shapes of one input on compile (which takes ranges)",
+                ["compile", BERT, "-o", w("x.sabre"), "--plan-only", "--shapes=input_ids:1x128"], [r"ranges", r"--dim"])
     usage_error(sabre, "option before any command", ["--frobnicate"], [r"--frobnicate"])
 
     # ---- dims: --dim / --dynamic / --shapes, repeated or comma-joined -----------------------------
@@ -124,17 +134,19 @@ def main():
         "--dim a,b": ["--dim", "batch=2,seq=16"],
         "--dynamic a,b": ["--dynamic", "batch=2,seq=16"],
         "--shapes=a,b": ["--shapes=batch=2,seq=16"],
+        "--shapes=input:AxB (trtexec)": ["--shapes=input_ids:2x16"],
+        "--shapes=both inputs": ["--shapes", "input_ids:2x16,attention_mask:2x16"],
     }
     inspect_docs = {k: sabre_json(sabre, ["inspect", BERT] + v) for k, v in dim_spellings.items()}
-    same("inspect: dims spelled four ways", {k: d and d["dims"] for k, d in inspect_docs.items()})
-    same("inspect: FLOPs at dims spelled four ways", {k: d and d["total_flops"] for k, d in inspect_docs.items()})
-    same("partition: dims spelled four ways",
+    same("inspect: dims spelled six ways", {k: d and d["dims"] for k, d in inspect_docs.items()})
+    same("inspect: FLOPs at dims spelled six ways", {k: d and d["total_flops"] for k, d in inspect_docs.items()})
+    same("partition: dims spelled six ways",
          {k: (lambda d: d and d["flops"])(sabre_json(sabre, ["partition", BERT] + v)) for k, v in dim_spellings.items()})
     run_dims = {}
     for k, v in dim_spellings.items():
         out = sabre_ok(sabre, ["run", "--reference", BERT, "-o", w("run_" + str(len(run_dims)))] + v)
         run_dims[k] = out and out.splitlines()[0]
-    same("run --reference: dims spelled four ways", run_dims)
+    same("run --reference: dims spelled six ways", run_dims)
     ranges = {
         "--dim": ["--dim", "batch=1..4", "--dim", "seq=1..32"],
         "--dynamic": ["--dynamic", "batch=1..4,seq=1..32"],

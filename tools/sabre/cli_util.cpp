@@ -216,7 +216,8 @@ std::string flags_help(const std::vector<FlagSpec>& flags) {
 FlagSpec dim_flag(const std::string& help) {
   return {"--dim", "--dynamic,--shapes", "NAME=VALUE",
           help + "; several may go in one, comma-separated (batch=8,seq=128); --dynamic and --shapes "
-                 "(trtexec) are other spellings",
+                 "(trtexec) are other spellings, and where a command takes dim values, INPUT:AxB (trtexec's "
+                 "--shapes=input_ids:8x128) sets the dims of that input's shape",
           true};
 }
 FlagSpec output_flag(const std::string& help) { return {"--output", "-o,--out", "PATH", help, false}; }
@@ -329,6 +330,7 @@ std::map<std::string, int64_t> parse_dims(const std::vector<std::string>& given)
   ParsedArgs split;
   split.values["--dim"] = given;
   for (const auto& t : dim_texts(split)) {
+    if (is_input_shape(t)) continue;  // NAME:AxB, once the inputs are known (add_input_shape_dims)
     auto [name, value] = split_assignment(t, "--dim", "NAME=VALUE with a positive integer, like batch=4");
     bool ident = std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_';
     for (char c : name) ident = ident && (std::isalnum(static_cast<unsigned char>(c)) || c == '_');
@@ -342,6 +344,64 @@ std::map<std::string, int64_t> parse_dims(const std::vector<std::string>& given)
     if (!fresh && it->second != v)
       throw UsageError("--dim " + name + " is given twice with different values (" + std::to_string(it->second) +
                        " and " + std::to_string(v) + ")");
+  }
+  return out;
+}
+
+bool is_input_shape(const std::string& text) {
+  return text.find('=') == std::string::npos && text.find(':') != std::string::npos;
+}
+
+void add_input_shape_dims(std::map<std::string, int64_t>& dims, const ParsedArgs& args, const InputDims& inputs) {
+  std::string names;
+  for (const auto& [n, d] : inputs) names += (names.empty() ? "" : ", ") + n;
+  std::map<std::string, std::string> source;  // dim -> the text that set it
+  for (const auto& t : dim_texts(args)) {
+    if (!is_input_shape(t)) continue;
+    const size_t colon = t.rfind(':');  // an input's name may hold ':' ("input:0")
+    const std::string name = t.substr(0, colon), shape = t.substr(colon + 1);
+    auto in = std::find_if(inputs.begin(), inputs.end(), [&](const auto& i) { return i.first == name; });
+    if (in == inputs.end()) throw UsageError("--shapes '" + t + "': the model has no input '" + name + "'; its inputs are: " + names);
+    std::vector<std::string> extents;
+    for (size_t start = 0;;) {
+      size_t x = shape.find('x', start);
+      extents.push_back(shape.substr(start, x == std::string::npos ? std::string::npos : x - start));
+      if (x == std::string::npos) break;
+      start = x + 1;
+    }
+    if (extents.size() != in->second.size())
+      throw UsageError("--shapes '" + t + "': input '" + name + "' has " + std::to_string(in->second.size()) +
+                       " dims, the shape gives " + std::to_string(extents.size()) + " (write them as AxBxC)");
+    for (size_t i = 0; i < extents.size(); ++i) {
+      const std::string& e = extents[i];
+      const std::string& d = in->second[i];
+      if (e.empty() || e.size() > 12 || e.find_first_not_of("0123456789") != std::string::npos || std::stoll(e) < 1)
+        throw UsageError("--shapes '" + t + "': '" + e + "' is not a positive integer (write the shape as AxBxC)");
+      const int64_t v = std::stoll(e);
+      const bool symbol = !d.empty() && (std::isalpha(static_cast<unsigned char>(d[0])) || d[0] == '_') &&
+                          d.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") == std::string::npos;
+      if (!symbol) {
+        if (d.find_first_not_of("0123456789") == std::string::npos && !d.empty() && std::stoll(d) != v)
+          throw UsageError("--shapes '" + t + "': dim " + std::to_string(i) + " of input '" + name + "' is " + d +
+                           ", not " + e);
+        continue;  // an expression (seq*2) follows from the symbols
+      }
+      auto [it, fresh] = dims.emplace(d, v);
+      if (!fresh && it->second != v)
+        throw UsageError("--shapes '" + t + "' gives " + d + "=" + e + " but " +
+                         (source.count(d) ? "'" + source[d] + "'" : std::string("--dim")) + " gives " + d + "=" +
+                         std::to_string(it->second));
+      source.emplace(d, t);
+    }
+  }
+}
+
+InputDims graph_input_dims(const ir::Graph& g) {
+  InputDims out;
+  for (const ir::Value* v : g.inputs()) {
+    out.push_back({v->name(), {}});
+    if (v->type().known)
+      for (const auto& d : v->shape()) out.back().second.push_back(d.str());
   }
   return out;
 }

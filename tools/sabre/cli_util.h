@@ -89,6 +89,15 @@ std::pair<std::string, std::string> split_assignment(const std::string& text, co
 // symbol name; given twice with different values is an error.
 std::map<std::string, int64_t> parse_dims(const std::vector<std::string>& texts);
 
+// trtexec's --shapes form among the --dim texts: "input_ids:2x16" gives an input's whole shape, so
+// its symbolic dims take those values (batch=2, seq=16). parse_dims skips these texts; a command
+// that knows its inputs adds them with add_input_shape_dims, which checks the name, the rank and
+// every static dim, and that a dim gets one value.
+bool is_input_shape(const std::string& text);
+using InputDims = std::vector<std::pair<std::string, std::vector<std::string>>>;  // name, dims as text
+void add_input_shape_dims(std::map<std::string, int64_t>& dims, const ParsedArgs& args, const InputDims& inputs);
+InputDims graph_input_dims(const ir::Graph& g);
+
 // A file name from a tensor name: [A-Za-z0-9_.-] kept, the rest '_' ("/enc/out:0" -> "_enc_out_0").
 std::string sanitize_filename(const std::string& name);
 

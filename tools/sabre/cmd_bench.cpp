@@ -135,6 +135,11 @@ int bench(const std::vector<std::string>& argv) {
     [[maybe_unused]] std::map<std::string, int64_t> dims = parse_dims(dim_texts(args));
 #if SABRE_RUNTIME_HAVE_CUDA
     sabre::Session session(args.positional[0], device);
+    {
+      InputDims input_dims;
+      for (const auto& sp : session.inputs()) input_dims.push_back({sp.name, sp.shape});
+      add_input_shape_dims(dims, args, input_dims);
+    }
     std::set<std::string> symbols;
     for (const auto& sp : session.inputs())
       for (const auto& d : sp.shape)

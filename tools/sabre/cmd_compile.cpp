@@ -83,6 +83,10 @@ int run(const std::vector<std::string>& argv) {
     if (!out) throw UsageError("where to? give the artifact directory with -o MODEL.sabre");
     codegen::CompileOptions o;
     o.dtype = dtype_choice(args, {"f16", "bf16"}, "f16") == "bf16" ? ir::DType::bf16 : ir::DType::f16;
+    for (const auto& t : dim_texts(args))
+      if (is_input_shape(t))
+        throw UsageError("--shapes '" + t + "' gives one input's shape, which inspect, partition, run and bench take; " +
+                         "sabre compile takes dim ranges: --dim batch=1..8,seq=1..128");
     if (args.has("--dim")) {
       std::string ranges;
       for (const auto& t : dim_texts(args)) ranges += (ranges.empty() ? "" : ",") + t;

@@ -93,6 +93,7 @@ int run(const std::vector<std::string>& argv) {
     opts.fold_shapes = !args.has("--no-fold");
     ir::Graph g = onnx_frontend::import_model(path, opts);
     ir::ModelStats st = ir::compute_stats(g);
+    add_input_shape_dims(dims, args, graph_input_dims(g));
 
     for (const auto& [name, v] : dims)
       if (std::find(st.symbols.begin(), st.symbols.end(), name) == st.symbols.end()) {

@@ -73,6 +73,7 @@ int run(const std::vector<std::string>& argv) {
     auto dims = parse_dims(dim_texts(args));
 
     ir::Graph g = onnx_frontend::import_model(args.positional[0]);
+    add_input_shape_dims(dims, args, graph_input_dims(g));
     transform::PassOptions opts;
     opts.dump = args.has("--dump-passes");
     g = transform::canonicalize(std::move(g), opts);

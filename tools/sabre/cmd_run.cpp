@@ -186,6 +186,7 @@ int run_reference(const ParsedArgs& args) {
 
   ir::Graph g = onnx_frontend::import_model(path);
   const std::vector<std::string> symbols = g.symbols();
+  add_input_shape_dims(dims, args, graph_input_dims(g));
 
   // Check names before reading files, so a typo is reported as such.
   std::map<std::string, const ir::Value*> by_name;
@@ -345,6 +346,11 @@ int run_artifact(const ParsedArgs& args) {
 #if SABRE_RUNTIME_HAVE_CUDA
   sabre::Session session(path, device);
   const auto& specs = session.inputs();
+  {
+    InputDims input_dims;
+    for (const auto& sp : specs) input_dims.push_back({sp.name, sp.shape});
+    add_input_shape_dims(dims, args, input_dims);
+  }
   std::string in_names;
   std::set<std::string> symbols;
   for (const auto& sp : specs) {

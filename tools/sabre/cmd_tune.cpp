@@ -140,6 +140,10 @@ int run(const std::vector<std::string>& argv) {
     po.jobs = jobs_value(args, 0);
     po.quiet = args.has("--quiet");
     po.target_sm = arch_number(normalize_arch(args.value("--arch").value_or("sm_90a")));
+    for (const auto& t : dim_texts(args))
+      if (is_input_shape(t))
+        throw UsageError("--shapes '" + t + "' gives one input's shape, which inspect, partition, run and bench take; " +
+                         "sabre tune takes dim ranges: --dim batch=1..8,seq=1..128");
     auto ranges = parse_ranges(dim_texts(args));
     if (args.has("--fuse-attention") && args.has("--no-fuse-attention"))
       throw UsageError("--fuse-attention and --no-fuse-attention contradict each other: give one");
