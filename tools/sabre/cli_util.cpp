@@ -311,12 +311,6 @@ void print_json(const nlohmann::ordered_json& doc) {
   std::fwrite(text.data(), 1, text.size(), stdout);
 }
 
-std::string version_text() {
-  std::string v = "sabre " SABRE_VERSION;
-  if (std::string commit = SABRE_GIT_COMMIT; !commit.empty()) v += " (git " + commit + ")";
-  return v;
-}
-
 std::pair<std::string, std::string> split_assignment(const std::string& text, const std::string& flag,
                                                      const std::string& example) {
   auto eq = text.find('=');
