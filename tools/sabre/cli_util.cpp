@@ -223,10 +223,10 @@ FlagSpec dim_flag(const std::string& help) {
 FlagSpec output_flag(const std::string& help) { return {"--output", "-o,--out", "PATH", help, false}; }
 FlagSpec jobs_flag(const std::string& help) { return {"--jobs", "-j", "N", help + "; -j4, -j 4 and --jobs 4 alike", false}; }
 FlagSpec arch_flag(const std::string& help) {
-  return {"--arch", "", "ARCH", help + "; sm_90a, sm90a, sm90 and 90 all mean sm_90a, 80 or sm80 sm_80", false};
+  return {"--arch", "", "ARCH", help + "; spellings: sm_90a = sm90a = sm90 = 90, sm_80 = sm80 = 80", false};
 }
 FlagSpec dtype_flag(const std::string& help) {
-  return {"--dtype", "", "DTYPE", help + "; f16, fp16 and float16 alike, bf16 or bfloat16, f32, fp32 or float32", false};
+  return {"--dtype", "", "DTYPE", help + "; spellings: f16 = fp16 = float16, bf16 = bfloat16, f32 = fp32 = float32", false};
 }
 FlagSpec onnx_flag() { return {"--onnx", "", "MODEL.onnx", "the model, as trtexec spells it (the same as giving MODEL.onnx)", false}; }
 FlagSpec json_flag() { return {"--json", "", "", "print one JSON document on stdout instead of the text report (docs/USAGE.md)", false}; }
