@@ -1,211 +1,104 @@
+// sabre::json::Value over nlohmann-json: its parser (strict RFC 8259, UTF-8 checked, positions by
+// line and column) fills the Value tree through the SAX interface, and its serializer writes it.
 #include "support/json.h"
 
 #include <cmath>
-#include <cstdio>
-#include <cstdlib>
+#include <nlohmann/json.hpp>
 
 namespace sabre::json {
 
 namespace {
 [[noreturn]] void type_error(const char* want) { throw std::runtime_error(std::string("json: expected ") + want); }
 
-void dump_string(const std::string& s, std::string& out) {
-  out += '"';
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      case '\r': out += "\\r"; break;
-      default:
-        if (c < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          out += buf;
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  out += '"';
+// Deeper nesting than any file sabre writes; a Value tree is freed recursively, so a hostile
+// [[[[...]]]] must stop here rather than at the end of the stack.
+constexpr size_t kMaxDepth = 200;
+
+// nlohmann's what() starts "[json.exception.parse_error.101] "; the rest says where and what.
+std::string without_exception_tag(const std::string& what) {
+  if (!what.empty() && what[0] == '[')
+    if (auto close = what.find("] "); close != std::string::npos) return what.substr(close + 2);
+  return what;
 }
 
-void dump_value(const Value& v, std::string& out) {
-  if (v.is_null()) {
-    out += "null";
-  } else if (v.is_number()) {
-    double d = v.num();
-    if (!std::isfinite(d)) {
-      out += "null";
-      return;
-    }
-    char buf[32];
-    if (d == std::floor(d) && std::fabs(d) < 1e15)
-      std::snprintf(buf, sizeof buf, "%.0f", d);
-    else
-      std::snprintf(buf, sizeof buf, "%.17g", d);
-    out += buf;
-  } else if (v.is_string()) {
-    dump_string(v.str(), out);
-  } else if (v.is_object()) {
-    out += '{';
-    bool first = true;
-    for (const auto& [k, x] : v.obj()) {
-      if (!first) out += ',';
-      first = false;
-      dump_string(k, out);
-      out += ':';
-      dump_value(x, out);
-    }
-    out += '}';
-  } else if (v.is_array()) {
-    out += '[';
-    for (size_t i = 0; i < v.arr().size(); ++i) {
-      if (i) out += ',';
-      dump_value(v.arr()[i], out);
-    }
-    out += ']';
-  } else {
-    out += v.boolean() ? "true" : "false";
-  }
-}
+class Builder : public nlohmann::json_sax<nlohmann::json> {
+ public:
+  Value root;
 
-struct Parser {
-  const std::string& s;
-  size_t i = 0;
-  int depth = 0;
+  bool null() override { return add(Value()); }
+  bool boolean(bool v) override { return add(Value(v)); }
+  bool number_integer(number_integer_t v) override { return add(Value(static_cast<double>(v))); }
+  bool number_unsigned(number_unsigned_t v) override { return add(Value(static_cast<double>(v))); }
+  bool number_float(number_float_t v, const string_t&) override { return add(Value(static_cast<double>(v))); }
+  bool string(string_t& v) override { return add(Value(std::move(v))); }
+  bool binary(binary_t&) override { throw std::runtime_error("json: binary values are not JSON text"); }
+  bool start_object(std::size_t) override { return open(true); }
+  bool key(string_t& k) override {
+    frames_.back().key = std::move(k);
+    return true;
+  }
+  bool end_object() override { return close(); }
+  bool start_array(std::size_t) override { return open(false); }
+  bool end_array() override { return close(); }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& ex) override {
+    throw std::runtime_error("json: " + without_exception_tag(ex.what()));
+  }
 
-  [[noreturn]] void fail(const char* what) {
-    throw std::runtime_error(std::string("json: ") + what + " at offset " + std::to_string(i));
-  }
-  void ws() {
-    while (i < s.size() && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r')) ++i;
-  }
-  bool lit(const char* w) {
-    size_t n = std::char_traits<char>::length(w);
-    if (s.compare(i, n, w) == 0) {
-      i += n;
-      return true;
-    }
-    return false;
-  }
-  std::string string() {
-    if (i >= s.size() || s[i] != '"') fail("expected string");
-    ++i;
-    std::string out;
-    while (i < s.size() && s[i] != '"') {
-      char c = s[i++];
-      if (c != '\\') {
-        out += c;
-        continue;
-      }
-      if (i >= s.size()) fail("bad escape");
-      char e = s[i++];
-      switch (e) {
-        case 'n': out += '\n'; break;
-        case 't': out += '\t'; break;
-        case 'r': out += '\r'; break;
-        case 'b': out += '\b'; break;
-        case 'f': out += '\f'; break;
-        case 'u': {
-          if (i + 4 > s.size()) fail("bad \\u escape");
-          unsigned cp = static_cast<unsigned>(std::strtoul(s.substr(i, 4).c_str(), nullptr, 16));
-          i += 4;
-          if (cp < 0x80) {
-            out += static_cast<char>(cp);
-          } else if (cp < 0x800) {
-            out += static_cast<char>(0xc0 | (cp >> 6));
-            out += static_cast<char>(0x80 | (cp & 0x3f));
-          } else {
-            out += static_cast<char>(0xe0 | (cp >> 12));
-            out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
-            out += static_cast<char>(0x80 | (cp & 0x3f));
-          }
-          break;
-        }
-        default: out += e;
-      }
-    }
-    if (i >= s.size()) fail("unterminated string");
-    ++i;
-    return out;
-  }
-  Value value() {
-    if (++depth > 200) fail("nesting too deep");
-    ws();
-    if (i >= s.size()) fail("unexpected end");
-    Value out;
-    char c = s[i];
-    if (c == '{') {
-      ++i;
-      Object o;
-      ws();
-      if (i < s.size() && s[i] == '}') {
-        ++i;
-      } else {
-        for (;;) {
-          ws();
-          std::string k = string();
-          ws();
-          if (i >= s.size() || s[i] != ':') fail("expected ':'");
-          ++i;
-          o[k] = value();
-          ws();
-          if (i < s.size() && s[i] == ',') {
-            ++i;
-            continue;
-          }
-          if (i < s.size() && s[i] == '}') {
-            ++i;
-            break;
-          }
-          fail("expected ',' or '}'");
-        }
-      }
-      out = Value(std::move(o));
-    } else if (c == '[') {
-      ++i;
-      Array a;
-      ws();
-      if (i < s.size() && s[i] == ']') {
-        ++i;
-      } else {
-        for (;;) {
-          a.push_back(value());
-          ws();
-          if (i < s.size() && s[i] == ',') {
-            ++i;
-            continue;
-          }
-          if (i < s.size() && s[i] == ']') {
-            ++i;
-            break;
-          }
-          fail("expected ',' or ']'");
-        }
-      }
-      out = Value(std::move(a));
-    } else if (c == '"') {
-      out = Value(string());
-    } else if (lit("null")) {
-      out = Value();
-    } else if (lit("true")) {
-      out = Value(true);
-    } else if (lit("false")) {
-      out = Value(false);
+ private:
+  struct Frame {
+    bool is_object;
+    Object object;
+    Array array;
+    std::string key;
+  };
+  std::vector<Frame> frames_;
+
+  bool add(Value v) {
+    if (frames_.empty()) {
+      root = std::move(v);
+    } else if (Frame& f = frames_.back(); f.is_object) {
+      f.object[f.key] = std::move(v);  // a repeated key: the last one counts
     } else {
-      const char* b = s.c_str() + i;
-      char* e = nullptr;
-      double d = std::strtod(b, &e);
-      if (e == b) fail("unexpected character");
-      i += static_cast<size_t>(e - b);
-      out = Value(d);
+      f.array.push_back(std::move(v));
     }
-    --depth;
-    return out;
+    return true;
+  }
+  bool open(bool is_object) {
+    if (frames_.size() >= kMaxDepth)
+      throw std::runtime_error("json: nesting deeper than " + std::to_string(kMaxDepth) + " levels");
+    frames_.push_back(Frame{is_object, {}, {}, {}});
+    return true;
+  }
+  bool close() {
+    Frame f = std::move(frames_.back());
+    frames_.pop_back();
+    return f.is_object ? add(Value(std::move(f.object))) : add(Value(std::move(f.array)));
   }
 };
+
+// Whole numbers are written as integers (sizes, offsets, ids), other finite ones in the shortest
+// form that reads back the same double, non-finite ones as null (JSON has no NaN).
+nlohmann::json to_nlohmann(const Value& v) {
+  if (v.is_null()) return nullptr;
+  if (v.is_number()) {
+    const double d = v.num();
+    if (!std::isfinite(d)) return nullptr;
+    if (d == std::floor(d) && std::fabs(d) < 1e15) return static_cast<int64_t>(d);
+    return d;
+  }
+  if (v.is_string()) return v.str();
+  if (v.is_object()) {
+    nlohmann::json o = nlohmann::json::object();
+    for (const auto& [k, x] : v.obj()) o[k] = to_nlohmann(x);
+    return o;
+  }
+  if (v.is_array()) {
+    nlohmann::json a = nlohmann::json::array();
+    for (const auto& x : v.arr()) a.push_back(to_nlohmann(x));
+    return a;
+  }
+  return v.boolean();
+}
 }  // namespace
 
 double Value::num() const {
@@ -236,17 +129,14 @@ const Value* Value::get(const std::string& key) const {
 }
 
 std::string Value::dump() const {
-  std::string out;
-  dump_value(*this, out);
-  return out;
+  // Invalid UTF-8 in a string (a tensor name from a model) becomes U+FFFD rather than an exception.
+  return to_nlohmann(*this).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 Value parse(const std::string& text) {
-  Parser p{text};
-  Value v = p.value();
-  p.ws();
-  if (p.i != text.size()) p.fail("trailing characters");
-  return v;
+  Builder b;
+  nlohmann::json::sax_parse(text, &b);
+  return std::move(b.root);
 }
 
 }  // namespace sabre::json

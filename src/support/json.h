@@ -1,4 +1,5 @@
-// A small JSON value for sabre's own files (tuning exports, manifests): enough to read what we write.
+// A JSON value for sabre's own files (plans, manifests, tuning exports): a typed tree the runtime
+// reads with one-line errors; parsing and writing are nlohmann-json's (json.cpp).
 #pragma once
 
 #include <map>
@@ -45,7 +46,7 @@ class Value {
   std::variant<std::monostate, bool, double, std::string, std::shared_ptr<Object>, std::shared_ptr<Array>> v_;
 };
 
-// Throws std::runtime_error with the offset of the first bad character.
+// Throws std::runtime_error "json: parse error at line L, column C: ..." (no C++ type names).
 Value parse(const std::string& text);
 
 }  // namespace sabre::json

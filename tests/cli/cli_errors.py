@@ -18,9 +18,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
 import make_models  # noqa: E402
-
-CRASH = re.compile(r"terminate called|AddressSanitizer|LeakSanitizer|runtime error:|Segmentation fault|"
-                   r"core dumped|Aborted|std::bad_alloc", re.I)
+sys.path.insert(0, HERE)
+import cli_check  # noqa: E402
 
 
 def unsupported_model(path):
@@ -129,31 +128,10 @@ def main():
 
     failures = 0
     for name, argv, patterns in cases:
-        r = subprocess.run([sabre] + argv, capture_output=True, text=True, timeout=120)
-        err = r.stderr
-        first = err.splitlines()[0] if err.strip() else ""
-        problems = []
-        if r.returncode == 0:
-            problems.append("exit code 0")
-        elif r.returncode < 0 or r.returncode >= 128:
-            problems.append(f"killed by a signal (exit {r.returncode})")
-        if CRASH.search(err + r.stdout):
-            problems.append("crash text in output")
-        if not re.match(r"sabre\b.*\b(error|usage|unknown)\b", first, re.I):
-            problems.append("first stderr line is not a 'sabre ...: error: ...' line")
-        elif len(first) > 400:
-            problems.append(f"first stderr line is {len(first)} characters long")
-        for p in patterns:
-            if not re.search(p, err, re.I):
-                problems.append(f"stderr lacks /{p}/")
-        status = "ok  " if not problems else "FAIL"
-        print(f"{status} {name}: exit {r.returncode}: {first}")
-        for p in problems:
-            print(f"       {p}")
-        if problems:
-            if len(err.splitlines()) > 1:
-                print("       stderr:\n" + "\n".join("         " + l for l in err.splitlines()[:20]))
-            failures += 1
+        r = cli_check.run(sabre, argv, timeout=120)
+        problems = cli_check.error_problems(r, patterns)
+        cli_check.report(name, r, problems)
+        failures += bool(problems)
     print(f"{len(cases) - failures}/{len(cases)} CLI error cases pass")
 
     # --help anywhere on a command line is a request for the usage: stdout, exit 0, no error line.

@@ -21,8 +21,9 @@ from onnx import TensorProto, helper, numpy_helper
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
 
-CRASH = re.compile(r"terminate called|AddressSanitizer|LeakSanitizer|runtime error:|Segmentation fault|"
-                   r"core dumped|Aborted|std::|bad_alloc|filesystem error|basic_string|vector::", re.I)
+sys.path.insert(0, HERE)
+import cli_check  # noqa: E402
+
 TIMEOUT = 60
 
 
@@ -233,18 +234,6 @@ def build_cases(sabre, work):
            [(n, a, p, True, o) for n, a, p, o in good]
 
 
-def run_case(sabre, argv, stdout_to):
-    out = open(stdout_to, "w") if stdout_to else subprocess.PIPE
-    try:
-        r = subprocess.run([sabre] + argv, stdout=out, stderr=subprocess.PIPE, text=True, timeout=TIMEOUT)
-        return r.returncode, (r.stdout or ""), r.stderr, False
-    except subprocess.TimeoutExpired as e:
-        return None, "", (e.stderr.decode() if isinstance(e.stderr, bytes) else (e.stderr or "")), True
-    finally:
-        if stdout_to:
-            out.close()
-
-
 def main():
     sabre, work = sys.argv[1], sys.argv[2]
     tally_only = "--tally" in sys.argv
@@ -252,35 +241,23 @@ def main():
     cases = build_cases(sabre, work)
     failures, tally = 0, {}
     for name, argv, patterns, expect_ok, stdout_to in cases:
-        code, out, err, hung = run_case(sabre, argv, stdout_to)
-        # Commands may print progress first (sabre compile: import ...): the first error line counts.
-        lines = err.splitlines()
-        first = next((l for l in lines if re.search(r"\berror\b", l, re.I)), lines[0] if lines else "")
-        problems = []
-        if hung:
+        r = cli_check.run(sabre, argv, timeout=TIMEOUT, stdout_to=stdout_to)
+        code, out, err, first = r.code, r.out, r.err, r.first
+        if r.hung:
             outcome = "hang"
-            problems.append(f"no answer within {TIMEOUT} s")
-        elif code < 0 or code >= 128 or CRASH.search(err + out):
+        elif cli_check.crashed(r):
             outcome = "crash"
-            problems.append(f"exit {code}" + (": crash text in output" if CRASH.search(err + out) else " (a signal)"))
         elif code == 0 and not expect_ok:
             outcome = "wrong exit 0"
-            problems.append("exit code 0")
         elif code != 0 and expect_ok:
             outcome = "refused a valid input"
-            problems.append(f"exit {code}")
         else:
             outcome = "ok" if expect_ok else "clean error"
-        if not hung and not expect_ok and code not in (0, None):
-            if not re.match(r"sabre\b.*\berror\b", first, re.I):
-                problems.append("first stderr line is not a 'sabre ...: error: ...' line")
-            elif len(first) > 400:
-                problems.append(f"first stderr line is {len(first)} characters long")
-        if not hung:
-            text = err if not expect_ok else out
-            for p in patterns:
-                if not re.search(p, text, re.I):
-                    problems.append(f"{'stderr' if not expect_ok else 'stdout'} lacks /{p}/")
+        if expect_ok:  # a valid input: exit 0, no crash, the right thing on stdout
+            problems = [] if outcome == "ok" else [outcome]
+            problems += [f"stdout lacks /{p}/" for p in patterns if not r.hung and not re.search(p, out, re.I)]
+        else:
+            problems = cli_check.error_problems(r, patterns)
         if outcome in ("clean error", "ok") and problems:
             outcome = outcome + " (message lacks detail)"
         tally[outcome] = tally.get(outcome, 0) + 1

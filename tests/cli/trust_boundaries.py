@@ -23,7 +23,8 @@ from onnx import TensorProto, helper, numpy_helper
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
-CRASH = re.compile(r"terminate called|AddressSanitizer|runtime error:|Segmentation fault|core dumped|Aborted", re.I)
+sys.path.insert(0, HERE)
+import cli_check  # noqa: E402
 SECRET = 12345.678  # the value the outside file holds: it must show up nowhere
 
 
@@ -76,29 +77,15 @@ def main():
     def expect(what, argv, needles, may_load=False):
         """`may_load`: every file checks out, so the library is loaded before its signature is read."""
         nonlocal failures
-        r = subprocess.run([sabre] + argv, capture_output=True, text=True, timeout=300, env=env)
-        err = r.stderr
-        # compile prints progress lines first: the error line is the first that says error.
-        first = next((ln for ln in err.splitlines() if "error" in ln), "")
-        problems = []
-        if r.returncode == 0:
-            problems.append("exit code 0")
-        elif r.returncode < 0 or r.returncode >= 128:
-            problems.append(f"killed by a signal (exit {r.returncode})")
-        if CRASH.search(err + r.stdout):
-            problems.append("crash text in the output")
-        for n in needles:
-            if n not in first:
-                problems.append(f"first stderr line lacks {n!r}")
-        if "12345.6" in r.stdout + err:
+        r = cli_check.run(sabre, argv, timeout=300, env=env)
+        problems = cli_check.error_problems(r, needles=needles, max_line=None)
+        if "12345.6" in r.out + r.err:
             problems.append("the outside file's contents were printed")
         if os.path.exists(marker):
             if not may_load:
                 problems.append("a kernel library was loaded (its constructor ran)")
             os.remove(marker)
-        print(f"{'FAIL' if problems else 'ok  '} {what}: {first[:300]}")
-        for p in problems:
-            print("       " + p)
+        cli_check.report(what, r, problems, stderr_lines=0)
         failures += bool(problems)
 
     # 1. A model's external data through a symlink out of its folder: inspect, compile, reference run.

@@ -8,6 +8,8 @@
 #include <new>
 #include <stdexcept>
 
+#include <CLI/CLI.hpp>
+
 #include "command.h"
 #include "support/files.h"
 
@@ -78,73 +80,126 @@ std::vector<std::string> ParsedArgs::all(const std::string& flag) const {
   return it == values.end() ? std::vector<std::string>{} : it->second;
 }
 
+namespace {
+
+// "-o,--output" -> {"-o", "--output"}.
+std::vector<std::string> spellings(const FlagSpec& f) {
+  std::vector<std::string> out = {f.name};
+  std::string rest = f.alias;
+  while (!rest.empty()) {
+    auto comma = rest.find(',');
+    out.push_back(rest.substr(0, comma));
+    rest = comma == std::string::npos ? "" : rest.substr(comma + 1);
+  }
+  return out;
+}
+
+// CLI11's name list for `f`, the canonical long name first (CLI11 reports an option by its first
+// long name, so its errors name the flag as the help does).
+std::string cli11_names(const FlagSpec& f) {
+  std::string names;
+  for (const auto& s : spellings(f)) names += (names.empty() ? "" : ",") + s;
+  return names;
+}
+
+const FlagSpec* find_spec(const std::vector<FlagSpec>& flags, const std::string& spelled) {
+  for (const auto& f : flags)
+    for (const auto& s : spellings(f))
+      if (s == spelled) return &f;
+  return nullptr;
+}
+
+[[noreturn]] void unknown_option(const std::string& arg, const std::vector<FlagSpec>& flags) {
+  const std::string key = arg.substr(0, arg.find('='));
+  std::string best;
+  size_t best_d = 3;  // suggest only close matches
+  for (const auto& f : flags)
+    for (const auto& s : spellings(f))
+      if (size_t d = edit_distance(key, s); d < best_d) {
+        best_d = d;
+        best = f.name;
+      }
+  throw UsageError("unknown option '" + key + "'" + (best.empty() ? "" : "; did you mean '" + best + "'?"));
+}
+
+}  // namespace
+
 ParsedArgs parse_args(const std::vector<std::string>& args, const std::vector<FlagSpec>& flags) {
+  CLI::App app;
+  app.set_help_flag("-h,--help");
+  app.allow_extras(true);  // unknown options come back in remaining(), reported below with a suggestion
+  std::vector<std::string> positional;
+  app.add_option("positional", positional)->expected(0, -1);
+  // Values land in std::map nodes, which stay put while CLI11 holds references to them.
+  std::map<std::string, std::vector<std::string>> values;
+  std::map<std::string, CLI::Option*> switches;
+  for (const auto& f : flags) {
+    if (f.metavar.empty()) {
+      switches[f.name] = app.add_flag(cli11_names(f), f.help)->disable_flag_override();
+    } else {
+      app.add_option(cli11_names(f), values[f.name], f.help)
+          ->type_name(f.metavar)
+          ->expected(1)
+          ->allow_extra_args(false)
+          ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+    }
+  }
+  // CLI11 parses a reversed vector (it pops from the back).
+  std::vector<std::string> reversed(args.rbegin(), args.rend());
   ParsedArgs out;
-  bool flags_done = false;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (flags_done || a.empty() || a[0] != '-' || a == "-") {
-      out.positional.push_back(a);
-      continue;
+  try {
+    app.parse(reversed);
+  } catch (const CLI::CallForHelp&) {
+    out.help = true;
+    return out;
+  } catch (const CLI::ArgumentMismatch& e) {
+    // "--output: 1 required DIR missing" (no value) or "--plan-only: ..." (a value given to a switch).
+    // "--output: 1 required DIR missing", or "plan-only was given a disallowed flag override".
+    const std::string what = e.what();
+    std::string name = what.substr(0, what.find_first_of(": "));
+    if (name.rfind("-", 0) != 0) name = (name.size() == 1 ? "-" : "--") + name;
+    const FlagSpec* f = find_spec(flags, name);
+    if (f && f->metavar.empty()) throw UsageError(f->name + " takes no value");
+    if (f) throw UsageError(f->name + " needs a value: " + f->name + " " + f->metavar);
+    throw UsageError(one_line(what));
+  } catch (const CLI::ParseError& e) {
+    throw UsageError(one_line(e.what()));
+  }
+  for (const auto& r : app.remaining())
+    if (r != "--") unknown_option(r, flags);
+  out.positional = std::move(positional);
+  for (const auto& f : flags) {
+    std::vector<std::string> v;
+    if (f.metavar.empty()) {
+      v.assign(switches[f.name]->count(), "1");
+    } else {
+      v = values[f.name];
+      // An empty value is never meant: -o '' would write into the working directory.
+      for (const auto& x : v)
+        if (x.empty()) throw UsageError(f.name + " is given an empty value: " + f.name + " " + f.metavar);
     }
-    if (a == "--") {
-      flags_done = true;
-      continue;
-    }
-    if (a == "--help" || a == "-h") {
-      out.help = true;
-      continue;
-    }
-    std::string key = a, inline_value;
-    bool has_inline = false;
-    if (auto eq = a.find('='); eq != std::string::npos && a.rfind("--", 0) == 0) {
-      key = a.substr(0, eq);
-      inline_value = a.substr(eq + 1);
-      has_inline = true;
-    }
-    const FlagSpec* spec = nullptr;
-    for (const auto& f : flags)
-      if (f.name == key || (!f.alias.empty() && f.alias == key)) spec = &f;
-    if (!spec) {
-      std::string best;
-      size_t best_d = 3;  // suggest only close matches
-      for (const auto& f : flags) {
-        size_t d = edit_distance(key, f.name);
-        if (d < best_d) {
-          best_d = d;
-          best = f.name;
-        }
-      }
-      throw UsageError("unknown option '" + key + "'" + (best.empty() ? "" : "; did you mean '" + best + "'?"));
-    }
-    std::string v = "1";
-    if (!spec->metavar.empty()) {
-      if (has_inline) {
-        v = inline_value;
-      } else if (i + 1 < args.size()) {
-        v = args[++i];
-      } else {
-        throw UsageError(spec->name + " needs a value: " + spec->name + " " + spec->metavar);
-      }
-    } else if (has_inline) {
-      throw UsageError(spec->name + " takes no value");
-    }
-    // An empty value is never meant: -o '' would write into the working directory.
-    if (!spec->metavar.empty() && v.empty())
-      throw UsageError(spec->name + " is given an empty value: " + spec->name + " " + spec->metavar);
-    auto& slot = out.values[spec->name];
-    if (!slot.empty() && !spec->repeated)
-      throw UsageError(spec->name + " is given twice ('" + slot.back() + "' and '" + v + "')");
-    slot.push_back(v);
+    if (v.size() > 1 && !f.repeated)
+      throw UsageError(f.name + " is given twice ('" + v[v.size() - 2] + "' and '" + v.back() + "')");
+    if (!v.empty()) out.values[f.name] = std::move(v);
+  }
+  if (auto m = out.value("--onnx")) {
+    if (!out.positional.empty())
+      throw UsageError("the model is given twice ('" + *m + "' with --onnx and '" + out.positional[0] + "'): give one");
+    out.positional.insert(out.positional.begin(), *m);
   }
   return out;
 }
 
 std::string flags_help(const std::vector<FlagSpec>& flags) {
   std::vector<std::string> left;
-  size_t width = 0;
+  size_t width = 10;  // "-h, --help"
   for (const auto& f : flags) {
-    std::string l = (f.alias.empty() ? "" : f.alias + ", ") + f.name + (f.metavar.empty() ? "" : " " + f.metavar);
+    // Short spellings first, as CLI tools list them: "-o, --output, --out DIR".
+    std::vector<std::string> names = spellings(f);
+    std::stable_partition(names.begin(), names.end(), [](const std::string& n) { return n.size() == 2; });
+    std::string l;
+    for (const auto& n : names) l += (l.empty() ? "" : ", ") + n;
+    if (!f.metavar.empty()) l += " " + f.metavar;
     width = std::max(width, l.size());
     left.push_back(l);
   }
@@ -154,8 +209,106 @@ std::string flags_help(const std::vector<FlagSpec>& flags) {
     if (flags[i].repeated) out += " (repeatable)";
     out += "\n";
   }
-  out += "  -h, --help" + std::string(width > 10 ? width - 10 + 3 : 3, ' ') + "show this help\n";
+  out += "  -h, --help" + std::string(width - 10 + 3, ' ') + "show this help\n";
   return out;
+}
+
+FlagSpec dim_flag(const std::string& help) {
+  return {"--dim", "--dynamic,--shapes", "NAME=VALUE",
+          help + "; several may go in one, comma-separated (batch=8,seq=128); --dynamic and --shapes "
+                 "(trtexec) are other spellings, and where a command takes dim values, INPUT:AxB (trtexec's "
+                 "--shapes=input_ids:8x128) sets the dims of that input's shape",
+          true};
+}
+FlagSpec output_flag(const std::string& help) { return {"--output", "-o,--out", "PATH", help, false}; }
+FlagSpec jobs_flag(const std::string& help) { return {"--jobs", "-j", "N", help + "; -j4, -j 4 and --jobs 4 alike", false}; }
+FlagSpec arch_flag(const std::string& help) {
+  return {"--arch", "", "ARCH", help + "; spellings: sm_90a = sm90a = sm90 = 90, sm_80 = sm80 = 80", false};
+}
+FlagSpec dtype_flag(const std::string& help) {
+  return {"--dtype", "", "DTYPE", help + "; spellings: f16 = fp16 = float16, bf16 = bfloat16, f32 = fp32 = float32", false};
+}
+FlagSpec onnx_flag() { return {"--onnx", "", "MODEL.onnx", "the model, as trtexec spells it (the same as giving MODEL.onnx)", false}; }
+FlagSpec json_flag() { return {"--json", "", "", "print one JSON document on stdout instead of the text report (docs/USAGE.md)", false}; }
+
+std::vector<std::string> dim_texts(const ParsedArgs& args) {
+  std::vector<std::string> out;
+  for (const auto& t : args.all("--dim")) {
+    size_t start = 0;
+    for (;;) {
+      size_t comma = t.find(',', start);
+      out.push_back(t.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+  }
+  return out;
+}
+
+std::string normalize_arch(const std::string& text, const std::string& flag) {
+  std::string s = text;
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+  if (s.rfind("sm_", 0) == 0) s = s.substr(3);
+  else if (s.rfind("sm", 0) == 0) s = s.substr(2);
+  const bool arch_specific = !s.empty() && s.back() == 'a';
+  if (arch_specific) s.pop_back();
+  if (s.empty() || s.size() > 3 || s.find_first_not_of("0123456789") != std::string::npos || s[0] == '0')
+    throw UsageError("bad " + flag + " '" + text + "': expected an SM architecture such as sm_90a, sm90, 90 or sm_80");
+  const int n = std::stoi(s);
+  return "sm_" + s + (arch_specific || n == 90 ? "a" : "");
+}
+
+int arch_number(const std::string& normalized) {
+  std::string s = normalized.substr(3);
+  if (!s.empty() && s.back() == 'a') s.pop_back();
+  return std::stoi(s);
+}
+
+std::string normalize_dtype(const std::string& text, const std::vector<std::string>& allowed, const std::string& flag) {
+  std::string s = text;
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+  std::string d = s == "f16" || s == "fp16" || s == "float16" || s == "half" ? "f16"
+                  : s == "bf16" || s == "bfloat16"                          ? "bf16"
+                  : s == "f32" || s == "fp32" || s == "float32" || s == "float" ? "f32"
+                                                                               : "";
+  if (d.empty() || std::find(allowed.begin(), allowed.end(), d) == allowed.end()) {
+    std::string list;
+    for (size_t i = 0; i < allowed.size(); ++i)
+      list += (i == 0 ? "" : i + 1 == allowed.size() ? " or " : ", ") + allowed[i];
+    throw UsageError("bad " + flag + " '" + text + "': use " + list);
+  }
+  return d;
+}
+
+std::string dtype_choice(const ParsedArgs& args, const std::vector<std::string>& allowed, const std::string& def) {
+  std::vector<std::pair<std::string, std::string>> given;  // (spelling, dtype)
+  if (auto v = args.value("--dtype")) given.push_back({"--dtype " + *v, normalize_dtype(*v, allowed)});
+  if (args.has("--fp16")) given.push_back({"--fp16", "f16"});
+  if (args.has("--bf16")) given.push_back({"--bf16", "bf16"});
+  for (const auto& g : given)
+    if (g.second != given[0].second)
+      throw UsageError(given[0].first + " and " + g.first + " contradict each other: give one");
+  return given.empty() ? def : given[0].second;
+}
+
+int jobs_value(const ParsedArgs& args, int def) {
+  auto v = args.value("--jobs");
+  if (!v) return def;
+  if (v->find_first_not_of("0123456789") != std::string::npos || v->size() > 4 || std::stoi(*v) < 1)
+    throw UsageError("bad --jobs '" + *v + "': give a positive number of processes, like -j4");
+  return std::stoi(*v);
+}
+
+nlohmann::ordered_json json_header(const std::string& command) {
+  nlohmann::ordered_json j;
+  j["schema"] = "sabre." + command + "/1";
+  j["sabre_version"] = SABRE_VERSION;
+  return j;
+}
+
+void print_json(const nlohmann::ordered_json& doc) {
+  const std::string text = doc.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
+  std::fwrite(text.data(), 1, text.size(), stdout);
 }
 
 std::pair<std::string, std::string> split_assignment(const std::string& text, const std::string& flag,
@@ -166,9 +319,12 @@ std::pair<std::string, std::string> split_assignment(const std::string& text, co
   return {text.substr(0, eq), text.substr(eq + 1)};
 }
 
-std::map<std::string, int64_t> parse_dims(const std::vector<std::string>& texts) {
+std::map<std::string, int64_t> parse_dims(const std::vector<std::string>& given) {
   std::map<std::string, int64_t> out;
-  for (const auto& t : texts) {
+  ParsedArgs split;
+  split.values["--dim"] = given;
+  for (const auto& t : dim_texts(split)) {
+    if (is_input_shape(t)) continue;  // NAME:AxB, once the inputs are known (add_input_shape_dims)
     auto [name, value] = split_assignment(t, "--dim", "NAME=VALUE with a positive integer, like batch=4");
     bool ident = std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_';
     for (char c : name) ident = ident && (std::isalnum(static_cast<unsigned char>(c)) || c == '_');
@@ -182,6 +338,64 @@ std::map<std::string, int64_t> parse_dims(const std::vector<std::string>& texts)
     if (!fresh && it->second != v)
       throw UsageError("--dim " + name + " is given twice with different values (" + std::to_string(it->second) +
                        " and " + std::to_string(v) + ")");
+  }
+  return out;
+}
+
+bool is_input_shape(const std::string& text) {
+  return text.find('=') == std::string::npos && text.find(':') != std::string::npos;
+}
+
+void add_input_shape_dims(std::map<std::string, int64_t>& dims, const ParsedArgs& args, const InputDims& inputs) {
+  std::string names;
+  for (const auto& [n, d] : inputs) names += (names.empty() ? "" : ", ") + n;
+  std::map<std::string, std::string> source;  // dim -> the text that set it
+  for (const auto& t : dim_texts(args)) {
+    if (!is_input_shape(t)) continue;
+    const size_t colon = t.rfind(':');  // an input's name may hold ':' ("input:0")
+    const std::string name = t.substr(0, colon), shape = t.substr(colon + 1);
+    auto in = std::find_if(inputs.begin(), inputs.end(), [&](const auto& i) { return i.first == name; });
+    if (in == inputs.end()) throw UsageError("--shapes '" + t + "': the model has no input '" + name + "'; its inputs are: " + names);
+    std::vector<std::string> extents;
+    for (size_t start = 0;;) {
+      size_t x = shape.find('x', start);
+      extents.push_back(shape.substr(start, x == std::string::npos ? std::string::npos : x - start));
+      if (x == std::string::npos) break;
+      start = x + 1;
+    }
+    if (extents.size() != in->second.size())
+      throw UsageError("--shapes '" + t + "': input '" + name + "' has " + std::to_string(in->second.size()) +
+                       " dims, the shape gives " + std::to_string(extents.size()) + " (write them as AxBxC)");
+    for (size_t i = 0; i < extents.size(); ++i) {
+      const std::string& e = extents[i];
+      const std::string& d = in->second[i];
+      if (e.empty() || e.size() > 12 || e.find_first_not_of("0123456789") != std::string::npos || std::stoll(e) < 1)
+        throw UsageError("--shapes '" + t + "': '" + e + "' is not a positive integer (write the shape as AxBxC)");
+      const int64_t v = std::stoll(e);
+      const bool symbol = !d.empty() && (std::isalpha(static_cast<unsigned char>(d[0])) || d[0] == '_') &&
+                          d.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") == std::string::npos;
+      if (!symbol) {
+        if (d.find_first_not_of("0123456789") == std::string::npos && !d.empty() && std::stoll(d) != v)
+          throw UsageError("--shapes '" + t + "': dim " + std::to_string(i) + " of input '" + name + "' is " + d +
+                           ", not " + e);
+        continue;  // an expression (seq*2) follows from the symbols
+      }
+      auto [it, fresh] = dims.emplace(d, v);
+      if (!fresh && it->second != v)
+        throw UsageError("--shapes '" + t + "' gives " + d + "=" + e + " but " +
+                         (source.count(d) ? "'" + source[d] + "'" : std::string("--dim")) + " gives " + d + "=" +
+                         std::to_string(it->second));
+      source.emplace(d, t);
+    }
+  }
+}
+
+InputDims graph_input_dims(const ir::Graph& g) {
+  InputDims out;
+  for (const ir::Value* v : g.inputs()) {
+    out.push_back({v->name(), {}});
+    if (v->type().known)
+      for (const auto& d : v->shape()) out.back().second.push_back(d.str());
   }
   return out;
 }

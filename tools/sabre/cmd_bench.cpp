@@ -31,9 +31,10 @@ namespace sabre::cli {
 namespace {
 
 const std::vector<FlagSpec> kFlags = {
-    {"--dim", "", "NAME=VALUE", "value of a symbolic dim (unset ones: 1 for batch-like names, else 8)", true},
+    dim_flag("value of a symbolic dim (unset ones: 1 for batch-like names, else 8)"),
     {"--warmup", "", "N", "untimed runs first (default 20; 0 for none, e.g. one run under a profiler)", false},
-    {"--iters", "", "N", "timed runs (default 200)", false},
+    {"--iters", "--iterations", "N", "timed runs (default 200); --iterations (trtexec) is another spelling", false},
+    json_flag(),
     {"--device", "", "N", "the CUDA device (default 0)", false},
     {"--no-graphs", "", "", "launch step by step instead of replaying a CUDA graph", false},
     {"--profile", "", "", "also time every plan step (events between steps) and print where the time goes", false},
@@ -101,7 +102,7 @@ int bench(const std::vector<std::string>& argv) {
     ParsedArgs args = parse_args(argv, kFlags);
     if (args.help) {
       std::printf("usage: sabre bench MODEL.sabre [--dim NAME=VALUE ...] [--warmup N] [--iters N] [--profile [--steps N]]\n"
-                  "                   [--no-graphs] [--no-clocks] [--device N] [--back-to-back N]\n\n"
+                  "                   [--no-graphs] [--no-clocks] [--device N] [--back-to-back N] [--json]\n\n"
                   "Times a compiled artifact on the GPU with random inputs: p50/p90/p99 latency of one run, on the\n"
                   "host (enqueue to stream finished) and by CUDA events around it (launch included, as PyTorch's\n"
                   "torch.cuda.Event timing measures), throughput, and peak activation memory; with --profile, the\n"
@@ -131,9 +132,14 @@ int bench(const std::vector<std::string>& argv) {
       throw UsageError("bad --back-to-back '0': expected a positive integer (runs between the two events)");
     [[maybe_unused]] const uint64_t listed = unsigned_flag(args, "--steps", 15, 6, "a whole number (0 lists every step)");
     if (args.has("--steps") && !args.has("--profile")) throw UsageError("--steps lists profiled steps: add --profile");
-    [[maybe_unused]] std::map<std::string, int64_t> dims = parse_dims(args.all("--dim"));
+    [[maybe_unused]] std::map<std::string, int64_t> dims = parse_dims(dim_texts(args));
 #if SABRE_RUNTIME_HAVE_CUDA
     sabre::Session session(args.positional[0], device);
+    {
+      InputDims input_dims;
+      for (const auto& sp : session.inputs()) input_dims.push_back({sp.name, sp.shape});
+      add_input_shape_dims(dims, args, input_dims);
+    }
     std::set<std::string> symbols;
     for (const auto& sp : session.inputs())
       for (const auto& d : sp.shape)
@@ -241,6 +247,35 @@ int bench(const std::vector<std::string>& argv) {
     int64_t batch = 1;
     for (const auto& [k, v] : dims)
       if (k.find("batch") != std::string::npos) batch = v;
+    const sabre::RunStats& rs = ctx.last_stats();
+    if (args.has("--json")) {
+      auto pct = [](const std::vector<double>& v) {
+        return nlohmann::ordered_json{{"p50", percentile(v, 50)}, {"p90", percentile(v, 90)}, {"p99", percentile(v, 99)},
+                                      {"min", *std::min_element(v.begin(), v.end())}};
+      };
+      nlohmann::ordered_json j = json_header("bench");
+      j["artifact"] = args.positional[0];
+      j["device"] = device;
+      j["dims"] = dims;
+      j["runs"] = {{"timed", iters}, {"warmup", warmup}, {"cuda_graphs", !args.has("--no-graphs")}};
+      j["latency_ms"] = pct(ms);
+      j["gpu_ms"] = pct(gpu_ms);
+      j["back_to_back_ms"] = b2b_ms.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(percentile(b2b_ms, 50));
+      j["throughput"] = {{"runs_per_s", static_cast<double>(iters) / total_s},
+                         {"samples_per_s", static_cast<double>(iters * batch) / total_s},
+                         {"batch", batch}};
+      j["activations"] = {{"peak_bytes", rs.peak_activation_bytes}, {"without_reuse_bytes", rs.activation_bytes_without_reuse}};
+      j["l2_prefetch"] = {{"weights", rs.prefetched_weights}, {"bytes", rs.prefetched_bytes}, {"lead_steps", rs.prefetch_lead}};
+      j["gpu_clocks"] = clock_line.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(clock_line);
+      if (args.has("--profile")) {
+        for (auto& o : outs) o.data = nullptr;
+        j["profile"] = nlohmann::ordered_json::array();
+        for (const auto& t : ctx.profile(ins, outs, 20))
+          j["profile"].push_back({{"index", t.index}, {"op", t.op}, {"name", t.name}, {"kernel", t.kernel}, {"us", t.us}});
+      }
+      print_json(j);
+      return kExitOk;
+    }
     std::printf("dims         %s\n", dim_line.empty() ? "(static)" : dim_line.c_str());
     std::printf("runs         %lld timed after %lld warmup, CUDA graphs %s\n", static_cast<long long>(iters),
                 static_cast<long long>(warmup), args.has("--no-graphs") ? "off" : "on");
@@ -254,7 +289,6 @@ int bench(const std::vector<std::string>& argv) {
                   percentile(b2b_ms, 50), static_cast<long long>(back_to_back), b2b_ms.size());
     std::printf("throughput   %.1f runs/s, %.1f samples/s (batch %lld)\n", static_cast<double>(iters) / total_s,
                 static_cast<double>(iters * batch) / total_s, static_cast<long long>(batch));
-    const sabre::RunStats& rs = ctx.last_stats();
     std::printf("activations  peak %.2f MiB (%.2f MiB without reuse)\n", rs.peak_activation_bytes / 1048576.0,
                 rs.activation_bytes_without_reuse / 1048576.0);
     if (rs.prefetched_weights > 0)

@@ -11,10 +11,24 @@
 namespace sabre::cli {
 namespace {
 
+FlagSpec with_alias(FlagSpec f, const std::string& alias, const std::string& metavar = "") {
+  f.alias += "," + alias;
+  if (!metavar.empty()) f.metavar = metavar;
+  return f;
+}
+
 const std::vector<FlagSpec> kFlags = {
-    {"--output", "-o", "DIR", "the artifact directory to write (model.sabre)", false},
-    {"--dtype", "", "fp16|bf16", "compute dtype of activations and weights (default fp16)", false},
-    {"--dynamic", "", "NAME=MIN..MAX,...", "ranges of the symbolic dims (default batch-like 1..64, others 1..512)", false},
+    with_alias(output_flag("the artifact directory to write (model.sabre); --saveEngine (trtexec) is another spelling"),
+               "--saveEngine", "DIR"),
+    onnx_flag(),
+    dtype_flag("compute dtype of activations and weights: fp16 or bf16 (default fp16)"),
+    {"--fp16", "", "", "the same as --dtype fp16 (trtexec)", false},
+    {"--bf16", "", "", "the same as --dtype bf16 (trtexec)", false},
+    [] {
+      FlagSpec f = dim_flag("range of a symbolic dim, NAME=MIN..MAX or NAME=VALUE (default batch-like 1..64, others 1..512)");
+      f.metavar = "NAME=MIN..MAX";
+      return f;
+    }(),
     {"--no-tune", "", "", "pick GEMM kernels with the analytic model, even where a GPU could time them", false},
     {"--tune", "", "", "require tuning: fail if this machine has no GPU of the target arch (default: tune when it has one)", false},
     {"--db", "", "PATH", "the tuning database (default $XDG_CACHE_HOME/sabre/tuning.db)", false},
@@ -28,16 +42,17 @@ const std::vector<FlagSpec> kFlags = {
     {"--no-im2col-stem", "", "", "the same as --stem conv (the older spelling)", false},
     {"--no-pointwise-gemm", "", "", "run 1x1 stride-1 convs on the conv kernels (default: as GEMMs over their NHWC tensors, on the persistent GEMM kernels)", false},
     {"--conv-kernels", "", "auto|sm80|sm90", "conv kernel families: auto (default) lets the model rank CUTLASS 2.x sm80 implicit GEMMs (with split-K) against 3.x sm90 TMA/wgmma kernels on sm_90a; sm80 or sm90 insists on one (sm90 where C and K are multiples of 8)", false},
-    {"--arch", "", "sm_90a|sm_80", "what kernels are compiled for (default sm_90a)", false},
-    {"--jobs", "-j", "N", "compiler processes at a time (default: all cores)", false},
+    arch_flag("what kernels are compiled for (default sm_90a)"),
+    jobs_flag("compiler processes at a time (default: all cores)"),
     {"--cache-dir", "", "DIR", "compiled-kernel cache (default $XDG_CACHE_HOME/sabre/kernels)", false},
+    json_flag(),
 };
 
 void print_help() {
   std::printf(
-      "usage: sabre compile MODEL.onnx -o MODEL.sabre [--dtype fp16|bf16] [--dynamic batch=1..256,seq=1..512]\n"
+      "usage: sabre compile MODEL.onnx -o MODEL.sabre [--dtype fp16|bf16] [--dim batch=1..256,seq=1..512]\n"
       "                     [--no-tune|--tune] [--db PATH [--tuned-for GPU]] [--plan-only] [--stem direct|im2col|conv]\n"
-      "                     [--arch sm_90a] [-j N]\n\n"
+      "                     [--arch sm_90a] [-j N] [--json]\n\n"
       "Imports MODEL.onnx, canonicalizes and partitions it, lowers it to a runtime plan (GEMM regions to\n"
       "CUTLASS kernels with per-M dispatch tables, the rest to sabre's native kernels), compiles the kernels\n"
       "(cached by content) and writes the artifact directory that `sabre run` loads. Where this machine has a\n"
@@ -67,13 +82,16 @@ int run(const std::vector<std::string>& argv) {
     auto out = args.value("--output");
     if (!out) throw UsageError("where to? give the artifact directory with -o MODEL.sabre");
     codegen::CompileOptions o;
-    std::string dt = args.value("--dtype").value_or("fp16");
-    if (dt == "fp16" || dt == "f16") o.dtype = ir::DType::f16;
-    else if (dt == "bf16") o.dtype = ir::DType::bf16;
-    else throw UsageError("--dtype '" + dt + "': use fp16 or bf16");
-    if (auto d = args.value("--dynamic")) {
+    o.dtype = dtype_choice(args, {"f16", "bf16"}, "f16") == "bf16" ? ir::DType::bf16 : ir::DType::f16;
+    for (const auto& t : dim_texts(args))
+      if (is_input_shape(t))
+        throw UsageError("--shapes '" + t + "' gives one input's shape, which inspect, partition, run and bench take; " +
+                         "sabre compile takes dim ranges: --dim batch=1..8,seq=1..128");
+    if (args.has("--dim")) {
+      std::string ranges;
+      for (const auto& t : dim_texts(args)) ranges += (ranges.empty() ? "" : ",") + t;
       try {
-        o.ranges = codegen::parse_dynamic(*d);
+        o.ranges = codegen::parse_dynamic(ranges);
       } catch (const std::invalid_argument& e) {
         throw UsageError(e.what());
       }
@@ -114,24 +132,38 @@ int run(const std::vector<std::string>& argv) {
       o.conv_kernels = codegen::ConvKernels::sm90;
     else
       throw UsageError("--conv-kernels '" + ck + "': give auto, sm80 or sm90");
-    o.arch = args.value("--arch").value_or("sm_90a");
-    try {
-      codegen::arch_sm(o.arch);
-    } catch (const std::invalid_argument& e) {
-      throw UsageError(e.what());
-    }
-    o.jobs = positive("--jobs", o.jobs);
+    o.arch = normalize_arch(args.value("--arch").value_or("sm_90a"));
+    o.jobs = jobs_value(args, o.jobs);
     if (auto c = args.value("--cache-dir")) o.cache_dir = *c;
     o.progress = [](const std::string& line) { std::fprintf(stderr, "sabre compile: %s\n", line.c_str()); };
 
     codegen::CompileSummary s = codegen::compile_model(args.positional[0], *out, o);
-    for (const auto& n : s.notes) std::printf("note: %s\n", n.c_str());
     int total = 0;
     std::string by_op;
     for (const auto& [op, n] : s.steps_by_op) {
       total += n;
       by_op += (by_op.empty() ? "" : ", ") + std::to_string(n) + " " + op;
     }
+    if (args.has("--json")) {
+      nlohmann::ordered_json j = json_header("compile");
+      j["model"] = args.positional[0];
+      j["artifact"] = *out;
+      j["dtype"] = std::string(ir::name(o.dtype));
+      j["arch"] = o.arch;
+      j["plan_only"] = o.plan_only;
+      j["steps"] = {{"total", total}, {"by_op", s.steps_by_op}};
+      j["kernels"] = {{"gemm", s.gemm_kernels},           {"conv", s.conv_kernels},
+                      {"elementwise", s.elementwise_kernels}, {"compiled", s.kernels_compiled},
+                      {"cached", s.kernels_cached}};
+      j["weights_bytes"] = s.weights_bytes;
+      j["artifact_bytes_without_weights"] = s.artifact_bytes_without_weights;
+      j["tuning"] = {{"points", s.tuned_points}, {"new_measurements", s.measured_candidates}, {"seconds", s.tune_seconds}};
+      j["seconds"] = s.seconds;
+      j["notes"] = s.notes;
+      print_json(j);
+      return kExitOk;
+    }
+    for (const auto& n : s.notes) std::printf("note: %s\n", n.c_str());
     std::printf("wrote %s\n", out->c_str());
     std::printf("  steps:    %d (%s)\n", total, by_op.c_str());
     std::printf("  kernels:  %zu GEMM, %zu conv, %zu elementwise%s\n", s.gemm_kernels, s.conv_kernels, s.elementwise_kernels,

@@ -17,14 +17,15 @@ namespace {
 
 const std::vector<FlagSpec> kFlags = {
     {"--db", "", "PATH", "the tuning database (default $XDG_CACHE_HOME/sabre/tuning.db)", false},
-    {"--output", "-o", "FILE", "export: write here instead of stdout", false},
+    output_flag("export: write here instead of stdout"),
     {"--workload", "", "TEXT", "show: only workloads containing TEXT", false},
     {"--all", "", "", "show: every measurement, not just each workload's winner", false},
+    json_flag(),
 };
 
 void print_help() {
   std::printf(
-      "usage: sabre db show [--workload TEXT] [--all] [--db PATH]\n"
+      "usage: sabre db show [--workload TEXT] [--all] [--db PATH] [--json]\n"
       "       sabre db export [-o FILE.jsonl] [--db PATH]\n"
       "       sabre db import FILE.jsonl [--db PATH]\n"
       "       sabre db merge OTHER.db [--db PATH]\n\n"
@@ -46,7 +47,48 @@ std::string time_text(const tune::Measurement& m) {
   return buf;
 }
 
+nlohmann::ordered_json measurement_json(const tune::Measurement& m) {
+  nlohmann::ordered_json j;
+  j["kernel"] = m.kernel;
+  j["status"] = tune::to_string(m.status);
+  j["time_us"] = m.status == tune::Status::ok ? nlohmann::ordered_json(m.time_us) : nlohmann::ordered_json(nullptr);
+  j["rel_error"] = m.rel_error;
+  j["detail"] = m.detail;
+  return j;
+}
+
+// sabre db show --json: environments, each with its workloads, their winner and (--all) every measurement.
+int show_json(tune::TuningDb& db, const ParsedArgs& args) {
+  const std::string filter = args.value("--workload").value_or("");
+  nlohmann::ordered_json j = json_header("db");
+  j["db"] = args.value("--db").value_or(tune::TuningDb::default_path());
+  j["measurements"] = db.count();
+  j["environments"] = nlohmann::ordered_json::array();
+  for (const auto& env : db.environments()) {
+    nlohmann::ordered_json e = {{"gpu", env.gpu},         {"sm", env.sm},
+                                {"cuda", env.cuda},       {"cutlass", env.cutlass},
+                                {"template_version", env.template_version}};
+    e["workloads"] = nlohmann::ordered_json::array();
+    for (const auto& w : db.workloads(env)) {
+      if (w.find(filter) == std::string::npos) continue;
+      auto ms = db.measurements(env, w);
+      auto win = db.winner(env, w);
+      nlohmann::ordered_json wj = {{"workload", w}, {"measured", ms.size()}};
+      wj["winner"] = win ? measurement_json(*win) : nlohmann::ordered_json(nullptr);
+      if (args.has("--all")) {
+        wj["all"] = nlohmann::ordered_json::array();
+        for (const auto& m : ms) wj["all"].push_back(measurement_json(m));
+      }
+      e["workloads"].push_back(std::move(wj));
+    }
+    j["environments"].push_back(std::move(e));
+  }
+  print_json(j);
+  return kExitOk;
+}
+
 int show(tune::TuningDb& db, const ParsedArgs& args) {
+  if (args.has("--json")) return show_json(db, args);
   const std::string filter = args.value("--workload").value_or("");
   const bool all = args.has("--all");
   std::printf("%s: %lld measurements\n", args.value("--db").value_or(tune::TuningDb::default_path()).c_str(),
@@ -86,6 +128,8 @@ int run(const std::vector<std::string>& argv) {
       throw UsageError("unknown action '" + action + "': use show, export, import or merge");
     if (args.positional.size() != want)
       throw UsageError(want == 2 ? "sabre db " + action + " takes one file" : "sabre db " + action + " takes no file");
+    if (args.has("--json") && action != "show")
+      throw UsageError("--json goes with sabre db show (export already writes JSON lines)");
     tune::TuningDb db(args.value("--db").value_or(tune::TuningDb::default_path()));
     if (action == "show") return show(db, args);
     if (action == "export") {

@@ -15,15 +15,16 @@ namespace sabre::cli {
 namespace {
 
 const std::vector<FlagSpec> kFlags = {
-    {"--dim", "", "NAME=VALUE", "value of a symbolic dim for the numeric FLOPs (default: batch-like 1, others 8)",
-     true},
-    {"--ir", "", "", "also print the graph in sabre's IR text form (docs/IR.md)", false},
+    onnx_flag(),
+    dim_flag("value of a symbolic dim for the numeric FLOPs (default: batch-like 1, others 8)"),
+    {"--ir", "", "", "also print the graph in sabre's IR text form (docs/IR.md; with --json: as the key \"ir\")", false},
     {"--no-fold", "", "", "print the IR as imported, before shape-subgraph folding", false},
+    json_flag(),
 };
 
 void print_help() {
   std::printf(
-      "usage: sabre inspect MODEL.onnx [--dim NAME=VALUE ...] [--ir]\n\n"
+      "usage: sabre inspect MODEL.onnx [--dim NAME=VALUE ...] [--ir] [--json]\n\n"
       "Imports MODEL.onnx (with shape inference) and prints its inputs and outputs with symbolic dims,\n"
       "the op histogram, the parameter count and the GEMM and convolution FLOPs per op kind, both as\n"
       "polynomials in the dims and as numbers for the --dim values.\n\noptions:\n%s",
@@ -38,6 +39,30 @@ std::string join_bindings(const std::map<std::string, int64_t>& b, const std::ve
     out += (out.empty() ? "" : ", ") + s + "=" + std::to_string(it->second);
   }
   return out;
+}
+
+// A dim for JSON: its number where static, else its expression ("batch", "seq*2").
+nlohmann::ordered_json dim_json(const ir::Dim& d) {
+  if (d.is_static()) return d.value();
+  return d.str();
+}
+
+nlohmann::ordered_json values_json(const std::vector<const ir::Value*>& vs) {
+  nlohmann::ordered_json a = nlohmann::ordered_json::array();
+  for (const ir::Value* v : vs) {
+    nlohmann::ordered_json e;
+    e["name"] = v->name();
+    if (v->type().known) {
+      e["dtype"] = std::string(ir::name(v->dtype()));
+      e["shape"] = nlohmann::ordered_json::array();
+      for (const auto& d : v->shape()) e["shape"].push_back(dim_json(d));
+    } else {
+      e["dtype"] = nullptr;
+      e["shape"] = nullptr;
+    }
+    a.push_back(std::move(e));
+  }
+  return a;
 }
 
 std::string with_commas(int64_t v) {
@@ -61,13 +86,14 @@ int run(const std::vector<std::string>& argv) {
                                                : "one model at a time (got " + std::to_string(args.positional.size()) +
                                                      " paths)");
     const std::string path = args.positional[0];
-    std::map<std::string, int64_t> dims = parse_dims(args.all("--dim"));
+    std::map<std::string, int64_t> dims = parse_dims(dim_texts(args));
     if (!std::filesystem::exists(path)) throw std::runtime_error("model file '" + path + "' does not exist");
 
     onnx_frontend::ImportOptions opts;
     opts.fold_shapes = !args.has("--no-fold");
     ir::Graph g = onnx_frontend::import_model(path, opts);
     ir::ModelStats st = ir::compute_stats(g);
+    add_input_shape_dims(dims, args, graph_input_dims(g));
 
     for (const auto& [name, v] : dims)
       if (std::find(st.symbols.begin(), st.symbols.end(), name) == st.symbols.end()) {
@@ -84,6 +110,32 @@ int run(const std::vector<std::string>& argv) {
         defaulted.push_back(s);
       }
 
+    if (args.has("--json")) {
+      nlohmann::ordered_json j = json_header("inspect");
+      j["model"] = path;
+      j["graph"] = g.name;
+      j["inputs"] = values_json(st.inputs);
+      j["outputs"] = values_json(st.outputs);
+      j["dims"] = nlohmann::ordered_json::object();
+      for (const auto& s : st.symbols) j["dims"][s] = bindings[s];
+      j["defaulted_dims"] = defaulted;
+      j["nodes"] = st.num_nodes;
+      j["ops"] = st.op_histogram;
+      j["parameters"] = {{"count", st.parameter_count}, {"bytes", st.parameter_bytes}, {"constants", st.num_constants}};
+      j["flops"] = nlohmann::ordered_json::object();
+      for (const auto& [kind, k] : st.flops) {
+        auto v = k.evaluate(bindings);
+        j["flops"][kind] = {{"nodes", k.nodes},
+                            {"flops", v ? nlohmann::ordered_json(*v) : nlohmann::ordered_json(nullptr)},
+                            {"polynomial", k.exact ? nlohmann::ordered_json(k.flops.str()) : nlohmann::ordered_json(nullptr)},
+                            {"nodes_not_inferred", k.unknown}};
+      }
+      auto total = st.total_flops().evaluate(bindings);
+      j["total_flops"] = total ? nlohmann::ordered_json(*total) : nlohmann::ordered_json(nullptr);
+      if (args.has("--ir")) j["ir"] = ir::print(g);
+      print_json(j);
+      return kExitOk;
+    }
     std::printf("model    %s (graph '%s')\n", path.c_str(), g.name.c_str());
     size_t w = 0;
     for (const auto* list : {&st.inputs, &st.outputs})

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -71,56 +72,55 @@ std::optional<cb::KernelSpec> resolve(const std::string& name, int target_sm) {
   return std::nullopt;
 }
 
-int cmd_list(const std::vector<std::string>& args) {
+const std::vector<FlagSpec> kFlags = {
+    arch_flag("list: only kernels of this family (sm90 or sm80)"),
+    {"--epilogue", "", "EPI", "list: the epilogue the kernels are named with (default bias)", false},
+    dtype_flag("list: only kernels of this operand dtype (f16, bf16 or f32)"),
+    {"--layout", "", "tn|tt", "list: only kernels of this operand layout", false},
+    {"--target-sm", "", "SM", "the GPU the kernels are for: 90 (default) or 80, spelled as --arch takes it", false},
+    {"--names", "", "", "list: kernel names only, one a line", false},
+    output_flag("emit: write the source to this file instead of stdout; build: the directory to build into"),
+    jobs_flag("build: nvcc processes at a time (default 2)"),
+};
+
+// Which flags each action takes; another is a usage error naming the action.
+const std::map<std::string, std::vector<std::string>> kActionFlags = {
+    {"list", {"--arch", "--epilogue", "--dtype", "--layout", "--target-sm", "--names"}},
+    {"emit", {"--output", "--target-sm"}},
+    {"build", {"--output", "--jobs", "--target-sm"}},
+};
+
+int target_sm_flag(const ParsedArgs& args) {
+  auto v = args.value("--target-sm");
+  if (!v) return 90;
+  const int sm = arch_number(normalize_arch(*v, "--target-sm"));
+  if (sm != 90 && sm != 80) throw UsageError("bad --target-sm '" + *v + "': kernels are generated for 90 or 80");
+  return sm;
+}
+
+int cmd_list(const ParsedArgs& args) {
+  if (args.positional.size() > 1) throw UsageError("sabre kernels list takes no names (see --epilogue, --dtype)");
   std::optional<cb::Family> fam;
   std::optional<cb::Elem> dtype;
   std::optional<cb::Layout> layout;
   cb::EpilogueSpec epi{cb::Act::none, true, cb::Residual::none};
-  int target_sm = 90;
-  bool names_only = false;
-  for (size_t i = 0; i < args.size(); ++i) {
-    auto val = [&]() -> std::optional<std::string> {
-      if (i + 1 >= args.size()) return std::nullopt;
-      return args[++i];
-    };
-    const std::string& a = args[i];
-    std::optional<std::string> v;
-    if (a == "--names") {
-      names_only = true;
-      continue;
-    }
-    if (a != "--arch" && a != "--epilogue" && a != "--dtype" && a != "--layout" && a != "--target-sm") {
-      std::fprintf(stderr, "sabre kernels list: unknown option '%s'\n%s", a.c_str(), kUsage);
-      return kExitUsage;
-    }
-    if (!(v = val())) {
-      std::fprintf(stderr, "sabre kernels list: %s needs a value\n%s", a.c_str(), kUsage);
-      return kExitUsage;
-    }
-    bool ok = true;
-    if (a == "--arch") {
-      if (*v == "sm90") fam = cb::Family::sm90;
-      else if (*v == "sm80") fam = cb::Family::sm80;
-      else ok = false;
-    } else if (a == "--epilogue") {
-      auto e = cb::parse_epilogue(*v);
-      if (e) epi = *e;
-      ok = e.has_value();
-    } else if (a == "--dtype") {
-      dtype = cb::parse_elem(*v);
-      ok = dtype.has_value();
-    } else if (a == "--layout") {
-      if (*v == "tn") layout = cb::Layout::tn;
-      else if (*v == "tt") layout = cb::Layout::tt;
-      else ok = false;
-    } else {
-      target_sm = std::atoi(v->c_str());
-      ok = target_sm == 90 || target_sm == 80;
-    }
-    if (!ok) {
-      std::fprintf(stderr, "sabre kernels list: bad value '%s' for %s\n%s", v->c_str(), a.c_str(), kUsage);
-      return kExitUsage;
-    }
+  const int target_sm = target_sm_flag(args);
+  const bool names_only = args.has("--names");
+  if (auto v = args.value("--arch")) {
+    const int sm = arch_number(normalize_arch(*v));
+    if (sm != 90 && sm != 80) throw UsageError("bad --arch '" + *v + "': the kernel families are sm90 and sm80");
+    fam = sm == 90 ? cb::Family::sm90 : cb::Family::sm80;
+  }
+  if (auto v = args.value("--epilogue")) {
+    auto e = cb::parse_epilogue(*v);
+    if (!e) throw UsageError("bad --epilogue '" + *v + "': e.g. linear, bias, bias_gelu, bias_res_relu, gelu_res");
+    epi = *e;
+  }
+  if (auto v = args.value("--dtype")) dtype = cb::parse_elem(normalize_dtype(*v, {"f16", "bf16", "f32"}));
+  if (auto v = args.value("--layout")) {
+    if (*v == "tn") layout = cb::Layout::tn;
+    else if (*v == "tt") layout = cb::Layout::tt;
+    else throw UsageError("bad --layout '" + *v + "': use tn or tt");
   }
   auto specs = list_specs(target_sm, fam, dtype, layout, epi);
   if (!names_only)
@@ -183,24 +183,12 @@ int emit_conv(const std::string& name, const std::string& out, int target_sm) {
   return write_source(cb::emit_conv_kernel(*spec, target_sm), out);
 }
 
-int cmd_emit(const std::vector<std::string>& args) {
-  std::string name, out;
-  int target_sm = 90;
-  for (size_t i = 0; i < args.size(); ++i) {
-    if ((args[i] == "-o" || args[i] == "--target-sm") && i + 1 < args.size()) {
-      if (args[i] == "-o") out = args[++i];
-      else target_sm = std::atoi(args[++i].c_str());
-    } else if (name.empty() && args[i][0] != '-') {
-      name = args[i];
-    } else {
-      std::fprintf(stderr, "sabre kernels emit: unexpected argument '%s'\n%s", args[i].c_str(), kUsage);
-      return kExitUsage;
-    }
-  }
-  if (name.empty()) {
-    std::fprintf(stderr, "sabre kernels emit: which kernel? give its NAME\n%s", kUsage);
-    return kExitUsage;
-  }
+int cmd_emit(const ParsedArgs& args) {
+  if (args.positional.size() != 2)
+    throw UsageError(args.positional.size() < 2 ? "which kernel? give its NAME: sabre kernels emit NAME"
+                                                : "one kernel at a time: sabre kernels emit NAME");
+  const std::string name = args.positional[1], out = args.value("--output").value_or("");
+  const int target_sm = target_sm_flag(args);
   if (cb::is_sm90_conv_kernel_name(name)) return emit_sm90_conv(name, out, target_sm);
   if (cb::is_conv_kernel_name(name)) return emit_conv(name, out, target_sm);
   if (auto lt = cublaslt_backend::parse_lt_kernel_name(name)) {  // a cuBLASLt algorithm an artifact deploys
@@ -240,29 +228,15 @@ cb::CompileResult compile_lt(const cublaslt_backend::LtKernelSpec& lt, const std
   return r;
 }
 
-int cmd_build(const std::vector<std::string>& args) {
-  std::vector<std::string> names;
-  std::string out;
-  int jobs = 2;
+int cmd_build(const ParsedArgs& args) {
+  const std::vector<std::string> names(args.positional.begin() + 1, args.positional.end());
+  if (names.empty()) throw UsageError("which kernels? give their NAMEs: sabre kernels build NAME... -o DIR");
+  auto out_flag = args.value("--output");
+  if (!out_flag) throw UsageError("where to? give the directory with -o DIR");
+  const std::string out = *out_flag;
+  const int jobs = jobs_value(args, 2);
   cb::NvccOptions opts;
-  for (size_t i = 0; i < args.size(); ++i) {
-    if ((args[i] == "-o" || args[i] == "-j" || args[i] == "--target-sm") && i + 1 < args.size()) {
-      if (args[i] == "-o") out = args[++i];
-      else if (args[i] == "-j") jobs = std::max(1, std::atoi(args[++i].c_str()));
-      else opts.target_sm = std::atoi(args[++i].c_str());
-    } else if (args[i].size() > 2 && args[i].rfind("-j", 0) == 0) {
-      jobs = std::max(1, std::atoi(args[i].c_str() + 2));
-    } else if (args[i][0] != '-') {
-      names.push_back(args[i]);
-    } else {
-      std::fprintf(stderr, "sabre kernels build: unexpected argument '%s'\n%s", args[i].c_str(), kUsage);
-      return kExitUsage;
-    }
-  }
-  if (names.empty() || out.empty()) {
-    std::fprintf(stderr, "sabre kernels build: need kernel NAMEs and -o DIR\n%s", kUsage);
-    return kExitUsage;
-  }
+  opts.target_sm = target_sm_flag(args);
   std::vector<cb::KernelSpec> specs;
   std::vector<cb::ConvSpec> convs;
   std::vector<cb::Sm90ConvSpec> convs90;
@@ -325,22 +299,24 @@ int cmd_build(const std::vector<std::string>& args) {
   return failed ? kExitError : kExitOk;
 }
 
-int run(const std::vector<std::string>& args) {
-  if (args.empty() || args[0] == "--help" || args[0] == "-h") {
-    std::fputs(kUsage, args.empty() ? stderr : stdout);
-    return args.empty() ? kExitUsage : kExitOk;
-  }
-  std::vector<std::string> rest(args.begin() + 1, args.end());
-  for (const auto& a : rest)  // `sabre kernels build --help` asks for the usage, not a kernel named --help
-    if (a == "--help" || a == "-h") {
-      std::fputs(kUsage, stdout);
+int run(const std::vector<std::string>& argv) {
+  return guarded("kernels", [&] {
+    ParsedArgs args = parse_args(argv, kFlags);
+    if (args.help) {
+      std::printf("%s\noptions:\n%s", kUsage, flags_help(kFlags).c_str());
       return kExitOk;
     }
-  if (args[0] == "list") return cmd_list(rest);
-  if (args[0] == "emit") return cmd_emit(rest);
-  if (args[0] == "build") return cmd_build(rest);
-  std::fprintf(stderr, "sabre kernels: unknown subcommand '%s'\n%s", args[0].c_str(), kUsage);
-  return kExitUsage;
+    if (args.positional.empty()) throw UsageError("no action given: sabre kernels list|emit|build");
+    const std::string action = args.positional[0];
+    auto allowed = kActionFlags.find(action);
+    if (allowed == kActionFlags.end()) throw UsageError("unknown action '" + action + "': use list, emit or build");
+    for (const auto& [flag, v] : args.values)
+      if (std::find(allowed->second.begin(), allowed->second.end(), flag) == allowed->second.end())
+        throw UsageError(flag + " does not go with sabre kernels " + action);
+    if (action == "list") return cmd_list(args);
+    if (action == "emit") return cmd_emit(args);
+    return cmd_build(args);
+  });
 }
 
 const bool reg = register_command({"kernels", "list, emit and build generated GEMM and conv kernels", run});

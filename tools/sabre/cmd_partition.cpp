@@ -20,16 +20,17 @@ namespace sabre::cli {
 namespace {
 
 const std::vector<FlagSpec> kFlags = {
-    {"--backend", "", "NAME", "the pattern table to apply (cutlass)", false},
-    {"--dim", "", "NAME=VALUE", "representative value of a symbolic dim for the FLOP share (default: batch-like 1, others 128)",
-     true},
-    {"--ir", "", "", "also print the partitioned graph in the IR text form", false},
+    onnx_flag(),
+    {"--backend", "", "NAME", "the pattern table to apply (default cutlass, the only one)", false},
+    dim_flag("representative value of a symbolic dim for the FLOP share (default: batch-like 1, others 128)"),
+    json_flag(),
+    {"--ir", "", "", "also print the partitioned graph in the IR text form (with --json: as the key \"ir\")", false},
     {"--dump-passes", "", "", "print the IR after every canonicalization pass (stderr)", false},
 };
 
 void print_help() {
   std::printf(
-      "usage: sabre partition MODEL.onnx [--backend cutlass] [--dim NAME=VALUE ...] [--ir]\n\n"
+      "usage: sabre partition MODEL.onnx [--backend cutlass] [--dim NAME=VALUE ...] [--ir] [--json]\n\n"
       "Imports MODEL.onnx, canonicalizes it (constant and shape folding, GELU/LayerNorm idioms, BatchNorm\n"
       "folding, weight layouts, GEMM biases), applies the backend's pattern table and prints each region,\n"
       "the share of GEMM and conv FLOPs offloaded, every GEMM or conv left out with its reason and what\n"
@@ -69,9 +70,10 @@ int run(const std::vector<std::string>& argv) {
                                                : "one model at a time: sabre partition MODEL.onnx");
     std::string backend = args.value("--backend").value_or("cutlass");
     if (backend != "cutlass") throw UsageError("unknown backend '" + backend + "': the pattern tables are: cutlass");
-    auto dims = parse_dims(args.all("--dim"));
+    auto dims = parse_dims(dim_texts(args));
 
     ir::Graph g = onnx_frontend::import_model(args.positional[0]);
+    add_input_shape_dims(dims, args, graph_input_dims(g));
     transform::PassOptions opts;
     opts.dump = args.has("--dump-passes");
     g = transform::canonicalize(std::move(g), opts);
@@ -87,6 +89,31 @@ int run(const std::vector<std::string>& argv) {
           lo.runs_on = route.empty() ? "no GPU path (" + why + "): sabre compile refuses the model" : "runs on " + route;
           break;
         }
+    if (args.has("--json")) {
+      nlohmann::ordered_json j = json_header("partition");
+      j["model"] = args.positional[0];
+      j["graph"] = name;
+      j["backend"] = backend;
+      j["regions"] = nlohmann::ordered_json::array();
+      for (const auto& reg : r.regions)
+        j["regions"].push_back({{"composite", reg.composite}, {"pattern", reg.pattern}, {"nodes", reg.nodes}});
+      j["left_out"] = nlohmann::ordered_json::array();
+      for (const auto& lo : rep.left_out)
+        j["left_out"].push_back(
+            {{"node", lo.node}, {"op", lo.op}, {"operands", lo.operands}, {"reason", lo.reason}, {"runs_on", lo.runs_on}});
+      const auto& f = rep.flops;
+      j["flops"] = {{"dims", f.bindings},
+                    {"total", f.overflow ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(f.total_at)},
+                    {"offloaded", f.overflow ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(f.offloaded_at)},
+                    {"share", f.overflow ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(f.share())},
+                    {"share_is_exact", f.exact},
+                    {"total_polynomial", f.overflow ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(f.total.str())},
+                    {"offloaded_polynomial", f.overflow ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(f.offloaded.str())}};
+      j["layout"] = layout_line(r.graph).substr(std::string("layout: ").size());
+      if (args.has("--ir")) j["ir"] = ir::print(r.graph);
+      print_json(j);
+      return kExitOk;
+    }
     std::printf("model %s, backend %s\n%s", name.c_str(), backend.c_str(),
                 partition::format_report(rep, backend).c_str());
     std::printf("%s\n", layout_line(r.graph).c_str());

@@ -34,9 +34,10 @@ const std::vector<FlagSpec> kFlags = {
     {"--reference", "", "", "run on the CPU reference executor (the only engine today)", false},
     {"--input", "", "NAME=FILE.npy", "use this tensor for input NAME (give all inputs, or none for random ones)",
      true},
-    {"--dim", "", "NAME=VALUE", "value of a symbolic dim not set by a given input", true},
+    onnx_flag(),
+    dim_flag("value of a symbolic dim not set by a given input"),
     {"--seed", "", "N", "seed of the random inputs (default 0)", false},
-    {"--out", "-o", "DIR", "where outputs (DIR/NAME.npy) and inputs (DIR/inputs/NAME.npy) go", false},
+    output_flag("the directory where outputs (DIR/NAME.npy) and inputs (DIR/inputs/NAME.npy) go"),
     {"--compare-reference", "", "", "with MODEL.sabre: also run the CPU reference on the same inputs and report the error per output", false},
     {"--model", "", "MODEL.onnx", "with --compare-reference: the ONNX model (default: the one recorded in the artifact)", false},
     {"--device", "", "N", "with MODEL.sabre: the CUDA device (default 0)", false},
@@ -175,9 +176,9 @@ int run_reference(const ParsedArgs& args) {
                                              : "one model at a time (got " + std::to_string(args.positional.size()) +
                                                    " paths)");
   const std::string path = args.positional[0];
-  auto out_dir = args.value("--out");
+  auto out_dir = args.value("--output");
   if (!out_dir) throw UsageError("no output directory: add -o DIR");
-  std::map<std::string, int64_t> dims = parse_dims(args.all("--dim"));
+  std::map<std::string, int64_t> dims = parse_dims(dim_texts(args));
   const uint64_t seed = unsigned_flag(args, "--seed", 0, 19, "a non-negative integer");
   std::vector<std::pair<std::string, std::string>> given;  // name, file
   for (const auto& a : args.all("--input")) given.push_back(split_assignment(a, "--input", "NAME=FILE.npy"));
@@ -185,6 +186,7 @@ int run_reference(const ParsedArgs& args) {
 
   ir::Graph g = onnx_frontend::import_model(path);
   const std::vector<std::string> symbols = g.symbols();
+  add_input_shape_dims(dims, args, graph_input_dims(g));
 
   // Check names before reading files, so a typo is reported as such.
   std::map<std::string, const ir::Value*> by_name;
@@ -334,16 +336,21 @@ int run_reference(const ParsedArgs& args) {
 int run_artifact(const ParsedArgs& args) {
   // A bad command line is a usage error in every build, a CUDA-less one included.
   [[maybe_unused]] const std::string path = args.positional[0];
-  [[maybe_unused]] auto out_dir = args.value("--out");
+  [[maybe_unused]] auto out_dir = args.value("--output");
   if (!out_dir) throw UsageError("no output directory: add -o DIR");
   [[maybe_unused]] const int device = static_cast<int>(unsigned_flag(args, "--device", 0, 3, "a GPU index such as 0"));
-  [[maybe_unused]] std::map<std::string, int64_t> dims = parse_dims(args.all("--dim"));
+  [[maybe_unused]] std::map<std::string, int64_t> dims = parse_dims(dim_texts(args));
   [[maybe_unused]] const uint64_t seed = unsigned_flag(args, "--seed", 0, 19, "a non-negative integer");
   [[maybe_unused]] const std::optional<double> rtol = tolerance_flag(args, "--rtol"), atol = tolerance_flag(args, "--atol");
   if ((rtol || atol) && !args.has("--compare-reference")) throw UsageError("--rtol and --atol go with --compare-reference");
 #if SABRE_RUNTIME_HAVE_CUDA
   sabre::Session session(path, device);
   const auto& specs = session.inputs();
+  {
+    InputDims input_dims;
+    for (const auto& sp : specs) input_dims.push_back({sp.name, sp.shape});
+    add_input_shape_dims(dims, args, input_dims);
+  }
   std::string in_names;
   std::set<std::string> symbols;
   for (const auto& sp : specs) {

@@ -32,27 +32,37 @@ const std::vector<FlagSpec> kFlags = {
     {"--max-kernels", "", "N", "CUTLASS kernels compiled per GEMM problem, all M buckets (default 8, 0: no cap)",
      false},
     {"--lt-algos", "", "N", "cuBLASLt heuristic algorithms timed per workload (default 16)", false},
-    {"--dtype", "", "fp16|bf16", "the precision the model will run in (default fp16)", false},
-    {"--dim", "", "NAME=LO..HI",
-     "range of a symbolic dim (batch=1..32, seq=128), as sabre compile --dynamic; unnamed dims get its defaults "
-     "(batch-like 1..64, others 1..512); M is tuned at powers of two",
-     true},
+    onnx_flag(),
+    dtype_flag("the precision the model will run in: fp16 or bf16 (default fp16)"),
+    {"--fp16", "", "", "the same as --dtype fp16 (trtexec)", false},
+    {"--bf16", "", "", "the same as --dtype bf16 (trtexec)", false},
+    [] {
+      FlagSpec f = dim_flag("range of a symbolic dim (batch=1..32, seq=128), as sabre compile takes it; unnamed dims "
+                            "get its defaults (batch-like 1..64, others 1..512); M is tuned at powers of two");
+      f.metavar = "NAME=LO..HI";
+      return f;
+    }(),
     {"--no-fuse-attention", "", "", "collect the workloads of sabre compile --no-fuse-attention (with attention's GEMMs)", false},
     {"--stem", "", "direct|im2col|conv", "collect the workloads of sabre compile --stem: direct (default) has nothing to tune for a stem that runs as one native stem_conv kernel; im2col tunes the stem as a GEMM, conv as a padded conv problem with few_channels candidates", false},
     {"--no-im2col-stem", "", "", "the same as --stem conv (the older spelling)", false},
     {"--no-pointwise-gemm", "", "", "collect the workloads of sabre compile --no-pointwise-gemm (1x1 convs as convs, not GEMMs)", false},
     {"--fuse-attention", "", "", "the default (fused attention has no attention GEMMs); kept so older scripts run", false},
-    {"--sm", "", "SM", "target compute capability for --no-tune (default 90)", false},
+    [] {
+      FlagSpec f = arch_flag("target architecture for --no-tune (default sm_90a); --sm is the older spelling");
+      f.alias = "--sm";
+      return f;
+    }(),
     {"--no-tune", "", "", "no timing: print the analytic model's picks (no GPU needed)", false},
     {"--no-gpu-check", "", "", "the same as --no-tune: do not look for a GPU at all", false},
-    {"--jobs", "", "N", "parallel nvcc processes (default: all cores)", false},
+    jobs_flag("parallel nvcc processes (default: all cores)"),
     {"--quiet", "", "", "no compile progress", false},
 };
 
 void print_help() {
   std::printf(
       "usage: sabre tune MODEL.onnx [--db PATH] [--top-k N] [--max-kernels N] [--dtype fp16|bf16] [--dim NAME=LO..HI ...]\n"
-      "                  [--no-fuse-attention] [--stem direct|im2col|conv] [--no-pointwise-gemm] [--no-tune]\n\n"
+      "                  [--no-fuse-attention] [--stem direct|im2col|conv] [--no-pointwise-gemm] [--no-tune]\n"
+      "                  [--arch sm_90a] [-j N]\n\n"
       "Partitions and lowers MODEL.onnx as sabre compile does and collects the GEMM workloads compile would tune\n"
       "(dtype, layout, epilogue, N, K, batch, M range) and its conv workloads at each batch bucket (with the same\n"
       "--dtype, dims, attention and stem flags a model tuned here compiles without new measurements). It ranks the\n"
@@ -122,18 +132,19 @@ int run(const std::vector<std::string>& argv) {
     if (args.positional.size() != 1)
       throw UsageError(args.positional.empty() ? "no model given: sabre tune MODEL.onnx"
                                                : "one model at a time: sabre tune MODEL.onnx");
-    std::string dtype = args.value("--dtype").value_or("fp16");
-    if (dtype == "fp16" || dtype == "f16") dtype = "f16";
-    else if (dtype == "bf16") dtype = "bf16";
-    else throw UsageError("bad --dtype '" + dtype + "': use fp16 or bf16");
+    const std::string dtype = dtype_choice(args, {"f16", "bf16"}, "f16");
     tune::ProfileOptions po;
     po.top_k = int(positive(args, "--top-k", 4));
     po.max_kernels_per_problem = int(unsigned_flag(args, "--max-kernels", 8, 4, "a count of kernels, 0 for no cap"));
     po.lt_algos = args.has("--lt-algos") ? int(positive(args, "--lt-algos", 16)) : 16;
-    po.jobs = args.has("--jobs") ? int(positive(args, "--jobs", 1)) : 0;
+    po.jobs = jobs_value(args, 0);
     po.quiet = args.has("--quiet");
-    po.target_sm = int(positive(args, "--sm", 90));
-    auto ranges = parse_ranges(args.all("--dim"));
+    po.target_sm = arch_number(normalize_arch(args.value("--arch").value_or("sm_90a")));
+    for (const auto& t : dim_texts(args))
+      if (is_input_shape(t))
+        throw UsageError("--shapes '" + t + "' gives one input's shape, which inspect, partition, run and bench take; " +
+                         "sabre tune takes dim ranges: --dim batch=1..8,seq=1..128");
+    auto ranges = parse_ranges(dim_texts(args));
     if (args.has("--fuse-attention") && args.has("--no-fuse-attention"))
       throw UsageError("--fuse-attention and --no-fuse-attention contradict each other: give one");
     const bool fuse = !args.has("--no-fuse-attention");
