@@ -5,6 +5,7 @@
 
 #include "ir/infer.h"
 #include "ir/printer.h"
+#include "transform/conv1d_as_conv2d.h"
 #include "transform/fold_batchnorm.h"
 #include "transform/fold_constants.h"
 #include "transform/fold_shapes.h"
@@ -40,6 +41,7 @@ ir::Graph canonicalize(ir::Graph g, const PassOptions& opts) {
   step("fuse_gelu", fuse_gelu);
   step("fuse_layernorm", fuse_layernorm);
   step("fold_batchnorm", fold_batchnorm);
+  step("conv1d_as_conv2d", conv1d_as_conv2d);
   step("fold_constants", fold_constants);  // what the fusions left constant (e.g. Transpose of a weight)
   if (opts.regroup) {
     const RegroupOptions ro = *opts.regroup;

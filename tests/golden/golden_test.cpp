@@ -19,6 +19,7 @@
 #include "partition/report.h"
 #include "reference/reference.h"
 #include "transform/canonicalize.h"
+#include "transform/conv1d_as_conv2d.h"
 #include "transform/fold_batchnorm.h"
 #include "transform/fold_constants.h"
 #include "transform/fuse_gelu.h"
@@ -50,6 +51,7 @@ const std::map<std::string, std::pair<PassFn, bool /*bit exact*/>>& passes() {
       {"fuse_gelu", {[](ir::Graph g) { return Outcome{transform::fuse_gelu(std::move(g)), ""}; }, false}},
       {"fuse_layernorm", {[](ir::Graph g) { return Outcome{transform::fuse_layernorm(std::move(g)), ""}; }, false}},
       {"fold_batchnorm", {[](ir::Graph g) { return Outcome{transform::fold_batchnorm(std::move(g)), ""}; }, false}},
+      {"conv1d_as_conv2d", {[](ir::Graph g) { return Outcome{transform::conv1d_as_conv2d(std::move(g)), ""}; }, true}},
       {"layout_weights", {[](ir::Graph g) { return Outcome{transform::layout_weights(std::move(g)), ""}; }, true}},
       {"mark_gemm_bias", {[](ir::Graph g) { return Outcome{transform::mark_gemm_bias(std::move(g)), ""}; }, true}},
       // Multiples small enough for cases a reader can check by eye: new groups of 4 in and out channels.
