@@ -22,7 +22,16 @@ TEST(Canonicalize, DumpsAfterEveryPassInOrder) {
   o.dump_to = [&](const std::string& after, const ir::Graph&) { seen.push_back(after); };
   g = transform::canonicalize(std::move(g), o);
   std::vector<std::string> want = {"fold_constants", "fold_shapes", "simplify_masks", "unflatten_gemm", "fuse_gelu", "fuse_layernorm",
-                                   "fold_batchnorm", "fold_constants", "layout_weights", "mark_gemm_bias"};
+                                   "fold_batchnorm", "conv1d_as_conv2d", "fold_constants", "layout_weights", "mark_gemm_bias"};
+  EXPECT_EQ(seen, want);
+  // regroup_convs runs where asked (sabre compile's canonicalize_model), before the weight layouts.
+  seen.clear();
+  o.regroup = transform::RegroupOptions{};
+  transform::canonicalize(ir::parse_graph(R"(graph g(%x: f32[2,4]) -> (%y) {
+    %w = const f32[4,2] [1, 2, 3, 4, 5, 6, 7, 8]
+    %y = MatMul(%x, %w)
+  })"), o);
+  want.insert(want.end() - 2, "regroup_convs");
   EXPECT_EQ(seen, want);
   EXPECT_NE(ir::print(g).find("sabre.MatMulTransB"), std::string::npos);
 }
