@@ -138,7 +138,7 @@ PartitionReport make_report(const PartitionResult& r, const std::map<std::string
       }
       s += "-> " + ir::print_type(c->output(0)->type());
       std::string extra;
-      for (const char* k : {"kind", "layout", "epilogue", "alignment"}) {
+      for (const char* k : {"kind", "layout", "epilogue", "alignment", "groups"}) {
         if (!c->has_attr(k)) continue;
         const auto& a = c->attrs().at(k);
         if (const auto* sv = std::get_if<std::string>(&a)) extra += std::string(k) + "=" + *sv + " ";

@@ -36,7 +36,7 @@ const std::vector<FlagSpec> kFlags = {
     {"--top-k", "", "N", "CUTLASS candidates timed per GEMM workload and M bucket (default 4)", false},
     {"--no-cublaslt", "", "", "deploy CUTLASS GEMM kernels only (default: where the tuner measured one of cuBLASLt's algorithms fastest, that algorithm runs, as a cuBLASLt kernel named by its configuration)", false},
     {"--plan-only", "", "", "write plan, weights and manifest without compiling any kernel", false},
-    {"--no-fuse-attention", "", "", "keep attention as GEMMs, softmax and permutes (default: attention with head dim 32/64 and <= 512 keys is one native kernel reading Q/K/V from one joined projection GEMM; H200: BERT-base 0.84/1.13/2.24 ms at batch 1/8/32, 1.07/1.47/2.96 unfused)", false},
+    {"--no-fuse-attention", "", "", "keep attention as GEMMs, softmax and permutes (default: attention with head dim 32/64 and <= 512 keys is one native kernel reading Q/K/V from one joined projection GEMM)", false},
     {"--fuse-attention", "", "", "the default; kept so older scripts run", false},
     {"--stem", "", "direct|im2col|conv", "how a conv at the NCHW input with C < 8 (the RGB stem) runs: direct (default) is one native stem_conv kernel reading the NCHW images and writing NHWC (bias and relu/relu6 fused), where it takes the conv, else im2col; im2col is an im2col step reading the NCHW images into [n*p*q, R*S*C rounded up to 8] and a GEMM over it; conv zero-pads C to 8 in the NHWC conversion and runs an implicit-GEMM conv, on few_channels kernels (GEMM K = R*S*8 = 392 for a 7x7 stem, no padding to the tile's K). The notes say which path each stem took", false},
     {"--no-im2col-stem", "", "", "the same as --stem conv (the older spelling)", false},
@@ -45,6 +45,7 @@ const std::vector<FlagSpec> kFlags = {
     arch_flag("what kernels are compiled for (default sm_90a)"),
     jobs_flag("compiler processes at a time (default: all cores)"),
     {"--cache-dir", "", "DIR", "compiled-kernel cache (default $XDG_CACHE_HOME/sabre/kernels)", false},
+    {"--dump-after", "", "PASS[,PASS]|all", "print the graph and plan after these lowering passes to stderr (the pass names are in docs/COMPILE.md; also $SABRE_DUMP_AFTER)", false},
     json_flag(),
 };
 
@@ -62,9 +63,9 @@ void print_help() {
       "import` brings a DB exported on the GPU host), else the analytic model picks; the output says which.\n"
       "No GPU is needed.\n\n"
       "The RGB stem (a conv on the NCHW images with C < 8, e.g. ResNet's 7x7 stride-2 3 -> 64) has three paths\n"
-      "(--stem, below); on the H200 ResNet-50's took 72 us at batch 32 as one stem_conv kernel (the default),\n"
-      "188 us as im2col + GEMM and 220 us as the padded conv on few_channels kernels.\n"
-      "A note says which path each stem took.\n\n"
+      "(--stem, below); a note says which path each stem took. Grouped convs run on CUTLASS's grouped\n"
+      "implicit GEMMs, their groups widened first to 32 output channels where a divisor of the group count\n"
+      "allows (block-diagonal filters), else dense up to 64 groups; depthwise convs on sabre's own kernel.\n\n"
       "options:\n%s",
       flags_help(kFlags).c_str());
 }
@@ -118,6 +119,14 @@ int run(const std::vector<std::string>& argv) {
     o.top_k = positive("--top-k", o.top_k);
     o.cublaslt = !args.has("--no-cublaslt");
     o.plan_only = args.has("--plan-only");
+    if (auto d = args.value("--dump-after")) {
+      try {
+        codegen::parse_dump_after(*d);
+      } catch (const std::invalid_argument& e) {
+        throw UsageError(e.what());
+      }
+      o.dump_after = *d;
+    }
     if (args.has("--fuse-attention") && args.has("--no-fuse-attention"))
       throw UsageError("--fuse-attention and --no-fuse-attention contradict each other: give one");
     o.fuse_attention = !args.has("--no-fuse-attention");

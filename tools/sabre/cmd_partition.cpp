@@ -26,36 +26,51 @@ const std::vector<FlagSpec> kFlags = {
     json_flag(),
     {"--ir", "", "", "also print the partitioned graph in the IR text form (with --json: as the key \"ir\")", false},
     {"--dump-passes", "", "", "print the IR after every canonicalization pass (stderr)", false},
+    dtype_flag("compute dtype the lowering is shown for: fp16 or bf16 (default fp16), as sabre compile"),
+    {"--no-fuse-attention", "", "", "as sabre compile: keep attention as GEMMs, softmax and permutes", false},
+    {"--stem", "", "direct|im2col|conv", "as sabre compile: how the RGB stem conv runs (default direct)", false},
+    {"--no-pointwise-gemm", "", "", "as sabre compile: run 1x1 stride-1 convs on the conv kernels", false},
 };
 
 void print_help() {
   std::printf(
       "usage: sabre partition MODEL.onnx [--backend cutlass] [--dim NAME=VALUE ...] [--ir] [--json]\n\n"
-      "Imports MODEL.onnx, canonicalizes it (constant and shape folding, GELU/LayerNorm idioms, BatchNorm\n"
-      "folding, weight layouts, GEMM biases), applies the backend's pattern table and prints each region,\n"
-      "the share of GEMM and conv FLOPs offloaded, every GEMM or conv left out with its reason and what\n"
-      "runs it, and the layout the GPU lowering gives conv models (values stored NHWC, NCHW<->NHWC\n"
-      "transposes at the region edges; untuned fp16 picks, as sabre compile --no-tune).\n\noptions:\n%s",
+      "Imports MODEL.onnx, canonicalizes it as sabre compile does (constant and shape folding, GELU/LayerNorm\n"
+      "idioms, BatchNorm folding, 1-D convs as 2-D, grouped convs regrouped, weight layouts, GEMM biases),\n"
+      "applies the backend's pattern table and prints each region, the share of GEMM and conv FLOPs\n"
+      "offloaded, every GEMM or conv left out with its reason and what runs it, every fusion of the\n"
+      "lowering that did not fire with its reason, and the layout the GPU lowering gives conv models\n"
+      "(values stored NHWC, NCHW<->NHWC transposes at the region edges). The lowering runs with the\n"
+      "options given, as sabre compile --no-tune would.\n\noptions:\n%s",
       flags_help(kFlags).c_str());
 }
 
-// The layout line of the report: what the GPU lowering (fp16, the analytic picks of sabre compile
-// --no-tune, default dim ranges) stores NHWC and how many NCHW<->NHWC transposes it adds at the
-// edges of the conv regions; or why the model does not lower.
-std::string layout_line(const ir::Graph& partitioned) {
-  codegen::LowerOptions lo;
-  lo.dtype = ir::DType::f16;
+// What the GPU lowering (sabre compile --no-tune's analytic picks, default dim ranges, `lo`'s
+// options) makes of the partitioned graph: the layout line (values stored NHWC and the NCHW<->NHWC
+// transposes at the conv regions' edges, or why the model does not lower) and the fusions that
+// did not fire ("pass: node: reason").
+struct LoweringSummary {
+  std::string layout;
+  std::vector<std::string> not_fired;
+};
+LoweringSummary lowering_summary(const ir::Graph& partitioned, codegen::LowerOptions lo) {
   lo.pick = [](const tune::GemmProblem& p) { return tune::pick_kernels(p, tune::PickOptions{}); };
   lo.pick_conv = [](const codegen::ConvProblem& p) { return codegen::analytic_conv_kernel(p, 90); };
+  lo.weights = false;
+  lo.dump_after = "none";
+  LoweringSummary out;
   try {
     codegen::Lowered low = codegen::lower(partitioned, lo);
+    out.layout = "nothing runs NHWC (no conv regions): no transposes";
     for (const std::string& n : low.notes)
-      if (n.rfind("NHWC inside conv regions", 0) == 0) return "layout: " + n;
-    return "layout: nothing runs NHWC (no conv regions): no transposes";
+      if (n.rfind("NHWC inside conv regions", 0) == 0) out.layout = n;
+    for (const auto& p : low.passes)
+      for (const std::string& r : p.refused) out.not_fired.push_back(p.name + ": " + r);
   } catch (const codegen::UnsupportedError& e) {
     std::string what = e.what();
-    return "layout: not lowered: " + what.substr(0, what.find('\n'));
+    out.layout = "not lowered: " + what.substr(0, what.find('\n'));
   }
+  return out;
 }
 
 int run(const std::vector<std::string>& argv) {
@@ -74,8 +89,16 @@ int run(const std::vector<std::string>& argv) {
 
     ir::Graph g = onnx_frontend::import_model(args.positional[0]);
     add_input_shape_dims(dims, args, graph_input_dims(g));
+    codegen::LowerOptions lo;
+    lo.dtype = dtype_choice(args, {"f16", "bf16"}, "f16") == "bf16" ? ir::DType::bf16 : ir::DType::f16;
+    lo.fuse_attention = !args.has("--no-fuse-attention");
+    lo.stem = stem_flag(args);
+    lo.pointwise_gemm = !args.has("--no-pointwise-gemm");
     transform::PassOptions opts;
     opts.dump = args.has("--dump-passes");
+    opts.merge_qkv = lo.fuse_attention;
+    opts.regroup = transform::RegroupOptions{cutlass_backend::kGroupedConvOutMultiple,
+                                             cutlass_backend::kGroupedConvInMultiple};
     g = transform::canonicalize(std::move(g), opts);
     const std::string name = g.name;
     partition::PartitionResult r = partition::partition(std::move(g), cutlass_backend::pattern_table());
@@ -109,14 +132,21 @@ int run(const std::vector<std::string>& argv) {
                     {"share_is_exact", f.exact},
                     {"total_polynomial", f.overflow ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(f.total.str())},
                     {"offloaded_polynomial", f.overflow ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(f.offloaded.str())}};
-      j["layout"] = layout_line(r.graph).substr(std::string("layout: ").size());
+      const LoweringSummary low = lowering_summary(r.graph, lo);
+      j["layout"] = low.layout;
+      j["fusions_not_fired"] = low.not_fired;
       if (args.has("--ir")) j["ir"] = ir::print(r.graph);
       print_json(j);
       return kExitOk;
     }
     std::printf("model %s, backend %s\n%s", name.c_str(), backend.c_str(),
                 partition::format_report(rep, backend).c_str());
-    std::printf("%s\n", layout_line(r.graph).c_str());
+    const LoweringSummary low = lowering_summary(r.graph, lo);
+    if (!low.not_fired.empty()) {
+      std::printf("fusions that did not fire (%zu):\n", low.not_fired.size());
+      for (const auto& n : low.not_fired) std::printf("  %s\n", n.c_str());
+    }
+    std::printf("layout: %s\n", low.layout.c_str());
     if (args.has("--ir")) std::printf("\n%s\n", ir::print(r.graph).c_str());
     return kExitOk;
   });
