@@ -120,11 +120,11 @@ def misc_ops(seed=5):
 
 
 def grouped_convs(seed=6):
-    """MobileNet/ResNeXt-style convs on the native kernels: a depthwise 3x3 with Relu, a grouped
-    3x3/2 (4 groups), an AveragePool without the padding in its count, GlobalAveragePool; odd
-    spatial sizes."""
+    """MobileNet-style convs on the native kernels: a depthwise 3x3 with Relu, a grouped 3x3/2 (3
+    groups of 4 in and 6 out: no regrouping fits a kernel's 16-byte access), an AveragePool without
+    the padding in its count, GlobalAveragePool; odd spatial sizes."""
     b = mm.Builder(seed)
-    c, k, groups = 16, 24, 4
+    c, k, groups = 12, 18, 3
     x = "images"
     w_dw = b.weight("dw.weight", (c, 1, 3, 3), 1.0 / 3.0)
     h = b.op("Conv", [x, w_dw, b.bias("dw.bias", c, 0.1)], "/dw", kernel_shape=[3, 3], pads=[1, 1, 1, 1],
@@ -143,6 +143,25 @@ def grouped_convs(seed=6):
     return mm.make_model(b, "e2e_grouped_convs", inputs, outputs, 17, 8)
 
 
+def resnext_convs(seed=7):
+    """ResNeXt's grouped 3x3 (32 groups of 2 channels) with bias and Relu, which sabre compile
+    regroups into 2 groups of 32 for CUTLASS's grouped implicit GEMM, and a 1x1 back; odd sizes."""
+    b = mm.Builder(seed)
+    c, groups = 64, 32
+    x = "images"
+    w_g = b.weight("g.weight", (c, c // groups, 3, 3), 1.0 / np.sqrt(9 * c // groups))
+    h = b.op("Conv", [x, w_g, b.bias("g.bias", c, 0.1)], "/grouped", kernel_shape=[3, 3], pads=[1, 1, 1, 1],
+             strides=[1, 1], dilations=[1, 1], group=groups)
+    h = b.op("Relu", [h], "/grouped")
+    w_p = b.weight("p.weight", (c, c, 1, 1), 1.0 / np.sqrt(c))
+    h = b.op("Conv", [h, w_p, b.bias("p.bias", c, 0.1)], "/pointwise", kernel_shape=[1, 1], pads=[0, 0, 0, 0],
+             strides=[1, 1], dilations=[1, 1], group=1)
+    b.nodes.append(helper.make_node("Identity", [h], ["features"], name="/out_features"))
+    inputs = [helper.make_tensor_value_info(x, F32, ["batch", c, 9, 11])]
+    outputs = [helper.make_tensor_value_info("features", F32, ["batch", c, 9, 11])]
+    return mm.make_model(b, "e2e_resnext_convs", inputs, outputs, 17, 8)
+
+
 MODELS = {
     "bert_tiny": mm.MODELS["bert_tiny"],
     "gpt2_block": mm.MODELS["gpt2_block"],
@@ -150,6 +169,7 @@ MODELS = {
     "cnn_stem": mm.MODELS["cnn_stem"],
     "misc_ops": misc_ops,
     "grouped_convs": grouped_convs,
+    "resnext_convs": resnext_convs,
 }
 
 # Integer inputs: ("index", rows) uniform over a table; ("mask",) ones with a padded tail per row.
@@ -190,6 +210,8 @@ VARIANTS = [
          cases=cases({"batch": 3, "seq": 5}, {"batch": 6, "seq": 40})),
     dict(name="grouped_convs", model="grouped_convs", dtype="fp16", dynamic="batch=1..5", flags=[],
          cases=cases({"batch": 3}, {"batch": 1}, {"batch": 5})),
+    dict(name="resnext_convs_bf16", model="resnext_convs", dtype="bf16", dynamic="batch=1..4", flags=[],
+         cases=cases({"batch": 3}, {"batch": 1}, {"batch": 4})),
 ]
 
 
