@@ -87,6 +87,7 @@ class CompileResult:
     artifact_bytes_without_weights: int = 0
     seconds: float = 0.0
     tune_seconds: float = 0.0
+    phase_seconds: dict = field(default_factory=dict)  # import, canonicalize, ..., write: seconds, in order
     tuned_points: int = 0
     measured_candidates: int = 0
     notes: list = field(default_factory=list)

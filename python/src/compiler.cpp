@@ -260,6 +260,9 @@ py::dict compile_model(const std::string& model, const std::string& out, const s
   d["artifact_bytes_without_weights"] = s.artifact_bytes_without_weights;
   d["seconds"] = s.seconds;
   d["tune_seconds"] = s.tune_seconds;
+  py::dict phases;  // insertion order is the order the phases ran
+  for (const auto& [phase, secs] : s.phase_seconds) phases[py::str(phase)] = secs;
+  d["phase_seconds"] = phases;
   d["tuned_points"] = s.tuned_points;
   d["measured_candidates"] = s.measured_candidates;
   d["notes"] = s.notes;

@@ -148,15 +148,24 @@ CompileSummary compile_model(const std::string& model, const std::string& out_di
   if (const char* e = std::getenv("SABRE_DUMP_AFTER"); opts.dump_after.empty() && e) parse_dump_after(e, "SABRE_DUMP_AFTER");
   parse_dump_after(opts.dump_after);
 
+  CompileSummary sum;
+  auto phase_start = std::chrono::steady_clock::now();
+  auto phase_done = [&](const char* name) {
+    const auto now = std::chrono::steady_clock::now();
+    sum.phase_seconds.emplace_back(name, std::chrono::duration<double>(now - phase_start).count());
+    phase_start = now;
+  };
   say("import " + model);
   ir::Graph g = onnx_frontend::import_model(model);
+  phase_done("import");
   say("canonicalize (" + std::to_string(g.num_nodes()) + " nodes)");
   g = canonicalize_model(std::move(g), opts.fuse_attention);
+  phase_done("canonicalize");
   partition::PartitionResult pr = partition::partition(std::move(g), cutlass_backend::pattern_table());
+  phase_done("partition");
   say("partition: " + std::to_string(pr.regions.size()) + " CUTLASS regions, " +
       std::to_string(pr.refusals.size()) + " refusals");
 
-  CompileSummary sum;
   const int parallel = opts.jobs > 0 ? opts.jobs : int(std::max(1u, std::thread::hardware_concurrency()));
   LowerOptions lo;
   lo.dtype = opts.dtype;
@@ -259,6 +268,8 @@ CompileSummary compile_model(const std::string& model, const std::string& out_di
       popts.env = env;
     }
   }
+  if (sum.tuned_points) phase_done("tune");
+  phase_start = std::chrono::steady_clock::now();  // a DB read or the GPU probe is not a phase of its own
   if (popts.db)  // tuned here or picked from the DB: conv kernels too
     lo.pick_conv = [&popts, sm, family = opts.conv_kernels](const ConvProblem& p) {
       return tune::pick_conv_kernel(p, popts.db, popts.env, sm, family);
@@ -274,6 +285,7 @@ CompileSummary compile_model(const std::string& model, const std::string& out_di
     return tune::pick_kernels(p, popts);
   };
   Lowered low = lower(pr.graph, lo);
+  phase_done("lower");
   if (!db_note.empty())
     sum.notes.push_back(db_note + ", at " + std::to_string(db_points.size()) + " of the " + std::to_string(gemm_points.size()) +
                         " GEMM (workload, M) points; the analytic model picked the rest" +
@@ -321,6 +333,7 @@ CompileSummary compile_model(const std::string& model, const std::string& out_di
       (r.cached ? sum.kernels_cached : sum.kernels_compiled) += 1;
     }
     if (!failed.empty()) throw std::runtime_error("kernels failed to compile:" + failed);
+    phase_done("build");
   }
 
   runtime::ManifestInfo mi;
@@ -335,6 +348,7 @@ CompileSummary compile_model(const std::string& model, const std::string& out_di
   runtime::write_artifact(out_dir, low.plan, low.weights, libraries, mi);
   for (const auto& e : fs::recursive_directory_iterator(out_dir))
     if (e.is_regular_file() && e.path().filename() != "weights.bin") sum.artifact_bytes_without_weights += e.file_size();
+  phase_done("write");
   sum.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return sum;
 }

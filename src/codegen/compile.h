@@ -7,6 +7,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "codegen/lower.h"
@@ -53,6 +54,9 @@ struct CompileSummary {
   uint64_t weights_bytes = 0;
   uint64_t artifact_bytes_without_weights = 0;
   double seconds = 0, tune_seconds = 0;
+  // Wall time of each phase in the order they ran: import, canonicalize, partition, tune (where it
+  // ran), lower, build (kernel compiles and cache hits; not with --plan-only), write.
+  std::vector<std::pair<std::string, double>> phase_seconds;
   size_t tuned_points = 0, measured_candidates = 0;  // (workload, M) points; new measurements
   std::vector<std::string> notes;
 };

@@ -76,6 +76,7 @@ def without_timing(doc):
     if doc is not None:
         doc = dict(doc)
         doc.pop("seconds", None)
+        doc.pop("phase_seconds", None)
         doc.pop("artifact", None)
     return doc
 
@@ -301,6 +302,10 @@ def main():
               k["gemm"] > 0 and set(k) == {"gemm", "conv", "elementwise", "compiled", "cached"}, str(k))
         check("compile --json: tuning and time", set(doc["tuning"]) == {"points", "new_measurements", "seconds"} and
               doc["seconds"] > 0, str(doc["tuning"]))
+        phases = doc.get("phase_seconds", {})
+        check("compile --json: phase times in order, none past the total (no build with --plan-only)",
+              list(phases) == ["import", "canonicalize", "partition", "lower", "write"] and
+              all(v >= 0 for v in phases.values()) and sum(phases.values()) <= doc["seconds"] + 1e-3, str(phases))
         check("compile --json: notes are in the document, not on stdout as text",
               isinstance(doc["notes"], list) and "note:" not in r.stdout, str(doc["notes"])[:200])
         check("compile --json: progress on stderr", "sabre compile:" in r.stderr, r.stderr[:200])

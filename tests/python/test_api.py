@@ -42,6 +42,8 @@ class Compile(unittest.TestCase):
         self.assertGreater(r.steps, 0)
         self.assertGreater(r.weights_bytes, 0)
         self.assertEqual(r.kernels_compiled, 0)
+        self.assertEqual(list(r.phase_seconds), ["import", "canonicalize", "partition", "lower", "write"])
+        self.assertLessEqual(sum(r.phase_seconds.values()), r.seconds + 1e-3)
         self.assertTrue(lines, "the progress callback got no line")
         self.assertTrue(all(isinstance(s, str) and s for s in lines))
         for f in ("manifest.json", "plan.json", "weights.bin"):

@@ -168,6 +168,8 @@ int run(const std::vector<std::string>& argv) {
       j["artifact_bytes_without_weights"] = s.artifact_bytes_without_weights;
       j["tuning"] = {{"points", s.tuned_points}, {"new_measurements", s.measured_candidates}, {"seconds", s.tune_seconds}};
       j["seconds"] = s.seconds;
+      j["phase_seconds"] = nlohmann::ordered_json::object();
+      for (const auto& [phase, secs] : s.phase_seconds) j["phase_seconds"][phase] = secs;
       j["notes"] = s.notes;
       print_json(j);
       return kExitOk;
@@ -184,7 +186,13 @@ int run(const std::vector<std::string>& argv) {
     if (s.tuned_points)
       std::printf("  tuning:   %zu (workload, M) points, %zu new measurements, %.1f s\n", s.tuned_points,
                   s.measured_candidates, s.tune_seconds);
-    std::printf("  time:     %.1f s\n", s.seconds);
+    std::string phases;
+    for (const auto& [phase, secs] : s.phase_seconds) {
+      char b[64];
+      std::snprintf(b, sizeof b, "%s%s %.1f s", phases.empty() ? "" : ", ", phase.c_str(), secs);
+      phases += b;
+    }
+    std::printf("  time:     %.1f s (%s)\n", s.seconds, phases.c_str());
     return kExitOk;
   });
 }
