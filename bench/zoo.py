@@ -15,6 +15,11 @@ need none of them.
   zoo.py time    --models bert_base --sabre build/sabre
   zoo.py all     --models encoder,decoder --sabre build/sabre --deadline 480 --results zoo.jsonl
   zoo.py report  --results zoo.jsonl --out-dir bench/results
+  zoo.py plan    --work /tmp/zoo --out bench/results/zoo_plan_cpu_DATE.md
+
+`plan` needs no GPU (nor torch, once the models are exported): it compiles each exported model with
+`--plan-only` and partitions it, and writes a table of what lowers, to which steps and kernels, and
+which fusions did not fire and why.
 
 `all` skips every row already in --results and stops starting work that would not end before
 --deadline, so repeated calls (each on a fresh machine) complete the zoo. Within a call it exports the
@@ -454,6 +459,51 @@ def run_all(h, entries):
         h.models.pop(name, None)
 
 
+def plan_report(args, entries):
+    """`zoo.py plan`: sabre compile --plan-only and sabre partition of every exported model, as a
+    markdown table (what lowers, its steps and kernels) and the fusions that did not fire."""
+    import json
+    import datetime
+    rows, details = [], []
+    for e in entries:
+        onnx = os.path.join(args.work, "onnx", e.name + ".onnx")
+        if not os.path.exists(onnx):
+            rows.append(f"| {e.name} | not exported | | | |")
+            continue
+        art = os.path.join(args.work, "plan", e.name + ".sabre")
+        r = subprocess.run([args.sabre, "compile", onnx, "-o", art, "--plan-only", "--no-tune", "--dim", e.dynamic,
+                            "--json"], capture_output=True, text=True, timeout=600)
+        if r.returncode != 0:
+            err = next((ln for ln in r.stderr.splitlines() if "error" in ln), r.stderr.strip()[-200:])
+            units = [ln.strip() for ln in r.stderr.splitlines() if ln.startswith("  ")][:3]
+            rows.append(f"| {e.name} | refused | | | {err[:160]} {'; '.join(units)[:200]} |")
+            continue
+        doc = json.loads(r.stdout)
+        by_op = doc["steps"]["by_op"]
+        k = doc["kernels"]
+        native = sum(v for op, v in by_op.items() if op not in ("gemm", "conv", "reshape"))
+        steps = ", ".join(f"{v} {op}" for op, v in sorted(by_op.items(), key=lambda kv: -kv[1]))
+        p = subprocess.run([args.sabre, "partition", onnx, "--json"], capture_output=True, text=True, timeout=600)
+        not_fired = json.loads(p.stdout).get("fusions_not_fired", []) if p.returncode == 0 else []
+        rows.append(f"| {e.name} | {doc['steps']['total']} steps ({native} native) | {k['gemm']} GEMM, {k['conv']} conv, "
+                    f"{k['elementwise']} elementwise | {len(not_fired)} | {steps} |")
+        for n in sorted(set(x.split(": ", 2)[0] + ": " + x.split(": ", 2)[-1] for x in not_fired)):
+            details.append(f"- {e.name}: {n}")
+    date = datetime.date.today().isoformat()
+    out = args.out or os.path.join(ROOT, "bench", "results", f"zoo_plan_cpu_{date}.md")
+    commit = commit_id(args.commit)
+    with open(out, "w") as f:
+        f.write(f"# The zoo through `sabre compile --plan-only` (no GPU), {date}, sabre {commit[:12]}\n\n"
+                "Untuned analytic picks, fp16, each model's zoo --dynamic ranges; models exported on a CPU "
+                "machine by `zoo.py export`. 'native' counts steps on sabre's own kernels (not GEMM, conv or "
+                "views). Made by `bench/zoo.py plan`.\n\n"
+                "| model | lowers to | kernels | fusions not fired | steps by kind |\n| --- | --- | --- | --- | --- |\n")
+        f.write("\n".join(rows) + "\n")
+        if details:
+            f.write("\n## Fusions that did not fire (pass: reason, distinct per model)\n\n" + "\n".join(details) + "\n")
+    print(f"wrote {out}")
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(prog="zoo.py", description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -490,6 +540,12 @@ def main(argv=None):
     a.add_argument("--force", action="store_true", help="redo rows already present")
     a.add_argument("--export-only", action="store_true", help="export what the missing rows need and stop (to "
                    "overlap exporting with building sabre; --sabre may not exist yet)")
+    pl = sub.add_parser("plan", help="no GPU: --plan-only compile and partition of each exported model, as a table")
+    pl.add_argument("--models", help="as for the other commands (default: the zoo without the smoke model)")
+    pl.add_argument("--work", default="/tmp/zoo", help="where WORK/onnx/NAME.onnx are (default /tmp/zoo)")
+    pl.add_argument("--sabre", default=os.path.join(ROOT, "build", "sabre"), help="the sabre binary")
+    pl.add_argument("--out", help="the markdown file (default bench/results/zoo_plan_cpu_DATE.md)")
+    pl.add_argument("--commit", help="the sabre commit named (default $ZOO_COMMIT, else git rev-parse HEAD)")
     r = sub.add_parser("report", help="the markdown table, geomeans and chart from --results")
     r.add_argument("--results", default="zoo.jsonl", help="the JSONL rows (default zoo.jsonl)")
     r.add_argument("--out-dir", default=os.path.join(ROOT, "bench", "results"),
@@ -520,6 +576,12 @@ def main(argv=None):
         if e.skip:
             log(f"{e.name}: skipped ({e.skip})")
     entries = [e for e in entries if not e.skip]
+    if args.cmd == "plan":
+        if not os.access(args.sabre, os.X_OK):
+            sys.exit(f"zoo.py: no sabre binary at {args.sabre}: build it (scripts/build.sh) or pass --sabre")
+        os.makedirs(os.path.join(args.work, "plan"), exist_ok=True)
+        plan_report(args, entries)
+        return 0
     if args.cmd != "export" and not getattr(args, "export_only", False) and not os.access(args.sabre, os.X_OK):
         sys.exit(f"zoo.py: no sabre binary at {args.sabre}: build it (scripts/build.sh) or pass --sabre")
     try:
