@@ -438,14 +438,12 @@ void Importer::upgrade(Pending& p, const std::string& ctx) {
     if (const int64_t* so = get<int64_t>(p, "storage_order"); so && *so) unsupported("storage_order=1");
   } else if (op == "Resize") {
     std::string mode = get<std::string>(p, "mode") ? *get<std::string>(p, "mode") : "nearest";
-    if (mode != "nearest" && mode != "linear") unsupported("Resize mode '" + mode + "'");
+    if (mode != "nearest" && mode != "linear" && mode != "cubic") unsupported("Resize mode '" + mode + "'");
     if (const int64_t* aa = get<int64_t>(p, "antialias"); aa && *aa) unsupported("Resize antialias=1");
-    if (const auto* c = get<std::string>(p, "coordinate_transformation_mode"); c && *c == "tf_crop_and_resize")
-      unsupported("Resize coordinate_transformation_mode 'tf_crop_and_resize'");
     if (const auto* k = get<std::string>(p, "keep_aspect_ratio_policy"); k && *k != "stretch")
       unsupported("Resize keep_aspect_ratio_policy '" + *k + "'");
   } else if (op == "Pad") {
-    if (const auto* m = get<std::string>(p, "mode"); m && *m != "constant" && *m != "reflect" && *m != "edge")
+    if (const auto* m = get<std::string>(p, "mode"); m && *m != "constant" && *m != "reflect" && *m != "edge" && *m != "wrap")
       unsupported("Pad mode '" + *m + "'");
   } else if (op == "Gelu") {
     if (const auto* a = get<std::string>(p, "approximate"); a && *a != "none" && *a != "tanh")
