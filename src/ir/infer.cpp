@@ -981,6 +981,8 @@ Table build_table() {
        "ReduceLogSum", "ReduceLogSumExp"},
       reduce);
   add_nn_ops(t);
+  add_index_ops(t);
+  add_extra_ops(t);
   return t;
 }
 

@@ -50,5 +50,7 @@ using Table = std::map<std::pair<std::string, std::string>, Kernel>;
 void register_elementwise(Table& t);
 void register_tensor_ops(Table& t);
 void register_nn_ops(Table& t);
+void register_index_ops(Table& t);  // ops_index.cpp
+void register_extra_ops(Table& t);  // ops_extra.cpp: losses, quantization, LRN, Det, ...
 
 }  // namespace sabre::reference::detail

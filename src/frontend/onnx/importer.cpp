@@ -220,7 +220,9 @@ const std::map<std::string, int>& supported_ops() {
       {"ReduceSumSquare", 1}, {"ReduceL1", 1}, {"ReduceL2", 1}, {"ReduceLogSum", 1}, {"ReduceLogSumExp", 1},
       {"GlobalMaxPool", 1}, {"ArgMax", 13}, {"ArgMin", 13}, {"CumSum", 11}, {"GatherElements", 11},
       {"Size", 1}, {"DepthToSpace", 13}, {"SpaceToDepth", 13}, {"Mean", 8}, {"Tile", 6},
-      {"InstanceNormalization", 6}};
+      {"InstanceNormalization", 6}, {"ScatterElements", 11}, {"ScatterND", 11}, {"GatherND", 12}, {"TopK", 10},
+      {"OneHot", 9}, {"NonZero", 9}, {"Compress", 9}, {"Unique", 11}, {"EyeLike", 9}, {"ReverseSequence", 10},
+      {"CastLike", 15}};
   return ops;
 }
 
@@ -415,6 +417,8 @@ void Importer::upgrade(Pending& p, const std::string& ctx) {
     if (!to) fail(Kind::invalid, ctx + ": attribute 'to' is missing or not an int");
     p.attrs["to"] = dtype_attr_name(*to, ctx + " target");
     p.attrs.erase("saturate");
+  } else if (op == "EyeLike") {
+    if (const int64_t* to = get<int64_t>(p, "dtype")) p.attrs["dtype"] = dtype_attr_name(*to, ctx + " dtype");
   } else if (op == "Dropout") {
     if (extra_output_used(1)) unsupported("Dropout's mask output");
     if (p.inputs.size() > 2 && p.inputs[2]) {  // training_mode: Identity only when it is a constant false
