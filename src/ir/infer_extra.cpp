@@ -1,9 +1,114 @@
-// Shape inference for losses, quantization and the remaining nn ops (LRN, Det, ...).
+// Shape inference for losses, quantization, ConvTranspose and the remaining nn ops (LRN, Det, ...).
 // Tests: tests/unit/infer_index_test.cpp
 #include "ir/infer_internal.h"
 
 namespace sabre::ir::infer_detail {
+namespace {
 
-void add_extra_ops(Table& t) { (void)t; }
+void loss(Node& n) {
+  Value* x = in(n, 0);
+  Value* t = in(n, 1);
+  if (!is_float(x->dtype())) fail(n, "input must be float");
+  if (is_float(t->dtype()) || t->dtype() == DType::boolean) fail(n, "target must be integers");
+  const std::string red = n.attr_string("reduction", "mean");
+  if (red != "none" && red != "sum" && red != "mean") fail(n, "reduction must be none, sum or mean, got '" + red + "'");
+  if (x->shape().size() < 2 || t->shape().size() + 1 != x->shape().size())
+    fail(n, "input must be [N, C, d...] and target [N, d...], got " + str(x->shape()) + " and " + str(t->shape()));
+  set_out(n, 0, x->dtype(), red == "none" ? t->shape() : Shape{});
+  set_out(n, 1, x->dtype(), x->shape());  // SoftmaxCrossEntropyLoss's log_prob
+}
+
+void quantize(Node& n) {
+  Value* x = in(n, 0);
+  in(n, 1);
+  DType d = DType::u8;
+  if (Value* zp = opt_in(n, 2)) d = zp->dtype();
+  else if (n.has_attr("output_dtype")) {
+    auto p = parse_dtype(n.attr_string("output_dtype"));
+    if (!p) fail(n, "unknown output_dtype '" + n.attr_string("output_dtype") + "'");
+    d = *p;
+  }
+  if (d != DType::u8 && d != DType::i8 && d != DType::i32)
+    throw ShapeUnsupported("node '" + n.name() + "' (QuantizeLinear): quantizing to " + std::string(name(d)) +
+                           " is not supported (u8, i8, i32)");
+  set_out(n, 0, d, x->shape());
+}
+
+void dequantize(Node& n) {
+  Value* x = in(n, 0);
+  Value* s = in(n, 1);
+  if (is_float(x->dtype())) fail(n, "input must be a quantized integer tensor");
+  set_out(n, 0, s->dtype(), x->shape());
+}
+
+void dynamic_quantize(Node& n) {
+  Value* x = in(n, 0);
+  if (x->dtype() != DType::f32) fail(n, "input must be f32");
+  set_out(n, 0, DType::u8, x->shape());
+  set_out(n, 1, DType::f32, {});
+  set_out(n, 2, DType::u8, {});
+}
+
+void same_shape(Node& n) {
+  Value* x = in(n, 0);
+  set_out(n, 0, x->dtype(), x->shape());
+}
+
+void det(Node& n) {
+  Value* x = in(n, 0);
+  const Shape& s = x->shape();
+  if (s.size() < 2) fail(n, "input must be [..., M, M]");
+  unify(n, s[s.size() - 1], s[s.size() - 2], "matrix dims");
+  set_out(n, 0, x->dtype(), Shape(s.begin(), s.end() - 2));
+}
+
+void conv_transpose(Node& n) {
+  Value* x = in(n, 0);
+  Value* w = in(n, 1);
+  const Shape& xs = x->shape();
+  const Shape& ws = w->shape();
+  if (xs.size() < 3 || ws.size() != xs.size()) fail(n, "X must be [N, C, d...] and W [C, M/group, k...] of the same rank");
+  const size_t sp = xs.size() - 2;
+  const int64_t group = n.attr_int("group", 1);
+  if (group < 1) fail(n, "group must be positive");
+  Shape out = {xs[0], ws[1] * Dim(group)};
+  auto strides = n.attr_ints("strides", std::vector<int64_t>(sp, 1)), dil = n.attr_ints("dilations", std::vector<int64_t>(sp, 1));
+  auto outpad = n.attr_ints("output_padding", std::vector<int64_t>(sp, 0));
+  auto pads = n.attr_ints("pads", {}), oshape = n.attr_ints("output_shape", {});
+  const std::string ap = n.attr_string("auto_pad", "NOTSET");
+  if (oshape.size() == xs.size()) oshape.erase(oshape.begin(), oshape.begin() + 2);
+  if (strides.size() != sp || dil.size() != sp || outpad.size() != sp || (!pads.empty() && pads.size() != 2 * sp) ||
+      (!oshape.empty() && oshape.size() != sp))
+    fail(n, "strides, dilations, output_padding, pads and output_shape need one entry per spatial axis (pads two)");
+  for (size_t i = 0; i < sp; ++i) {
+    const Dim& d = xs[i + 2];
+    const Dim& k = ws[i + 2];
+    if (!oshape.empty()) {
+      out.push_back(checked_dim(n, oshape[i], "output_shape"));
+    } else if (pads.empty() && (ap == "SAME_UPPER" || ap == "SAME_LOWER")) {
+      out.push_back(d * Dim(strides[i]));
+    } else if (d.is_static() && k.is_static()) {
+      const int64_t pb = pads.empty() ? 0 : pads[i] + pads[i + sp];
+      out.push_back(checked_dim(n, strides[i] * (d.value() - 1) + outpad[i] + (k.value() - 1) * dil[i] + 1 - pb, "output size"));
+    } else {
+      out.push_back(unknown_dim(n, 0, i + 2));
+    }
+  }
+  set_out(n, 0, x->dtype(), out);
+}
+
+}  // namespace
+
+void add_extra_ops(Table& t) {
+  t[{"", "NegativeLogLikelihoodLoss"}] = loss;
+  t[{"", "SoftmaxCrossEntropyLoss"}] = loss;
+  t[{"", "QuantizeLinear"}] = quantize;
+  t[{"", "DequantizeLinear"}] = dequantize;
+  t[{"", "DynamicQuantizeLinear"}] = dynamic_quantize;
+  t[{"", "LRN"}] = same_shape;
+  t[{"", "MeanVarianceNormalization"}] = same_shape;
+  t[{"", "Det"}] = det;
+  t[{"", "ConvTranspose"}] = conv_transpose;
+}
 
 }  // namespace sabre::ir::infer_detail

@@ -222,7 +222,9 @@ const std::map<std::string, int>& supported_ops() {
       {"Size", 1}, {"DepthToSpace", 13}, {"SpaceToDepth", 13}, {"Mean", 8}, {"Tile", 6},
       {"InstanceNormalization", 6}, {"ScatterElements", 11}, {"ScatterND", 11}, {"GatherND", 12}, {"TopK", 10},
       {"OneHot", 9}, {"NonZero", 9}, {"Compress", 9}, {"Unique", 11}, {"EyeLike", 9}, {"ReverseSequence", 10},
-      {"CastLike", 15}};
+      {"CastLike", 15}, {"NegativeLogLikelihoodLoss", 12}, {"SoftmaxCrossEntropyLoss", 12}, {"QuantizeLinear", 10},
+      {"DequantizeLinear", 10}, {"DynamicQuantizeLinear", 11}, {"LRN", 1}, {"MeanVarianceNormalization", 9},
+      {"Det", 11}, {"ConvTranspose", 1}};
   return ops;
 }
 
@@ -417,6 +419,10 @@ void Importer::upgrade(Pending& p, const std::string& ctx) {
     if (!to) fail(Kind::invalid, ctx + ": attribute 'to' is missing or not an int");
     p.attrs["to"] = dtype_attr_name(*to, ctx + " target");
     p.attrs.erase("saturate");
+  } else if (op == "QuantizeLinear") {
+    if (const int64_t* to = get<int64_t>(p, "output_dtype"); to && *to != 0)
+      p.attrs["output_dtype"] = dtype_attr_name(*to, ctx + " output_dtype");
+    else p.attrs.erase("output_dtype");
   } else if (op == "EyeLike") {
     if (const int64_t* to = get<int64_t>(p, "dtype")) p.attrs["dtype"] = dtype_attr_name(*to, ctx + " dtype");
   } else if (op == "Dropout") {
