@@ -1,5 +1,8 @@
 // Shape inference for losses, quantization, ConvTranspose and the remaining nn ops (LRN, Det, ...).
 // Tests: tests/unit/infer_index_test.cpp
+#include <algorithm>
+#include <cctype>
+
 #include "ir/infer_internal.h"
 
 namespace sabre::ir::infer_detail {
@@ -97,6 +100,93 @@ void conv_transpose(Node& n) {
   set_out(n, 0, x->dtype(), out);
 }
 
+int einsum_label(char c) { return std::islower(static_cast<unsigned char>(c)) ? c - 'a' : 26 + (c - 'A'); }
+
+// Output dims of an Einsum: labels as in the reference (letters 0..51, ellipsis dims 52+ from the right).
+void einsum(Node& n) {
+  std::string eq;
+  for (char c : n.attr_string("equation"))
+    if (c != ' ') eq += c;
+  const size_t arrow = eq.find("->");
+  const std::string lhs = eq.substr(0, arrow);
+  std::map<int, Dim> size;
+  std::map<int, int> count;
+  int64_t max_ell = 0;
+  size_t k = 0;
+  for (size_t b = 0;; ++k) {
+    size_t e = lhs.find(',', b);
+    const std::string term = lhs.substr(b, e == std::string::npos ? std::string::npos : e - b);
+    Value* x = in(n, k);
+    const Shape& s = x->shape();
+    int64_t letters = 0;
+    for (char c : term)
+      if (std::isalpha(static_cast<unsigned char>(c))) ++letters;
+      else if (c != '.') fail(n, "equation term '" + term + "' has a character that is not a letter");
+    const size_t dots = term.find("...");
+    const int64_t ell = dots == std::string::npos ? 0 : static_cast<int64_t>(s.size()) - letters;
+    if (ell < 0 || ell > 11 || (dots == std::string::npos && letters != static_cast<int64_t>(s.size())))
+      fail(n, "equation term '" + term + "' does not match input " + std::to_string(k) + " " + str(s));
+    max_ell = std::max(max_ell, ell);
+    size_t d = 0;
+    for (size_t i = 0; i < term.size(); ++i) {
+      std::vector<int> ls;
+      if (i == dots) {
+        for (int64_t q = ell; q > 0; --q) ls.push_back(52 + static_cast<int>(q - 1));
+        i += 2;
+      } else {
+        ls.push_back(einsum_label(term[i]));
+      }
+      for (int l : ls) {
+        ++count[l];
+        auto it = size.find(l);
+        if (it == size.end() || it->second == Dim(1)) size[l] = s[d];
+        else if (s[d] != Dim(1)) size[l] = unify(n, it->second, s[d], "sizes of one label");
+        ++d;
+      }
+    }
+    if (e == std::string::npos) break;
+    b = e + 1;
+  }
+  if (k + 1 != n.num_inputs()) fail(n, "the equation's terms and the inputs differ in number");
+  Shape out;
+  for (int64_t q = max_ell; q > 0; --q) out.push_back(size[52 + static_cast<int>(q - 1)]);
+  if (arrow != std::string::npos) {
+    const std::string rhs = eq.substr(arrow + 2);
+    out.clear();
+    for (size_t i = 0; i < rhs.size(); ++i) {
+      if (rhs.compare(i, 3, "...") == 0) {
+        for (int64_t q = max_ell; q > 0; --q) out.push_back(size[52 + static_cast<int>(q - 1)]);
+        i += 2;
+      } else if (auto it = size.find(einsum_label(rhs[i])); it != size.end() && std::isalpha(static_cast<unsigned char>(rhs[i]))) {
+        out.push_back(it->second);
+      } else {
+        fail(n, std::string("output label '") + rhs[i] + "' is not in any input");
+      }
+    }
+  } else {
+    for (int l : {26, 0})
+      for (int j = l; j < l + 26; ++j)
+        if (count[j] == 1) out.push_back(size[j]);
+  }
+  set_out(n, 0, in(n, 0)->dtype(), out);
+}
+
+void window(Node& n) {
+  Value* s = in(n, 0);
+  auto dt = parse_dtype(n.attr_string("output_datatype", "f32"));
+  if (!dt) fail(n, "unknown output_datatype");
+  Dim d = unknown_dim(n, 0, 0);
+  if (auto k = known_ints(s); k && k->size() == 1) d = checked_dim(n, (*k)[0], "size");
+  else if (s->is_constant() && s->constant().numel() == 1) d = checked_dim(n, s->constant().get_i64(0), "size");
+  set_out(n, 0, *dt, {d});
+}
+
+void dropout(Node& n) {
+  Value* x = in(n, 0);
+  set_out(n, 0, x->dtype(), x->shape());
+  set_out(n, 1, DType::boolean, x->shape());
+}
+
 }  // namespace
 
 void add_extra_ops(Table& t) {
@@ -109,6 +199,9 @@ void add_extra_ops(Table& t) {
   t[{"", "MeanVarianceNormalization"}] = same_shape;
   t[{"", "Det"}] = det;
   t[{"", "ConvTranspose"}] = conv_transpose;
+  t[{"", "Einsum"}] = einsum;
+  for (const char* w : {"HannWindow", "HammingWindow", "BlackmanWindow"}) t[{"", w}] = window;
+  t[{"", "Dropout"}] = dropout;
 }
 
 }  // namespace sabre::ir::infer_detail

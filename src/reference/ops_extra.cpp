@@ -1,5 +1,7 @@
 // Losses, quantization and the remaining nn kernels (LRN, MeanVarianceNormalization, Det). All
 // compute in double and round once to the output dtype. Tests: tests/unit/reference_index_test.cpp
+#include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <limits>
 
@@ -263,6 +265,142 @@ std::vector<Tensor> det_kernel(const ir::Node& n, const Inputs& xs) {
   return {from_f64(out, x.dtype(), Dims(x.dims().begin(), x.dims().end() - 2))};
 }
 
+// Labels of one Einsum term: letters as 0..51, the dims under "..." as 52 + their position from the
+// right end of the broadcast ellipsis (so ellipses of different ranks align like numpy broadcasting).
+std::vector<int> einsum_labels(const ir::Node& n, const std::string& term, int64_t rank, int64_t* ell_rank) {
+  std::vector<int> out;
+  const size_t dots = term.find("...");
+  int64_t letters = 0;
+  for (char c : term)
+    if (std::isalpha(static_cast<unsigned char>(c))) ++letters;
+    else if (c != '.') fail(n, "equation term '" + term + "' has a character that is not a letter");
+  const int64_t ell = dots == std::string::npos ? 0 : rank - letters;
+  if (ell < 0 || (dots == std::string::npos && letters != rank))
+    fail(n, "equation term '" + term + "' does not match its input of rank " + std::to_string(rank));
+  if (ell > 11) fail(n, "the ellipsis covers more than 11 dims");
+  if (ell_rank) *ell_rank = ell;
+  for (size_t i = 0; i < term.size(); ++i) {
+    if (i == dots) {
+      for (int64_t e = ell; e > 0; --e) out.push_back(52 + static_cast<int>(e - 1));
+      i += 2;
+      continue;
+    }
+    const char c = term[i];
+    out.push_back(std::islower(static_cast<unsigned char>(c)) ? c - 'a' : 26 + (c - 'A'));
+  }
+  return out;
+}
+
+std::vector<Tensor> einsum_kernel(const ir::Node& n, const Inputs& xs) {
+  std::string eq;
+  for (char c : n.attr_string("equation"))
+    if (c != ' ') eq += c;
+  const size_t arrow = eq.find("->");
+  const std::string lhs = eq.substr(0, arrow);
+  std::vector<std::string> terms;
+  for (size_t b = 0;;) {
+    size_t e = lhs.find(',', b);
+    terms.push_back(lhs.substr(b, e == std::string::npos ? std::string::npos : e - b));
+    if (e == std::string::npos) break;
+    b = e + 1;
+  }
+  if (terms.size() != xs.size()) fail(n, "the equation has " + std::to_string(terms.size()) + " terms for " + std::to_string(xs.size()) + " inputs");
+  std::vector<std::vector<int>> labels;
+  std::vector<int64_t> size(64, -1);
+  int64_t max_ell = 0;
+  for (size_t k = 0; k < terms.size(); ++k) {
+    const Tensor& t = in(n, xs, k);
+    int64_t ell;
+    labels.push_back(einsum_labels(n, terms[k], t.rank(), &ell));
+    max_ell = std::max(max_ell, ell);
+    for (size_t d = 0; d < labels[k].size(); ++d) {
+      int64_t& s = size[labels[k][d]];
+      const int64_t got = t.dims()[d];
+      if (s == -1 || s == 1) s = got;
+      else if (got != s && got != 1) fail(n, "a label has sizes " + std::to_string(s) + " and " + std::to_string(got));
+    }
+  }
+  std::vector<int> out_labels;
+  if (arrow != std::string::npos) {
+    const std::string rhs = eq.substr(arrow + 2);
+    for (size_t i = 0; i < rhs.size(); ++i) {
+      if (rhs.compare(i, 3, "...") == 0) {
+        for (int64_t e = max_ell; e > 0; --e) out_labels.push_back(52 + static_cast<int>(e - 1));
+        i += 2;
+      } else {
+        const char c = rhs[i];
+        const int l = std::islower(static_cast<unsigned char>(c)) ? c - 'a' : 26 + (c - 'A');
+        if (size[l] < 0) fail(n, std::string("output label '") + c + "' is not in any input");
+        out_labels.push_back(l);
+      }
+    }
+  } else {  // implicit: the ellipsis, then the labels used once, in alphabetical order
+    for (int64_t e = max_ell; e > 0; --e) out_labels.push_back(52 + static_cast<int>(e - 1));
+    std::vector<int> count(64, 0);
+    for (const auto& ls : labels)
+      for (int l : ls) ++count[l];
+    for (int l = 26; l < 52; ++l)
+      if (count[l] == 1) out_labels.push_back(l);
+    for (int l = 0; l < 26; ++l)
+      if (count[l] == 1) out_labels.push_back(l);
+  }
+  std::vector<int> all = out_labels;
+  for (int l = 0; l < 64; ++l)
+    if (size[l] >= 0 && std::find(all.begin(), all.end(), l) == all.end()) all.push_back(l);
+  Dims od;
+  for (int l : out_labels) od.push_back(size[l]);
+  std::vector<std::vector<double>> vals;
+  std::vector<std::vector<int64_t>> strides(xs.size(), std::vector<int64_t>(all.size(), 0));
+  for (size_t k = 0; k < xs.size(); ++k) {
+    vals.push_back(to_f64(*xs[k]));
+    const Dims st = strides_of(xs[k]->dims());
+    for (size_t d = 0; d < labels[k].size(); ++d) {
+      if (xs[k]->dims()[d] == 1) continue;  // broadcast
+      const size_t a = std::find(all.begin(), all.end(), labels[k][d]) - all.begin();
+      strides[k][a] += st[d];  // a repeated label walks the diagonal
+    }
+  }
+  std::vector<double> y(static_cast<size_t>(numel(od)), 0.0);
+  Dims full;
+  for (int l : all) full.push_back(size[l]);
+  const int64_t total = numel(full), per_out = numel(Dims(full.begin() + out_labels.size(), full.end()));
+  std::vector<int64_t> ctr(all.size(), 0);
+  for (int64_t it = 0; it < total; ++it) {
+    int64_t rem = it;
+    for (int64_t d = static_cast<int64_t>(all.size()) - 1; d >= 0; --d) {
+      ctr[d] = rem % full[d];
+      rem /= full[d];
+    }
+    double p = 1;
+    for (size_t k = 0; k < xs.size(); ++k) {
+      int64_t off = 0;
+      for (size_t d = 0; d < all.size(); ++d) off += ctr[d] * strides[k][d];
+      p *= vals[k][off];
+    }
+    y[it / std::max<int64_t>(per_out, 1)] += p;
+  }
+  return {from_f64(y, xs[0]->dtype(), od)};
+}
+
+Kernel window(int kind) {  // 0 Hann, 1 Hamming, 2 Blackman
+  return [kind](const ir::Node& n, const Inputs& xs) {
+    const Tensor& s = in(n, xs, 0);
+    if (s.numel() != 1) fail(n, "size must be a scalar");
+    const int64_t size = s.get_i64(0);
+    if (size < 0) fail(n, "size must not be negative");
+    const bool periodic = n.attr_int("periodic", 1) != 0;
+    const double N = static_cast<double>(periodic ? size : size - 1), pi = 3.14159265358979323846;
+    std::vector<double> v(static_cast<size_t>(size));
+    for (int64_t i = 0; i < size; ++i) {
+      const double c = std::cos(2 * pi * static_cast<double>(i) / N), c2 = std::cos(4 * pi * static_cast<double>(i) / N);
+      v[i] = kind == 0 ? 0.5 - 0.5 * c : kind == 1 ? 25.0 / 46 - (1 - 25.0 / 46) * c : 0.42 - 0.5 * c + 0.08 * c2;
+    }
+    auto dt = ir::parse_dtype(n.attr_string("output_datatype", "f32"));
+    if (!dt) fail(n, "unknown output_datatype");
+    return std::vector<Tensor>{from_f64(v, *dt, {size})};
+  };
+}
+
 }  // namespace
 
 void register_extra_ops(Table& t) {
@@ -275,6 +413,14 @@ void register_extra_ops(Table& t) {
   add("LRN", lrn_kernel);
   add("MeanVarianceNormalization", mvn_kernel);
   add("Det", det_kernel);
+  add("Einsum", einsum_kernel);
+  add("HannWindow", window(0));
+  add("HammingWindow", window(1));
+  add("BlackmanWindow", window(2));
+  add("Dropout", [](const ir::Node& n, const Inputs& xs) {  // inference mode: the mask keeps everything
+    const Tensor& x = in(n, xs, 0);
+    return std::vector<Tensor>{x, from_i64(std::vector<int64_t>(static_cast<size_t>(x.numel()), 1), DType::boolean, x.dims())};
+  });
   register_conv_transpose(t);
 }
 

@@ -224,7 +224,8 @@ const std::map<std::string, int>& supported_ops() {
       {"OneHot", 9}, {"NonZero", 9}, {"Compress", 9}, {"Unique", 11}, {"EyeLike", 9}, {"ReverseSequence", 10},
       {"CastLike", 15}, {"NegativeLogLikelihoodLoss", 12}, {"SoftmaxCrossEntropyLoss", 12}, {"QuantizeLinear", 10},
       {"DequantizeLinear", 10}, {"DynamicQuantizeLinear", 11}, {"LRN", 1}, {"MeanVarianceNormalization", 9},
-      {"Det", 11}, {"ConvTranspose", 1}};
+      {"Det", 11}, {"ConvTranspose", 1}, {"Einsum", 12}, {"HannWindow", 17}, {"HammingWindow", 17},
+      {"BlackmanWindow", 17}};
   return ops;
 }
 
@@ -426,16 +427,21 @@ void Importer::upgrade(Pending& p, const std::string& ctx) {
   } else if (op == "EyeLike") {
     if (const int64_t* to = get<int64_t>(p, "dtype")) p.attrs["dtype"] = dtype_attr_name(*to, ctx + " dtype");
   } else if (op == "Dropout") {
-    if (extra_output_used(1)) unsupported("Dropout's mask output");
-    if (p.inputs.size() > 2 && p.inputs[2]) {  // training_mode: Identity only when it is a constant false
+    if (p.inputs.size() > 2 && p.inputs[2]) {  // training_mode: inference unless a constant true with ratio 0
       const ir::Value* tm = p.inputs[2];
-      if (!tm->is_constant() || tm->constant().numel() != 1 || tm->constant().get_i64(0) != 0)
-        unsupported("training-mode Dropout");
+      const ir::Value* ratio = p.inputs.size() > 1 ? p.inputs[1] : nullptr;
+      const bool training = !tm->is_constant() || tm->constant().numel() != 1 || tm->constant().get_i64(0) != 0;
+      const bool zero_ratio = ratio && ratio->is_constant() && ratio->constant().numel() == 1 && ratio->constant().get_f64(0) == 0;
+      if (training && !zero_ratio) unsupported("training-mode Dropout");
     }
-    p.op = "Identity";
+    // With its mask read, Dropout stays (the reference gives an all-true mask); otherwise an Identity.
+    const bool mask = extra_output_used(1);
+    p.op = mask ? "Dropout" : "Identity";
     p.inputs.resize(std::min<size_t>(p.inputs.size(), 1));
-    p.outputs.resize(1);
+    p.outputs.resize(mask ? 2 : 1);
     p.attrs.clear();
+  } else if (op == "HannWindow" || op == "HammingWindow" || op == "BlackmanWindow") {
+    if (const int64_t* to = get<int64_t>(p, "output_datatype")) p.attrs["output_datatype"] = dtype_attr_name(*to, ctx + " output_datatype");
   } else if (op == "BatchNormalization") {
     const int64_t* tm = get<int64_t>(p, "training_mode");
     if ((tm && *tm) || extra_output_used(1)) unsupported("training-mode BatchNormalization");
