@@ -187,6 +187,42 @@ void dropout(Node& n) {
   set_out(n, 1, DType::boolean, x->shape());
 }
 
+void nms(Node& n) {
+  in(n, 0);
+  in(n, 1);
+  set_out(n, 0, DType::i64, {unknown_dim(n, 0, 0), Dim(3)});
+}
+
+void grid_sample(Node& n) {
+  Value* x = in(n, 0);
+  Value* g = in(n, 1);
+  const Shape& xs = x->shape();
+  const Shape& gs = g->shape();
+  if (xs.size() < 3 || gs.size() != xs.size() || gs.back() != Dim(static_cast<int64_t>(xs.size() - 2)))
+    fail(n, "X must be [N, C, d...] and grid [N, out..., " + std::to_string(xs.size() >= 2 ? xs.size() - 2 : 0) + "], got " +
+                str(xs) + " and " + str(gs));
+  Shape out = {unify(n, xs[0], gs[0], "batch dims"), xs[1]};
+  out.insert(out.end(), gs.begin() + 1, gs.end() - 1);
+  set_out(n, 0, x->dtype(), out);
+}
+
+// RNN, GRU, LSTM (layout 0: [seq, batch, ...]; layout 1: [batch, seq, ...]).
+void rnn(Node& n) {
+  Value* x = in(n, 0);
+  Value* w = in(n, 1);
+  const Shape& xs = x->shape();
+  if (xs.size() != 3 || w->shape().size() != 3) fail(n, "X and W must be 3-D");
+  const int64_t H = n.attr_int("hidden_size", -1);
+  if (H < 1) fail(n, "hidden_size must be given and positive");
+  const bool batch_first = n.attr_int("layout", 0) != 0;
+  const Dim dirs = w->shape()[0];
+  const Dim S = xs[batch_first ? 1 : 0], B = xs[batch_first ? 0 : 1];
+  set_out(n, 0, x->dtype(), batch_first ? Shape{B, S, dirs, Dim(H)} : Shape{S, dirs, B, Dim(H)});
+  const Shape state = batch_first ? Shape{B, dirs, Dim(H)} : Shape{dirs, B, Dim(H)};
+  set_out(n, 1, x->dtype(), state);
+  set_out(n, 2, x->dtype(), state);  // LSTM's Y_c
+}
+
 }  // namespace
 
 void add_extra_ops(Table& t) {
@@ -202,6 +238,9 @@ void add_extra_ops(Table& t) {
   t[{"", "Einsum"}] = einsum;
   for (const char* w : {"HannWindow", "HammingWindow", "BlackmanWindow"}) t[{"", w}] = window;
   t[{"", "Dropout"}] = dropout;
+  t[{"", "NonMaxSuppression"}] = nms;
+  t[{"", "GridSample"}] = grid_sample;
+  for (const char* r : {"RNN", "GRU", "LSTM"}) t[{"", r}] = rnn;
 }
 
 }  // namespace sabre::ir::infer_detail

@@ -52,6 +52,8 @@ void register_tensor_ops(Table& t);
 void register_nn_ops(Table& t);
 void register_index_ops(Table& t);  // ops_index.cpp
 void register_extra_ops(Table& t);
-void register_conv_transpose(Table& t);  // ops_conv_transpose.cpp  // ops_extra.cpp: losses, quantization, LRN, Det, ...
+void register_conv_transpose(Table& t);  // ops_conv_transpose.cpp
+void register_vision_ops(Table& t);     // ops_vision.cpp
+void register_rnn_ops(Table& t);        // ops_rnn.cpp  // ops_extra.cpp: losses, quantization, LRN, Det, ...
 
 }  // namespace sabre::reference::detail

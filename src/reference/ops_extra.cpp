@@ -422,6 +422,8 @@ void register_extra_ops(Table& t) {
     return std::vector<Tensor>{x, from_i64(std::vector<int64_t>(static_cast<size_t>(x.numel()), 1), DType::boolean, x.dims())};
   });
   register_conv_transpose(t);
+  register_vision_ops(t);
+  register_rnn_ops(t);
 }
 
 }  // namespace sabre::reference::detail
