@@ -223,6 +223,31 @@ void rnn(Node& n) {
   set_out(n, 2, x->dtype(), state);  // LSTM's Y_c
 }
 
+// The shape `op` (MatMul, Conv) gives for `n`'s inputs `idx` and attributes: the integer and
+// quantized forms share their float twins' shape rules.
+Shape shape_as(const Node& n, const std::string& op, const std::vector<size_t>& idx) {
+  Graph g;
+  std::vector<Value*> vs;
+  for (size_t i : idx) {
+    Value* src = in(n, i);
+    Value* v = g.add_value("in" + std::to_string(i));
+    v->set_type(DType::f32, src->shape());
+    vs.push_back(v);
+  }
+  Node* m = g.add_node(op, vs, 1, n.attrs(), n.name());
+  infer_node(*m);
+  return m->output(0)->shape();
+}
+
+void integer_linear(Node& n) {
+  const bool conv = n.op() == "ConvInteger" || n.op() == "QLinearConv";
+  const bool qlinear = n.op().rfind("QLinear", 0) == 0;
+  Shape s = shape_as(n, conv ? "Conv" : "MatMul", qlinear ? std::vector<size_t>{0, 3} : std::vector<size_t>{0, 1});
+  DType d = DType::i32;
+  if (qlinear) d = opt_in(n, 7) ? in(n, 7)->dtype() : DType::u8;
+  set_out(n, 0, d, s);
+}
+
 }  // namespace
 
 void add_extra_ops(Table& t) {
@@ -241,6 +266,7 @@ void add_extra_ops(Table& t) {
   t[{"", "NonMaxSuppression"}] = nms;
   t[{"", "GridSample"}] = grid_sample;
   for (const char* r : {"RNN", "GRU", "LSTM"}) t[{"", r}] = rnn;
+  for (const char* q : {"MatMulInteger", "ConvInteger", "QLinearMatMul", "QLinearConv"}) t[{"", q}] = integer_linear;
 }
 
 }  // namespace sabre::ir::infer_detail

@@ -54,6 +54,7 @@ void register_index_ops(Table& t);  // ops_index.cpp
 void register_extra_ops(Table& t);
 void register_conv_transpose(Table& t);  // ops_conv_transpose.cpp
 void register_vision_ops(Table& t);     // ops_vision.cpp
-void register_rnn_ops(Table& t);        // ops_rnn.cpp  // ops_extra.cpp: losses, quantization, LRN, Det, ...
+void register_rnn_ops(Table& t);        // ops_rnn.cpp
+void register_qlinear_ops(Table& t);    // ops_qlinear.cpp  // ops_extra.cpp: losses, quantization, LRN, Det, ...
 
 }  // namespace sabre::reference::detail

@@ -424,6 +424,7 @@ void register_extra_ops(Table& t) {
   register_conv_transpose(t);
   register_vision_ops(t);
   register_rnn_ops(t);
+  register_qlinear_ops(t);
 }
 
 }  // namespace sabre::reference::detail

@@ -225,7 +225,8 @@ const std::map<std::string, int>& supported_ops() {
       {"CastLike", 15}, {"NegativeLogLikelihoodLoss", 12}, {"SoftmaxCrossEntropyLoss", 12}, {"QuantizeLinear", 10},
       {"DequantizeLinear", 10}, {"DynamicQuantizeLinear", 11}, {"LRN", 1}, {"MeanVarianceNormalization", 9},
       {"Det", 11}, {"ConvTranspose", 1}, {"Einsum", 12}, {"HannWindow", 17}, {"HammingWindow", 17},
-      {"BlackmanWindow", 17}, {"NonMaxSuppression", 11}, {"GridSample", 16}, {"RNN", 14}, {"GRU", 14}, {"LSTM", 14}};
+      {"BlackmanWindow", 17}, {"NonMaxSuppression", 11}, {"GridSample", 16}, {"RNN", 14}, {"GRU", 14}, {"LSTM", 14},
+      {"MatMulInteger", 10}, {"ConvInteger", 10}, {"QLinearMatMul", 10}, {"QLinearConv", 10}};
   return ops;
 }
 
