@@ -248,6 +248,54 @@ void integer_linear(Node& n) {
   set_out(n, 0, d, s);
 }
 
+void max_unpool(Node& n) {
+  Value* x = in(n, 0);
+  const Shape& xs = x->shape();
+  if (xs.size() < 3) fail(n, "X must be [N, C, d...]");
+  const size_t sp = xs.size() - 2;
+  Shape out = {xs[0], xs[1]};
+  const auto kernel = n.attr_ints("kernel_shape", {}), strides = n.attr_ints("strides", std::vector<int64_t>(sp, 1)),
+             pads = n.attr_ints("pads", std::vector<int64_t>(2 * sp, 0));
+  if (kernel.size() != sp || strides.size() != sp || pads.size() != 2 * sp)
+    fail(n, "kernel_shape and strides need one entry per spatial axis, pads two");
+  if (Value* os = opt_in(n, 2)) {
+    auto k = known(os);
+    Shape s;
+    for (size_t i = 0; i < xs.size(); ++i) s.push_back(k && k->size() == xs.size() ? (*k)[i] : unknown_dim(n, 0, i));
+    return set_out(n, 0, x->dtype(), s);
+  }
+  for (size_t d = 0; d < sp; ++d)
+    out.push_back(xs[d + 2].is_static()
+                      ? checked_dim(n, (xs[d + 2].value() - 1) * strides[d] + kernel[d] - pads[d] - pads[d + sp], "output size")
+                      : unknown_dim(n, 0, d + 2));
+  set_out(n, 0, x->dtype(), out);
+}
+
+void dft(Node& n) {
+  Value* x = in(n, 0);
+  Shape s = x->shape();
+  const int64_t r = static_cast<int64_t>(s.size());
+  if (r < 2) fail(n, "input must be [..., signal, 1 or 2]");
+  int64_t axis = n.attr_int("axis", n.has_attr("axis") ? 1 : -2);
+  if (Value* a = opt_in(n, 2)) {
+    auto k = known_ints(a);
+    if (!k || k->size() != 1) needs_constant(n, "axis");
+    axis = (*k)[0];
+  }
+  axis = norm_axis(n, axis, r);
+  if (axis == r - 1) fail(n, "axis must not be the last (real/imaginary) axis");
+  Dim len = s[axis];
+  if (Value* l = opt_in(n, 1)) {
+    auto k = known_ints(l);
+    len = k && k->size() == 1 ? checked_dim(n, (*k)[0], "dft_length") : unknown_dim(n, 0, static_cast<size_t>(axis));
+  }
+  if (n.attr_int("onesided", 0) != 0)
+    len = len.is_static() ? Dim(len.value() / 2 + 1) : unknown_dim(n, 0, static_cast<size_t>(axis));
+  s[axis] = len;
+  s.back() = Dim(2);
+  set_out(n, 0, x->dtype(), s);
+}
+
 }  // namespace
 
 void add_extra_ops(Table& t) {
@@ -265,6 +313,8 @@ void add_extra_ops(Table& t) {
   t[{"", "Dropout"}] = dropout;
   t[{"", "NonMaxSuppression"}] = nms;
   t[{"", "GridSample"}] = grid_sample;
+  t[{"", "MaxUnpool"}] = max_unpool;
+  t[{"", "DFT"}] = dft;
   for (const char* r : {"RNN", "GRU", "LSTM"}) t[{"", r}] = rnn;
   for (const char* q : {"MatMulInteger", "ConvInteger", "QLinearMatMul", "QLinearConv"}) t[{"", q}] = integer_linear;
 }

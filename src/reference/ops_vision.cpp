@@ -199,9 +199,101 @@ std::vector<Tensor> grid_sample_kernel(const ir::Node& n, const Inputs& xs) {
   return {from_f64(y, x.dtype(), od)};
 }
 
+// Scatters X into a zero tensor at MaxPool's flat indices.
+std::vector<Tensor> max_unpool_kernel(const ir::Node& n, const Inputs& xs) {
+  const Tensor& x = in(n, xs, 0);
+  const Tensor& it = in(n, xs, 1);
+  if (x.rank() < 3 || it.dims() != x.dims()) fail(n, "X must be [N, C, d...] and I of the same shape");
+  const int64_t sp = x.rank() - 2;
+  const Dims kernel = n.attr_ints("kernel_shape", {}), strides = n.attr_ints("strides", Dims(sp, 1)),
+             pads = n.attr_ints("pads", Dims(2 * sp, 0));
+  if (static_cast<int64_t>(kernel.size()) != sp || static_cast<int64_t>(strides.size()) != sp ||
+      static_cast<int64_t>(pads.size()) != 2 * sp)
+    fail(n, "kernel_shape and strides need one entry per spatial axis, pads two");
+  Dims od = {x.dims()[0], x.dims()[1]};
+  for (int64_t d = 0; d < sp; ++d) od.push_back((x.dims()[d + 2] - 1) * strides[d] + kernel[d] - pads[d] - pads[d + sp]);
+  for (int64_t d : od)
+    if (d < 0) fail(n, "the output shape is negative");
+  // Indices address the shape the pooling saw (the default); an output_shape pads its ends.
+  const Dims def = od, def_st = strides_of(def);
+  if (const Tensor* os = opt_in(xs, 2); os && os->numel()) {
+    od = to_i64(*os);
+    if (static_cast<int64_t>(od.size()) != x.rank()) fail(n, "output_shape must have X's rank");
+    for (size_t d = 0; d < od.size(); ++d)
+      if (od[d] < def[d]) fail(n, "output_shape is smaller than the pooled input's shape");
+  }
+  std::vector<int64_t> idx = to_i64(it);
+  const Dims out_st = strides_of(od);
+  for (int64_t& i : idx) {
+    if (i < 0 || i >= numel(def)) fail(n, "index " + std::to_string(i) + " is outside the pooled input");
+    int64_t rem = i, o = 0;
+    for (size_t d = 0; d < def.size(); ++d) {
+      o += rem / def_st[d] * out_st[d];
+      rem %= def_st[d];
+    }
+    i = o;
+  }
+  const int64_t total = numel(od);
+  std::vector<double> y(static_cast<size_t>(total), 0.0);
+  const std::vector<double> v = to_f64(x);
+  for (size_t e = 0; e < idx.size(); ++e) {
+    if (idx[e] < 0 || idx[e] >= total) fail(n, "index " + std::to_string(idx[e]) + " is outside the output");
+    y[static_cast<size_t>(idx[e])] = v[e];
+  }
+  return {from_f64(y, x.dtype(), od)};
+}
+
+// DFT along one axis of [..., N, 1 or 2] (real or complex), to [..., K, 2].
+std::vector<Tensor> dft_kernel(const ir::Node& n, const Inputs& xs) {
+  const Tensor& x = in(n, xs, 0);
+  const int64_t r = x.rank();
+  if (r < 2 || (x.dims().back() != 1 && x.dims().back() != 2)) fail(n, "input must be [..., signal, 1 or 2]");
+  int64_t axis = n.attr_int("axis", n.has_attr("axis") ? 1 : -2);
+  if (const Tensor* a = opt_in(xs, 2); a && a->numel()) axis = a->get_i64(0);
+  axis = norm_axis(n, axis, r);
+  if (axis == r - 1) fail(n, "axis must not be the last (real/imaginary) axis");
+  const bool inverse = n.attr_int("inverse", 0) != 0, onesided = n.attr_int("onesided", 0) != 0;
+  const int64_t len_in = x.dims()[axis];
+  int64_t N = len_in;
+  if (const Tensor* l = opt_in(xs, 1); l && l->numel()) N = l->get_i64(0);
+  if (N < 1) fail(n, "dft_length must be positive");
+  const int64_t K = onesided ? N / 2 + 1 : N, comp = x.dims().back();
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < axis; ++d) outer *= x.dims()[d];
+  for (int64_t d = axis + 1; d < r - 1; ++d) inner *= x.dims()[d];
+  const std::vector<double> v = to_f64(x);
+  Dims od = x.dims();
+  od[axis] = K;
+  od.back() = 2;
+  std::vector<double> y(static_cast<size_t>(numel(od)));
+  const double pi = 3.14159265358979323846, sign = inverse ? 1 : -1;
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < inner; ++i)
+      for (int64_t k = 0; k < K; ++k) {
+        double re = 0, im = 0;
+        for (int64_t t = 0; t < std::min(N, len_in); ++t) {
+          const size_t at = static_cast<size_t>(((o * len_in + t) * inner + i) * comp);
+          const double xr = v[at], xi = comp == 2 ? v[at + 1] : 0;
+          const double ang = sign * 2 * pi * static_cast<double>((k * t) % N) / static_cast<double>(N);
+          re += xr * std::cos(ang) - xi * std::sin(ang);
+          im += xr * std::sin(ang) + xi * std::cos(ang);
+        }
+        if (inverse) {
+          re /= static_cast<double>(N);
+          im /= static_cast<double>(N);
+        }
+        const size_t out = static_cast<size_t>(((o * K + k) * inner + i) * 2);
+        y[out] = re;
+        y[out + 1] = im;
+      }
+  return {from_f64(y, x.dtype(), od)};
+}
+
 }  // namespace
 
 void register_vision_ops(Table& t) {
+  t[{"", "MaxUnpool"}] = max_unpool_kernel;
+  t[{"", "DFT"}] = dft_kernel;
   t[{"", "NonMaxSuppression"}] = nms_kernel;
   t[{"", "GridSample"}] = grid_sample_kernel;
 }

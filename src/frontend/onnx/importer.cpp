@@ -226,7 +226,8 @@ const std::map<std::string, int>& supported_ops() {
       {"DequantizeLinear", 10}, {"DynamicQuantizeLinear", 11}, {"LRN", 1}, {"MeanVarianceNormalization", 9},
       {"Det", 11}, {"ConvTranspose", 1}, {"Einsum", 12}, {"HannWindow", 17}, {"HammingWindow", 17},
       {"BlackmanWindow", 17}, {"NonMaxSuppression", 11}, {"GridSample", 16}, {"RNN", 14}, {"GRU", 14}, {"LSTM", 14},
-      {"MatMulInteger", 10}, {"ConvInteger", 10}, {"QLinearMatMul", 10}, {"QLinearConv", 10}};
+      {"MatMulInteger", 10}, {"ConvInteger", 10}, {"QLinearMatMul", 10}, {"QLinearConv", 10},
+      {"MaxUnpool", 11}, {"DFT", 17}};
   return ops;
 }
 
