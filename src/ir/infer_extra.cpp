@@ -134,6 +134,7 @@ void einsum(Node& n) {
         for (int64_t q = ell; q > 0; --q) ls.push_back(52 + static_cast<int>(q - 1));
         i += 2;
       } else {
+        if (!std::isalpha(static_cast<unsigned char>(term[i]))) fail(n, "equation term '" + term + "' has a '.' outside one '...'");
         ls.push_back(einsum_label(term[i]));
       }
       for (int l : ls) {

@@ -286,6 +286,7 @@ std::vector<int> einsum_labels(const ir::Node& n, const std::string& term, int64
       continue;
     }
     const char c = term[i];
+    if (!std::isalpha(static_cast<unsigned char>(c))) fail(n, "equation term '" + term + "' has a '.' outside one '...'");
     out.push_back(std::islower(static_cast<unsigned char>(c)) ? c - 'a' : 26 + (c - 'A'));
   }
   return out;
@@ -330,7 +331,10 @@ std::vector<Tensor> einsum_kernel(const ir::Node& n, const Inputs& xs) {
       } else {
         const char c = rhs[i];
         const int l = std::islower(static_cast<unsigned char>(c)) ? c - 'a' : 26 + (c - 'A');
-        if (size[l] < 0) fail(n, std::string("output label '") + c + "' is not in any input");
+        if (!std::isalpha(static_cast<unsigned char>(c)) || size[l] < 0)
+          fail(n, std::string("output label '") + c + "' is not in any input");
+        if (std::find(out_labels.begin(), out_labels.end(), l) != out_labels.end())
+          fail(n, std::string("output label '") + c + "' repeats");
         out_labels.push_back(l);
       }
     }

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <map>
 #include <numeric>
 
 #include "reference/kernels.h"
@@ -273,16 +274,24 @@ std::vector<Tensor> unique_kernel(const ir::Node& n, const Inputs& xs) {
   };
   std::vector<std::vector<double>> slices;
   for (int64_t j = 0; j < dim; ++j) slices.push_back(slice_of(j));
+  // A total order (NaNs equal each other and sort last), so that map and sort stay well defined.
+  auto less = [](const std::vector<double>& a, const std::vector<double>& b) {
+    return std::lexicographical_compare(a.begin(), a.end(), b.begin(), b.end(), [](double x, double y) {
+      if (std::isnan(x) || std::isnan(y)) return !std::isnan(x) && std::isnan(y);
+      return x < y;
+    });
+  };
+  std::map<std::vector<double>, int64_t, decltype(less)> seen(less);  // slice -> its position in `firsts`
   std::vector<int64_t> firsts;  // first occurrence of each distinct slice, in order of appearance
   std::vector<int64_t> inverse(static_cast<size_t>(dim));
   for (int64_t j = 0; j < dim; ++j) {
-    auto it = std::find_if(firsts.begin(), firsts.end(), [&](int64_t f) { return slices[f] == slices[j]; });
-    inverse[j] = it - firsts.begin();
-    if (it == firsts.end()) firsts.push_back(j);
+    auto [it, fresh] = seen.emplace(slices[j], static_cast<int64_t>(firsts.size()));
+    inverse[j] = it->second;
+    if (fresh) firsts.push_back(j);
   }
   std::vector<int64_t> order(firsts.size());
   std::iota(order.begin(), order.end(), 0);
-  if (sorted) std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return slices[firsts[a]] < slices[firsts[b]]; });
+  if (sorted) std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return less(slices[firsts[a]], slices[firsts[b]]); });
   std::vector<int64_t> rank_of(order.size());
   for (size_t k = 0; k < order.size(); ++k) rank_of[order[k]] = static_cast<int64_t>(k);
   const int64_t u = static_cast<int64_t>(order.size());
