@@ -222,16 +222,16 @@ TEST(Importer, UnsupportedOpsAreListedTogether) {
   Model m;
   m.input("x", onnx::TensorProto::FLOAT, {"2", "3"});
   m.node("Relu", {"x"}, {"a"}, "ok");
-  m.node("MaxUnpool", {"a"}, {"b"}, "hm");
+  m.node("RoiAlign", {"a"}, {"b"}, "hm");
   auto* n = m.node("FusedThing", {"b"}, {"c"}, "custom");
   n->set_domain("com.example");
   auto* o = m.m.add_opset_import();
   o->set_domain("com.example");
   o->set_version(3);
-  m.node("MaxUnpool", {"c"}, {"d"}, "hm2");
+  m.node("RoiAlign", {"c"}, {"d"}, "hm2");
   m.output("d");
   std::string msg = expect_error([&] { import_model_bytes(m.bytes(), "."); }, ImportError::Kind::unsupported,
-                                 {"3 node(s)", "MaxUnpool", "com.example.FusedThing", "node 'hm': op 'MaxUnpool' domain 'ai.onnx' opset 18",
+                                 {"3 node(s)", "RoiAlign", "com.example.FusedThing", "node 'hm': op 'RoiAlign' domain 'ai.onnx' opset 18",
                                   "node 'custom': op 'FusedThing' domain 'com.example' opset 3", "node 'hm2'"});
   std::string first = msg.substr(0, msg.find('\n'));
   EXPECT_NE(first.find("sabre does not support"), std::string::npos) << first;
