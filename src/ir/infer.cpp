@@ -482,10 +482,27 @@ std::vector<int64_t> const_axes(Node& n, size_t i, const char* what) {
   return *k;
 }
 
+// A list operand computed at run time (axes, repeats): its length when its shape is static. The
+// result's rank follows from it; its dims become unknown symbols that the reference fills in.
+std::optional<int64_t> runtime_list(Node& n, size_t i, const char* what) {
+  Value* a = opt_in(n, i);
+  if (!a || known_ints(a)) return std::nullopt;
+  int64_t len = list_len(a->shape());
+  if (len < 0 || a->shape().size() != 1) needs_constant(n, std::string(what) + " (of unknown length)");
+  return len;
+}
+
+void unknown_shape(Node& n, size_t out, DType dt, int64_t rank) {
+  Shape s;
+  for (int64_t i = 0; i < rank; ++i) s.push_back(unknown_dim(n, out, static_cast<size_t>(i)));
+  set_out(n, out, dt, s);
+}
+
 void squeeze(Node& n) {
   Value* x = in(n, 0);
   int64_t r = static_cast<int64_t>(x->shape().size());
   bool has_axes = opt_in(n, 1) != nullptr;
+  if (auto len = runtime_list(n, 1, "axes")) return unknown_shape(n, 0, x->dtype(), std::max<int64_t>(0, r - *len));
   std::vector<int64_t> axes = const_axes(n, 1, "axes");
   std::vector<bool> drop(r, false);
   if (!has_axes) {
@@ -507,6 +524,10 @@ void squeeze(Node& n) {
 void unsqueeze(Node& n) {
   Value* x = in(n, 0);
   in(n, 1);
+  if (auto len = runtime_list(n, 1, "axes")) {
+    if (*len > 64) fail(n, "result rank is too large");
+    return unknown_shape(n, 0, x->dtype(), static_cast<int64_t>(x->shape().size()) + *len);
+  }
   std::vector<int64_t> axes = const_axes(n, 1, "axes");
   int64_t r = static_cast<int64_t>(x->shape().size() + axes.size());
   if (r > 64) fail(n, "result rank is too large");
@@ -558,7 +579,14 @@ void split(Node& n) {
   std::vector<Dim> sizes;
   if (Value* s = opt_in(n, 1)) {
     auto sz = known_ints(s);
-    if (!sz) needs_constant(n, "split");
+    if (!sz) {  // sizes computed at run time: only the split axis is unknown
+      for (size_t i = 0; i < k; ++i) {
+        Shape o = x->shape();
+        o[axis] = unknown_dim(n, i, static_cast<size_t>(axis));
+        set_out(n, i, x->dtype(), o);
+      }
+      return;
+    }
     if (sz->size() != k) fail(n, std::to_string(sz->size()) + " split sizes for " + std::to_string(k) + " outputs");
     Dim sum(0);
     for (int64_t v : *sz) {
@@ -604,6 +632,7 @@ void slice(Node& n) {
   auto starts = known(in(n, 1));
   auto ends = known(in(n, 2));
   std::vector<int64_t> axes, steps;
+  if (runtime_list(n, 3, "axes") || runtime_list(n, 4, "steps")) return unknown_shape(n, 0, x->dtype(), r);
   if (opt_in(n, 3)) axes = const_axes(n, 3, "axes");
   if (opt_in(n, 4)) steps = const_axes(n, 4, "steps");
   Shape out = x->shape();
@@ -858,6 +887,7 @@ void depth_space(Node& n) {  // DepthToSpace, SpaceToDepth
 
 void tile(Node& n) {
   Value* x = in(n, 0);
+  if (runtime_list(n, 1, "repeats")) return unknown_shape(n, 0, x->dtype(), static_cast<int64_t>(x->shape().size()));
   std::vector<int64_t> reps = const_axes(n, 1, "repeats");
   if (reps.size() != x->shape().size()) fail(n, "repeats must have one value per input dim");
   Shape out;
@@ -879,6 +909,10 @@ void reduce(Node& n) {
   int64_t r = static_cast<int64_t>(x->shape().size());
   bool keep = n.attr_int("keepdims", 1) != 0;
   bool noop = n.attr_int("noop_with_empty_axes", 0) != 0;
+  if (auto len = runtime_list(n, 1, "axes")) {
+    if (*len == 0 && noop) return unary(n);
+    return unknown_shape(n, 0, x->dtype(), keep ? r : *len == 0 ? 0 : std::max<int64_t>(0, r - *len));
+  }
   std::vector<int64_t> axes = const_axes(n, 1, "axes");
   std::vector<bool> red(r, false);
   if (axes.empty()) {
@@ -947,6 +981,8 @@ Table build_table() {
        "ReduceLogSum", "ReduceLogSumExp"},
       reduce);
   add_nn_ops(t);
+  add_index_ops(t);
+  add_extra_ops(t);
   return t;
 }
 

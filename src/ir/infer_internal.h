@@ -37,5 +37,7 @@ Dim checked_dim(const Node& n, int64_t v, const char* what);
 Dim unify(const Node& n, const Dim& a, const Dim& b, const std::string& what);
 
 void add_nn_ops(Table& t);
+void add_index_ops(Table& t);      // infer_index.cpp
+void add_extra_ops(Table& t);      // infer_extra.cpp
 
 }  // namespace sabre::ir::infer_detail

@@ -50,5 +50,11 @@ using Table = std::map<std::pair<std::string, std::string>, Kernel>;
 void register_elementwise(Table& t);
 void register_tensor_ops(Table& t);
 void register_nn_ops(Table& t);
+void register_index_ops(Table& t);  // ops_index.cpp
+void register_extra_ops(Table& t);
+void register_conv_transpose(Table& t);  // ops_conv_transpose.cpp
+void register_vision_ops(Table& t);     // ops_vision.cpp
+void register_rnn_ops(Table& t);        // ops_rnn.cpp
+void register_qlinear_ops(Table& t);    // ops_qlinear.cpp  // ops_extra.cpp: losses, quantization, LRN, Det, ...
 
 }  // namespace sabre::reference::detail

@@ -175,6 +175,8 @@ Registry& registry() {
     detail::register_elementwise(reg->table);
     detail::register_tensor_ops(reg->table);
     detail::register_nn_ops(reg->table);
+    detail::register_index_ops(reg->table);
+    detail::register_extra_ops(reg->table);
     return reg;
   }();
   return *r;

@@ -34,7 +34,7 @@ using sabre::ir::Tensor;
 namespace {
 
 constexpr double kRtol = 1e-3, kAtol = 1e-5;
-constexpr int kMinPassed = 600;
+constexpr int kMinPassed = 820;
 
 std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
 

@@ -222,16 +222,16 @@ TEST(Importer, UnsupportedOpsAreListedTogether) {
   Model m;
   m.input("x", onnx::TensorProto::FLOAT, {"2", "3"});
   m.node("Relu", {"x"}, {"a"}, "ok");
-  m.node("Unique", {"a"}, {"b"}, "hm");
+  m.node("RoiAlign", {"a"}, {"b"}, "hm");
   auto* n = m.node("FusedThing", {"b"}, {"c"}, "custom");
   n->set_domain("com.example");
   auto* o = m.m.add_opset_import();
   o->set_domain("com.example");
   o->set_version(3);
-  m.node("Unique", {"c"}, {"d"}, "hm2");
+  m.node("RoiAlign", {"c"}, {"d"}, "hm2");
   m.output("d");
   std::string msg = expect_error([&] { import_model_bytes(m.bytes(), "."); }, ImportError::Kind::unsupported,
-                                 {"3 node(s)", "Unique", "com.example.FusedThing", "node 'hm': op 'Unique' domain 'ai.onnx' opset 18",
+                                 {"3 node(s)", "RoiAlign", "com.example.FusedThing", "node 'hm': op 'RoiAlign' domain 'ai.onnx' opset 18",
                                   "node 'custom': op 'FusedThing' domain 'com.example' opset 3", "node 'hm2'"});
   std::string first = msg.substr(0, msg.find('\n'));
   EXPECT_NE(first.find("sabre does not support"), std::string::npos) << first;
@@ -370,9 +370,9 @@ TEST(Importer, UnsupportedAttributeValues) {
   m.input("x", onnx::TensorProto::FLOAT, {"1", "3", "4", "4"});
   m.init_f32("scales", {4}, {1, 1, 2, 2});
   auto* r = m.node("Resize", {"x", "", "scales"}, {"y"}, "rs");
-  attr_str(r, "mode", "cubic");
+  attr_int(r, "antialias", 1);
   m.output("y");
-  expect_error([&] { import_model_bytes(m.bytes(), "."); }, ImportError::Kind::unsupported, {"node 'rs' (Resize)", "cubic"});
+  expect_error([&] { import_model_bytes(m.bytes(), "."); }, ImportError::Kind::unsupported, {"node 'rs' (Resize)", "antialias"});
 
   Model b;
   b.input("x", onnx::TensorProto::FLOAT, {"1", "3", "4", "4"});

@@ -220,7 +220,14 @@ const std::map<std::string, int>& supported_ops() {
       {"ReduceSumSquare", 1}, {"ReduceL1", 1}, {"ReduceL2", 1}, {"ReduceLogSum", 1}, {"ReduceLogSumExp", 1},
       {"GlobalMaxPool", 1}, {"ArgMax", 13}, {"ArgMin", 13}, {"CumSum", 11}, {"GatherElements", 11},
       {"Size", 1}, {"DepthToSpace", 13}, {"SpaceToDepth", 13}, {"Mean", 8}, {"Tile", 6},
-      {"InstanceNormalization", 6}};
+      {"InstanceNormalization", 6}, {"ScatterElements", 11}, {"ScatterND", 11}, {"GatherND", 12}, {"TopK", 10},
+      {"OneHot", 9}, {"NonZero", 9}, {"Compress", 9}, {"Unique", 11}, {"EyeLike", 9}, {"ReverseSequence", 10},
+      {"CastLike", 15}, {"NegativeLogLikelihoodLoss", 12}, {"SoftmaxCrossEntropyLoss", 12}, {"QuantizeLinear", 10},
+      {"DequantizeLinear", 10}, {"DynamicQuantizeLinear", 11}, {"LRN", 1}, {"MeanVarianceNormalization", 9},
+      {"Det", 11}, {"ConvTranspose", 1}, {"Einsum", 12}, {"HannWindow", 17}, {"HammingWindow", 17},
+      {"BlackmanWindow", 17}, {"NonMaxSuppression", 11}, {"GridSample", 16}, {"RNN", 14}, {"GRU", 14}, {"LSTM", 14},
+      {"MatMulInteger", 10}, {"ConvInteger", 10}, {"QLinearMatMul", 10}, {"QLinearConv", 10},
+      {"MaxUnpool", 11}, {"DFT", 17}};
   return ops;
 }
 
@@ -415,17 +422,28 @@ void Importer::upgrade(Pending& p, const std::string& ctx) {
     if (!to) fail(Kind::invalid, ctx + ": attribute 'to' is missing or not an int");
     p.attrs["to"] = dtype_attr_name(*to, ctx + " target");
     p.attrs.erase("saturate");
+  } else if (op == "QuantizeLinear") {
+    if (const int64_t* to = get<int64_t>(p, "output_dtype"); to && *to != 0)
+      p.attrs["output_dtype"] = dtype_attr_name(*to, ctx + " output_dtype");
+    else p.attrs.erase("output_dtype");
+  } else if (op == "EyeLike") {
+    if (const int64_t* to = get<int64_t>(p, "dtype")) p.attrs["dtype"] = dtype_attr_name(*to, ctx + " dtype");
   } else if (op == "Dropout") {
-    if (extra_output_used(1)) unsupported("Dropout's mask output");
-    if (p.inputs.size() > 2 && p.inputs[2]) {  // training_mode: Identity only when it is a constant false
+    if (p.inputs.size() > 2 && p.inputs[2]) {  // training_mode: inference unless a constant true with ratio 0
       const ir::Value* tm = p.inputs[2];
-      if (!tm->is_constant() || tm->constant().numel() != 1 || tm->constant().get_i64(0) != 0)
-        unsupported("training-mode Dropout");
+      const ir::Value* ratio = p.inputs.size() > 1 ? p.inputs[1] : nullptr;
+      const bool training = !tm->is_constant() || tm->constant().numel() != 1 || tm->constant().get_i64(0) != 0;
+      const bool zero_ratio = ratio && ratio->is_constant() && ratio->constant().numel() == 1 && ratio->constant().get_f64(0) == 0;
+      if (training && !zero_ratio) unsupported("training-mode Dropout");
     }
-    p.op = "Identity";
+    // With its mask read, Dropout stays (the reference gives an all-true mask); otherwise an Identity.
+    const bool mask = extra_output_used(1);
+    p.op = mask ? "Dropout" : "Identity";
     p.inputs.resize(std::min<size_t>(p.inputs.size(), 1));
-    p.outputs.resize(1);
+    p.outputs.resize(mask ? 2 : 1);
     p.attrs.clear();
+  } else if (op == "HannWindow" || op == "HammingWindow" || op == "BlackmanWindow") {
+    if (const int64_t* to = get<int64_t>(p, "output_datatype")) p.attrs["output_datatype"] = dtype_attr_name(*to, ctx + " output_datatype");
   } else if (op == "BatchNormalization") {
     const int64_t* tm = get<int64_t>(p, "training_mode");
     if ((tm && *tm) || extra_output_used(1)) unsupported("training-mode BatchNormalization");
@@ -438,14 +456,12 @@ void Importer::upgrade(Pending& p, const std::string& ctx) {
     if (const int64_t* so = get<int64_t>(p, "storage_order"); so && *so) unsupported("storage_order=1");
   } else if (op == "Resize") {
     std::string mode = get<std::string>(p, "mode") ? *get<std::string>(p, "mode") : "nearest";
-    if (mode != "nearest" && mode != "linear") unsupported("Resize mode '" + mode + "'");
+    if (mode != "nearest" && mode != "linear" && mode != "cubic") unsupported("Resize mode '" + mode + "'");
     if (const int64_t* aa = get<int64_t>(p, "antialias"); aa && *aa) unsupported("Resize antialias=1");
-    if (const auto* c = get<std::string>(p, "coordinate_transformation_mode"); c && *c == "tf_crop_and_resize")
-      unsupported("Resize coordinate_transformation_mode 'tf_crop_and_resize'");
     if (const auto* k = get<std::string>(p, "keep_aspect_ratio_policy"); k && *k != "stretch")
       unsupported("Resize keep_aspect_ratio_policy '" + *k + "'");
   } else if (op == "Pad") {
-    if (const auto* m = get<std::string>(p, "mode"); m && *m != "constant" && *m != "reflect" && *m != "edge")
+    if (const auto* m = get<std::string>(p, "mode"); m && *m != "constant" && *m != "reflect" && *m != "edge" && *m != "wrap")
       unsupported("Pad mode '" + *m + "'");
   } else if (op == "Gelu") {
     if (const auto* a = get<std::string>(p, "approximate"); a && *a != "none" && *a != "tanh")
