@@ -23,18 +23,19 @@ import cli_check  # noqa: E402
 
 
 def unsupported_model(path):
-    """A Relu sabre takes, then a custom-domain op and NonMaxSuppression it does not: both must be listed."""
+    """A Relu sabre takes, then a custom-domain op and RoiAlign it does not: both must be listed."""
     nodes = [
         helper.make_node("Relu", ["x"], ["r"], name="relu0"),
         helper.make_node("FancyAttention", ["r"], ["f"], name="fancy0", domain="com.example"),
-        helper.make_node("NonMaxSuppression", ["boxes", "scores"], ["sel"], name="nms0"),
+        helper.make_node("RoiAlign", ["feat", "rois", "idx"], ["sel"], name="roi0", output_height=1, output_width=1),
     ]
     g = helper.make_graph(nodes, "unsupported",
                           [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3]),
-                           helper.make_tensor_value_info("boxes", TensorProto.FLOAT, [1, 5, 4]),
-                           helper.make_tensor_value_info("scores", TensorProto.FLOAT, [1, 1, 5])],
+                           helper.make_tensor_value_info("feat", TensorProto.FLOAT, [1, 1, 4, 4]),
+                           helper.make_tensor_value_info("rois", TensorProto.FLOAT, [1, 4]),
+                           helper.make_tensor_value_info("idx", TensorProto.INT64, [1])],
                           [helper.make_tensor_value_info("f", TensorProto.FLOAT, [2, 3]),
-                           helper.make_tensor_value_info("sel", TensorProto.INT64, [None, 3])])
+                           helper.make_tensor_value_info("sel", TensorProto.FLOAT, [1, 1, 1, 1])])
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.example", 1)],
                           ir_version=8)
     onnx.save(m, path)
@@ -82,10 +83,10 @@ def main():
         ("dangling value", ["inspect", w("dangling.onnx")], [r"nowhere"]),
         ("missing external data", ["inspect", w("bert_tiny_ext.onnx")], [r"bert_tiny_ext\.data"]),
         ("unsupported ops, all listed", ["inspect", w("unsupported.onnx")],
-         [r"unsupported", r"fancy0", r"FancyAttention", r"com\.example", r"nms0", r"NonMaxSuppression",
+         [r"unsupported", r"fancy0", r"FancyAttention", r"com\.example", r"roi0", r"RoiAlign",
           r"opset\D*17"]),
         ("unsupported ops on run", run[1:] + [w("unsupported.onnx"), "-o", w("o")], [r"FancyAttention",
-                                                                                     r"NonMaxSuppression"]),
+                                                                                     r"RoiAlign"]),
         ("wrong input name", run[1:] + [bert, "--input", f"input_idz={w('ids.npy')}", "--input",
                                         f"attention_mask={w('mask.npy')}", "-o", w("o")], [r"input_idz"]),
         ("missing input", run[1:] + [bert, "--input", f"input_ids={w('ids.npy')}", "-o", w("o")],
