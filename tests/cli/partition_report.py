@@ -10,6 +10,7 @@ transposes the GPU lowering puts at the edges of the conv regions (issue 7).
 - a grouped conv of 6 channels in 3 groups, which no regrouping fits to a kernel's access width: the
   CUTLASS table leaves it out and the report says the native grouped-conv kernel runs it.
 - bert_tiny: no conv, nothing NHWC.
+- --dot on the grouped convs: well-formed Graphviz text with both regions as boxes.
 
 usage: partition_report.py SABRE WORK_DIR
 """
@@ -69,8 +70,36 @@ def main():
         if problems:
             print("       output:\n" + "\n".join("         " + l for l in r.stdout.splitlines()[-12:]))
             failures += 1
-    print(f"{len(cases) - failures}/{len(cases)} partition report cases pass")
+    failures += check_dot(sabre, grouped, os.path.join(work, "grouped.dot"))
+    print(f"{len(cases) + 1 - failures}/{len(cases) + 1} partition report cases pass")
     return 1 if failures else 0
+
+
+def check_dot(sabre, model, dot):
+    """--dot writes Graphviz text: every vertex an edge names is declared, each region is a filled box
+    naming its pattern, the graph input and output are boxes, and the report still goes to stdout."""
+    if os.path.exists(dot):
+        os.remove(dot)
+    r = subprocess.run([sabre, "partition", model, "--dot", dot], capture_output=True, text=True, timeout=120)
+    problems = [] if r.returncode == 0 else [f"exit {r.returncode}: {r.stderr.strip()[:300]}"]
+    text = open(dot).read() if os.path.exists(dot) else ""
+    declared = set(re.findall(r'^\s+("[^"]+"|n\d+) \[', text, re.M))
+    edges = re.findall(r'^\s+("[^"]+"|n\d+) -> ("[^"]+"|n\d+)', text, re.M)
+    regions = re.findall(r'fillcolor="#cfe2ff", label="(cutlass\.[a-z0-9_]+)\\ncutlass_region\d+"', text)
+    if not text.startswith("digraph ") or not text.rstrip().endswith("}"):
+        problems.append("not a digraph")
+    if not edges or any(a not in declared or b not in declared for a, b in edges):
+        problems.append(f"{len(edges)} edges, some to undeclared vertices")
+    if sorted(regions) != ["cutlass.conv2d_fprop_bias", "cutlass.conv2d_fprop_bias_relu"]:
+        problems.append(f"regions {regions}")
+    if '"in:x"' not in declared or '"out:y"' not in declared:
+        problems.append("graph input x or output y missing")
+    if "cutlass regions" not in r.stdout:
+        problems.append("the text report is not on stdout")
+    print(f"{'ok  ' if not problems else 'FAIL'} --dot")
+    for p in problems:
+        print(f"       {p}")
+    return 1 if problems else 0
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 // sabre partition: canonicalize a model, cut it into backend regions and report what went where.
 // Tests: tests/golden/partition/, tests/unit/partition_models_test.cpp, tests/cli/partition_report.py
 #include <cstdio>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,7 @@
 #include "codegen/compile.h"
 #include "codegen/lower.h"
 #include "partition/report.h"
+#include "support/files.h"
 #include "tune/select.h"
 #include "transform/canonicalize.h"
 
@@ -25,6 +27,7 @@ const std::vector<FlagSpec> kFlags = {
     dim_flag("representative value of a symbolic dim for the FLOP share (default: batch-like 1, others 128)"),
     json_flag(),
     {"--ir", "", "", "also print the partitioned graph in the IR text form (with --json: as the key \"ir\")", false},
+    {"--dot", "", "FILE.dot", "also write the partitioned graph for Graphviz (`dot -Tsvg FILE.dot -o FILE.svg`): each CUTLASS region a box with its pattern, other ops as ellipses, GEMMs and convs left out in red", false},
     {"--dump-passes", "", "", "print the IR after every canonicalization pass (stderr)", false},
     dtype_flag("compute dtype the lowering is shown for: fp16 or bf16 (default fp16), as sabre compile"),
     {"--no-fuse-attention", "", "", "as sabre compile: keep attention as GEMMs, softmax and permutes", false},
@@ -34,7 +37,7 @@ const std::vector<FlagSpec> kFlags = {
 
 void print_help() {
   std::printf(
-      "usage: sabre partition MODEL.onnx [--backend cutlass] [--dim NAME=VALUE ...] [--ir] [--json]\n\n"
+      "usage: sabre partition MODEL.onnx [--backend cutlass] [--dim NAME=VALUE ...] [--ir] [--dot FILE.dot] [--json]\n\n"
       "Imports MODEL.onnx, canonicalizes it as sabre compile does (constant and shape folding, GELU/LayerNorm\n"
       "idioms, BatchNorm folding, 1-D convs as 2-D, grouped convs regrouped, weight layouts, GEMM biases),\n"
       "applies the backend's pattern table and prints each region, the share of GEMM and conv FLOPs\n"
@@ -73,6 +76,52 @@ LoweringSummary lowering_summary(const ir::Graph& partitioned, codegen::LowerOpt
   return out;
 }
 
+// The partitioned graph as Graphviz DOT: one vertex per node (a CUTLASS region's Composite as a
+// filled box naming its pattern, a GEMM or conv the table left out in red, other ops as ellipses),
+// one edge per value read, labelled with its type; graph inputs and outputs as plain boxes.
+std::string to_dot(const ir::Graph& g) {
+  auto quote = [](const std::string& t) {
+    std::string o = "\"";
+    for (char c : t) {
+      if (c == '\n') {
+        o += "\\n";  // Graphviz's line break in a label
+        continue;
+      }
+      if (c == '"' || c == '\\') o += '\\';
+      if (static_cast<unsigned char>(c) >= 0x20) o += c;
+    }
+    return o + "\"";
+  };
+  std::string o = "digraph " + quote(g.name) + " {\n  rankdir=TB;\n  node [fontname=\"Helvetica\", fontsize=10];\n"
+                  "  edge [fontname=\"Helvetica\", fontsize=8];\n";
+  std::map<const ir::Node*, std::string> id;
+  for (const ir::Node* n : g.nodes()) id[n] = "n" + std::to_string(id.size());
+  for (const ir::Value* v : g.inputs())
+    o += "  " + quote("in:" + v->name()) + " [shape=box, label=" + quote(v->name() + "\n" + ir::print_type(v->type())) + "];\n";
+  for (const ir::Node* n : g.nodes()) {
+    std::string attrs;
+    if (n->op() == "Composite") {
+      attrs = "shape=box, style=filled, fillcolor=\"#cfe2ff\", label=" +
+              quote(n->attr_string("pattern", "region") + "\n" + n->name());
+    } else {
+      const bool heavy = n->op() == "MatMul" || n->op() == "Gemm" || n->op() == "Conv" || n->op() == "MatMulTransB";
+      attrs = std::string(heavy ? "color=red, fontcolor=red, " : "") + "label=" + quote(n->op() + "\n" + n->name());
+    }
+    o += "  " + id[n] + " [" + attrs + "];\n";
+  }
+  for (const ir::Node* n : g.nodes())
+    for (const ir::Value* v : n->inputs()) {
+      if (!v || v->is_constant()) continue;
+      const std::string from = v->producer() ? id[v->producer()] : quote("in:" + v->name());
+      o += "  " + from + " -> " + id[n] + " [label=" + quote(ir::print_type(v->type())) + "];\n";
+    }
+  for (const ir::Value* v : g.outputs()) {
+    o += "  " + quote("out:" + v->name()) + " [shape=box, label=" + quote(v->name()) + "];\n";
+    if (v->producer()) o += "  " + id[v->producer()] + " -> " + quote("out:" + v->name()) + ";\n";
+  }
+  return o + "}\n";
+}
+
 int run(const std::vector<std::string>& argv) {
   return guarded("partition", [&] {
     ParsedArgs args = parse_args(argv, kFlags);
@@ -102,6 +151,11 @@ int run(const std::vector<std::string>& argv) {
     g = transform::canonicalize(std::move(g), opts);
     const std::string name = g.name;
     partition::PartitionResult r = partition::partition(std::move(g), cutlass_backend::pattern_table());
+    if (auto dot = args.value("--dot")) {
+      if (dot->empty()) throw UsageError("--dot needs a file name");
+      const std::string text = to_dot(r.graph);
+      support::write_output_file(*dot, text.data(), text.size());
+    }
     partition::PartitionReport rep = partition::make_report(r, dims);
     // What runs each left-out GEMM or conv on the GPU: the native depthwise kernel, or nothing.
     for (auto& lo : rep.left_out)
