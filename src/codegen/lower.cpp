@@ -148,6 +148,11 @@ DimRanges parse_dynamic(const std::string& text) {
     int64_t hi = dots == std::string::npos ? lo : num(range.substr(dots + 2));
     if (lo < 1 || hi < lo)
       throw std::invalid_argument("bad --dynamic entry '" + item + "': needs 1 <= MIN <= MAX" + form);
+    // Kernels take their dims (and a conv's n·p·q, a GEMM's M) as int32: a larger bound could never run.
+    constexpr int64_t kMaxDim = (int64_t(1) << 31) - 1;
+    if (hi > kMaxDim)
+      throw std::invalid_argument("bad --dynamic entry '" + item + "': MAX " + std::to_string(hi) + " is past " +
+                                  std::to_string(kMaxDim) + ", the largest dim the kernels take");
     if (out.count(name)) throw std::invalid_argument("--dynamic names '" + name + "' twice");
     out[name] = {lo, hi};
   }

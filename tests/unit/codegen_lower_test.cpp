@@ -484,6 +484,14 @@ TEST(CodegenLower, ParseDynamic) {
   EXPECT_THROW(codegen::parse_dynamic("batch"), std::invalid_argument);
   EXPECT_THROW(codegen::parse_dynamic("batch=0..4"), std::invalid_argument);
   EXPECT_THROW(codegen::parse_dynamic("batch=x"), std::invalid_argument);
+  // Kernel dims are int32: the largest bound is 2^31 - 1, and a larger one says so.
+  EXPECT_EQ(codegen::parse_dynamic("batch=1..2147483647").at("batch").second, 2147483647);
+  try {
+    codegen::parse_dynamic("batch=1..3000000000");
+    ADD_FAILURE() << "batch=1..3000000000 accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("past 2147483647"), std::string::npos) << e.what();
+  }
   auto o = options();
   o.ranges = codegen::parse_dynamic("beam=1..4");
   EXPECT_THROW(codegen::lower(partitioned("bert_tiny"), o), std::invalid_argument);
@@ -599,3 +607,4 @@ TEST(CodegenCompile, PlanOnlyPicksFromADbTunedElsewhere) {
 
 }  // namespace
 }  // namespace sabre
+
