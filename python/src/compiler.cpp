@@ -145,18 +145,11 @@ py::dict partition_model(const std::string& path, const std::string& dtype, cons
   {
     py::gil_scoped_release nogil;
     ir::Graph g = onnx_frontend::import_model(path);
-    g = transform::canonicalize(std::move(g), transform::PassOptions{});
+    g = codegen::canonicalize_model(std::move(g), /*fuse_attention=*/true);  // as sabre compile
     name = g.name;
     res.emplace(partition::partition(std::move(g), cutlass_backend::pattern_table()));
     rep = partition::make_report(*res, dims);
-    for (auto& lo : rep.left_out)
-      for (const ir::Node* n : res->graph.nodes())
-        if (n->name() == lo.node) {
-          std::string why;
-          std::string route = codegen::gpu_route(*n, &why);
-          lo.runs_on = route.empty() ? "no GPU path (" + why + "): sabre compile refuses the model" : "runs on " + route;
-          break;
-        }
+    codegen::annotate_gpu_routes(rep, res->graph);
     layout = layout_line(res->graph, dt);
     text = partition::format_report(rep, "cutlass");
   }

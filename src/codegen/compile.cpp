@@ -57,12 +57,24 @@ std::string analytic_conv_kernel(const ConvProblem& p, int target_sm, ConvKernel
   return tune::rank_conv_candidates(p, target_sm, family).front().name;
 }
 
-ir::Graph canonicalize_model(ir::Graph g, bool fuse_attention) {
+ir::Graph canonicalize_model(ir::Graph g, bool fuse_attention, bool dump) {
   transform::PassOptions passes;
+  passes.dump = dump;
   passes.merge_qkv = fuse_attention;
   passes.regroup = transform::RegroupOptions{cutlass_backend::kGroupedConvOutMultiple,
                                              cutlass_backend::kGroupedConvInMultiple};
   return transform::canonicalize(std::move(g), passes);
+}
+
+void annotate_gpu_routes(partition::PartitionReport& rep, const ir::Graph& partitioned) {
+  for (auto& lo : rep.left_out)
+    for (const ir::Node* n : partitioned.nodes())
+      if (n->name() == lo.node) {
+        std::string why;
+        std::string route = gpu_route(*n, &why);
+        lo.runs_on = route.empty() ? "no GPU path (" + why + "): sabre compile refuses the model" : "runs on " + route;
+        break;
+      }
 }
 
 std::vector<tune::GemmProblem> tuned_gemm_problems(const ir::Graph& partitioned, LowerOptions lo, int target_sm) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "codegen/lower.h"
+#include "partition/report.h"
 #include "tune/rank.h"
 
 namespace sabre::codegen {
@@ -81,7 +82,12 @@ std::string analytic_conv_kernel(const ConvProblem& p, int target_sm, ConvKernel
 // Q/K/V projections are joined too (merge_qkv), which the fused attention reads in place; grouped
 // convs are regrouped to the CUTLASS grouped kernels' multiples (regroup_convs). `sabre tune`
 // canonicalizes with this call, so both see the same GEMM and conv workloads.
-ir::Graph canonicalize_model(ir::Graph g, bool fuse_attention);
+// dump: print the IR after every pass to stderr (sabre partition --dump-passes).
+ir::Graph canonicalize_model(ir::Graph g, bool fuse_attention, bool dump = false);
+
+// Fills each left-out GEMM or conv's runs_on in `rep` (a report of `partitioned`): the native kernel
+// gpu_route names, or that sabre compile refuses the model. For sabre partition and sabre.partition.
+void annotate_gpu_routes(partition::PartitionReport& rep, const ir::Graph& partitioned);
 
 // The GEMM problems `sabre compile` tunes for a partitioned graph lowered with `lo` (its picker is
 // replaced; weights are laid out, not converted): every problem the lowering asks a picker for with

@@ -143,12 +143,7 @@ int run(const std::vector<std::string>& argv) {
     lo.fuse_attention = !args.has("--no-fuse-attention");
     lo.stem = stem_flag(args);
     lo.pointwise_gemm = !args.has("--no-pointwise-gemm");
-    transform::PassOptions opts;
-    opts.dump = args.has("--dump-passes");
-    opts.merge_qkv = lo.fuse_attention;
-    opts.regroup = transform::RegroupOptions{cutlass_backend::kGroupedConvOutMultiple,
-                                             cutlass_backend::kGroupedConvInMultiple};
-    g = transform::canonicalize(std::move(g), opts);
+    g = codegen::canonicalize_model(std::move(g), lo.fuse_attention, args.has("--dump-passes"));
     const std::string name = g.name;
     partition::PartitionResult r = partition::partition(std::move(g), cutlass_backend::pattern_table());
     if (auto dot = args.value("--dot")) {
@@ -158,14 +153,7 @@ int run(const std::vector<std::string>& argv) {
     }
     partition::PartitionReport rep = partition::make_report(r, dims);
     // What runs each left-out GEMM or conv on the GPU: the native depthwise kernel, or nothing.
-    for (auto& lo : rep.left_out)
-      for (const ir::Node* n : r.graph.nodes())
-        if (n->name() == lo.node) {
-          std::string why;
-          std::string route = codegen::gpu_route(*n, &why);
-          lo.runs_on = route.empty() ? "no GPU path (" + why + "): sabre compile refuses the model" : "runs on " + route;
-          break;
-        }
+    codegen::annotate_gpu_routes(rep, r.graph);
     if (args.has("--json")) {
       nlohmann::ordered_json j = json_header("partition");
       j["model"] = args.positional[0];
