@@ -47,11 +47,13 @@ step() {
 # finish: the step logs into $OUT/logs.tgz (when they are not in $OUT) and the summary ($OUT/main.log) to stdout.
 finish() { [ "$LOGS" = "$OUT" ] || tar czf "$OUT/logs.tgz" -C "$LOGS" .; cat "$OUT/main.log"; }
 
-# carried_kernel_cache DIR: a kernel compile cache built ahead on the workstation (.carry/bert_kcache.tgz,
-# from `sabre compile` with a committed tuning DB), unpacked into DIR for --cache-dir. Its keys hold
-# the workstation's `nvcc --version`: where that differs here, nothing hits and the compile builds
-# as before.
+# carried_kernel_cache DIR: kernel compile caches built ahead on the workstation (.carry/*_kcache.tgz,
+# from `sabre compile --cache-dir` with the arch given), unpacked into DIR for --cache-dir. Their keys
+# hold the workstation's `nvcc --version`: where that differs here, nothing hits and the compile
+# builds as before.
 carried_kernel_cache() {
-  mkdir -p "$1"; [ -f "$root/.carry/bert_kcache.tgz" ] && tar xzf "$root/.carry/bert_kcache.tgz" -C "$1"
+  mkdir -p "$1"
+  local f; for f in "$root"/.carry/*_kcache.tgz; do [ -f "$f" ] && tar xzf "$f" -C "$1"; done
+  echo "kernel cache $1: $(ls "$1" | grep -c '\.so$') kernels carried"
   nvcc --version | tail -2
 }

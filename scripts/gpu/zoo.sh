@@ -22,7 +22,7 @@ ZOO="python3 bench/zoo.py all --models ${MODELS:-all} --variants ${VARIANTS:-unt
 nvidia-smi --query-gpu=name,driver_version,memory.total,power.limit,clocks.max.sm --format=csv,noheader; date -u
 echo "models ${MODELS:-all}, variants ${VARIANTS:-untuned}, rows from ${ROWS:-nowhere}, commit ${ZOO_COMMIT:-unknown}"
 [ -n "$ROWS" ] && [ -f "$ROWS" ] && cp "$ROWS" $OUT/zoo.jsonl
-carried_kernel_cache $W/kernels > /dev/null  # BERT-base's kernels where .carry has them
+carried_kernel_cache $W/kernels  # kernels compiled ahead on the workstation, where .carry has them
 # Exporting needs only the CPU and PyTorch: it overlaps the build.
 $ZOO --export-only > $LOGS/export.log 2>&1 &
 exp=$!
