@@ -147,6 +147,10 @@ build_targets="sabre tests/gpu/all "
 for t in $(printf '%s\n' "${tests[@]}" | cut -d'|' -f3 | tr ' ' '\n' | sort -u); do
   grep -qxF "$t" <<< "$known" && build_targets+="$t "
 done
+# python.gpu imports the package of this build (the extension module and its Python files).
+if printf '%s\n' "${tests[@]}" | grep -q '^python\.'; then
+  for t in sabre_python sabre_python_files; do grep -qxF "$t" <<< "$known" && build_targets+="$t "; done
+fi
 say "gpu tests: ${#tests[@]}; build targets: $build_targets"
 if [ "${#tests[@]}" -eq 0 ]; then add_row "ctest -L gpu" failed 0 "no gpu tests${tests_re:+ match $tests_re} (log tests.err)"; finish; fi
 # shellcheck disable=SC2086
