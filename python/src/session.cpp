@@ -381,20 +381,29 @@ py::list PySession::run(const py::list& items, const py::object& outs, const py:
         in.push_back(view(t, name));
       } else {
         if (!py::isinstance<py::array>(item)) raise_invalid("input '" + name + "': expected a DLPack capsule or a NumPy array");
-        auto arr = py::reinterpret_borrow<py::array>(item);
-        if (!(arr.flags() & py::array::c_style)) raise_invalid("input '" + name + "': the array must be C-contiguous");
-        void* p = dev_->alloc(static_cast<size_t>(arr.nbytes()));
-        staged.push_back(p);
-        if (arr.nbytes())
-          cuda_check(cudaMemcpyAsync(p, arr.data(), static_cast<size_t>(arr.nbytes()), cudaMemcpyHostToDevice, S),
-                     "copying input '" + name + "' to the GPU");
-        in_shapes.emplace_back(arr.shape(), arr.shape() + arr.ndim());
-        sabre_tensor t{name.c_str(), p, SABRE_DEVICE_CUDA, dev_->id, in_specs[k].dtype,
-                       static_cast<int32_t>(arr.ndim()), in_shapes.back().data(), nullptr};
+        // Read through the buffer protocol, not pybind11's view of NumPy's descriptor: the descriptor's
+        // layout changed in NumPy 2, and pybind11 before 2.12 (Debian 12 has 2.10) reads its item size as 0.
+        py::buffer_info info = py::reinterpret_borrow<py::buffer>(item).request();
+        const auto itemsize = static_cast<size_t>(info.itemsize);
+        const size_t nbytes = static_cast<size_t>(info.size) * itemsize;
+        ssize_t expect = info.itemsize;
+        for (ssize_t d = info.ndim - 1; d >= 0; --d) {
+          if (info.shape[d] > 1 && info.strides[d] != expect)
+            raise_invalid("input '" + name + "': the array must be C-contiguous");
+          expect *= info.shape[d];
+        }
         // The array's dtype was matched to the input's by python/sabre; its byte size must agree too.
-        if (static_cast<size_t>(arr.itemsize()) != elem_bytes(in_specs[k].dtype))
-          raise_invalid("input '" + name + "' has " + std::to_string(arr.itemsize()) + "-byte elements but the model expects " +
+        if (itemsize != elem_bytes(in_specs[k].dtype))
+          raise_invalid("input '" + name + "' has " + std::to_string(itemsize) + "-byte elements but the model expects " +
                         dtype_name(in_specs[k].dtype));
+        void* p = dev_->alloc(nbytes);
+        staged.push_back(p);
+        if (nbytes)
+          cuda_check(cudaMemcpyAsync(p, info.ptr, nbytes, cudaMemcpyHostToDevice, S),
+                     "copying input '" + name + "' to the GPU");
+        in_shapes.emplace_back(info.shape.begin(), info.shape.end());
+        sabre_tensor t{name.c_str(), p, SABRE_DEVICE_CUDA, dev_->id, in_specs[k].dtype,
+                       static_cast<int32_t>(info.ndim), in_shapes.back().data(), nullptr};
         in.push_back(t);
       }
       ptrs.push_back(reinterpret_cast<uintptr_t>(in.back().data));
