@@ -152,6 +152,14 @@ TEST(KernelSources, EveryFamilyMatchesItsDigest) {
     const bool found = std::any_of(all.begin(), all.end(), [&](const Emitted& e) { return e.key.starts_with(prefix); });
     EXPECT_TRUE(found) << "no kernel named " << prefix << "...";
   }
+  // The compile cache keys a kernel by its source (tune/compile_cache.h), so no source may name a path
+  // of this machine, or caches would not travel: include paths stay placeholders (-I<cutlass>).
+  int naming_paths = 0;
+  for (const Emitted& e : all)
+    for (const std::string_view path : {std::string_view(SABRE_SOURCE_DIR), std::string_view(SABRE_CUTLASS_DIR)})
+      if (!path.empty() && e.text.find(path) != std::string::npos && naming_paths++ < 5)
+        ADD_FAILURE() << e.key << " names " << path;
+  EXPECT_EQ(naming_paths, 0) << "emitted sources name a path of this machine";
   if (const char* dir = std::getenv("SABRE_DUMP_KERNEL_SOURCES"); dir && *dir) {
     fs::create_directories(dir);
     for (const Emitted& e : all) std::ofstream(fs::path(dir) / (e.key + ".cu"), std::ios::binary) << e.text;

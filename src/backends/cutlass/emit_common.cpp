@@ -81,70 +81,40 @@ std::string pdl_switch() { return fill_template("pdl_switch.cu.in", {}); }
 
 std::string sm90_fusion_op(const EpilogueSpec& e, const std::string& elem, const std::string& bias_note) {
   const std::string act = cutlass_act(e.act);
-  std::string o;
-  if (e.residual == Residual::before_act) {
-    o += "// The residual before the activation is the fusion op's source term: C = R, scaled by beta.\n";
-    if (e.bias)
-      o += "using FusionOp = cutlass::epilogue::fusion::LinCombPerColBiasEltAct<\n    " + act + ", " + elem +
-           ", ElementCompute, " + elem + ", " + elem + ", ElementCompute, kAlign, kRound>;\n\n";
-    else
-      o += "using FusionOp = cutlass::epilogue::fusion::LinCombEltAct<\n    " + act + ", " + elem + ", ElementCompute, " +
-           elem + ", ElementCompute, kRound>;\n\n";
-    return o;
-  }
+  if (e.residual == Residual::before_act)
+    return fill_template(e.bias ? "sm90_fusion_lincomb_bias.cu.in" : "sm90_fusion_lincomb_nobias.cu.in",
+                         {{"act", act}, {"elem", elem}});
   // Without a source term, an EVT tree: LinComb*'s beta*C would cost an FMA a value (0*beta, kept
   // for IEEE's sake), which shows where the epilogue is not hidden (bench/results/gelu_epilogue_*).
   const bool top_linear = e.residual == Residual::none && e.act == Act::none;
   const std::string lin_out = top_linear ? elem : "ElementCompute";
-  o += std::string(e.residual == Residual::after_act
-                       ? "// The residual comes after the activation, which no predefined fusion op does: an EVT tree.\n"
-                       : "// No source term: an EVT tree of just the linear part and the activation.\n");
-  o += "using namespace cutlass::epilogue::fusion;\n";
-  o += "using ScalarArg = Sm90ScalarBroadcast<ElementCompute, Stride<_0, _0, int64_t>>;\n";
-  if (e.bias)
-    o += "using Linear = Sm90EVT<Sm90Compute<cutlass::homogeneous_multiply_add, " + lin_out + ", ElementCompute, kRound>,\n"
-         "                       ScalarArg, Sm90AccFetch,\n"
-         "                       Sm90RowBroadcast<0, TileShape, " + elem + ", ElementCompute, Stride<_0, _1, int64_t>, kAlign>>;  // alpha*acc + " + bias_note + "\n";
-  else
-    o += "using Linear = Sm90EVT<Sm90Compute<cutlass::multiplies, " + lin_out + ", ElementCompute, kRound>,\n"
-         "                       ScalarArg, Sm90AccFetch>;  // alpha*acc\n";
-  if (e.residual == Residual::after_act) {
-    o += "using Activated = Sm90EVT<Sm90Compute<" + act + ", ElementCompute, ElementCompute, kRound>, Linear>;\n";
-    o += "using FusionOp = Sm90EVT<Sm90Compute<cutlass::homogeneous_multiply_add, " + elem + ", ElementCompute, kRound>,\n"
-         "                         ScalarArg, Sm90SrcFetch<" + elem + ">, Activated>;  // beta*R + act(...)\n\n";
-  } else if (top_linear) {
-    o += "using FusionOp = Linear;\n\n";
-  } else {
-    o += "using FusionOp = Sm90EVT<Sm90Compute<" + act + ", " + elem + ", ElementCompute, kRound>, Linear>;\n\n";
-  }
-  return o;
+  const std::string linear =
+      e.bias ? fill_template("sm90_evt_linear_bias.cu.in", {{"out", lin_out}, {"elem", elem}, {"bias_note", bias_note}})
+             : fill_template("sm90_evt_linear_nobias.cu.in", {{"out", lin_out}});
+  const std::string top = e.residual == Residual::after_act ? fill_template("sm90_evt_top_residual.cu.in", {{"act", act}, {"elem", elem}})
+                          : top_linear ? fill_template("sm90_evt_top_linear.cu.in", {})
+                                       : fill_template("sm90_evt_top_act.cu.in", {{"act", act}, {"elem", elem}});
+  return fill_template(
+      "sm90_fusion_evt.cu.in",
+      {{"note", e.residual == Residual::after_act
+                    ? "The residual comes after the activation, which no predefined fusion op does: an EVT tree."
+                    : "No source term: an EVT tree of just the linear part and the activation."},
+       {"linear", linear},
+       {"top", top}});
 }
 
 std::string sm90_epilogue_arguments(const EpilogueSpec& e, const std::string& elem) {
-  std::string o;
-  if (e.residual == Residual::before_act) {
-    o += "  args.epilogue.thread.alpha = p->alpha;\n";
-    o += "  args.epilogue.thread.beta = p->beta;\n";
-    if (e.bias) o += "  args.epilogue.thread.bias_ptr = static_cast<const " + elem + "*>(p->bias);\n";
-    return o;
-  }
+  if (e.residual == Residual::before_act)
+    return fill_template("sm90_args_lincomb.cu.in",
+                         {{"bias", e.bias ? fill_template("sm90_args_lincomb_bias.cu.in", {{"elem", elem}}) : ""}});
   // The tree's arguments in its order: a node's children first, then the node's own op ({}).
   const std::string linear =
       e.bias ? "{{{p->alpha}, {nullptr}, {}}, {}, {static_cast<const " + elem + "*>(p->bias), " + elem + "(0), {}}, {}}"
              : "{{{p->alpha}, {nullptr}, {}}, {}, {}}";
-  o += "  // Tree arguments in the tree's order: children first, then the node's op.\n";
-  if (e.residual == Residual::after_act) {
-    o += "  args.epilogue.thread = {\n";
-    o += "      {{p->beta}, {nullptr}, {}},  // beta\n";
-    o += "      {},                          // R\n";
-    o += "      {" + linear + ", {}},  // act(alpha*acc ...)\n";
-    o += "      {}};\n";
-  } else if (e.act == Act::none) {
-    o += "  args.epilogue.thread = " + linear + ";  // alpha*acc ...\n";
-  } else {
-    o += "  args.epilogue.thread = {" + linear + ", {}};  // act(alpha*acc ...)\n";
-  }
-  return o;
+  const char* tree = e.residual == Residual::after_act ? "sm90_args_evt_residual.cu.in"
+                     : e.act == Act::none              ? "sm90_args_evt_linear.cu.in"
+                                                       : "sm90_args_evt_act.cu.in";
+  return fill_template("sm90_args_evt.cu.in", {{"tree", fill_template(tree, {{"linear", linear}})}});
 }
 
 std::string host_error_plumbing() { return fill_template("error_plumbing.cu.in", {}); }
