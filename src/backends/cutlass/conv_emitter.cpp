@@ -121,8 +121,6 @@ std::string emit_conv_kernel(const ConvSpec& s, int target_sm, const EmitOptions
   const bool parallel = c.split_mode == ConvSplitK::parallel;
   const bool broadcast = e.residual != Residual::none && !parallel;  // the residual block epilogue
   const bool few = c.iter == ConvIter::few_channels;
-  std::string gencode;
-  for (const auto& f : conv_gencode_flags(target_sm)) gencode += (gencode.empty() ? "" : " ") + f;
   const detail::EntryPoints entry{
       .name = n,
       .args_type = "sabre_conv_args",
@@ -138,7 +136,7 @@ std::string emit_conv_kernel(const ConvSpec& s, int target_sm, const EmitOptions
       "conv_sm80.cu.in",
       {{"name", n},
        {"algebra", detail::conv_algebra(e)},
-       {"gencode", gencode},
+       {"gencode", detail::joined(conv_gencode_flags(target_sm))},
        {"kernel_header", broadcast    ? "default_conv2d_fprop_with_broadcast.h"
                          : c.grouped ? "default_conv2d_group_fprop.h"
                                      : "default_conv2d_fprop.h"},

@@ -225,8 +225,6 @@ std::string emit_sm90_conv_kernel(const Sm90ConvSpec& s, int target_sm, const Em
   const bool res = e.residual != Residual::none;
   const bool pers = persistent(s.config.schedule);
   const std::string n = sm90_conv_kernel_name(s);
-  std::string gencode;
-  for (const auto& f : sm90_conv_gencode_flags()) gencode += (gencode.empty() ? "" : " ") + f;
   const std::string c_ptr = res ? "static_cast<const Element*>(p->residual)" : "nullptr";
   const detail::EntryPoints entry{
       .name = n,
@@ -243,7 +241,7 @@ std::string emit_sm90_conv_kernel(const Sm90ConvSpec& s, int target_sm, const Em
       "conv_sm90.cu.in",
       {{"name", n},
        {"algebra", detail::conv_algebra(e)},
-       {"gencode", gencode},
+       {"gencode", detail::joined(sm90_conv_gencode_flags())},
        {"pdl_define", pers ? fill_template("conv_sm90_pdl.cu.in", {}) : ""},
        {"cstdlib", pers ? "#include <cstdlib>\n" : ""},
        {"conv_includes", pers ? includes({"cutlass/conv/collective/collective_builder.hpp", "cutlass/conv/detail.hpp",

@@ -9,6 +9,12 @@
 
 namespace sabre::cutlass_backend::detail {
 
+std::string joined(const std::vector<std::string>& words) {
+  std::string out;
+  for (const auto& w : words) out += (out.empty() ? "" : " ") + w;
+  return out;
+}
+
 std::string cutlass_elem(Elem e) {
   switch (e) {
     case Elem::f16: return "cutlass::half_t";

@@ -8,11 +8,14 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "backends/cutlass/kernel_spec.h"
 
 namespace sabre::cutlass_backend::detail {
 
+// `words` joined by single spaces (a kernel's nvcc flags in its Build: comment).
+std::string joined(const std::vector<std::string>& words);
 // The CUTLASS element type of `e` ("cutlass::half_t", "cutlass::bfloat16_t", "float").
 std::string cutlass_elem(Elem e);
 // The activation functor template (applied to scalars by the sm90 fusion ops and EVT nodes, to

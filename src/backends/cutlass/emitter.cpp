@@ -179,8 +179,6 @@ std::string emit_kernel(const KernelSpec& s, int target_sm, const EmitOptions& o
     throw std::invalid_argument("kernel " + kernel_name(s) + " cannot run on sm_" + std::to_string(target_sm) + ": " + *why);
   const bool sm90 = s.config.family == Family::sm90;
   const std::string n = symbol_prefix(s);
-  std::string gencode;
-  for (const auto& f : gencode_flags(s.config.family, target_sm)) gencode += (gencode.empty() ? "" : " ") + f;
   const OperandText t = operand_text(s.ops);
   detail::EntryPoints entry{
       .name = n,
@@ -201,7 +199,7 @@ std::string emit_kernel(const KernelSpec& s, int target_sm, const EmitOptions& o
                         {"b_dims_short", t.b_dims_short},
                         {"b_inner", t.b_inner},
                         {"b_dims", t.b_dims},
-                        {"gencode", gencode},
+                        {"gencode", detail::joined(gencode_flags(s.config.family, target_sm))},
                         {"device_code", sm90 ? emit_sm90_types(s) : emit_sm80_types(s)},
                         {"error_plumbing", detail::host_error_plumbing()},
                         {"alignment", i(s.config.alignment)},
