@@ -1,7 +1,7 @@
 // The CUDA source every CUTLASS kernel family emits, pinned by XXH3-64 digests in
 // tests/golden/kernel_sources/digests.txt. Kernel caches and GPU evidence are keyed on these texts,
 // so a change to generated code must be deliberate: SABRE_UPDATE_GOLDEN=1 rewrites the file (review
-// the diff of a dump before and after). SABRE_DUMP_KERNEL_SOURCES=DIR writes every text to
+// the diff of a dump before and after, and bump tune::template_version(), which keys tuning results). SABRE_DUMP_KERNEL_SOURCES=DIR writes every text to
 // DIR/<name>.sm<target>[.noreg].cu, to diff two builds' output.
 // The set: every catalog row of every family with every epilogue it takes (GEMM sm90 and sm80 for
 // each operand type and layout, sm80 conv plain, grouped, few_channels and analytic, sm90 conv ws,
@@ -177,8 +177,9 @@ TEST(KernelSources, EveryFamilyMatchesItsDigest) {
   expected << in.rdbuf();
   EXPECT_EQ(expected.str(), text)
       << "emitted kernel sources differ from " << golden
-      << " (the lines that differ name the groups); if deliberate, rerun with SABRE_UPDATE_GOLDEN=1 and review: "
-         "SABRE_DUMP_KERNEL_SOURCES=DIR dumps every text, to diff against the previous build's dump";
+      << " (the lines that differ name the groups); if deliberate, rerun with SABRE_UPDATE_GOLDEN=1 and review "
+         "(SABRE_DUMP_KERNEL_SOURCES=DIR dumps every text, to diff against the previous build's dump), and bump "
+         "tune::template_version() (src/tune/profiler.cpp) so tuning results timed on the old sources are not reused";
 }
 
 }  // namespace

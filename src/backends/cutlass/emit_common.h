@@ -1,5 +1,6 @@
-// Pieces of generated CUDA text and of kernel-name parsing that the GEMM emitter (emitter.cpp),
-// the sm80 conv emitter (conv_emitter.cpp) and the sm90 conv emitter (conv_sm90.cpp) share.
+// Pieces of generated CUDA text (filled from templates/*.cu.in) and of kernel-name parsing that the
+// GEMM emitter (emitter.cpp), the sm80 conv emitter (conv_emitter.cpp) and the sm90 conv emitter
+// (conv_sm90.cpp) share.
 // Internal to backends/cutlass. Tests: through the emitters' tests (tests/unit/*emitter*, conv_*).
 #pragma once
 
