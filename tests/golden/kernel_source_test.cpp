@@ -1,12 +1,12 @@
 // The CUDA source every CUTLASS kernel family emits, pinned by XXH3-64 digests in
 // tests/golden/kernel_sources/digests.txt. Kernel caches and GPU evidence are keyed on these texts,
 // so a change to generated code must be deliberate: SABRE_UPDATE_GOLDEN=1 rewrites the file (review
-// the diff of a dump before and after, and bump tune::template_version(), which keys tuning results). SABRE_DUMP_KERNEL_SOURCES=DIR writes every text to
-// DIR/<name>.sm<target>[.noreg].cu, to diff two builds' output.
+// the diff of a dump before and after, and bump tune::template_version(), which keys tuning
+// results). SABRE_DUMP_KERNEL_SOURCES=DIR writes every text to DIR/<name>.sm<target>[.noreg].cu.
 // The set: every catalog row of every family with every epilogue it takes (GEMM sm90 and sm80 for
-// each operand type and layout, sm80 conv plain, grouped, few_channels and analytic, sm90 conv ws,
-// pingpong and coop; the catalogs hold the split-K forms), sm80 conv split-K, and one kernel per family without its registry (the artifact
-// writer's form).
+// each operand type and layout, the catalogs' split-K rows included; sm80 conv plain, grouped,
+// few_channels and analytic, with serial and parallel split-K; sm90 conv ws, pingpong and coop),
+// and one kernel per family without its registry (the artifact writer's form).
 #include <gtest/gtest.h>
 
 #include <algorithm>
