@@ -3,10 +3,17 @@
 #include <charconv>
 #include <stdexcept>
 
+#include "backends/cutlass/kernel_template.h"
 #include "backends/gelu_erf.inc"  // kGeluErfText: backends/gelu_erf.h, made by CMake
 #include "backends/registry_text.h"
 
 namespace sabre::cutlass_backend::detail {
+
+std::string joined(const std::vector<std::string>& words) {
+  std::string out;
+  for (const auto& w : words) out += (out.empty() ? "" : " ") + w;
+  return out;
+}
 
 std::string cutlass_elem(Elem e) {
   switch (e) {
@@ -39,35 +46,12 @@ namespace {
 // bias+gelu epilogue ALU-bound where it is not hidden under the mainloop.
 // Kernels whose results are f16 or bf16 call gelu_erf16, three FMAs fewer, accurate to their rounding.
 std::string gelu_erf_functor(Elem out) {
-  const std::string fn = out == Elem::f32 ? "gelu_erf" : "gelu_erf16";
   // nvcc's unused-declaration warning 177 is off over the pasted header (a kernel calls one of its
   // two gelu forms, and it sits in the source's anonymous namespace) and the functor.
-  std::string o = "#pragma nv_diag_suppress 177\n";
-  o += kGeluErfText;
-  o += "// gelu(x) = x*Phi(x): ONNX Gelu(approximate=\"none\"), through sabre_gelu::" + fn + " above in f32 (the\n"
-       "// epilogues' ElementCompute; half and bfloat16 convert)" +
-       (out == Elem::f32 ? std::string(".") : std::string(", the form for results rounded to 16 bits.")) +
-       " kIsHeavy as CUTLASS's GELU has it, though no\n"
-       "// epilogue sabre emits reads it (sm80's LinearCombinationGeneric takes IsHeavy as a template argument,\n"
-       "// the residual block is always heavy, sm90's fusion ops ignore it), so nvcc's unused-member warning\n"
-       "// 177 is off around the two.\n";
-  o += "template <typename T>\n"
-       "struct SabreGeluErf {\n"
-       "  static constexpr bool kIsHeavy = true;\n"
-       "  CUTLASS_HOST_DEVICE T operator()(T const& x) const { return T(sabre_gelu::" + fn + "(float(x))); }\n"
-       "};\n"
-       "template <typename T, int N>\n"
-       "struct SabreGeluErf<cutlass::Array<T, N>> {\n"
-       "  static constexpr bool kIsHeavy = true;\n"
-       "  CUTLASS_HOST_DEVICE cutlass::Array<T, N> operator()(cutlass::Array<T, N> const& x) const {\n"
-       "    cutlass::Array<T, N> y;\n"
-       "    CUTLASS_PRAGMA_UNROLL\n"
-       "    for (int i = 0; i < N; ++i) y[i] = T(sabre_gelu::" + fn + "(float(x[i])));\n"
-       "    return y;\n"
-       "  }\n"
-       "};\n"
-       "#pragma nv_diag_default 177\n\n";
-  return o;
+  return fill_template("act_gelu_erf.cu.in",
+                       {{"gelu_erf_header", kGeluErfText},
+                        {"fn", out == Elem::f32 ? "gelu_erf" : "gelu_erf16"},
+                        {"rounding_note", out == Elem::f32 ? "." : ", the form for results rounded to 16 bits."}});
 }
 
 }  // namespace
@@ -79,26 +63,7 @@ std::string act_functor_definitions(Act a, Elem out) {
   // sm90 fusion ops pass but LinearCombinationResidualBlock does not (it would clamp to the type's
   // whole range: the identity). Bounds fixed at compile time work in every epilogue form, and the
   // kernel name carries them. NaN propagates, as in the CPU reference's Clip.
-  std::string o;
-  o += "// relu6(x) = min(max(x, 0), 6): ONNX Clip(x, 0, 6). The epilogues call the Array<> form and look in the\n"
-       "// scalar one for run-time Arguments (it has none); without kIsHeavy CUTLASS takes it as light.\n";
-  o += "template <typename T>\n"
-       "struct SabreReLu6 {\n"
-       "  CUTLASS_HOST_DEVICE T operator()(T const& x) const {\n"
-       "    cutlass::maximum<T, /*PropagateNaN=*/true> mx;\n"
-       "    cutlass::minimum<T, /*PropagateNaN=*/true> mn;\n"
-       "    return mn(mx(x, T(0)), T(6));\n"
-       "  }\n"
-       "};\n"
-       "template <typename T, int N>\n"
-       "struct SabreReLu6<cutlass::Array<T, N>> {\n"
-       "  CUTLASS_HOST_DEVICE cutlass::Array<T, N> operator()(cutlass::Array<T, N> const& x) const {\n"
-       "    cutlass::maximum<cutlass::Array<T, N>, /*PropagateNaN=*/true> mx;\n"
-       "    cutlass::minimum<cutlass::Array<T, N>, /*PropagateNaN=*/true> mn;\n"
-       "    return mn(mx(x, T(0)), T(6));\n"
-       "  }\n"
-       "};\n\n";
-  return o;
+  return fill_template("act_relu6.cu.in", {});
 }
 
 std::string conv_algebra(const EpilogueSpec& e) {
@@ -111,134 +76,82 @@ std::string conv_algebra(const EpilogueSpec& e) {
 }
 
 std::string conv_refuse_shape_checks(bool grouped) {
-  std::string o;
-  o += "  if (!p) return \"args is NULL\";\n";
-  if (grouped)
-    o += "  if (p->groups < 1 || p->c % p->groups || p->k % p->groups) return \"groups must divide c and k\";\n"
-         "  if (p->groups == 1) return \"groups = 1: a dense conv runs on the plain conv kernels\";\n";
-  else
-    o += "  if (p->groups != 1) return \"groups != 1 (grouped or depthwise convolution) is not supported by this kernel\";\n";
-  o += "  if (p->n < 0 || p->h < 1 || p->w < 1 || p->c < 1 || p->k < 1 || p->r < 1 || p->s < 1 || p->p < 1 || p->q < 1)\n"
-       "    return \"need n >= 0 and h, w, c, k, r, s, p, q >= 1\";\n";
-  o += "  if (p->pad_h < 0 || p->pad_w < 0 || p->stride_h < 1 || p->stride_w < 1 || p->dil_h < 1 || p->dil_w < 1)\n"
-       "    return \"need pads >= 0, strides and dilations >= 1\";\n";
-  o += "  if (!fits(p->n) || !fits(p->h) || !fits(p->w) || !fits(p->c) || !fits(p->k) || !fits(p->r) || !fits(p->s) ||\n"
-       "      !fits(p->p) || !fits(p->q) || !fits(p->pad_h) || !fits(p->pad_w) || !fits(p->stride_h) ||\n"
-       "      !fits(p->stride_w) || !fits(p->dil_h) || !fits(p->dil_w))\n"
-       "    return \"a dimension exceeds int32\";\n";
-  return o;
+  return fill_template("conv_refuse_shape.cu.in",
+                       {{"groups_check", kernel_template(grouped ? "conv_refuse_groups_grouped.cu.in"
+                                                                 : "conv_refuse_groups_dense.cu.in")}});
 }
 
-std::string conv_refuse_pointer_checks() {
-  std::string o;
-  o += "  if (!p->x || !p->filter || !p->y) return \"x, filter and y must be non-NULL\";\n";
-  o += "  if (kHasBias && !p->bias) return \"this kernel adds a bias: bias must be non-NULL\";\n";
-  o += "  if (kHasResidual && !p->residual) return \"this kernel adds a residual: residual must be non-NULL\";\n";
-  return o;
-}
+std::string conv_refuse_pointer_checks() { return fill_template("conv_refuse_pointers.cu.in", {}); }
 
-std::string pdl_switch() {
-  return "// Programmatic dependent launch: the kernel (built with CUTLASS_ENABLE_GDC_FOR_SM90) waits for the\n"
-         "// previous kernel on the stream before its first global load, so it may launch while that one\n"
-         "// drains. SABRE_PDL=0 turns it off.\n"
-         "bool pdl_enabled() {\n"
-         "  static const bool on = [] { const char* v = std::getenv(\"SABRE_PDL\"); return !(v && v[0] == '0'); }();\n"
-         "  return on;\n}\n\n";
-}
+std::string pdl_switch() { return fill_template("pdl_switch.cu.in", {}); }
 
 std::string sm90_fusion_op(const EpilogueSpec& e, const std::string& elem, const std::string& bias_note) {
   const std::string act = cutlass_act(e.act);
-  std::string o;
-  if (e.residual == Residual::before_act) {
-    o += "// The residual before the activation is the fusion op's source term: C = R, scaled by beta.\n";
-    if (e.bias)
-      o += "using FusionOp = cutlass::epilogue::fusion::LinCombPerColBiasEltAct<\n    " + act + ", " + elem +
-           ", ElementCompute, " + elem + ", " + elem + ", ElementCompute, kAlign, kRound>;\n\n";
-    else
-      o += "using FusionOp = cutlass::epilogue::fusion::LinCombEltAct<\n    " + act + ", " + elem + ", ElementCompute, " +
-           elem + ", ElementCompute, kRound>;\n\n";
-    return o;
-  }
+  if (e.residual == Residual::before_act)
+    return fill_template(e.bias ? "sm90_fusion_lincomb_bias.cu.in" : "sm90_fusion_lincomb_nobias.cu.in",
+                         {{"act", act}, {"elem", elem}});
   // Without a source term, an EVT tree: LinComb*'s beta*C would cost an FMA a value (0*beta, kept
   // for IEEE's sake), which shows where the epilogue is not hidden (bench/results/gelu_epilogue_*).
   const bool top_linear = e.residual == Residual::none && e.act == Act::none;
   const std::string lin_out = top_linear ? elem : "ElementCompute";
-  o += std::string(e.residual == Residual::after_act
-                       ? "// The residual comes after the activation, which no predefined fusion op does: an EVT tree.\n"
-                       : "// No source term: an EVT tree of just the linear part and the activation.\n");
-  o += "using namespace cutlass::epilogue::fusion;\n";
-  o += "using ScalarArg = Sm90ScalarBroadcast<ElementCompute, Stride<_0, _0, int64_t>>;\n";
-  if (e.bias)
-    o += "using Linear = Sm90EVT<Sm90Compute<cutlass::homogeneous_multiply_add, " + lin_out + ", ElementCompute, kRound>,\n"
-         "                       ScalarArg, Sm90AccFetch,\n"
-         "                       Sm90RowBroadcast<0, TileShape, " + elem + ", ElementCompute, Stride<_0, _1, int64_t>, kAlign>>;  // alpha*acc + " + bias_note + "\n";
-  else
-    o += "using Linear = Sm90EVT<Sm90Compute<cutlass::multiplies, " + lin_out + ", ElementCompute, kRound>,\n"
-         "                       ScalarArg, Sm90AccFetch>;  // alpha*acc\n";
-  if (e.residual == Residual::after_act) {
-    o += "using Activated = Sm90EVT<Sm90Compute<" + act + ", ElementCompute, ElementCompute, kRound>, Linear>;\n";
-    o += "using FusionOp = Sm90EVT<Sm90Compute<cutlass::homogeneous_multiply_add, " + elem + ", ElementCompute, kRound>,\n"
-         "                         ScalarArg, Sm90SrcFetch<" + elem + ">, Activated>;  // beta*R + act(...)\n\n";
-  } else if (top_linear) {
-    o += "using FusionOp = Linear;\n\n";
-  } else {
-    o += "using FusionOp = Sm90EVT<Sm90Compute<" + act + ", " + elem + ", ElementCompute, kRound>, Linear>;\n\n";
-  }
-  return o;
+  const std::string linear =
+      e.bias ? fill_template("sm90_evt_linear_bias.cu.in", {{"out", lin_out}, {"elem", elem}, {"bias_note", bias_note}})
+             : fill_template("sm90_evt_linear_nobias.cu.in", {{"out", lin_out}});
+  const std::string top = e.residual == Residual::after_act ? fill_template("sm90_evt_top_residual.cu.in", {{"act", act}, {"elem", elem}})
+                          : top_linear ? fill_template("sm90_evt_top_linear.cu.in", {})
+                                       : fill_template("sm90_evt_top_act.cu.in", {{"act", act}, {"elem", elem}});
+  return fill_template(
+      "sm90_fusion_evt.cu.in",
+      {{"note", e.residual == Residual::after_act
+                    ? "The residual comes after the activation, which no predefined fusion op does: an EVT tree."
+                    : "No source term: an EVT tree of just the linear part and the activation."},
+       {"linear", linear},
+       {"top", top}});
 }
 
 std::string sm90_epilogue_arguments(const EpilogueSpec& e, const std::string& elem) {
-  std::string o;
-  if (e.residual == Residual::before_act) {
-    o += "  args.epilogue.thread.alpha = p->alpha;\n";
-    o += "  args.epilogue.thread.beta = p->beta;\n";
-    if (e.bias) o += "  args.epilogue.thread.bias_ptr = static_cast<const " + elem + "*>(p->bias);\n";
-    return o;
-  }
+  if (e.residual == Residual::before_act)
+    return fill_template("sm90_args_lincomb.cu.in",
+                         {{"bias", e.bias ? fill_template("sm90_args_lincomb_bias.cu.in", {{"elem", elem}}) : ""}});
   // The tree's arguments in its order: a node's children first, then the node's own op ({}).
   const std::string linear =
       e.bias ? "{{{p->alpha}, {nullptr}, {}}, {}, {static_cast<const " + elem + "*>(p->bias), " + elem + "(0), {}}, {}}"
              : "{{{p->alpha}, {nullptr}, {}}, {}, {}}";
-  o += "  // Tree arguments in the tree's order: children first, then the node's op.\n";
-  if (e.residual == Residual::after_act) {
-    o += "  args.epilogue.thread = {\n";
-    o += "      {{p->beta}, {nullptr}, {}},  // beta\n";
-    o += "      {},                          // R\n";
-    o += "      {" + linear + ", {}},  // act(alpha*acc ...)\n";
-    o += "      {}};\n";
-  } else if (e.act == Act::none) {
-    o += "  args.epilogue.thread = " + linear + ";  // alpha*acc ...\n";
-  } else {
-    o += "  args.epilogue.thread = {" + linear + ", {}};  // act(alpha*acc ...)\n";
-  }
-  return o;
+  const char* tree = e.residual == Residual::after_act ? "sm90_args_evt_residual.cu.in"
+                     : e.act == Act::none              ? "sm90_args_evt_linear.cu.in"
+                                                       : "sm90_args_evt_act.cu.in";
+  return fill_template("sm90_args_evt.cu.in", {{"tree", fill_template(tree, {{"linear", linear}})}});
 }
 
-std::string host_error_plumbing() {
-  std::string o;
-  o += "thread_local std::string g_last_error;\n\n";
-  o += "int fail(int status, std::string msg) {\n  g_last_error = std::move(msg);\n  return status;\n}\n\n";
-  o += "#define SABRE_CHECK_CUTLASS(stmt)                                                             \\\n"
-       "  do {                                                                                    \\\n"
-       "    cutlass::Status st_ = (stmt);                                                         \\\n"
-       "    if (st_ != cutlass::Status::kSuccess)                                                 \\\n"
-       "      return fail(SABRE_CUTLASS_ERROR, std::string(#stmt \" failed: \") +                   \\\n"
-       "                  cutlassGetStatusString(st_) + \" at \" __FILE__ \":\" + std::to_string(__LINE__)); \\\n"
-       "  } while (0)\n"
-       "#define SABRE_CHECK_CUDA(stmt)                                                                \\\n"
-       "  do {                                                                                    \\\n"
-       "    cudaError_t e_ = (stmt);                                                              \\\n"
-       "    if (e_ != cudaSuccess)                                                                \\\n"
-       "      return fail(SABRE_CUDA_ERROR, std::string(#stmt \" failed: \") + cudaGetErrorString(e_) + \\\n"
-       "                  \" at \" __FILE__ \":\" + std::to_string(__LINE__));                       \\\n"
-       "  } while (0)\n\n";
-  return o;
+std::string host_error_plumbing() { return fill_template("error_plumbing.cu.in", {}); }
+
+std::string entry_points(const EntryPoints& e) {
+  const bool status = e.make_args == MakeArgs::status;
+  const std::string declare = "  typename " + e.op + "::Arguments args;\n";
+  return fill_template(
+      "shim.cu.in",
+      {{"name", e.name},
+       {"args_type", e.args_type},
+       {"empty", e.empty},
+       {"op", e.op},
+       {"op_name", e.op_name},
+       {"refusal_note", e.refusal_note},
+       {"args", status ? "args" : "make_args(p)"},
+       {"declare_args", status ? declare + "  if (int st = make_args(p, args)) return st;\n" : ""},
+       {"declare_args_or_zero", status ? declare + "  if (make_args(p, args)) return 0;\n" : ""},
+       {"run_args", status ? declare + "  if (int st = make_args(p, args)) return st;\n"
+                           : "  typename " + e.op + "::Arguments args = make_args(p);\n"},
+       {"launch", e.launch},
+       {"signature", e.signature},
+       {"registry", e.registry}});
 }
 
-std::string workspace_check() {
-  return "  if (need > 0 && (!p->workspace || p->workspace_size < need))\n"
-         "    return fail(SABRE_BAD_ARGS, \"workspace of \" + std::to_string(need) + \" bytes needed, \" +\n"
-         "                                    std::to_string(p->workspace ? p->workspace_size : 0) + \" given\");\n";
+std::string adapter_launch(const std::string& op, const std::string& var, bool pdl, const std::string& initialize_note) {
+  return fill_template("adapter_launch.cu.in",
+                       {{"op", op},
+                        {"var", var},
+                        {"initialize_note", initialize_note},
+                        {"run_pdl", pdl ? ", /*cuda_adapter=*/nullptr, pdl_enabled()" : ""}});
 }
 
 std::string conv_registry(const std::string& n) {

@@ -1,17 +1,22 @@
-// Pieces of generated CUDA text and of kernel-name parsing that the GEMM emitter (emitter.cpp),
-// the sm80 conv emitter (conv_emitter.cpp) and the sm90 conv emitter (conv_sm90.cpp) share.
+// Pieces of generated CUDA text (filled from templates/*.cu.in) and of kernel-name parsing that the
+// GEMM emitter (emitter.cpp), the sm80 conv emitter (conv_emitter.cpp) and the sm90 conv emitter
+// (conv_sm90.cpp) share.
 // Internal to backends/cutlass. Tests: through the emitters' tests (tests/unit/*emitter*, conv_*).
 #pragma once
 
 #include <array>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "backends/cutlass/kernel_spec.h"
 
 namespace sabre::cutlass_backend::detail {
 
+// `words` joined by single spaces (a kernel's nvcc flags in its Build: comment).
+std::string joined(const std::vector<std::string>& words);
 // The CUTLASS element type of `e` ("cutlass::half_t", "cutlass::bfloat16_t", "float").
 std::string cutlass_elem(Elem e);
 // The activation functor template (applied to scalars by the sm90 fusion ops and EVT nodes, to
@@ -45,8 +50,30 @@ std::string sm90_fusion_op(const EpilogueSpec& e, const std::string& elem, const
 // make_args' epilogue arguments of sm90_fusion_op's FusionOp for `e`, the bias read as `elem`.
 std::string sm90_epilogue_arguments(const EpilogueSpec& e, const std::string& elem);
 
-// The run entry point's check that the caller's workspace holds `need` bytes (SABRE_BAD_ARGS else).
-std::string workspace_check();
+// How a family's make_args hands back the CUTLASS arguments: `int make_args(p, args)` (a status,
+// SABRE_OK when args were built) or `Arguments make_args(p)`.
+enum class MakeArgs : uint8_t { status, value };
+
+// The C entry points every kernel library exports (kernel_abi.h), written once (templates/shim.cu.in):
+// NAME_last_error, _can_implement, _workspace_size and _run, then the signature and registry text.
+// The generated source defines refuse(p), make_args and the operator type `op` before them.
+struct EntryPoints {
+  std::string name;          // the symbol prefix
+  std::string args_type;     // "sabre_gemm_args", "sabre_conv_args"
+  std::string empty;         // the condition under which the problem is empty (nothing to run)
+  std::string op;            // the CUTLASS operator type of the source ("Gemm", "Conv")
+  std::string op_name;       // how can_implement's refusal names it
+  std::string refusal_note;  // an expression appended to that message (" + ..."), or ""
+  MakeArgs make_args = MakeArgs::status;
+  std::string launch;        // run's statements after the workspace check (whole lines)
+  std::string signature;     // support::signature_function's text
+  std::string registry;      // the one-kernel registry's text, or "" (the artifact writer's form)
+};
+std::string entry_points(const EntryPoints& e);
+// The launch through a CUTLASS device adapter (GemmUniversalAdapter, ConvUniversalAdapter) named
+// `var` of type `op`: can_implement, initialize, run (with PDL when `pdl`), the launch error.
+std::string adapter_launch(const std::string& op, const std::string& var, bool pdl,
+                           const std::string& initialize_note = "");
 // A conv kernel library's one-entry `sabre_conv_registry` for kernel `name` (kernel_abi.h), left out
 // under -DSABRE_NO_REGISTRY.
 std::string conv_registry(const std::string& name);
