@@ -132,11 +132,12 @@ TEST(ProfileReport, ChartIsWellFormedSvgWithABarPerOpKindAndListedStep) {
 
 TEST(ProfileReport, LongNodeNamesAreClippedWholeCharacters) {
   ProfileRecord r = synthetic(1);
-  r.steps[0].name = std::string(80, 'a') + "\xc3\xa9\xc3\xa9\xc3\xa9";  // multi-byte near the cut
-  r.steps[0].name.insert(55, "\xc3\xa9");
+  // The label "#0 gemm: " + name is cut to 57 bytes and an ellipsis: a two-byte é at bytes 56..57
+  // of the label must go whole (half of it would be invalid UTF-8, which the XML parser refuses).
+  r.steps[0].name = std::string(47, 'a') + "\xc3\xa9" + std::string(40, 'b');
   const std::string svg = time_breakdown_svg(r, 0);
   expect_python_parses(svg, "long");
-  EXPECT_NE(svg.find("\u2026"), std::string::npos);
+  EXPECT_NE(svg.find(std::string(47, 'a') + "\u2026"), std::string::npos);
 }
 
 TEST(ProfileReport, StepLabelNamesOpAndNode) {
