@@ -18,6 +18,8 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
 #include "cli_util.h"
 #include "command.h"
 #include "runtime/plan.h"
@@ -88,9 +90,15 @@ namespace fs = std::filesystem;
   const fs::path dir = args.value("--profile-out").value_or(".");
   std::error_code ec;
   fs::create_directories(dir, ec);
-  if (ec || !fs::is_directory(dir))
-    throw UsageError("cannot write the profile into --profile-out '" + dir.string() + "': " +
-                     (ec ? ec.message() : "not a folder") + "; give a folder you can write to");
+  std::string why = ec ? ec.message() : !fs::is_directory(dir) ? "not a folder" : "";
+  if (why.empty()) {  // writable? (a read-only folder would fail only after the timed runs)
+    const fs::path probe = dir / (".sabre_profile_probe_" + std::to_string(::getpid()));
+    if (!std::ofstream(probe)) why = "cannot create a file there";
+    fs::remove(probe, ec);
+  }
+  if (!why.empty())
+    throw UsageError("cannot write the profile into --profile-out '" + dir.string() + "': " + why +
+                     "; give a folder you can write to");
   return dir;
 }
 
@@ -314,9 +322,11 @@ int bench(const std::vector<std::string>& argv) {
     for (const auto& [k, v] : dims)
       if (k.find("batch") != std::string::npos) batch = v;
     const sabre::RunStats& rs = ctx.last_stats();
+    // --profile: the step-by-step runs and their files (in text mode after the timings are printed,
+    // so that a failure here leaves them on the screen).
     runtime::ProfileRecord rec;
     std::pair<fs::path, fs::path> profile_files;
-    if (args.has("--profile")) {
+    auto profile = [&] {
       for (auto& o : outs) o.data = nullptr;
       rec.steps = ctx.profile(ins, outs, kProfileRuns);
       rec.model = model_stem(args.positional[0]);
@@ -324,7 +334,7 @@ int bench(const std::vector<std::string>& argv) {
       if (cudaGetDeviceProperties(&prop, device) == cudaSuccess) rec.device = prop.name;
       for (const auto& s : symbols) rec.dims[s] = dims[s];
       profile_files = write_profile_files(rec, out_dir, static_cast<size_t>(listed));
-    }
+    };
     if (args.has("--json")) {
       auto pct = [](const std::vector<double>& v) {
         return nlohmann::ordered_json{{"p50", percentile(v, 50)}, {"p90", percentile(v, 90)}, {"p99", percentile(v, 99)},
@@ -345,6 +355,7 @@ int bench(const std::vector<std::string>& argv) {
       j["l2_prefetch"] = {{"weights", rs.prefetched_weights}, {"bytes", rs.prefetched_bytes}, {"lead_steps", rs.prefetch_lead}};
       j["gpu_clocks"] = clock_line.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(clock_line);
       if (args.has("--profile")) {
+        profile();
         j["profile"] = nlohmann::ordered_json::array();
         for (const auto& t : rec.steps)
           j["profile"].push_back({{"index", t.index}, {"op", t.op}, {"name", t.name}, {"kernel", t.kernel}, {"us", t.us},
@@ -377,6 +388,8 @@ int bench(const std::vector<std::string>& argv) {
       std::printf("l2 prefetch  off (SABRE_PREFETCH=0, or no GEMM or conv weight of 64 KiB or more, or all of them too large at these shapes)\n");
     if (!clock_line.empty()) std::printf("gpu clocks   %s\n", clock_line.c_str());
     if (args.has("--profile")) {
+      std::fflush(stdout);
+      profile();
       print_profile(rec.steps, static_cast<size_t>(listed));
       std::printf("  trace        %s  (https://ui.perfetto.dev or chrome://tracing)\n  chart        %s\n",
                   profile_files.first.string().c_str(), profile_files.second.string().c_str());
