@@ -67,6 +67,12 @@ struct StepTime {
   std::string name;    // the node or region it came from
   std::string kernel;  // the dispatched CUTLASS kernel for gemm and conv steps, else empty
   double us = 0;       // median over the repeats
+  std::vector<double> runs_us;  // each repeat's time, in run order (the trace lays them out)
+  // The step's operands and results at the profiled shapes, and their bytes summed: what the step
+  // reads and writes if it touches each once (a view such as reshape moves none of it).
+  std::vector<std::vector<int64_t>> input_shapes, output_shapes;
+  uint64_t bytes = 0;
+  double flops = 0;  // gemm and conv steps: 2·M·N·K (the implicit GEMM's for a conv); else 0, not counted
 };
 
 class ExecutionContext;

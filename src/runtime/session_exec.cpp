@@ -8,6 +8,7 @@
 #include <cstdlib>
 
 #include "runtime/session_internal.h"
+#include "runtime/session_profile_nvtx.h"
 
 namespace sabre {
 
@@ -91,6 +92,7 @@ void ExecutionContext::Impl::enqueue_all(const Signature& sig, const std::vector
                                             ": " + native::last_error_message());
         }
       }
+      const NvtxRange range(step_label(i));
       enqueue(i, sig, ptr);
     }
   } catch (...) {

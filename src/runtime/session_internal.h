@@ -115,6 +115,9 @@ struct ExecutionContext::Impl {
   cudaStream_t side = nullptr;
   cudaEvent_t fork_ev = nullptr;
   cudaEvent_t join_ev = nullptr;
+  // Each step's NVTX range name (step_label), made at the first run (session_profile.cpp).
+  std::vector<std::string> step_labels;
+  const char* step_label(size_t i);
 
   ~Impl();
 

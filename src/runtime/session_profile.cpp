@@ -5,6 +5,8 @@
 #include <atomic>
 
 #include "runtime/session_internal.h"
+#include "runtime/session_profile_nvtx.h"
+#include "runtime/session_profile_report.h"
 
 namespace sabre {
 
@@ -16,6 +18,12 @@ std::vector<StepTime> ExecutionContext::profile(const std::vector<sabre_tensor>&
   std::vector<StepTime> out;
   impl_->run(inputs, outputs, true, &out, repeats);
   return out;
+}
+
+const char* ExecutionContext::Impl::step_label(size_t i) {
+  if (step_labels.empty())
+    for (const Step& st : plan().steps) step_labels.push_back(runtime::step_label(st.op, st.name));
+  return step_labels[i].c_str();
 }
 
 namespace {
@@ -47,6 +55,7 @@ void ExecutionContext::Impl::profile_steps(const Signature& sig, const std::vect
     try {
       cuda_check(cudaEventRecord(ev[0], stream), "cudaEventRecord");
       for (size_t i = 0; i < n; ++i) {
+        const NvtxRange range(step_label(i));
         enqueue(i, sig, ptr);
         cuda_check(cudaEventRecord(ev[i + 1], stream), "cudaEventRecord");
       }
@@ -72,11 +81,21 @@ void ExecutionContext::Impl::profile_steps(const Signature& sig, const std::vect
     t.op = st.op;
     t.name = st.name;
     if (s->kinds[i] == StepKind::gemm) {
-      gemm_kernel(st, gemm_args(st, sig, ptr), &t.kernel);
+      sabre_gemm_args a = gemm_args(st, sig, ptr);
+      gemm_kernel(st, a, &t.kernel);
+      t.flops = 2.0 * double(a.m) * double(a.n) * double(a.k) * double(std::max<int64_t>(a.batch, 1));
     } else if (s->kinds[i] == StepKind::conv) {
       sabre_conv_args a = conv_step_args(st, sig, ptr);
       conv_kernel(st, a, &t.kernel);
+      t.flops = 2.0 * double(a.n * a.p * a.q) * double(a.k) * double(a.r * a.s) * double(a.c / std::max<int64_t>(a.groups, 1));
     }
+    for (auto [ids, shapes] : {std::pair{&st.inputs, &t.input_shapes}, std::pair{&st.outputs, &t.output_shapes}})
+      for (int id : *ids) {
+        if (id < 0) continue;  // an absent optional input
+        shapes->push_back(sig.shapes[static_cast<size_t>(id)]);
+        t.bytes += sig.bytes[static_cast<size_t>(id)];
+      }
+    for (float m : ms[i]) t.runs_us.push_back(1000.0 * m);
     std::sort(ms[i].begin(), ms[i].end());
     t.us = 1000.0 * ms[i][ms[i].size() / 2];
     out.push_back(std::move(t));

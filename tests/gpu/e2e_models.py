@@ -410,6 +410,50 @@ def compile_cmd(args, v, model_path, out, plan_only, jobs):
     return cmd + (["--plan-only"] if plan_only else [])
 
 
+def check_bench_profile(args, variants, compiled, logs):
+    """sabre bench --profile on the first compiled variant with a GEMM step: its trace holds one event
+    per plan step per profiled run (20), named by op and node, GEMMs with their kernel and flops, and its
+    chart is well-formed SVG. Returns the failures."""
+    import xml.etree.ElementTree as ET
+    for v in variants:
+        art = os.path.join(args.work, "artifacts", v["name"])
+        if v["name"] not in compiled:
+            continue
+        plan = json.load(open(os.path.join(art, "plan.json")))
+        if not any(st["op"] == "gemm" for st in plan["steps"]):
+            continue
+        out = os.path.join(args.work, "profile", v["name"])
+        shutil.rmtree(out, ignore_errors=True)
+        cmd = [args.sabre, "bench", art, "--profile", "--profile-out", out, "--warmup", "2", "--iters", "5",
+               "--no-clocks", "--json"]
+        for k, x in v["cases"][0].items():
+            cmd += ["--dim", f"{k}={x}"]
+        log = os.path.join(logs, v["name"] + ".bench_profile.log")
+        with open(log, "w") as f:
+            rc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=f, text=True, timeout=300)
+        if rc.returncode != 0:
+            return [f"{v['name']}: sabre bench --profile exited {rc.returncode}:\n{tail(log)}"]
+        files = json.loads(rc.stdout)["profile_files"]
+        trace = json.load(open(files["trace"]))
+        steps = [e for e in trace["traceEvents"] if e["ph"] == "X" and e["cat"] != "run"]
+        bad = []
+        if len(steps) != 20 * len(plan["steps"]):
+            bad.append(f"{len(steps)} step events, expected 20 runs x {len(plan['steps'])} steps")
+        gemms = [e for e in steps if e["cat"] == "gemm"]
+        if not gemms or not all(e["args"].get("kernel") and e["args"].get("flops", 0) > 0 for e in gemms):
+            bad.append("gemm events without their kernel or flops")
+        if not all(e["name"].startswith(e["cat"]) for e in steps):
+            bad.append("events not named by their op")
+        try:
+            ET.parse(files["chart"])
+        except ET.ParseError as e:
+            bad.append(f"the chart is not well-formed XML: {e}")
+        print(f"{'ok  ' if not bad else 'FAIL'} {v['name']:18s} bench --profile: {len(steps)} trace events, "
+              f"{files['trace']}, {files['chart']}")
+        return [f"{v['name']}: bench --profile: {b}" for b in bad]
+    return ["no compiled variant has a gemm step to profile"]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sabre", required=True)
@@ -594,6 +638,7 @@ def main():
                     if not ok:
                         failures.append(line)
 
+    failures += check_bench_profile(args, variants, compiled, logs)
     print(f"\n{ok_count} of {checked} output checks passed, {len(variants)} variants, "
           f"{len(all_kernels)} GEMM/conv kernels, {time.time() - t0:.0f} s")
     for f in failures:

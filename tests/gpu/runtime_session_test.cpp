@@ -18,6 +18,7 @@
 #include "numerics.h"
 #include "runtime/artifact.h"
 #include "runtime/resolve.h"
+#include "runtime/session_profile_report.h"
 #include "sabre/sabre.h"
 #include "sabre/session.h"
 
@@ -292,6 +293,18 @@ int main() {
       CHECK((runs ? prof[i].us > 0 : prof[i].us >= 0) && prof[i].us < 1e5, "profile step %zu (%s): %g us", i,
             prof[i].op.c_str(), prof[i].us);
     }
+    // What the trace shows (sabre bench --profile): each repeat's time, the shapes and bytes at batch 16.
+    for (const auto& t : prof)
+      CHECK(t.runs_us.size() == 5 && t.flops == 0, "profile step %zu: %zu run times, %g flops", t.index, t.runs_us.size(),
+            t.flops);
+    CHECK(prof[0].input_shapes.size() == 3 && prof[0].input_shapes[0] == std::vector<int64_t>({batch, kCols}) &&
+              prof[0].output_shapes.size() == 1 && prof[0].bytes == uint64_t(2 * batch * kCols * 4 + 2 * kCols * 4),
+          "layernorm step: %zu inputs, %llu bytes", prof[0].input_shapes.size(), (unsigned long long)prof[0].bytes);
+    CHECK(prof[2].input_shapes[0] == std::vector<int64_t>({batch, kGroups, kGroupCols}), "softmax input shape");
+    sabre::runtime::ProfileRecord rec{"runtime_session", "", {{"b", batch}}, prof};
+    size_t events = 0;
+    for (const auto& e : sabre::runtime::chrome_trace(rec)["traceEvents"]) events += e["ph"] == "X" && e["cat"] != "run";
+    CHECK(events == 25, "trace: %zu step events, expected 5 steps x 5 runs", events);
     std::vector<float> y(x.size());
     CUDA_OK(cudaMemcpy(y.data(), dy.p, y.size() * 4, cudaMemcpyDeviceToHost));
     auto ref = host_reference(x, w, batch);

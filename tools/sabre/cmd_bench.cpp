@@ -8,6 +8,8 @@
 #include <chrono>
 #include <cstring>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <random>
@@ -16,10 +18,13 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
 #include "cli_util.h"
 #include "command.h"
 #include "runtime/plan.h"
 #include "runtime/resolve.h"
+#include "runtime/session_profile_report.h"
 #include "sabre/session.h"
 #include "support/gpu_clocks.h"
 
@@ -38,12 +43,17 @@ const std::vector<FlagSpec> kFlags = {
     {"--device", "", "N", "the CUDA device (default 0)", false},
     {"--no-graphs", "", "", "launch step by step instead of replaying a CUDA graph", false},
     {"--profile", "", "", "also time every plan step (events between steps) and print where the time goes", false},
-    {"--steps", "", "N", "with --profile: how many of the slowest steps to list (default 15; 0 for all)", false},
+    {"--steps", "", "N", "with --profile: how many of the slowest steps to list and chart (default 15; 0 for all)", false},
+    {"--profile-out", "", "DIR", "with --profile: the folder for MODEL.trace.json and MODEL.profile.svg (default: the "
+     "current directory; made if missing; files there are never replaced: MODEL.2.trace.json ... instead)", false},
     {"--no-clocks", "", "", "do not sample the GPU's SM clock and power (NVML) during the timed runs", false},
     {"--back-to-back", "", "N", "also time N runs enqueued one after another between two CUDA events (5 times; "
      "the median a run): what a serving loop that does not wait for each result sees, as PyTorch benchmarks "
      "time a loop", false},
 };
+
+// Step-by-step runs --profile times (the median of each step is reported; the trace shows each run).
+constexpr int kProfileRuns = 20;
 
 // sabre bench --profile: the time per op kind, then the slowest steps with their kernels.
 void print_profile(const std::vector<StepTime>& steps, size_t listed) {
@@ -71,6 +81,59 @@ void print_profile(const std::vector<StepTime>& steps, size_t listed) {
   for (size_t i = 0; i < listed; ++i)
     std::printf("  %5zu %-12s %8.2f us  %s%s%s\n", slow[i]->index, slow[i]->op.c_str(), slow[i]->us, slow[i]->name.c_str(),
                 slow[i]->kernel.empty() ? "" : "  ", slow[i]->kernel.c_str());
+}
+
+namespace fs = std::filesystem;
+
+// The folder --profile writes into, made now so that a bad one fails before the timed runs.
+[[maybe_unused]] fs::path profile_dir(const ParsedArgs& args) {
+  const fs::path dir = args.value("--profile-out").value_or(".");
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  std::string why = ec ? ec.message() : !fs::is_directory(dir) ? "not a folder" : "";
+  if (why.empty()) {  // writable? (a read-only folder would fail only after the timed runs)
+    const fs::path probe = dir / (".sabre_profile_probe_" + std::to_string(::getpid()));
+    if (!std::ofstream(probe)) why = "cannot create a file there";
+    fs::remove(probe, ec);
+  }
+  if (!why.empty())
+    throw UsageError("cannot write the profile into --profile-out '" + dir.string() + "': " + why +
+                     "; give a folder you can write to");
+  return dir;
+}
+
+// What the profile files are named after: the artifact's name less its extension (bert.sabre -> bert).
+[[maybe_unused]] std::string model_stem(const std::string& artifact) {
+  fs::path p = fs::path(artifact).lexically_normal();
+  if (p.filename().empty()) p = p.parent_path();
+  std::string stem = p.stem().string();
+  return stem.empty() || stem == "." || stem == ".." ? "model" : stem;
+}
+
+// Writes MODEL.trace.json and MODEL.profile.svg into `dir`, never over an existing file: the first
+// free MODEL[.N] names both. Returns their paths.
+[[maybe_unused]] std::pair<fs::path, fs::path> write_profile_files(const runtime::ProfileRecord& rec, const fs::path& dir,
+                                                  size_t listed) {
+  fs::path trace, svg;
+  for (int n = 1;; ++n) {
+    const std::string base = rec.model + (n == 1 ? "" : "." + std::to_string(n));
+    trace = dir / (base + ".trace.json");
+    svg = dir / (base + ".profile.svg");
+    if (!fs::exists(trace) && !fs::exists(svg)) break;
+  }
+  auto write = [](const fs::path& path, const std::string& text) {
+    {
+      std::ofstream f(path, std::ios::binary);
+      f << text;
+      if (f.flush()) return;
+    }
+    std::error_code ec;
+    fs::remove(path, ec);  // a partial file of our own, not the user's: never there before
+    throw std::runtime_error("cannot write " + path.string() + " (disk full or not writable?)");
+  };
+  write(trace, runtime::chrome_trace(rec).dump() + "\n");
+  write(svg, runtime::time_breakdown_svg(rec, listed));
+  return {trace, svg};
 }
 
 #if SABRE_RUNTIME_HAVE_CUDA
@@ -101,12 +164,20 @@ int bench(const std::vector<std::string>& argv) {
   return guarded("bench", [&] {
     ParsedArgs args = parse_args(argv, kFlags);
     if (args.help) {
-      std::printf("usage: sabre bench MODEL.sabre [--dim NAME=VALUE ...] [--warmup N] [--iters N] [--profile [--steps N]]\n"
-                  "                   [--no-graphs] [--no-clocks] [--device N] [--back-to-back N] [--json]\n\n"
+      std::printf("usage: sabre bench MODEL.sabre [--dim NAME=VALUE ...] [--warmup N] [--iters N] [--profile [--steps N]\n"
+                  "                   [--profile-out DIR]] [--no-graphs] [--no-clocks] [--device N]\n"
+                  "                   [--back-to-back N] [--json]\n\n"
                   "Times a compiled artifact on the GPU with random inputs: p50/p90/p99 latency of one run, on the\n"
                   "host (enqueue to stream finished) and by CUDA events around it (launch included, as PyTorch's\n"
                   "torch.cuda.Event timing measures), throughput, and peak activation memory; with --profile, the\n"
-                  "GPU time of every plan step, summed per op, and the slowest steps with their kernels.\n"
+                  "GPU time of every plan step, summed per op, and the slowest steps with their kernels, and two\n"
+                  "files named after the artifact (bert.sabre -> bert.*) in --profile-out (default: the current\n"
+                  "directory): bert.trace.json, one event per step per profiled run named by its op and ONNX node\n"
+                  "with the kernel, shapes, bytes and flops (open it in https://ui.perfetto.dev or chrome://tracing),\n"
+                  "and bert.profile.svg, the time by op kind and of the slowest steps as bars (any browser).\n"
+                  "Each plan step is an NVTX range named the same way (domain 'sabre'), so Nsight Systems shows\n"
+                  "step names: nsys profile sabre bench bert.sabre --no-graphs (with CUDA graphs the ranges\n"
+                  "mark the capture, not each replay).\n"
                   "While the timed runs go, the GPU's SM clock and power are sampled every 10 ms (NVML, from the\n"
                   "driver): under sustained load a GPU can sit at its power limit with the clock well under its\n"
                   "maximum, and the 'gpu clocks' line says so (how many samples had the clock held down, and why).\n"
@@ -132,9 +203,12 @@ int bench(const std::vector<std::string>& argv) {
       throw UsageError("bad --back-to-back '0': expected a positive integer (runs between the two events)");
     [[maybe_unused]] const uint64_t listed = unsigned_flag(args, "--steps", 15, 6, "a whole number (0 lists every step)");
     if (args.has("--steps") && !args.has("--profile")) throw UsageError("--steps lists profiled steps: add --profile");
+    if (args.has("--profile-out") && !args.has("--profile"))
+      throw UsageError("--profile-out is where --profile writes its files: add --profile");
     [[maybe_unused]] std::map<std::string, int64_t> dims = parse_dims(dim_texts(args));
 #if SABRE_RUNTIME_HAVE_CUDA
     sabre::Session session(args.positional[0], device);
+    const fs::path out_dir = args.has("--profile") ? profile_dir(args) : fs::path();  // before the timed runs
     {
       InputDims input_dims;
       for (const auto& sp : session.inputs()) input_dims.push_back({sp.name, sp.shape});
@@ -248,6 +322,19 @@ int bench(const std::vector<std::string>& argv) {
     for (const auto& [k, v] : dims)
       if (k.find("batch") != std::string::npos) batch = v;
     const sabre::RunStats& rs = ctx.last_stats();
+    // --profile: the step-by-step runs and their files (in text mode after the timings are printed,
+    // so that a failure here leaves them on the screen).
+    runtime::ProfileRecord rec;
+    std::pair<fs::path, fs::path> profile_files;
+    auto profile = [&] {
+      for (auto& o : outs) o.data = nullptr;
+      rec.steps = ctx.profile(ins, outs, kProfileRuns);
+      rec.model = model_stem(args.positional[0]);
+      cudaDeviceProp prop{};
+      if (cudaGetDeviceProperties(&prop, device) == cudaSuccess) rec.device = prop.name;
+      for (const auto& s : symbols) rec.dims[s] = dims[s];
+      profile_files = write_profile_files(rec, out_dir, static_cast<size_t>(listed));
+    };
     if (args.has("--json")) {
       auto pct = [](const std::vector<double>& v) {
         return nlohmann::ordered_json{{"p50", percentile(v, 50)}, {"p90", percentile(v, 90)}, {"p99", percentile(v, 99)},
@@ -268,10 +355,12 @@ int bench(const std::vector<std::string>& argv) {
       j["l2_prefetch"] = {{"weights", rs.prefetched_weights}, {"bytes", rs.prefetched_bytes}, {"lead_steps", rs.prefetch_lead}};
       j["gpu_clocks"] = clock_line.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(clock_line);
       if (args.has("--profile")) {
-        for (auto& o : outs) o.data = nullptr;
+        profile();
         j["profile"] = nlohmann::ordered_json::array();
-        for (const auto& t : ctx.profile(ins, outs, 20))
-          j["profile"].push_back({{"index", t.index}, {"op", t.op}, {"name", t.name}, {"kernel", t.kernel}, {"us", t.us}});
+        for (const auto& t : rec.steps)
+          j["profile"].push_back({{"index", t.index}, {"op", t.op}, {"name", t.name}, {"kernel", t.kernel}, {"us", t.us},
+                                  {"bytes", t.bytes}, {"flops", t.flops}});
+        j["profile_files"] = {{"trace", profile_files.first.string()}, {"chart", profile_files.second.string()}};
       }
       print_json(j);
       return kExitOk;
@@ -299,8 +388,11 @@ int bench(const std::vector<std::string>& argv) {
       std::printf("l2 prefetch  off (SABRE_PREFETCH=0, or no GEMM or conv weight of 64 KiB or more, or all of them too large at these shapes)\n");
     if (!clock_line.empty()) std::printf("gpu clocks   %s\n", clock_line.c_str());
     if (args.has("--profile")) {
-      for (auto& o : outs) o.data = nullptr;
-      print_profile(ctx.profile(ins, outs, 20), static_cast<size_t>(listed));
+      std::fflush(stdout);
+      profile();
+      print_profile(rec.steps, static_cast<size_t>(listed));
+      std::printf("  trace        %s  (https://ui.perfetto.dev or chrome://tracing)\n  chart        %s\n",
+                  profile_files.first.string().c_str(), profile_files.second.string().c_str());
     }
     return kExitOk;
 #else
