@@ -8,9 +8,11 @@ usage: kernel_pack.py SABRE MODEL.onnx WORK_DIR"""
 import json
 import os
 import shutil
+import signal
 import stat
 import subprocess
 import sys
+import time
 
 from cli_check import error_problems, report, run
 
@@ -18,6 +20,7 @@ FAKE_NVCC = """#!/bin/sh
 if [ "$1" = --version ]; then echo "stand-in nvcc for kernel_pack.py"; exit 0; fi
 echo run >> "$(dirname "$0")/runs"
 out=; src=; while [ $# -gt 0 ]; do case "$1" in -o) out=$2; shift;; *.cu) src=$1;; esac; shift; done
+if [ -n "$FAKE_NVCC_SLOW" ] && grep -q "$FAKE_NVCC_SLOW" "$src"; then sleep 60; fi
 if [ -n "$FAKE_NVCC_FAIL" ] && grep -q "$FAKE_NVCC_FAIL" "$src"; then echo "$src: error: boom" >&2; exit 1; fi
 cp "$src" "$out"
 """
@@ -104,6 +107,24 @@ def main():
     r = run(sabre, ["kernels", "pack", "--list", good, "--cache-dir", cache, "--retry-failed"], env=env)
     check("--retry-failed compiles the failed kernel again, only it", runs() == before + 1 and r.code == 0 and
           "1 built, 1 cached, 0 failed" in r.out, r.out + r.err)
+
+    # ---- stopped half way: what was built stays, the next run builds only the rest ----
+    c3 = w("cache3")
+    p = subprocess.Popen([sabre, "kernels", "pack", "--list", good, "--cache-dir", c3, "-j", "1"], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, env=dict(env, FAKE_NVCC_SLOW="sm80_conv_fprop"))
+    t0, seen = time.time(), ""
+    while time.time() - t0 < 60 and "compiled 1/2" not in seen:
+        line = p.stderr.readline()
+        if not line:
+            break
+        seen += line
+    p.send_signal(signal.SIGTERM)
+    p.communicate(timeout=60)
+    check("stopped pack: SIGTERM after the first kernel", "compiled 1/2" in seen and p.returncode != 0, seen)
+    r = run(sabre, ["kernels", "pack", "--list", good, "--cache-dir", c3, "--dry-run"], env=env)
+    check("stopped pack: the built kernel is cached, the stopped one still to build",
+          f"cached        {A}" in r.out and f"build         {B}" in r.out and
+          not [f for f in os.listdir(c3) if ".tmp-" in f], r.out + str(os.listdir(c3)))
 
     # ---- sabre compile names the pack's cache hits ----
     r = subprocess.run([sabre, "compile", model, "-o", w("plan.sabre"), "--plan-only", "--no-tune", "--json"],
