@@ -524,7 +524,8 @@ def model_kernels(args, e):
     r = subprocess.run([args.sabre, "compile", onnx, "-o", art, "--plan-only", "--no-tune", "--dim", e.dynamic,
                         "--json"], capture_output=True, text=True, timeout=600)
     if r.returncode != 0:
-        return "refused: " + next((ln for ln in r.stderr.splitlines() if "error" in ln), r.stderr.strip()[-200:])[:200]
+        why = next((ln for ln in r.stderr.splitlines() if "error" in ln), r.stderr.strip()[-200:])
+        return "refused: " + why.replace(onnx, os.path.basename(onnx))[:200]
     doc = json.loads(r.stdout)
     if "kernel_list" not in doc:
         sys.exit(f"zoo.py pack-list: {args.sabre} prints no kernel_list in compile --json: build a newer sabre")
