@@ -16,10 +16,17 @@ need none of them.
   zoo.py all     --models encoder,decoder --sabre build/sabre --deadline 480 --results zoo.jsonl
   zoo.py report  --results zoo.jsonl --out-dir bench/results
   zoo.py plan    --work /tmp/zoo --out bench/results/zoo_plan_cpu_DATE.md
+  zoo.py pack-list --work /tmp/zoo [--out data/kernel_pack.txt | --check data/kernel_pack.txt]
 
 `plan` needs no GPU (nor torch, once the models are exported): it compiles each exported model with
 `--plan-only` and partitions it, and writes a table of what lowers, to which steps and kernels, and
 which fusions did not fire and why.
+
+`pack-list` needs no GPU either: it collects the CUTLASS kernels each exported model's untuned plan picks
+(`--plan-only --json`'s kernel_list) and writes the kernel pack's list (`sabre kernels pack`), most picked
+first: every kernel two or more models pick, then each model's own until the pack holds --target (default
+all) of every model's kernels; it prints each model's coverage. With --check LIST it reports LIST's coverage instead
+(exit 1 where a model falls under --target).
 
 `all` skips every row already in --results and stops starting work that would not end before
 --deadline, so repeated calls (each on a fresh machine) complete the zoo. Within a call it exports the
@@ -504,6 +511,102 @@ def plan_report(args, entries):
     print(f"wrote {out}")
 
 
+PACK_KINDS = ("gemm", "conv", "cublaslt")
+
+
+def model_kernels(args, e):
+    """The CUTLASS (and cuBLASLt) kernels of E's untuned plan, or a string saying why there are none."""
+    import json
+    onnx = os.path.join(args.work, "onnx", e.name + ".onnx")
+    if not os.path.exists(onnx):
+        return "not exported"
+    art = os.path.join(args.work, "plan", e.name + ".sabre")
+    r = subprocess.run([args.sabre, "compile", onnx, "-o", art, "--plan-only", "--no-tune", "--dim", e.dynamic,
+                        "--json"], capture_output=True, text=True, timeout=600)
+    if r.returncode != 0:
+        why = next((ln for ln in r.stderr.splitlines() if "error" in ln), r.stderr.strip()[-200:])
+        return "refused: " + why.replace(onnx, os.path.basename(onnx))[:200]
+    doc = json.loads(r.stdout)
+    if "kernel_list" not in doc:
+        sys.exit(f"zoo.py pack-list: {args.sabre} prints no kernel_list in compile --json: build a newer sabre")
+    return sorted({k["name"] for k in doc["kernel_list"] if k["kind"] in PACK_KINDS})
+
+
+def choose_pack(per_model, target):
+    """Kernels picked by two or more models, then each model's most widely picked own kernels until the pack
+    holds `target` of its kernels. Returns (names in order of use, {name: models using it})."""
+    import math
+    use = {}
+    for ks in per_model.values():
+        for k in ks:
+            use[k] = use.get(k, 0) + 1
+    rank = sorted(use, key=lambda k: (-use[k], k))
+    pack = {k for k in rank if use[k] >= 2}
+    for ks in per_model.values():
+        need = math.ceil(target * len(ks) - 1e-9)
+        for k in sorted(ks, key=lambda k: (-use[k], k)):
+            if len(pack & set(ks)) >= need:
+                break
+            pack.add(k)
+    return [k for k in rank if k in pack], use
+
+
+def read_pack_list(path):
+    names = []
+    for line in open(path):
+        line = line.split("#", 1)[0].strip()
+        if line:
+            names.append(line)
+    return names
+
+
+def pack_list(args, entries):
+    """`zoo.py pack-list`: the kernel pack's list from the zoo's untuned plans, with each model's coverage."""
+    import datetime
+    per_model, skipped = {}, {}
+    for e in entries:
+        got = model_kernels(args, e)
+        if isinstance(got, str):
+            skipped[e.name] = got
+            log(f"{e.name}: {got}")
+        else:
+            per_model[e.name] = got
+            log(f"{e.name}: {len(got)} kernels")
+    if not per_model:
+        sys.exit("zoo.py pack-list: no model planned (export the zoo first: zoo.py export)")
+    if args.check:
+        names, use = read_pack_list(args.check), {}
+        for ks in per_model.values():
+            for k in ks:
+                use[k] = use.get(k, 0) + 1
+    else:
+        names, use = choose_pack(per_model, args.target)
+    held = set(names)
+    cover = {m: (len(held & set(ks)) / len(ks) if ks else 1.0, len(held & set(ks)), len(ks)) for m, ks in per_model.items()}
+    table = [f"{m:18s} {c * 100:5.1f}%  ({h} of {n})" for m, (c, h, n) in cover.items()]
+    table += [f"{m:18s} n/a     ({why})" for m, why in skipped.items()]
+    print(f"{len(names)} kernels in the pack, {len(use)} distinct across {len(per_model)} models; coverage per model:")
+    print("\n".join("  " + t for t in table))
+    low = [m for m, (c, _, _) in cover.items() if c < args.target]
+    if args.check:
+        if low:
+            print(f"under {args.target:.0%}: {', '.join(low)}")
+        return 1 if low else 0
+    out = args.out or os.path.join(ROOT, "data", "kernel_pack.txt")
+    commit = commit_id(args.commit)
+    with open(out, "w") as f:
+        f.write(f"# The kernel pack: the kernels `sabre kernels pack` builds into the compile cache.\n"
+                f"# Made by `bench/zoo.py pack-list` on {datetime.date.today().isoformat()} from the untuned plans "
+                f"(--plan-only --no-tune, fp16, sm_90a, each model's zoo --dim ranges) of sabre {commit[:12]}:\n"
+                f"# every kernel two or more zoo models pick, then each model's own until the pack holds "
+                f"{args.target:.0%} of its kernels.\n"
+                f"# One kernel name a line (the name is its identity); '#' starts a comment. Coverage per model:\n")
+        f.write("".join(f"#   {t}\n" for t in table))
+        f.write("".join(f"{k}  # {use[k]} model{'s' if use[k] > 1 else ''}\n" for k in names))
+    print(f"wrote {out}")
+    return 0
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(prog="zoo.py", description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -546,6 +649,17 @@ def main(argv=None):
     pl.add_argument("--sabre", default=os.path.join(ROOT, "build", "sabre"), help="the sabre binary")
     pl.add_argument("--out", help="the markdown file (default bench/results/zoo_plan_cpu_DATE.md)")
     pl.add_argument("--commit", help="the sabre commit named (default $ZOO_COMMIT, else git rev-parse HEAD)")
+    pk = sub.add_parser("pack-list", help="no GPU: the kernel pack's list from the zoo's untuned plans, with "
+                        "each model's coverage")
+    pk.add_argument("--models", help="as for the other commands (default: the zoo without the smoke model)")
+    pk.add_argument("--work", default="/tmp/zoo", help="where WORK/onnx/NAME.onnx are (default /tmp/zoo)")
+    pk.add_argument("--sabre", default=os.path.join(ROOT, "build", "sabre"), help="the sabre binary")
+    pk.add_argument("--out", help="the list to write (default data/kernel_pack.txt)")
+    pk.add_argument("--check", metavar="LIST", help="write nothing: report LIST's coverage, exit 1 under --target")
+    pk.add_argument("--target", type=float, default=1.0, help="the fraction of each model's kernels the pack "
+                    "holds (default 1.0: a zoo model then compiles with no CUTLASS kernel to build, since one missing "
+                    "kernel alone is 45-70 s of nvcc; the issue's floor is 0.9)")
+    pk.add_argument("--commit", help="the sabre commit named (default $ZOO_COMMIT, else git rev-parse HEAD)")
     r = sub.add_parser("report", help="the markdown table, geomeans and chart from --results")
     r.add_argument("--results", default="zoo.jsonl", help="the JSONL rows (default zoo.jsonl)")
     r.add_argument("--out-dir", default=os.path.join(ROOT, "bench", "results"),
@@ -576,10 +690,14 @@ def main(argv=None):
         if e.skip:
             log(f"{e.name}: skipped ({e.skip})")
     entries = [e for e in entries if not e.skip]
-    if args.cmd == "plan":
+    if args.cmd in ("plan", "pack-list"):
         if not os.access(args.sabre, os.X_OK):
             sys.exit(f"zoo.py: no sabre binary at {args.sabre}: build it (scripts/build.sh) or pass --sabre")
         os.makedirs(os.path.join(args.work, "plan"), exist_ok=True)
+        if args.cmd == "pack-list":
+            if args.check and not os.path.exists(args.check):
+                sys.exit(f"zoo.py pack-list: no list at {args.check}")
+            return pack_list(args, entries)
         plan_report(args, entries)
         return 0
     if args.cmd != "export" and not getattr(args, "export_only", False) and not os.access(args.sabre, os.X_OK):

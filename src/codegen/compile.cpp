@@ -23,6 +23,7 @@
 #include "tune/compile_cache.h"
 #include "tune/conv_tune.h"
 #include "tune/db.h"
+#include "tune/kernel_pack.h"
 #include "tune/profiler.h"
 #include "tune/rank.h"
 #include "tune/select.h"
@@ -313,8 +314,12 @@ CompileSummary compile_model(const std::string& model, const std::string& out_di
       " GEMM kernels, " + std::to_string(sum.elementwise_kernels) + " elementwise kernels");
 
   std::vector<std::string> libraries;
+  for (const auto& name : low.gemm_kernels)
+    sum.kernel_list.push_back({name, cublaslt_backend::parse_lt_kernel_name(name) ? "cublaslt" : "gemm", "planned"});
+  for (const auto& name : low.conv_kernels) sum.kernel_list.push_back({name, "conv", "planned"});
+  for (const auto& k : low.ew_kernels) sum.kernel_list.push_back({k.name, "elementwise", "planned"});
   if (!opts.plan_only) {
-    std::vector<tune::CompileJob> jobs;
+    std::vector<tune::CompileJob> jobs;  // in kernel_list's order
     for (const auto& name : low.gemm_kernels) {
       if (auto lt = cublaslt_backend::parse_lt_kernel_name(name)) {
         jobs.push_back(tune::lt_compile_job(*lt));  // a cuBLASLt algorithm the tuner measured fastest
@@ -337,12 +342,26 @@ CompileSummary compile_model(const std::string& model, const std::string& out_di
                       {"-std=c++17", "-O3", "-gencode", "arch=compute_" + num + ",code=sm_" + num}});
     say("build " + std::to_string(jobs.size()) + " kernels (" + std::to_string(parallel) + " at a time)");
     tune::CompileCache cache(opts.cache_dir.empty() ? tune::CompileCache::default_dir() : opts.cache_dir, opts.nvcc);
+    const std::set<std::string> pack = tune::pack_entries(cache.dir());
+    size_t hits = 0, pack_hits = 0;
+    for (const auto& j : jobs) {
+      const auto r = cache.lookup(j);
+      hits += r.cached && r.ok;
+      pack_hits += r.cached && r.ok && pack.count(j.name + "-" + cache.key(j));
+    }
+    say("kernel cache " + cache.dir() + ": " + std::to_string(hits) + " of " + std::to_string(jobs.size()) +
+        " kernels there (" + std::to_string(pack_hits) + " from the kernel pack), " + std::to_string(jobs.size() - hits) +
+        " to compile");
     auto results = cache.compile_all(jobs, parallel, !opts.progress);
     std::string failed;
-    for (const auto& r : results) {
+    for (size_t i = 0; i < results.size(); ++i) {
+      const auto& r = results[i];
       if (!r.ok) failed += "\n  " + r.name + " (log: " + r.log + ")";
       else libraries.push_back(r.library);
       (r.cached ? sum.kernels_cached : sum.kernels_compiled) += 1;
+      const bool from_pack = r.cached && r.ok && pack.count(jobs[i].name + "-" + cache.key(jobs[i]));
+      sum.kernels_from_pack += from_pack;
+      sum.kernel_list[i].origin = !r.ok ? "failed" : from_pack ? "pack" : r.cached ? "cache" : "compiled";
     }
     if (!failed.empty()) throw std::runtime_error("kernels failed to compile:" + failed);
     phase_done("build");

@@ -52,6 +52,13 @@ struct CompileSummary {
   std::map<std::string, int> steps_by_op;
   size_t gemm_kernels = 0, conv_kernels = 0, elementwise_kernels = 0;
   size_t kernels_compiled = 0, kernels_cached = 0;
+  size_t kernels_from_pack = 0;  // of kernels_cached: entries `sabre kernels pack` built (tune/kernel_pack.h)
+  // Every kernel the plan uses, in build order: name, kind (gemm, cublaslt, conv, elementwise) and where
+  // its library came from: compiled, cache, pack (a cache entry of the kernel pack) or planned (--plan-only).
+  struct Kernel {
+    std::string name, kind, origin;
+  };
+  std::vector<Kernel> kernel_list;
   uint64_t weights_bytes = 0;
   uint64_t artifact_bytes_without_weights = 0;
   double seconds = 0, tune_seconds = 0;

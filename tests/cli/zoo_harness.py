@@ -160,6 +160,21 @@ def test_resume(work):
     check(zoo.main(["list"]) == 0, "list runs without torch")
 
 
+def test_pack_list(work):
+    """zoo.py pack-list's choice: shared kernels first, then each model's own up to the target."""
+    per_model = {"a": ["k1", "k2", "a1", "a2", "a3", "a4", "a5", "a6", "a7", "a8"], "b": ["k1", "k2", "b1"],
+                 "c": ["k1"]}
+    names, use = zoo.choose_pack(per_model, 0.9)
+    check(names[:2] == ["k1", "k2"] and use["k1"] == 3, f"kernels shared by models come first ({names})")
+    for m, ks in per_model.items():
+        held = len(set(names) & set(ks)) / len(ks)
+        check(held >= 0.9, f"pack holds {held:.0%} of {m}'s kernels (>= 90%)")
+    check(len(names) == 10 and "a8" not in names, f"a model of 10 kernels may miss one: {len(names)} of 11 kept")
+    path = os.path.join(work, "pack.txt")
+    open(path, "w").write("# c\nk1  # 3 models\n\nk2\n")
+    check(zoo.read_pack_list(path) == ["k1", "k2"], "read_pack_list drops comments and blank lines")
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit(__doc__)
@@ -167,6 +182,7 @@ def main():
     os.makedirs(work, exist_ok=True)
     test_report(work)
     test_resume(work)
+    test_pack_list(work)
     names = [e.name for e in zoo_models.ZOO if e.family != "smoke"]
     check(len(names) >= 12 and len(zoo_models.DEFAULT) >= 12, f"the zoo has {len(names)} architectures")
     print("all passed")

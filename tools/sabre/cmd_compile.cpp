@@ -164,6 +164,8 @@ int run(const std::vector<std::string>& argv) {
       j["kernels"] = {{"gemm", s.gemm_kernels},           {"conv", s.conv_kernels},
                       {"elementwise", s.elementwise_kernels}, {"compiled", s.kernels_compiled},
                       {"cached", s.kernels_cached}};
+      j["kernel_list"] = nlohmann::ordered_json::array();  // name, kind, origin (compile.h CompileSummary::Kernel)
+      for (const auto& k : s.kernel_list) j["kernel_list"].push_back({{"name", k.name}, {"kind", k.kind}, {"origin", k.origin}});
       j["weights_bytes"] = s.weights_bytes;
       j["artifact_bytes_without_weights"] = s.artifact_bytes_without_weights;
       j["tuning"] = {{"points", s.tuned_points}, {"new_measurements", s.measured_candidates}, {"seconds", s.tune_seconds}};
@@ -180,7 +182,9 @@ int run(const std::vector<std::string>& argv) {
     std::printf("  kernels:  %zu GEMM, %zu conv, %zu elementwise%s\n", s.gemm_kernels, s.conv_kernels, s.elementwise_kernels,
                 o.plan_only ? " (not compiled: --plan-only)"
                             : (" (" + std::to_string(s.kernels_compiled) + " compiled, " +
-                               std::to_string(s.kernels_cached) + " from the cache)").c_str());
+                               std::to_string(s.kernels_cached) + " from the cache" +
+                               (s.kernels_from_pack ? ", " + std::to_string(s.kernels_from_pack) + " of them the kernel pack's" : "") +
+                               ")").c_str());
     std::printf("  weights:  %.2f MB\n", s.weights_bytes / 1e6);
     std::printf("  artifact: %.2f MB without weights\n", s.artifact_bytes_without_weights / 1e6);
     if (s.tuned_points)

@@ -18,6 +18,7 @@
 #include "backends/cutlass/nvcc.h"
 #include "tune/profiler.h"
 #include "cli_util.h"
+#include "cmd_kernels_pack.h"
 #include "command.h"
 #include "support/files.h"
 
@@ -30,6 +31,7 @@ const char* kUsage =
     "                          [--target-sm 90|80] [--names]\n"
     "       sabre kernels emit NAME [-o FILE.cu] [--target-sm 90|80]\n"
     "       sabre kernels build NAME... -o DIR [-j N] [--target-sm 90|80]\n"
+    "       sabre kernels pack [--list FILE] [--arch sm_90a] [--cache-dir DIR] [-j N] [--dry-run] [--json]\n"
     "EPI is an epilogue name such as linear, bias, bias_gelu, bias_res_relu (residual before act),\n"
     "gelu_res (after); default bias. Activations: relu gelu gelutanh silu sigmoid hardswish relu6.\n"
     "emit and build also take conv kernel names (docs/KERNELS.md), e.g.\n"
@@ -37,7 +39,11 @@ const char* kUsage =
     "sm90_conv_fprop_nhwc_f16_f16_f32_128x128x64_c1x1_a8_bias_relu (CUTLASS's non-persistent kernel) or\n"
     "sm90_conv_fprop_pingpong_nhwc_f16_f16_f32_128x64x64_c1x1_a8_bias_relu (persistent: pingpong, coop).\n"
     "emit and build also take the cuBLASLt kernels a tuned artifact may deploy (a plan's kernel names), e.g.\n"
-    "cublaslt_tn_f16_f16_f32_bias_res_algo66_t20_s8_k1_r0_w0_o0_i0_c0 (docs/KERNELS.md).\n";
+    "cublaslt_tn_f16_f16_f32_bias_res_algo66_t20_s8_k1_r0_w0_o0_i0_c0 (docs/KERNELS.md).\n"
+    "pack builds, once per machine and toolchain, the kernels sabre compile picks most across the model zoo\n"
+    "(data/kernel_pack.txt, built into sabre; --list FILE for another list, one name a line) into the kernel\n"
+    "cache that sabre compile reads. A kernel already in the cache is skipped, a stopped run keeps what it\n"
+    "built, a kernel that fails is reported and the others go on (docs/KERNELS.md).\n";
 
 // Every catalog kernel for target_sm with epilogue `epi`, filtered.
 std::vector<cb::KernelSpec> list_specs(int target_sm, std::optional<cb::Family> fam, std::optional<cb::Elem> dtype,
@@ -73,14 +79,19 @@ std::optional<cb::KernelSpec> resolve(const std::string& name, int target_sm) {
 }
 
 const std::vector<FlagSpec> kFlags = {
-    arch_flag("list: only kernels of this family (sm90 or sm80)"),
+    arch_flag("list: only kernels of this family (sm90 or sm80); pack: the GPU arch to build for (default sm_90a)"),
     {"--epilogue", "", "EPI", "list: the epilogue the kernels are named with (default bias)", false},
     dtype_flag("list: only kernels of this operand dtype (f16, bf16 or f32)"),
     {"--layout", "", "tn|tt", "list: only kernels of this operand layout", false},
     {"--target-sm", "", "SM", "the GPU the kernels are for: 90 (default) or 80, spelled as --arch takes it", false},
     {"--names", "", "", "list: kernel names only, one a line", false},
     output_flag("emit: write the source to this file instead of stdout; build: the directory to build into"),
-    jobs_flag("build: nvcc processes at a time (default 2)"),
+    jobs_flag("build: nvcc processes at a time (default 2); pack: (default all cores)"),
+    {"--list", "", "FILE", "pack: the kernel names to build, one a line, '#' comments (default the built-in list)", false},
+    {"--cache-dir", "", "DIR", "pack: the compiled-kernel cache (default $XDG_CACHE_HOME/sabre/kernels, as sabre compile)", false},
+    {"--dry-run", "", "", "pack: say which kernels are cached and which would be built; build nothing", false},
+    {"--retry-failed", "", "", "pack: compile again the kernels an earlier run failed on (default: report them)", false},
+    json_flag(),
 };
 
 // Which flags each action takes; another is a usage error naming the action.
@@ -88,6 +99,7 @@ const std::map<std::string, std::vector<std::string>> kActionFlags = {
     {"list", {"--arch", "--epilogue", "--dtype", "--layout", "--target-sm", "--names"}},
     {"emit", {"--output", "--target-sm"}},
     {"build", {"--output", "--jobs", "--target-sm"}},
+    {"pack", {"--list", "--arch", "--cache-dir", "--jobs", "--dry-run", "--retry-failed", "--json"}},
 };
 
 int target_sm_flag(const ParsedArgs& args) {
@@ -306,20 +318,21 @@ int run(const std::vector<std::string>& argv) {
       std::printf("%s\noptions:\n%s", kUsage, flags_help(kFlags).c_str());
       return kExitOk;
     }
-    if (args.positional.empty()) throw UsageError("no action given: sabre kernels list|emit|build");
+    if (args.positional.empty()) throw UsageError("no action given: sabre kernels list|emit|build|pack");
     const std::string action = args.positional[0];
     auto allowed = kActionFlags.find(action);
-    if (allowed == kActionFlags.end()) throw UsageError("unknown action '" + action + "': use list, emit or build");
+    if (allowed == kActionFlags.end()) throw UsageError("unknown action '" + action + "': use list, emit, build or pack");
     for (const auto& [flag, v] : args.values)
       if (std::find(allowed->second.begin(), allowed->second.end(), flag) == allowed->second.end())
         throw UsageError(flag + " does not go with sabre kernels " + action);
     if (action == "list") return cmd_list(args);
     if (action == "emit") return cmd_emit(args);
+    if (action == "pack") return kernels_pack(args);
     return cmd_build(args);
   });
 }
 
-const bool reg = register_command({"kernels", "list, emit and build generated GEMM and conv kernels", run});
+const bool reg = register_command({"kernels", "list, emit and build generated GEMM and conv kernels; build the kernel pack", run});
 
 }  // namespace
 }  // namespace sabre::cli
