@@ -20,6 +20,7 @@
 #include "partition/partitioner.h"
 #include "partition/report.h"
 #include "transform/canonicalize.h"
+#include "transform/fold_shapes.h"
 #include "tune/select.h"
 
 namespace sabre::python {
@@ -83,7 +84,7 @@ py::dict inspect_model(const std::string& path, const std::map<std::string, int6
   ir::ModelStats st;
   {
     py::gil_scoped_release nogil;
-    g = onnx_frontend::import_model(path);
+    g = transform::fold_shapes(onnx_frontend::import_model(path));  // as sabre inspect
     st = ir::compute_stats(g);
   }
   for (const auto& [name, v] : dims)

@@ -25,7 +25,6 @@
 #include "ir/infer.h"
 #include "support/files.h"
 #include "support/confine.h"
-#include "transform/fold_shapes.h"
 
 namespace sabre::onnx_frontend {
 
@@ -615,7 +614,6 @@ ir::Graph Importer::run(const ImportOptions& opts) {
     if (opts.infer) {
       ir::infer_types(g_);
       resolve_auto_pad();
-      if (opts.fold_shapes) g_ = transform::fold_shapes(std::move(g_));
     }
     ir::verify(g_, opts.infer);
   } catch (const ir::ShapeUnsupported& e) {
