@@ -1,4 +1,5 @@
-// Shape inference for losses, quantization, ConvTranspose and the remaining nn ops (LRN, Det, ...).
+// Shape inference for losses, quantization, ConvTranspose, the remaining nn ops (LRN, Det, ...)
+// and sabre.Composite.
 // Tests: tests/unit/infer_index_test.cpp
 #include <algorithm>
 #include <cctype>
@@ -7,6 +8,19 @@
 
 namespace sabre::ir::infer_detail {
 namespace {
+
+// A partitioned region (partition/partitioner.h): its body re-inferred with the node's input
+// types, so a changed symbol binding flows through.
+void composite(Node& n) {
+  const auto& body = n.attr_graph("body");
+  if (!body || body->inputs().size() != n.num_inputs() || body->outputs().size() != n.num_outputs())
+    throw IrError("Composite '" + n.name() + "': body inputs/outputs must match the node's");
+  Graph b = body->clone();
+  for (size_t i = 0; i < n.num_inputs(); ++i)
+    if (n.input(i) && n.input(i)->type().known) b.inputs()[i]->set_type(n.input(i)->type());
+  infer_types(b);
+  for (size_t i = 0; i < n.num_outputs(); ++i) n.output(i)->set_type(b.outputs()[i]->type());
+}
 
 void loss(Node& n) {
   Value* x = in(n, 0);
@@ -318,6 +332,7 @@ void add_extra_ops(Table& t) {
   t[{"", "DFT"}] = dft;
   for (const char* r : {"RNN", "GRU", "LSTM"}) t[{"", r}] = rnn;
   for (const char* q : {"MatMulInteger", "ConvInteger", "QLinearMatMul", "QLinearConv"}) t[{"", q}] = integer_linear;
+  t[{"sabre", "Composite"}] = composite;
 }
 
 }  // namespace sabre::ir::infer_detail
