@@ -196,6 +196,29 @@ void window(Node& n) {
   set_out(n, 0, *dt, {d});
 }
 
+// [dft_length / 2 + 1, num_mel_bins], each dim known where its scalar operand is.
+void mel_weight_matrix(Node& n) {
+  for (size_t i = 0; i < 5; ++i) {
+    Value* v = in(n, i);
+    if (list_len(v->shape()) != 1) fail(n, "input " + std::to_string(i) + " must be a scalar, got " + str(v->shape()));
+    if (i < 3 ? !is_int(v->dtype()) : !is_float(v->dtype()))
+      fail(n, std::string(i < 3 ? "num_mel_bins, dft_length and sample_rate must be integers"
+                                : "lower_edge_hertz and upper_edge_hertz must be floats"));
+  }
+  auto dt = parse_dtype(n.attr_string("output_datatype", "f32"));
+  if (!dt) fail(n, "unknown output_datatype");
+  auto value = [&](size_t i) -> std::optional<int64_t> {
+    Value* v = in(n, i);
+    if (auto k = known_ints(v); k && k->size() == 1) return (*k)[0];
+    if (v->is_constant() && v->constant().numel() == 1) return v->constant().get_i64(0);
+    return std::nullopt;
+  };
+  Dim bins = unknown_dim(n, 0, 0), mels = unknown_dim(n, 0, 1);
+  if (auto d = value(1)) bins = checked_dim(n, *d < 0 ? *d : *d / 2 + 1, "dft_length / 2 + 1");
+  if (auto m = value(0)) mels = checked_dim(n, *m, "num_mel_bins");
+  set_out(n, 0, *dt, {bins, mels});
+}
+
 void dropout(Node& n) {
   Value* x = in(n, 0);
   set_out(n, 0, x->dtype(), x->shape());
@@ -325,6 +348,7 @@ void add_extra_ops(Table& t) {
   t[{"", "ConvTranspose"}] = conv_transpose;
   t[{"", "Einsum"}] = einsum;
   for (const char* w : {"HannWindow", "HammingWindow", "BlackmanWindow"}) t[{"", w}] = window;
+  t[{"", "MelWeightMatrix"}] = mel_weight_matrix;
   t[{"", "Dropout"}] = dropout;
   t[{"", "NonMaxSuppression"}] = nms;
   t[{"", "GridSample"}] = grid_sample;

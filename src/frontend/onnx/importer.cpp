@@ -221,7 +221,7 @@ const std::map<std::string, int>& supported_ops() {
       {"Det", 11}, {"ConvTranspose", 1}, {"Einsum", 12}, {"HannWindow", 17}, {"HammingWindow", 17},
       {"BlackmanWindow", 17}, {"NonMaxSuppression", 11}, {"GridSample", 16}, {"RNN", 14}, {"GRU", 14}, {"LSTM", 14},
       {"MatMulInteger", 10}, {"ConvInteger", 10}, {"QLinearMatMul", 10}, {"QLinearConv", 10},
-      {"MaxUnpool", 11}, {"DFT", 17}};
+      {"MaxUnpool", 11}, {"DFT", 17}, {"MelWeightMatrix", 17}};
   return ops;
 }
 
