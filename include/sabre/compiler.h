@@ -44,24 +44,28 @@ enum class CompileStatus {
   out_of_memory,
 };
 
-struct CompileResult {
-  CompileStatus status = CompileStatus::ok;
-  std::string message;  // when status != ok: what is wrong, what to do (first line); details after
-  bool ok() const { return status == CompileStatus::ok; }
-
-  // What was written (status ok).
-  std::map<std::string, int> steps_by_op;
+// What a compile wrote.
+struct CompileSummary {
+  std::map<std::string, int> steps_by_op;  // plan steps by kind ("gemm", "softmax", ...)
   size_t gemm_kernels = 0, conv_kernels = 0, elementwise_kernels = 0;
   size_t kernels_compiled = 0, kernels_cached = 0;
   uint64_t weights_bytes = 0;
   uint64_t artifact_bytes_without_weights = 0;
   double seconds = 0, tune_seconds = 0;
-  std::vector<std::pair<std::string, double>> phase_seconds;  // in the order the phases ran
-  size_t tuned_points = 0, measured_candidates = 0;
+  // Wall time of each phase in the order they ran: import, canonicalize, partition, tune (where it
+  // ran), lower, build (kernel compiles and cache hits; not with plan_only), write.
+  std::vector<std::pair<std::string, double>> phase_seconds;
+  size_t tuned_points = 0, measured_candidates = 0;  // (workload, M) points; new measurements
   std::vector<std::string> notes;  // what the user should know (fusions left out, where picks came from)
 };
 
+struct CompileOutcome : CompileSummary {  // the summary is filled when ok()
+  CompileStatus status = CompileStatus::ok;
+  std::string message;  // when status != ok: what is wrong, what to do (first line); details after
+  bool ok() const { return status == CompileStatus::ok; }
+};
+
 // Compiles the ONNX model at `model` into the artifact directory `artifact_dir`.
-CompileResult compile(const std::string& model, const std::string& artifact_dir, const CompileOptions& options = {});
+CompileOutcome compile(const std::string& model, const std::string& artifact_dir, const CompileOptions& options = {});
 
 }  // namespace sabre

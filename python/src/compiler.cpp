@@ -236,7 +236,7 @@ py::dict compile_model(const std::string& model, const std::string& out, const s
       // Ctrl-C between stages stops the compile (the compiler's children die with it).
       if (PyErr_CheckSignals() != 0) throw py::error_already_set();
     };
-  sabre::CompileResult s;
+  sabre::CompileOutcome s;
   {
     py::gil_scoped_release nogil;
     s = sabre::compile(model, out, o);

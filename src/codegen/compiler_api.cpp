@@ -46,8 +46,8 @@ codegen::CompileOptions to_codegen(const CompileOptions& o) {
   return c;
 }
 
-CompileResult failure(CompileStatus s, std::string msg) {
-  CompileResult r;
+CompileOutcome failure(CompileStatus s, std::string msg) {
+  CompileOutcome r;
   r.status = s;
   r.message = std::move(msg);
   return r;
@@ -55,7 +55,7 @@ CompileResult failure(CompileStatus s, std::string msg) {
 
 }  // namespace
 
-CompileResult compile(const std::string& model, const std::string& artifact_dir, const CompileOptions& options) {
+CompileOutcome compile(const std::string& model, const std::string& artifact_dir, const CompileOptions& options) {
   std::exception_ptr callback_error;
   try {
     if (artifact_dir.empty()) throw std::invalid_argument("no artifact directory: give where to write it (model.sabre)");
@@ -69,22 +69,8 @@ CompileResult compile(const std::string& model, const std::string& artifact_dir,
           throw CallbackThrew{};
         }
       };
-    codegen::CompileSummary s = codegen::compile_model(model, artifact_dir, c);
-    CompileResult r;
-    r.steps_by_op = s.steps_by_op;
-    r.gemm_kernels = s.gemm_kernels;
-    r.conv_kernels = s.conv_kernels;
-    r.elementwise_kernels = s.elementwise_kernels;
-    r.kernels_compiled = s.kernels_compiled;
-    r.kernels_cached = s.kernels_cached;
-    r.weights_bytes = s.weights_bytes;
-    r.artifact_bytes_without_weights = s.artifact_bytes_without_weights;
-    r.seconds = s.seconds;
-    r.tune_seconds = s.tune_seconds;
-    r.phase_seconds = s.phase_seconds;
-    r.tuned_points = s.tuned_points;
-    r.measured_candidates = s.measured_candidates;
-    r.notes = s.notes;
+    CompileOutcome r;
+    static_cast<CompileSummary&>(r) = codegen::compile_model(model, artifact_dir, c);
     return r;
   } catch (const CallbackThrew&) {
     std::rethrow_exception(callback_error);

@@ -32,7 +32,7 @@ TEST(CompilerApi, PlanOnlyWritesALoadableArtifact) {
   o.dynamic_dims = {{"batch", {1, 4}}, {"seq", {1, 64}}};
   std::vector<std::string> lines;
   o.progress = [&](const std::string& s) { lines.push_back(s); };
-  CompileResult r = compile(kBert, out.string(), o);
+  CompileOutcome r = compile(kBert, out.string(), o);
   ASSERT_TRUE(r.ok()) << r.message;
   EXPECT_TRUE(r.message.empty());
   EXPECT_GE(lines.size(), 4u);
@@ -49,7 +49,7 @@ TEST(CompilerApi, FailuresComeBackAsAStatus) {
   CompileOptions plan;
   plan.plan_only = true;
   auto status_of = [&](const std::string& model, const CompileOptions& o) {
-    CompileResult r = compile(model, out.string(), o);
+    CompileOutcome r = compile(model, out.string(), o);
     EXPECT_FALSE(r.message.empty());
     EXPECT_EQ(r.message.find("std::"), std::string::npos) << r.message;
     return r.status;

@@ -1,12 +1,6 @@
 // ONNX ModelProto -> ir::Graph. Tests: tests/unit/importer_test.cpp
 #include "frontend/onnx/importer.h"
 
-// onnx_pb.h defines ONNX_API before it includes onnx-ml.pb.h (ONNX_ML is set for Debian's build).
-#ifndef ONNX_ML
-#define ONNX_ML 1
-#endif
-#include <onnx/onnx_pb.h>
-
 #include <algorithm>
 #include <cctype>
 #include <climits>
@@ -17,6 +11,7 @@
 #include <set>
 #include <sstream>
 
+#include "frontend/onnx/onnx_proto.h"
 #include "frontend/onnx/opset_convert.h"
 #include "ir/infer.h"
 #include "support/files.h"
@@ -33,8 +28,6 @@ using ir::DType;
 constexpr int kMaxOpset = 21;  // kMinOpset: opset_convert.h
 // Tensors larger than this are refused before any allocation (a corrupt size field must not OOM us).
 constexpr int64_t kMaxTensorBytes = int64_t{1} << 38;
-
-[[noreturn]] void fail(Kind k, const std::string& msg) { throw ImportError(k, msg); }
 
 std::string sanitize_symbol(const std::string& s) {
   std::string out;

@@ -1,11 +1,8 @@
 // The version conversion of models below opset 13 (opset_convert.h).
 #include "frontend/onnx/opset_convert.h"
 
-// onnx_pb.h defines ONNX_API before it includes onnx-ml.pb.h (ONNX_ML is set for Debian's build).
-#ifndef ONNX_ML
-#define ONNX_ML 1
-#endif
-#include <onnx/onnx_pb.h>
+#include "frontend/onnx/onnx_proto.h"  // first: it sets ONNX_ML for the onnx headers
+
 #include <onnx/shape_inference/implementation.h>
 #include <onnx/version_converter/convert.h>
 
@@ -19,17 +16,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "frontend/onnx/importer.h"
-
 namespace sabre::onnx_frontend {
 
-namespace {
-
 using Kind = ImportError::Kind;
-
-[[noreturn]] void fail(Kind k, const std::string& msg) { throw ImportError(k, msg); }
-
-}  // namespace
 
 int64_t default_opset(const onnx::ModelProto& m) {
   for (const auto& o : m.opset_import())
