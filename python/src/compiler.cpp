@@ -19,7 +19,9 @@
 #include "ir/stats.h"
 #include "partition/partitioner.h"
 #include "partition/report.h"
+#include "sabre/compiler.h"
 #include "transform/canonicalize.h"
+#include "transform/fold_shapes.h"
 #include "tune/select.h"
 
 namespace sabre::python {
@@ -83,7 +85,7 @@ py::dict inspect_model(const std::string& path, const std::map<std::string, int6
   ir::ModelStats st;
   {
     py::gil_scoped_release nogil;
-    g = onnx_frontend::import_model(path);
+    g = transform::fold_shapes(onnx_frontend::import_model(path));  // as sabre inspect
     st = ir::compute_stats(g);
   }
   for (const auto& [name, v] : dims)
@@ -210,21 +212,19 @@ py::dict compile_model(const std::string& model, const std::string& out, const s
                        const std::string& cache_dir, const std::string& db, const std::string& tuned_for) {
   require_file(model);
   if (out.empty()) raise_invalid("out is empty: give the artifact directory to write (model.sabre)");
-  codegen::CompileOptions o;
-  o.dtype = parse_dtype(dtype);
-  if (!dynamic.empty()) o.ranges = codegen::parse_dynamic(dynamic);
+  sabre::CompileOptions o;  // the public compile API (include/sabre/compiler.h)
+  o.dtype = ir::name(parse_dtype(dtype));  // the aliases and message Python callers know
+  if (!dynamic.empty()) o.dynamic_dims = codegen::parse_dynamic(dynamic);
   if (tune == "auto")
-    o.tune = codegen::CompileOptions::Tune::automatic;
+    o.tune = sabre::CompileOptions::Tune::automatic;
   else if (tune == "always")
-    o.tune = codegen::CompileOptions::Tune::always;
+    o.tune = sabre::CompileOptions::Tune::always;
   else if (tune == "never")
-    o.tune = codegen::CompileOptions::Tune::never;
+    o.tune = sabre::CompileOptions::Tune::never;
   else
     raise_invalid("tune '" + tune + "': use True, False or \"auto\"");
   o.plan_only = plan_only;
   o.arch = arch;
-  codegen::arch_sm(o.arch);  // std::invalid_argument: InvalidArgumentError naming the arch
-  if (jobs < 0) raise_invalid("jobs " + std::to_string(jobs) + ": give a positive number, or 0 for all cores");
   o.jobs = jobs;
   o.cache_dir = cache_dir;
   o.tuning_db = db;
@@ -236,11 +236,12 @@ py::dict compile_model(const std::string& model, const std::string& out, const s
       // Ctrl-C between stages stops the compile (the compiler's children die with it).
       if (PyErr_CheckSignals() != 0) throw py::error_already_set();
     };
-  codegen::CompileSummary s;
+  sabre::CompileOutcome s;
   {
     py::gil_scoped_release nogil;
-    s = codegen::compile_model(model, out, o);
+    s = sabre::compile(model, out, o);
   }
+  if (!s.ok()) raise_compile_status(s.status, s.message);
   py::dict d;
   d["artifact"] = out;
   d["steps_by_op"] = s.steps_by_op;

@@ -6,6 +6,7 @@
 
 #include <string>
 
+#include "sabre/compiler.h"
 #include "sabre/sabre.h"
 
 namespace sabre::python {
@@ -20,6 +21,8 @@ void register_errors(py::module_& m);
 [[noreturn]] void raise_invalid(const std::string& msg);
 [[noreturn]] void raise_model(const std::string& msg);
 [[noreturn]] void raise_status(sabre_rt_status code, const std::string& msg);
+// A failed sabre::compile as the exception a C++ throw of the same failure raised.
+[[noreturn]] void raise_compile_status(CompileStatus status, const std::string& msg);
 
 // Runs f, turning sabre's C++ exceptions into sabre.Error subclasses.
 template <class F>

@@ -112,6 +112,20 @@ void translate_current_exception() {
 [[noreturn]] void raise_model(const std::string& msg) { raise(classes().model, msg); }
 [[noreturn]] void raise_status(sabre_rt_status code, const std::string& msg) { raise(class_of(code), msg); }
 
+[[noreturn]] void raise_compile_status(CompileStatus status, const std::string& msg) {
+  ErrorClasses& c = classes();
+  switch (status) {
+    case CompileStatus::invalid_argument: raise(c.invalid_argument, msg);
+    case CompileStatus::model_error: raise(c.model, msg);
+    case CompileStatus::unsupported: raise(c.unsupported, msg);
+    case CompileStatus::io_error: raise(c.base, msg);
+    case CompileStatus::out_of_memory: throw std::bad_alloc();  // pybind11 makes it MemoryError
+    case CompileStatus::ok:
+    case CompileStatus::build_failed: break;
+  }
+  raise(c.compile, msg);
+}
+
 }  // namespace sabre::python
 
 PYBIND11_MODULE(_sabre, m) {

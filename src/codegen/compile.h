@@ -12,6 +12,7 @@
 
 #include "codegen/lower.h"
 #include "partition/report.h"
+#include "sabre/compiler.h"
 #include "tune/rank.h"
 
 namespace sabre::codegen {
@@ -48,26 +49,8 @@ struct CompileOptions {
   std::function<void(const std::string&)> progress;
 };
 
-struct CompileSummary {
-  std::map<std::string, int> steps_by_op;
-  size_t gemm_kernels = 0, conv_kernels = 0, elementwise_kernels = 0;
-  size_t kernels_compiled = 0, kernels_cached = 0;
-  size_t kernels_from_pack = 0;  // of kernels_cached: entries `sabre kernels pack` built (tune/kernel_pack.h)
-  // Every kernel the plan uses, in build order: name, kind (gemm, cublaslt, conv, elementwise) and where
-  // its library came from: compiled, cache, pack (a cache entry of the kernel pack) or planned (--plan-only).
-  struct Kernel {
-    std::string name, kind, origin;
-  };
-  std::vector<Kernel> kernel_list;
-  uint64_t weights_bytes = 0;
-  uint64_t artifact_bytes_without_weights = 0;
-  double seconds = 0, tune_seconds = 0;
-  // Wall time of each phase in the order they ran: import, canonicalize, partition, tune (where it
-  // ran), lower, build (kernel compiles and cache hits; not with --plan-only), write.
-  std::vector<std::pair<std::string, double>> phase_seconds;
-  size_t tuned_points = 0, measured_candidates = 0;  // (workload, M) points; new measurements
-  std::vector<std::string> notes;
-};
+// What a compile wrote: the public API's summary (include/sabre/compiler.h).
+using CompileSummary = sabre::CompileSummary;
 
 // "sm_90a" -> 90. Throws std::invalid_argument for anything else than sm_<digits>[a].
 int arch_sm(const std::string& arch);

@@ -1,4 +1,5 @@
-// Shape inference for losses, quantization, ConvTranspose and the remaining nn ops (LRN, Det, ...).
+// Shape inference for losses, quantization, ConvTranspose, the remaining nn ops (LRN, Det, ...)
+// and sabre.Composite.
 // Tests: tests/unit/infer_index_test.cpp
 #include <algorithm>
 #include <cctype>
@@ -7,6 +8,19 @@
 
 namespace sabre::ir::infer_detail {
 namespace {
+
+// A partitioned region (partition/partitioner.h): its body re-inferred with the node's input
+// types, so a changed symbol binding flows through.
+void composite(Node& n) {
+  const auto& body = n.attr_graph("body");
+  if (!body || body->inputs().size() != n.num_inputs() || body->outputs().size() != n.num_outputs())
+    throw IrError("Composite '" + n.name() + "': body inputs/outputs must match the node's");
+  Graph b = body->clone();
+  for (size_t i = 0; i < n.num_inputs(); ++i)
+    if (n.input(i) && n.input(i)->type().known) b.inputs()[i]->set_type(n.input(i)->type());
+  infer_types(b);
+  for (size_t i = 0; i < n.num_outputs(); ++i) n.output(i)->set_type(b.outputs()[i]->type());
+}
 
 void loss(Node& n) {
   Value* x = in(n, 0);
@@ -182,6 +196,29 @@ void window(Node& n) {
   set_out(n, 0, *dt, {d});
 }
 
+// [dft_length / 2 + 1, num_mel_bins], each dim known where its scalar operand is.
+void mel_weight_matrix(Node& n) {
+  for (size_t i = 0; i < 5; ++i) {
+    Value* v = in(n, i);
+    if (list_len(v->shape()) != 1) fail(n, "input " + std::to_string(i) + " must be a scalar, got " + str(v->shape()));
+    if (i < 3 ? !is_int(v->dtype()) : !is_float(v->dtype()))
+      fail(n, std::string(i < 3 ? "num_mel_bins, dft_length and sample_rate must be integers"
+                                : "lower_edge_hertz and upper_edge_hertz must be floats"));
+  }
+  auto dt = parse_dtype(n.attr_string("output_datatype", "f32"));
+  if (!dt) fail(n, "unknown output_datatype");
+  auto value = [&](size_t i) -> std::optional<int64_t> {
+    Value* v = in(n, i);
+    if (auto k = known_ints(v); k && k->size() == 1) return (*k)[0];
+    if (v->is_constant() && v->constant().numel() == 1) return v->constant().get_i64(0);
+    return std::nullopt;
+  };
+  Dim bins = unknown_dim(n, 0, 0), mels = unknown_dim(n, 0, 1);
+  if (auto d = value(1)) bins = checked_dim(n, *d < 0 ? *d : *d / 2 + 1, "dft_length / 2 + 1");
+  if (auto m = value(0)) mels = checked_dim(n, *m, "num_mel_bins");
+  set_out(n, 0, *dt, {bins, mels});
+}
+
 void dropout(Node& n) {
   Value* x = in(n, 0);
   set_out(n, 0, x->dtype(), x->shape());
@@ -311,6 +348,7 @@ void add_extra_ops(Table& t) {
   t[{"", "ConvTranspose"}] = conv_transpose;
   t[{"", "Einsum"}] = einsum;
   for (const char* w : {"HannWindow", "HammingWindow", "BlackmanWindow"}) t[{"", w}] = window;
+  t[{"", "MelWeightMatrix"}] = mel_weight_matrix;
   t[{"", "Dropout"}] = dropout;
   t[{"", "NonMaxSuppression"}] = nms;
   t[{"", "GridSample"}] = grid_sample;
@@ -318,6 +356,7 @@ void add_extra_ops(Table& t) {
   t[{"", "DFT"}] = dft;
   for (const char* r : {"RNN", "GRU", "LSTM"}) t[{"", r}] = rnn;
   for (const char* q : {"MatMulInteger", "ConvInteger", "QLinearMatMul", "QLinearConv"}) t[{"", q}] = integer_linear;
+  t[{"sabre", "Composite"}] = composite;
 }
 
 }  // namespace sabre::ir::infer_detail

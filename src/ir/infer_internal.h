@@ -1,4 +1,4 @@
-// Helpers shared by the shape-inference files (infer.cpp, infer_nn.cpp); not a public API.
+// Helpers shared by the shape-inference files (infer*.cpp); not a public API.
 #pragma once
 
 #include <map>
@@ -36,6 +36,21 @@ Dim checked_dim(const Node& n, int64_t v, const char* what);
 // Two dims that must be equal: returns the more informative one, fails when both static and differ.
 Dim unify(const Node& n, const Dim& a, const Dim& b, const std::string& what);
 
+bool is_int(DType d);  // integer, not bool
+// A static dim within [-kMaxDim, kMaxDim]: arithmetic on known lists of these cannot overflow.
+bool small_static(const Dim& d);
+Dim mul(const Node& n, const Dim& a, const Dim& b);  // a*b, failing instead of overflowing
+Dim numel(const Node& n, const Shape& s);           // the element count, without overflow
+int64_t list_len(const Shape& s);                    // of a rank<=1 static shape, or -1
+// Output 0 carries input 0's known list unchanged (Identity, Reshape/Squeeze/Unsqueeze of shape lists).
+void pass_known(Node& n);
+void unary(Node& n);     // output 0: input 0's dtype and shape
+void identity(Node& n);  // unary, and the known list passes through
+std::vector<Value*> present_inputs(const Node& n);
+void check_same_dtype(const Node& n, const std::vector<Value*>& ins);
+
+void add_elementwise_ops(Table& t);  // infer_elementwise.cpp
+void add_shape_ops(Table& t);        // infer_shape.cpp
 void add_nn_ops(Table& t);
 void add_index_ops(Table& t);      // infer_index.cpp
 void add_extra_ops(Table& t);      // infer_extra.cpp

@@ -1,94 +1,10 @@
 #include "partition/partitioner.h"
 
 #include <algorithm>
-#include <deque>
-#include <mutex>
 #include <set>
 #include <unordered_set>
 
-#include "ir/infer.h"
-#include "reference/reference.h"
-
 namespace sabre::partition {
-
-namespace {
-
-bool is_composite(const ir::Node* n) { return n->op() == "Composite" && n->domain() == "sabre"; }
-
-void infer_composite(ir::Node& n) {
-  const auto& body = n.attr_graph("body");
-  if (!body || body->inputs().size() != n.num_inputs() || body->outputs().size() != n.num_outputs())
-    throw ir::IrError("Composite '" + n.name() + "': body inputs/outputs must match the node's");
-  // Re-infer a copy with the node's input types, so a changed symbol binding flows through.
-  ir::Graph b = body->clone();
-  for (size_t i = 0; i < n.num_inputs(); ++i)
-    if (n.input(i) && n.input(i)->type().known) b.inputs()[i]->set_type(n.input(i)->type());
-  ir::infer_types(b);
-  for (size_t i = 0; i < n.num_outputs(); ++i) n.output(i)->set_type(b.outputs()[i]->type());
-}
-
-std::vector<ir::Tensor> run_composite(const ir::Node& n, const std::vector<const ir::Tensor*>& xs) {
-  const auto& body = *n.attr_graph("body");
-  std::map<std::string, ir::Tensor> ins;
-  for (size_t i = 0; i < body.inputs().size(); ++i) {
-    if (i >= xs.size() || !xs[i])
-      throw reference::ReferenceError("Composite '" + n.name() + "': input " + std::to_string(i) + " is missing");
-    ins[body.inputs()[i]->name()] = *xs[i];
-  }
-  return reference::run(body, ins);
-}
-
-}  // namespace
-
-void register_composite_op() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    ir::register_infer("sabre", "Composite", infer_composite);
-    reference::register_kernel("sabre", "Composite", run_composite);
-  });
-}
-
-std::optional<std::string> region_problem(const ir::Graph& g, const std::vector<ir::Node*>& region) {
-  if (region.empty()) return "empty region";
-  std::unordered_set<const ir::Node*> in(region.begin(), region.end());
-  for (const ir::Node* n : region)
-    if (is_composite(n)) return "overlaps region '" + n->name() + "'";
-  // A cycle once contracted: some value leaves the region, and a path from its readers comes back.
-  std::deque<const ir::Node*> work;
-  std::unordered_set<const ir::Node*> seen;
-  std::map<const ir::Node*, const ir::Node*> exit_of;  // outside node -> the first outside node of its path
-  for (const ir::Node* n : region)
-    for (const ir::Value* v : n->outputs())
-      for (const ir::Node* u : v->users())
-        if (!in.count(u) && seen.insert(u).second) {
-          work.push_back(u);
-          exit_of[u] = u;
-        }
-  while (!work.empty()) {
-    const ir::Node* u = work.front();
-    work.pop_front();
-    for (const ir::Value* v : u->outputs())
-      for (const ir::Node* w : v->users()) {
-        if (in.count(w))
-          return "cycle: a path leaves the region through '" + exit_of[u]->name() + "' and re-enters at '" +
-                 w->name() + "'";
-        if (seen.insert(w).second) {
-          exit_of[w] = exit_of[u];
-          work.push_back(w);
-        }
-      }
-  }
-  const ir::Node* root = region.back();
-  for (const ir::Node* n : region)
-    for (size_t i = 0; i < n->num_outputs(); ++i) {
-      const ir::Value* v = n->output(i);
-      if (n == root && i == 0) continue;
-      if (g.is_graph_output(v)) return "intermediate '" + v->name() + "' is a graph output";
-      for (const ir::Node* u : v->users())
-        if (!in.count(u)) return "intermediate '" + v->name() + "' is also read by '" + u->name() + "'";
-    }
-  return std::nullopt;
-}
 
 ir::Node* make_composite(ir::Graph& g, const std::vector<ir::Node*>& region, const Match& m,
                          const PatternEntry& entry, const std::string& backend,
@@ -169,7 +85,6 @@ ir::Node* make_composite(ir::Graph& g, const std::vector<ir::Node*>& region, con
 }
 
 PartitionResult partition(ir::Graph g, const PatternTable& table) {
-  register_composite_op();
   PartitionResult r;
   for (const PatternEntry& entry : table.entries) {
     std::set<std::string> tried;  // node names this entry has been tried at

@@ -2,7 +2,7 @@
 // accepted match into one sabre.Composite node whose body is the matched subgraph.
 //
 // A table is data: entries of (name, structure, check). The structure says what the subgraph
-// looks like (pattern.h); the check says whether this backend can run it (dtype, alignment,
+// looks like (pattern/pattern.h); the check says whether this backend can run it (dtype, alignment,
 // dims, layouts) and adds the attributes its emitter needs. Regions never overlap (a node joins
 // one region at most) and never create a cycle: a region is refused when a path leaves it and
 // re-enters it. Tests: tests/unit/pattern_test.cpp, tests/golden/partition/
@@ -15,9 +15,13 @@
 #include <vector>
 
 #include "ir/graph.h"
-#include "partition/pattern.h"
+#include "pattern/pattern.h"
+#include "pattern/region.h"
 
 namespace sabre::partition {
+
+// The pattern language and the region rule (src/pattern/) are the partitioner's vocabulary.
+using namespace sabre::pattern;
 
 // A check's verdict: ok, or the reason the backend refuses ("K=3 not a multiple of 8: needs
 // alignment-1 kernels"). `attrs` go onto the Composite node (roles, transposes, epilogue, alignment).
@@ -66,16 +70,6 @@ struct PartitionResult {
 
 /** Applies `table` to `g`: every accepted match becomes a sabre.Composite. Tests: tests/unit/pattern_test.cpp */
 PartitionResult partition(ir::Graph g, const PatternTable& table);
-
-// Registers shape inference and the reference kernel (evaluate the body) for sabre.Composite.
-// Idempotent; partition() calls it, and so must any code that runs a partitioned graph it loaded.
-void register_composite_op();
-
-// Why a region cannot become one node; nullopt when it can. `region` in topological order, the
-// last node's first output is the region's only output. Checks, in order: overlap with another
-// Composite, a path that leaves the region and re-enters it (a cycle once contracted), an
-// intermediate value read outside the region or a graph output.
-std::optional<std::string> region_problem(const ir::Graph& g, const std::vector<ir::Node*>& region);
 
 // Replaces `region` by a Composite node (op "Composite", domain "sabre") with attributes
 // pattern, backend, body, roles and `extra`; inputs ordered by `roles` first (captured values), then the

@@ -405,6 +405,44 @@ Kernel window(int kind) {  // 0 Hann, 1 Hamming, 2 Blackman
   };
 }
 
+// One triangular filter per mel band over the bins of a one-sided DFT (ONNX opset 17): the
+// num_mel_bins + 2 band edges are spaced evenly on the mel scale, 2595·log10(1 + f/700), by
+// (high - low) / (num_mel_bins + 2) as the ONNX reference spaces them, and fall on bin
+// floor((dft_length + 1)·f / sample_rate); band i rises from edge i to edge i+1 and falls to edge i+2.
+std::vector<Tensor> mel_weight_matrix_kernel(const ir::Node& n, const Inputs& xs) {
+  auto scalar = [&](size_t i) -> const Tensor& {
+    const Tensor& t = in(n, xs, i);
+    if (t.numel() != 1) fail(n, "input " + std::to_string(i) + " must be a scalar");
+    return t;
+  };
+  const int64_t mels = scalar(0).get_i64(0), dft = scalar(1).get_i64(0), rate = scalar(2).get_i64(0);
+  const double low = scalar(3).get_f64(0), high = scalar(4).get_f64(0);
+  if (mels < 1 || dft < 1 || rate < 1) fail(n, "num_mel_bins, dft_length and sample_rate must be positive");
+  const int64_t bins = dft / 2 + 1;
+  constexpr int64_t kMaxElements = int64_t{1} << 28;
+  if (mels > kMaxElements / bins) fail(n, "num_mel_bins x (dft_length / 2 + 1) is too large");
+  auto to_mel = [](double f) { return 2595.0 * std::log10(1.0 + f / 700.0); };
+  const double mel_low = to_mel(low), step = (to_mel(high) - mel_low) / static_cast<double>(mels + 2);
+  std::vector<int64_t> edge(static_cast<size_t>(mels + 2));
+  for (int64_t i = 0; i < mels + 2; ++i) {
+    const double hz = 700.0 * (std::pow(10.0, (mel_low + static_cast<double>(i) * step) / 2595.0) - 1.0);
+    const double bin = std::floor(static_cast<double>(dft + 1) * hz / static_cast<double>(rate));
+    if (!(bin >= 0 && bin < static_cast<double>(bins)))
+      fail(n, "band edges fall outside the DFT's bins: give 0 <= lower_edge_hertz <= upper_edge_hertz <= sample_rate / 2");
+    edge[i] = static_cast<int64_t>(bin);
+  }
+  std::vector<double> w(static_cast<size_t>(bins * mels), 0.0);
+  for (int64_t i = 0; i < mels; ++i) {
+    const int64_t l = edge[i], c = edge[i + 1], r = edge[i + 2];
+    if (c == l) w[c * mels + i] = 1;
+    for (int64_t j = l; c != l && j <= c; ++j) w[j * mels + i] = static_cast<double>(j - l) / static_cast<double>(c - l);
+    for (int64_t j = c; j < r; ++j) w[j * mels + i] = static_cast<double>(r - j) / static_cast<double>(r - c);
+  }
+  auto dt = ir::parse_dtype(n.attr_string("output_datatype", "f32"));
+  if (!dt) fail(n, "unknown output_datatype");
+  return {from_f64(w, *dt, {bins, mels})};
+}
+
 }  // namespace
 
 void register_extra_ops(Table& t) {
@@ -418,6 +456,7 @@ void register_extra_ops(Table& t) {
   add("MeanVarianceNormalization", mvn_kernel);
   add("Det", det_kernel);
   add("Einsum", einsum_kernel);
+  add("MelWeightMatrix", mel_weight_matrix_kernel);
   add("HannWindow", window(0));
   add("HammingWindow", window(1));
   add("BlackmanWindow", window(2));

@@ -163,6 +163,18 @@ void parallel_for(int64_t n, int64_t min_chunk, const std::function<void(int64_t
 
 namespace {
 
+// A partitioned region (partition/partitioner.h) evaluates its body.
+std::vector<Tensor> run_composite(const ir::Node& n, const std::vector<const Tensor*>& xs) {
+  const auto& body = *n.attr_graph("body");
+  std::map<std::string, Tensor> ins;
+  for (size_t i = 0; i < body.inputs().size(); ++i) {
+    if (i >= xs.size() || !xs[i])
+      throw ReferenceError("Composite '" + n.name() + "': input " + std::to_string(i) + " is missing");
+    ins[body.inputs()[i]->name()] = *xs[i];
+  }
+  return run(body, ins);
+}
+
 struct Registry {
   std::mutex mu;
   detail::Table table;
@@ -177,6 +189,7 @@ Registry& registry() {
     detail::register_nn_ops(reg->table);
     detail::register_index_ops(reg->table);
     detail::register_extra_ops(reg->table);
+    reg->table[{"sabre", "Composite"}] = run_composite;
     return reg;
   }();
   return *r;

@@ -34,6 +34,7 @@ ir::Graph canonicalize(ir::Graph g, const PassOptions& opts) {
       std::fprintf(stderr, "// after %s\n%s\n", name, ir::print(g).c_str());
     }
   };
+  step("fold_shapes", fold_shapes);  // the import leaves shape subgraphs computed
   step("fold_constants", fold_constants);
   step("fold_shapes", fold_shapes);
   step("simplify_masks", simplify_masks);

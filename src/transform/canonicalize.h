@@ -24,7 +24,7 @@ struct PassOptions {
   std::optional<RegroupOptions> regroup;
 };
 
-/** fold_constants, fold_shapes, fuse_gelu, fuse_layernorm, fold_batchnorm, conv1d_as_conv2d, fold_constants, regroup_convs
+/** fold_shapes, fold_constants, fold_shapes, simplify_masks, unflatten_gemm, fuse_gelu, fuse_layernorm, fold_batchnorm, conv1d_as_conv2d, fold_constants, regroup_convs
     where asked, layout_weights, mark_gemm_bias, then merge_qkv where asked; types are re-inferred at the end. Tests: tests/unit/canonicalize_test.cpp */
 ir::Graph canonicalize(ir::Graph g, const PassOptions& opts = {});
 

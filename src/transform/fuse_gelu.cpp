@@ -2,14 +2,14 @@
 
 #include <cmath>
 
-#include "partition/partitioner.h"
-#include "partition/pattern.h"
+#include "pattern/pattern.h"
+#include "pattern/region.h"
 #include "transform/rewrite.h"
 
 namespace sabre::transform {
 
 namespace {
-using namespace partition;
+using namespace pattern;
 
 // x·0.5·s in the three shapes exporters give it: (x·0.5)·s, (x·s)·0.5, x·(0.5·s); Mul commutes.
 Pat half_x_times(Pat x, Pat s) {

@@ -1,13 +1,13 @@
 #include "transform/fuse_layernorm.h"
 
-#include "partition/partitioner.h"
-#include "partition/pattern.h"
+#include "pattern/pattern.h"
+#include "pattern/region.h"
 #include "transform/rewrite.h"
 
 namespace sabre::transform {
 
 namespace {
-using namespace partition;
+using namespace pattern;
 
 Pat layernorm_form() {
   Pat x = wildcard("x");

@@ -121,7 +121,6 @@ class Golden : public ::testing::TestWithParam<Case> {};
 TEST_P(Golden, MatchesExpectedAndKeepsValues) {
   const Case& c = GetParam();
   transform::register_ops();
-  partition::register_composite_op();
   ir::Graph in = ir::parse_graph(read(c.input));
   ir::infer_types(in);
   const auto& [fn, exact] = passes().at(c.pass);

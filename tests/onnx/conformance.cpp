@@ -27,6 +27,7 @@
 #include "frontend/onnx/importer.h"
 #include "ir/infer.h"
 #include "reference/reference.h"
+#include "transform/fold_shapes.h"
 
 namespace fs = std::filesystem;
 using sabre::ir::Tensor;
@@ -163,7 +164,7 @@ Result run_test(const fs::path& dir) {
   bool no_infer = false;
   const std::string model = (dir / "model.onnx").string();
   try {
-    g = sabre::onnx_frontend::import_model(model);
+    g = sabre::transform::fold_shapes(sabre::onnx_frontend::import_model(model));  // as sabre run --reference
   } catch (const ImportError& e) {
     // Axes/split sizes fed as run-time inputs: sabre compiles only with them constant, but the reference
     // executor needs no static shapes, so its semantics are still checked on the untyped graph.
@@ -172,7 +173,7 @@ Result run_test(const fs::path& dir) {
     if (!runtime_axes && e.kind == ImportError::Kind::unsupported) return {Outcome::skip, skip_key(msg)};
     if (!runtime_axes) return {Outcome::fail, "import: " + first_line(msg)};
     try {
-      g = sabre::onnx_frontend::import_model(model, {.infer = false, .fold_shapes = false});
+      g = sabre::onnx_frontend::import_model(model, {.infer = false});
       no_infer = true;
     } catch (const std::exception& e2) {
       return {Outcome::fail, "import without shape inference: " + first_line(e2.what())};

@@ -174,6 +174,12 @@ def cases():
     yield ("qlinear_matmul", "QLinearMatMul", [ints(0, 255, 3, 4, dtype=np.uint8), np.array(0.02, np.float32), np.array(120, np.uint8),
                                               ints(0, 255, 4, 2, dtype=np.uint8), np.array(0.01, np.float32), np.array(130, np.uint8),
                                               np.array(0.05, np.float32), np.array(128, np.uint8)], {}, 1, 10, None)
+    for dt in [np.int64, np.int32]:  # random band counts, DFT lengths and edges within 0..sample_rate/2
+        mels, dft = int(rng.integers(4, 40)), int(rng.integers(32, 1024))
+        low, high = rng.uniform(10, 300), rng.uniform(2000, 8000)
+        yield (f"mel_weight_matrix_{np.dtype(dt).name}", "MelWeightMatrix",
+               [np.array(mels, dt), np.array(dft, dt), np.array(16000, dt), np.array(low, np.float32), np.array(high, np.float32)],
+               {}, 1, 17, "onnx.reference")
 
 
 def main():

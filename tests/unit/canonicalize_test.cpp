@@ -21,8 +21,9 @@ TEST(Canonicalize, DumpsAfterEveryPassInOrder) {
   transform::PassOptions o;
   o.dump_to = [&](const std::string& after, const ir::Graph&) { seen.push_back(after); };
   g = transform::canonicalize(std::move(g), o);
-  std::vector<std::string> want = {"fold_constants", "fold_shapes", "simplify_masks", "unflatten_gemm", "fuse_gelu", "fuse_layernorm",
-                                   "fold_batchnorm", "conv1d_as_conv2d", "fold_constants", "layout_weights", "mark_gemm_bias"};
+  std::vector<std::string> want = {"fold_shapes",      "fold_constants", "fold_shapes",    "simplify_masks",
+                                   "unflatten_gemm",   "fuse_gelu",      "fuse_layernorm", "fold_batchnorm",
+                                   "conv1d_as_conv2d", "fold_constants", "layout_weights", "mark_gemm_bias"};
   EXPECT_EQ(seen, want);
   // regroup_convs runs where asked (sabre compile's canonicalize_model), before the weight layouts.
   seen.clear();

@@ -116,7 +116,6 @@ std::vector<Case> cases() {
 // The dump after `pass` of the case's graph, or "# error: <what the lowering threw>".
 std::string lowered_dump(const Case& c) {
   transform::register_ops();
-  partition::register_composite_op();
   const std::string text = read(c.input);
   Setup s = setup_of(text);
   ir::Graph g = ir::parse_graph(text);
@@ -176,7 +175,6 @@ TEST(LowerPassGolden, EveryPassFiresHasNothingToDoAndRefuses) {
 
 ir::Graph small_graph() {
   transform::register_ops();
-  partition::register_composite_op();
   ir::Graph g = ir::parse_graph(R"(graph g(%x: f32[batch,8]) -> (%y) {
     %y = Relu(%x)
   })");
@@ -258,7 +256,6 @@ TEST(LowerDump, CompileRefusesAnUnknownPassBeforeAnyWork) {
 
 TEST(LowerNotes, EveryRefusedFusionIsANoteWithItsReason) {
   transform::register_ops();
-  partition::register_composite_op();
   ir::Graph g = ir::parse_graph(R"(graph g(%a: f32[batch,8], %b: f32[batch,8]) -> (%y, %s) {
     %gamma = const f32[8] [1, 1, 1, 1, 1, 1, 1, 1]
     %beta = const f32[8] [0, 0, 0, 0, 0, 0, 0, 0]
@@ -299,7 +296,6 @@ std::string digest(const codegen::Lowered& low) {
 
 TEST(LowerPlans, ModelPlansMatchTheirDigests) {
   transform::register_ops();
-  partition::register_composite_op();
   std::vector<std::pair<std::string, std::string>> models = {
       {"bert_tiny", std::string(SABRE_SOURCE_DIR) + "/models/bert_tiny.onnx"}};
   for (const char* m : {"bert_tiny_op13", "bert_tiny_where", "gpt2_block", "resnet_block", "cnn_stem"}) {

@@ -316,6 +316,21 @@ TEST(Importer, ConstantNodesBecomeConstants) {
   EXPECT_EQ(ir::str(g.outputs()[0]->shape()), "[3,2]");
 }
 
+// The importer only imports: a static shape subgraph stays computed (known to inference) until
+// a caller folds it (transform::fold_shapes, which canonicalize and sabre inspect run).
+TEST(Importer, LeavesShapeSubgraphsToTheCallers) {
+  Model m;
+  m.input("x", onnx::TensorProto::FLOAT, {"2", "3"});
+  m.node("Shape", {"x"}, {"s"});
+  m.node("Reshape", {"x", "s"}, {"y"});
+  m.output("y");
+  ir::Graph g = import_model_bytes(m.bytes(), ".");
+  ASSERT_EQ(g.num_nodes(), 2u);
+  EXPECT_EQ(g.find_value("s")->producer()->op(), "Shape");
+  ASSERT_TRUE(g.find_value("s")->known_dims());
+  EXPECT_EQ(ir::str(g.outputs()[0]->shape()), "[2,3]");
+}
+
 // The opset-13 forms (axes/split attributes or implicit) and the opset-18 forms give the same IR.
 TEST(Importer, Opset13And18ReduceMeanAndSplitAgree) {
   auto build = [](int opset) {

@@ -82,7 +82,6 @@ std::string graph_for(const std::string& entry, int64_t k, bool core) {
 
 ir::Graph parse(const std::string& text) {
   transform::register_ops();
-  partition::register_composite_op();
   ir::Graph g = ir::parse_graph(text);
   ir::infer_types(g);
   return g;

@@ -6,13 +6,12 @@
 #include "ir/infer.h"
 #include "ir/printer.h"
 #include "partition/partitioner.h"
-#include "partition/pattern.h"
+#include "pattern/pattern.h"
 
 namespace sabre::partition {
 namespace {
 
 ir::Graph parse(const std::string& text) {
-  register_composite_op();
   ir::Graph g = ir::parse_graph(text);
   ir::infer_types(g);
   return g;

@@ -11,6 +11,8 @@
 #include <random>
 
 #include "ir/graph.h"
+#include "ir/infer.h"
+#include "ir/printer.h"
 #include "random_tensor.h"
 #include "reference/reference.h"
 
@@ -496,6 +498,29 @@ TEST(Reference, SmallEncoderKeepsSequencesApart) {
   }
   // The sequences differ, so equal halves would not pass by accident.
   EXPECT_NE(out2[0].get_f64(0), out2[0].get_f64(S * Hd));
+}
+
+// A partitioned region (sabre.Composite) is inferred and evaluated by the IR and the reference
+// themselves: a graph read back from an artifact or a test runs without the partitioner.
+TEST(Reference, CompositeRunsItsBodyWithoutThePartitioner) {
+  auto body = std::make_shared<Graph>(sabre::ir::parse_graph(R"(graph region(%a: f32[2,3], %b: f32[2,3]) -> (%y) {
+    %s = Add(%a, %b)
+    %y = Relu(%s)
+  })"));
+  Graph g = sabre::ir::parse_graph(R"(graph g(%x: f32[2,3], %z: f32[2,3]) -> (%w) {
+    %w = Neg(%x)
+  })");
+  sabre::ir::Node* c = g.add_node("Composite", {g.inputs()[0], g.inputs()[1]}, 1,
+                                  {{"body", AttrValue(body)}, {"pattern", AttrValue(std::string("test.add_relu"))}},
+                                  "region0", "sabre");
+  g.set_outputs({c->output(0)});
+  g.remove_dead();
+  sabre::ir::infer_types(g);
+  EXPECT_EQ(sabre::ir::str(g.outputs()[0]->shape()), "[2,3]");
+  Tensor x = random_f32({2, 3}, 7), z = random_f32({2, 3}, 8);
+  auto out = sabre::reference::run(g, {{"x", x}, {"z", z}});
+  ASSERT_EQ(out.size(), 1u);
+  for (int64_t i = 0; i < 6; ++i) EXPECT_EQ(out[0].get_f64(i), std::max(0.0f, float(x.get_f64(i)) + float(z.get_f64(i))));
 }
 
 }  // namespace

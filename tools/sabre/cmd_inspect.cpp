@@ -10,6 +10,7 @@
 #include "frontend/onnx/importer.h"
 #include "ir/printer.h"
 #include "ir/stats.h"
+#include "transform/fold_shapes.h"
 
 namespace sabre::cli {
 namespace {
@@ -89,9 +90,8 @@ int run(const std::vector<std::string>& argv) {
     std::map<std::string, int64_t> dims = parse_dims(dim_texts(args));
     if (!std::filesystem::exists(path)) throw std::runtime_error("model file '" + path + "' does not exist");
 
-    onnx_frontend::ImportOptions opts;
-    opts.fold_shapes = !args.has("--no-fold");
-    ir::Graph g = onnx_frontend::import_model(path, opts);
+    ir::Graph g = onnx_frontend::import_model(path);
+    if (!args.has("--no-fold")) g = transform::fold_shapes(std::move(g));
     ir::ModelStats st = ir::compute_stats(g);
     add_input_shape_dims(dims, args, graph_input_dims(g));
 

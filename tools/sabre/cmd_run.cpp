@@ -20,6 +20,7 @@
 #include "runtime/artifact.h"
 #include "sabre/session.h"
 #include "support/files.h"
+#include "transform/fold_shapes.h"
 
 #if SABRE_RUNTIME_HAVE_CUDA
 #include <cuda_runtime_api.h>
@@ -184,7 +185,7 @@ int run_reference(const ParsedArgs& args) {
   for (const auto& a : args.all("--input")) given.push_back(split_assignment(a, "--input", "NAME=FILE.npy"));
   if (!fs::exists(path)) throw std::runtime_error("model file '" + path + "' does not exist");
 
-  ir::Graph g = onnx_frontend::import_model(path);
+  ir::Graph g = transform::fold_shapes(onnx_frontend::import_model(path));
   const std::vector<std::string> symbols = g.symbols();
   add_input_shape_dims(dims, args, graph_input_dims(g));
 
@@ -454,7 +455,7 @@ int run_artifact(const ParsedArgs& args) {
                                "nor here with the same content; give it with --model MODEL.onnx");
   }
   if (!fs::exists(model)) throw std::runtime_error("model file '" + model + "' does not exist (give --model MODEL.onnx)");
-  ir::Graph g = onnx_frontend::import_model(model);
+  ir::Graph g = transform::fold_shapes(onnx_frontend::import_model(model));
   std::vector<ir::Tensor> ref = reference::run(g, inputs);
   std::printf("compare with the CPU reference (%s)\n", model.c_str());
   std::vector<std::string> beyond;

@@ -1,6 +1,7 @@
 // ONNX -> sabre IR: parses a ModelProto (opsets 13..21), upgrades every op to the IR's opset-21
 // form (docs/IR.md), turns initializers and Constant nodes into constant values, then (by default)
-// runs shape inference and folds static shape subgraphs.
+// runs shape inference. It only imports: folding shape subgraphs and every other rewrite belong to
+// the callers that prepare a model (transform::canonicalize, sabre inspect, the reference paths).
 //
 // Bad input never crashes: every index, count and size in the proto is checked, and problems come
 // back as ImportError with a one-line message first. Tests: tests/unit/importer_test.cpp
@@ -23,8 +24,7 @@ struct ImportError : std::runtime_error {
 };
 
 struct ImportOptions {
-  bool infer = true;        // run ir::infer_types
-  bool fold_shapes = true;  // then transform::fold_shapes (needs infer)
+  bool infer = true;  // run ir::infer_types
 };
 
 // Loads a model file (external-data initializers resolved relative to its directory).

@@ -1,10 +1,10 @@
-#include "partition/pattern.h"
+#include "pattern/pattern.h"
 
 #include <algorithm>
 #include <cmath>
 #include <sstream>
 
-namespace sabre::partition {
+namespace sabre::pattern {
 
 namespace {
 
@@ -251,4 +251,4 @@ std::optional<Match> match_at(const Pat& p, ir::Node* n) {
   return match(p, n->output(0));
 }
 
-}  // namespace sabre::partition
+}  // namespace sabre::pattern

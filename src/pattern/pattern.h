@@ -17,7 +17,7 @@
 
 #include "ir/graph.h"
 
-namespace sabre::partition {
+namespace sabre::pattern {
 
 // A constraint on one attribute of an op node; `text` is how it prints ("perm=[0,2,1]").
 struct AttrConstraint {
@@ -95,4 +95,4 @@ std::optional<Match> match(const Pat& p, ir::Value* v);
 // Matches at node n's first output.
 std::optional<Match> match_at(const Pat& p, ir::Node* n);
 
-}  // namespace sabre::partition
+}  // namespace sabre::pattern
