@@ -280,19 +280,29 @@ class Harness:
                              status="failed" if r.returncode > 0 else "crashed",
                              note=f"sabre run exit {r.returncode}: {r.stderr.strip()[-300:]}")
                     continue
-                per, ref, absmax = {}, {}, 0.0
+                per, per32, ref, absmax = {}, {}, {}, 0.0
                 for name, want, want32 in zip(e.outputs, ref16, ref32):
                     got = np.load(os.path.join(tmp, "out", name + ".npy"))
                     if got.shape != want.shape:
                         per[name] = float("inf")
                         continue
                     per[name] = rel_l2(got, want)
+                    per32[name] = rel_l2(got, want32)
                     ref[name] = rel_l2(want, want32)
                     absmax = max(absmax, float(np.abs(got.astype(np.float64) - want).max()))
             worst = max(per.values())
+            worst32, ref_worst = max(per32.values(), default=None), max(ref.values(), default=None)
+            passed, note = worst <= TOLERANCE, "" if worst <= TOLERANCE else f"over {TOLERANCE}"
+            # Where PyTorch's own fp16 output is further than TOLERANCE from its fp32 output, the model is
+            # ill-conditioned in fp16 (random weights can make it so) and two fp16 implementations cannot
+            # agree within TOLERANCE; then sabre passes when it is no further from fp32 than PyTorch fp16 is.
+            if not passed and ref_worst is not None and worst32 is not None and ref_worst > TOLERANCE:
+                passed = worst32 <= 1.5 * ref_worst
+                note = (f"fp16 ill-conditioned: PyTorch fp16 is {ref_worst:.2g} from fp32, sabre {worst32:.2g}"
+                        + ("" if passed else " (over 1.5x PyTorch's)"))
             self.add(e, variant=v, metric="rel_l2", batch=b, seq=s or None, value=worst,
-                     ref_rel_l2=max(ref.values(), default=None), per_output=per, max_abs=absmax,
-                     passed=worst <= TOLERANCE, note="" if worst <= TOLERANCE else f"over {TOLERANCE}")
+                     ref_rel_l2=ref_worst, rel_l2_fp32=worst32, per_output=per, max_abs=absmax,
+                     passed=passed, note=note)
 
     # -- time
     def sabre_b2b_runs(self):

@@ -144,7 +144,9 @@ ZOO = [
     _cnn("efficientnet_b0", notes="squeeze-excite, SiLU"),
     _cnn("convnext_tiny", build=_convnext_tiny, notes="depthwise 7x7, channels-last LayerNorm, layer scale"),
     _cnn("resnext50_32x4d", notes="grouped 3x3 convs, 32 groups"),
-    _cnn("regnet_y_400mf", notes="grouped convs, squeeze-excite"),
+    _cnn("regnet_y_400mf", notes="grouped convs, squeeze-excite; with random weights its fp16 output is "
+         "ill-conditioned (on the CPU its fp32 output is 8e-3 from fp64, bf16 0.4)"),
+    _cnn("regnet_x_400mf", notes="grouped convs, no squeeze-excite: a RegNet whose fp16 output is well-conditioned"),
     Entry("mobilevit_s", "vision-transformer", "transformers", _mobilevit, "image", ("pixel_values",), HID_POOL,
           IMG_DYN, IMG_CHECK, image=256, notes="MobileViT-S at 256: convs, unfold into patches, attention"),
     # Not part of the zoo: a two-layer BERT for trying the harness end to end in a minute.
