@@ -5,10 +5,12 @@
 
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <limits>
 #include <map>
 #include <random>
 #include <set>
+#include <sstream>
 
 #include "backends/cutlass/conv_spec.h"
 #include "backends/cutlass/patterns.h"
@@ -17,6 +19,7 @@
 #include "codegen/lower.h"
 #include "frontend/onnx/importer.h"
 #include "ir/infer.h"
+#include "ir/printer.h"
 #include "partition/partitioner.h"
 #include "reference/reference.h"
 #include "runtime/resolve.h"
@@ -148,6 +151,7 @@ class Interp {
       Buf &q = in(s, 0), &k = in(s, 1), &v = in(s, 2), &o = out(s);
       const Buf* mask = s.inputs.size() > 3 ? &in(s, 3) : nullptr;
       int64_t B = dim(P.get("b")), H = dim(P.get("h")), SQ = dim(P.get("sq")), SK = dim(P.get("sk")), D = dim(P.get("d"));
+      const int64_t G = P.get("kv_group") ? dim(P.get("kv_group")) : 1;  // query heads a K/V head serves
       auto qs = dims_list(P.get("q_stride")), ks = dims_list(P.get("k_stride")), vs = dims_list(P.get("v_stride")),
            os = dims_list(P.get("o_stride"));
       std::vector<int64_t> ms = mask ? dims_list(P.get("mask_stride")) : std::vector<int64_t>{0, 0, 0};
@@ -174,7 +178,8 @@ class Interp {
             for (int64_t j = 0; j < SK; ++j) {
               double acc = 0;
               for (int64_t c = 0; c < D; ++c)
-                acc += q.v[off[0] + b * qs[0] + h * qs[1] + i * qs[2] + c] * k.v[off[1] + b * ks[0] + h * ks[1] + j * ks[2] + c];
+                acc += q.v[off[0] + b * qs[0] + h * qs[1] + i * qs[2] + c] *
+                       k.v[off[1] + b * ks[0] + h / G * ks[1] + j * ks[2] + c];
               acc = static_cast<float>(acc) * scale;
               if (mask) acc += mask_at(b * ms[0] + h * ms[1] + i * ms[2] + j);
               if (causal && j > i + (SK - SQ)) acc = -INFINITY;
@@ -186,7 +191,7 @@ class Interp {
             for (double& x : sc) x = round_to(dt(s.outputs[0]), sum > 0 ? x / sum : 0);  // P is stored in the dtype
             for (int64_t c = 0; c < D; ++c) {
               double acc = 0;
-              for (int64_t j = 0; j < SK; ++j) acc += sc[j] * v.v[off[2] + b * vs[0] + h * vs[1] + j * vs[2] + c];
+              for (int64_t j = 0; j < SK; ++j) acc += sc[j] * v.v[off[2] + b * vs[0] + h / G * vs[1] + j * vs[2] + c];
               o.v[b * os[0] + h * os[1] + i * os[2] + c] = acc;
             }
           }
@@ -1871,6 +1876,35 @@ TEST(CodegenPlanInterp, BertTinyWhereMaskIsReadByTheAttention) {
   }
   // bf16 too (the select is the same; the plan's dtypes are not).
   check_model("bert_tiny_where", ir::DType::bf16, 2.5e-2, true);
+}
+
+// Attention as each exporter writes it (the fires cases of tests/golden/lower/fuse_attention: ViT/
+// CLIP's double cast, Llama's grouped-query heads with rotary, SDPA's scale on Q and K, timm's
+// gathered QKV, multi-query broadcast): one attention step each, and the plan computes what the
+// graph does (the reference runs it unfused) at 7 queries and keys, in f16 and bf16.
+TEST(CodegenPlanInterp, FusedAttentionFormsMatchReference) {
+  transform::register_ops();
+  partition::register_composite_op();
+  const fs::path dir = fs::path(SABRE_SOURCE_DIR) / "tests" / "golden" / "lower" / "fuse_attention";
+  int cases = 0;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    const std::string stem = e.path().stem().string();
+    if (e.path().extension() != ".ir" || stem.rfind("fires_", 0) != 0) continue;
+    std::ifstream f(e.path());
+    std::stringstream text;
+    text << f.rdbuf();
+    ir::Graph g = ir::parse_graph(text.str());
+    ir::infer_types(g);
+    for (auto [dt, tol] : {std::pair{ir::DType::f16, 4e-3}, {ir::DType::bf16, 2.5e-2}}) {
+      codegen::Lowered low;
+      check_graph(stem, g, dt, tol, &low, true);
+      int attention = 0;
+      for (const auto& st : low.plan.steps) attention += st.op == "attention";
+      EXPECT_EQ(attention, 1) << stem;
+    }
+    ++cases;
+  }
+  EXPECT_GE(cases, 6);
 }
 
 TEST(CodegenPlanInterp, BertTinyF16MatchesReference) { check_model("bert_tiny", ir::DType::f16, 4e-3); }
