@@ -389,6 +389,12 @@ std::string attention_fusion(LowerContext& cx, Node* s) {
   if (!(q->size[3] == k.size[3]) || !(v->size[3] == q->size[3]) || !q->size[3].is_static())
     return "Q, K and V differ in head dim";
   if (k.group[1] != v->group[1]) return "K and V share their heads in different groups";
+  // What the native kernel takes (native::attention_unsupported).
+  const int64_t d = q->size[3].value(), sk_hi = cx.eval_hi(k.size[2]);
+  if (d != 32 && d != 64) return "head dim " + std::to_string(d) + " (the kernel takes 32 or 64)";
+  if (sk_hi < 1 || sk_hi > 512)
+    return "up to " + std::to_string(sk_hi) + " keys (" + k.size[2].str() + "; the kernel takes 1..512)";
+  if (!h.is_static()) return "the number of heads (" + h.str() + ") is not static";
   for (auto [what, w, grouped] : {std::tuple{"Q", &*q, false}, {"K", &k, true}, {"V", &*v, true}})
     if (std::string pr = operand_problem(what, *w, grouped); !pr.empty()) return pr;
 
@@ -431,17 +437,12 @@ std::string attention_fusion(LowerContext& cx, Node* s) {
   if (!ov) return "the output is not written densely with its head dim contiguous";
   Node* key = len ? out_chain[len - 1] : pv->node;
 
-  // What the native kernel takes (native::attention_unsupported).
   AttentionFusion a;
   a.b = b;
-  a.heads = h.is_static() ? h.value() : 0;
-  a.d = q->size[3].value();
+  a.heads = h.value();
+  a.d = d;
   a.sq = q->size[2];
   a.sk = k.size[2];
-  if (!h.is_static()) return "the number of heads (" + h.str() + ") is not static";
-  if (a.d != 32 && a.d != 64) return "head dim " + std::to_string(a.d) + " (the kernel takes 32 or 64)";
-  const int64_t sk_hi = cx.eval_hi(a.sk);
-  if (sk_hi < 1 || sk_hi > 512) return "up to " + std::to_string(sk_hi) + " keys (" + a.sk.str() + "; the kernel takes 1..512)";
   if (f.mask && f.mask->shape().size() > 4) return "the mask has rank " + std::to_string(f.mask->shape().size());
   if (f.mask && !ir::is_float(f.mask->dtype())) return "the mask is " + std::string(ir::name(f.mask->dtype()));
   if (f.mask && sc.size() != 4) return "a mask on " + std::to_string(sc.size()) + "-D scores";
