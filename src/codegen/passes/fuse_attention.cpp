@@ -243,9 +243,10 @@ const ViewRule* rule_for(const Node* n) {
   return nullptr;
 }
 
-// `x` as a view of the tensor a step writes: back through the rules' ops, then forward applying
-// them; where one does not give a view, the base moves to that op's output.
-View view_of(const LowerContext& cx, Value* x, bool scales) {
+// `x` as views of the tensors steps write, one for each value along its chain of rule ops that
+// could be the base, the one reading furthest back first and `x` itself last: from the base,
+// forward through the ops; where one does not give a view, the base moves to that op's output.
+std::vector<View> views_of(const LowerContext& cx, Value* x, bool scales) {
   std::vector<std::pair<Node*, Value*>> chain;  // (op, its output on the path), from x back
   Value* cur = x;
   while (Node* p = cur->producer()) {
@@ -254,18 +255,23 @@ View view_of(const LowerContext& cx, Value* x, bool scales) {
     chain.push_back({p, cur});
     cur = p->input(static_cast<size_t>(data_operand(p)));
   }
-  View v = dense(cur);
-  for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
-    std::optional<View> next = rule_for(it->first)->apply(cx, it->first, it->second, v);
-    if (next && next->size.size() == it->second->shape().size()) {
-      v = std::move(*next);
-      v.size = it->second->shape();
-      v.nodes.push_back(it->first);
-    } else {
-      v = dense(it->second);
+  std::vector<View> out;
+  for (size_t start = chain.size() + 1; start-- > 0;) {  // ops applied: chain[start - 1] .. chain[0]
+    View v = dense(start == chain.size() ? cur : chain[start].second);
+    for (size_t i = start; i-- > 0;) {
+      auto [op, y] = chain[i];
+      std::optional<View> next = rule_for(op)->apply(cx, op, y, v);
+      if (next && next->size.size() == y->shape().size()) {
+        v = std::move(*next);
+        v.size = y->shape();
+        v.nodes.push_back(op);
+      } else {
+        v = dense(y);
+      }
     }
+    out.push_back(std::move(v));
   }
-  return v;
+  return out;
 }
 
 // ---- the attention pattern ---------------------------------------------------------------------
@@ -377,26 +383,47 @@ std::string attention_fusion(LowerContext& cx, Node* s) {
   if (pv->b_transposed) return "V reaches the ·V product transposed";
   const std::vector<Dim>& sc = f.x->shape();
   const std::vector<Dim>& os = pv->node->output(0)->shape();
-  auto q = as_heads(view_of(cx, qk->a, true), sc);
-  auto kt = as_heads(view_of(cx, qk->b, true), sc);
-  auto v = as_heads(view_of(cx, pv->b, false), os);
-  if (!q || !kt || !v) return "Q, K or V does not broadcast to the products' batch dims";
-  View k = qk->b_transposed ? *kt : swap_last(*kt);  // as [b, h, keys, d]
-  const Dim b = q->size[0], h = q->size[1];
-  if (!(k.size[0] == b) || !(v->size[0] == b) || !(k.size[1] == h) || !(v->size[1] == h))
+  // Candidate views of each operand, reading furthest back first (K as [b, h, keys, d]).
+  auto candidates = [&](Value* x, bool scales, const std::vector<Dim>& batch, bool swap) {
+    std::vector<View> c;
+    for (View& w : views_of(cx, x, scales))
+      if (auto hw = as_heads(std::move(w), batch)) c.push_back(swap ? swap_last(std::move(*hw)) : std::move(*hw));
+    return c;
+  };
+  const std::vector<View> qs = candidates(qk->a, true, sc, false), ks = candidates(qk->b, true, sc, !qk->b_transposed),
+                          vs = candidates(pv->b, false, os, false);
+  if (qs.empty() || ks.empty() || vs.empty()) return "Q, K or V does not broadcast to the products' batch dims";
+  const View &q0 = qs.back(), &k0 = ks.back(), &v0 = vs.back();  // the operands as the graph has them
+  const Dim b = q0.size[0], h = q0.size[1];
+  if (!(k0.size[0] == b) || !(v0.size[0] == b) || !(k0.size[1] == h) || !(v0.size[1] == h))
     return "Q, K and V differ in batch or heads";
-  if (!(k.size[2] == v->size[2])) return "K and V differ in keys (" + k.size[2].str() + " vs " + v->size[2].str() + ")";
-  if (!(q->size[3] == k.size[3]) || !(v->size[3] == q->size[3]) || !q->size[3].is_static())
+  if (!(k0.size[2] == v0.size[2])) return "K and V differ in keys (" + k0.size[2].str() + " vs " + v0.size[2].str() + ")";
+  if (!(q0.size[3] == k0.size[3]) || !(v0.size[3] == q0.size[3]) || !q0.size[3].is_static())
     return "Q, K and V differ in head dim";
-  if (k.group[1] != v->group[1]) return "K and V share their heads in different groups";
   // What the native kernel takes (native::attention_unsupported).
-  const int64_t d = q->size[3].value(), sk_hi = cx.eval_hi(k.size[2]);
+  const int64_t d = q0.size[3].value(), sk_hi = cx.eval_hi(k0.size[2]);
   if (d != 32 && d != 64) return "head dim " + std::to_string(d) + " (the kernel takes 32 or 64)";
   if (sk_hi < 1 || sk_hi > 512)
-    return "up to " + std::to_string(sk_hi) + " keys (" + k.size[2].str() + "; the kernel takes 1..512)";
+    return "up to " + std::to_string(sk_hi) + " keys (" + k0.size[2].str() + "; the kernel takes 1..512)";
   if (!h.is_static()) return "the number of heads (" + h.str() + ") is not static";
-  for (auto [what, w, grouped] : {std::tuple{"Q", &*q, false}, {"K", &k, true}, {"V", &*v, true}})
-    if (std::string pr = operand_problem(what, *w, grouped); !pr.empty()) return pr;
+  // The view reading furthest back that the kernel can read (what is left out of it still runs);
+  // K and V with their heads shared alike. Else the reason of the one reading furthest back.
+  const View* q = nullptr;
+  for (const View& w : qs)
+    if (!q && operand_problem("Q", w, false).empty()) q = &w;
+  if (!q) return operand_problem("Q", qs.front(), false);
+  const View *kp = nullptr, *vp = nullptr;
+  for (const View& kw : ks)
+    for (const View& vw : vs)
+      if (!kp && kw.group[1] == vw.group[1] && operand_problem("K", kw, true).empty() &&
+          operand_problem("V", vw, true).empty())
+        kp = &kw, vp = &vw;
+  if (!kp) {
+    for (auto [what, w] : {std::pair{"K", &ks.front()}, {"V", &vs.front()}})
+      if (std::string pr = operand_problem(what, *w, true); !pr.empty()) return pr;
+    return "K and V share their heads in different groups";
+  }
+  const View &k = *kp, *v = vp;
 
   // The output: forward through its head merge (a Transpose and Reshape) as far as it stays a view.
   std::vector<Node*> out_chain;
@@ -450,7 +477,7 @@ std::string attention_fusion(LowerContext& cx, Node* s) {
   if (a.heads % a.kv_group) return std::to_string(a.heads) + " heads do not share K/V heads in groups of " + std::to_string(a.kv_group);
   a.q = q->base, a.k = k.base, a.v = v->base;
   if (a.q == a.k && a.q == a.v) a.packed = a.q;
-  const View* ops[3] = {&*q, &k, &*v};
+  const View* ops[3] = {q, &k, v};
   Dim* strides[3] = {a.q_stride, a.k_stride, a.v_stride};
   for (int i = 0; i < 3; ++i) {
     a.offset[i] = ops[i]->offset;
@@ -462,7 +489,8 @@ std::string attention_fusion(LowerContext& cx, Node* s) {
   a.causal = f.causal;
 
   // Absorbed: the products, the softmax, the casts, the output chain before the key, and each view
-  // op whose outputs only nodes absorbed here read (the others still run for their other readers).
+  // op whose outputs only nodes absorbed here read (the others still run for their other readers),
+  // never one that writes a tensor the step reads.
   std::set<Node*> core{qk->node, s, pv->node};
   core.insert(casts.begin(), casts.end());
   for (size_t i = 0; i + 1 < len; ++i) core.insert(out_chain[i]);
@@ -475,6 +503,7 @@ std::string attention_fusion(LowerContext& cx, Node* s) {
     for (auto vi = views.begin(); vi != views.end();) {
       bool read_outside = false;
       for (const Value* o : (*vi)->outputs()) {
+        read_outside = read_outside || o == a.q || o == a.k || o == a.v;
         read_outside = read_outside || cx.g.is_graph_output(o);
         for (Node* u : o->users())
           if (!(u->domain().empty() && (u->op() == "Shape" || u->op() == "Size")) && !core.count(u) && !views.count(u))
