@@ -3,8 +3,9 @@
 // (the scale, mask and causal Where it absorbed), the scores must be a Q·Kᵀ product and the
 // probabilities (through any float Casts) the A of a ·V product; Q, K and V are then followed back
 // through the ops of kViewRules (head-split Reshapes, Transposes, Splits, Slices, Gathers, KV-head
-// Expands, scalings) to the tensors a step writes, and read from those in place through strides;
-// the output is followed forward through its head merge the same way. Whatever the exporter put
+// Expands, scalings) to the tensors a step writes, and read from those in place through strides
+// (from the furthest back the kernel can read; view ops left out of the step still run); the
+// output is followed forward through its head merge the same way. Whatever the exporter put
 // between, only the kernel's contract is checked (native::attention_unsupported): head dim 32 or
 // 64, 1..512 keys, the head dim contiguous, 16-byte strides and offsets, K/V heads shared by
 // groups of query heads. Tests: tests/golden/lower/fuse_attention/, tests/unit/codegen_passes_test.cpp,
