@@ -359,6 +359,29 @@ class Interp {
             for (int64_t w = 0; w < W; ++w) sum += x.v[nhwc ? ((n * H + h) * W + w) * C + c : ((n * C + c) * H + h) * W + w];
           y.v[n * C + c] = sum / double(H * W);  // y is [N,C,1,1] or [N,1,1,C]: the same order
         }
+    } else if (op == "reduce") {  // kind over axes (none: all), kept as size-1 axes or dropped, as y's rank says
+      Buf &x = in(s, 0), &y = out(s);
+      const std::string kind = P.get("kind")->str();
+      std::vector<bool> red(x.dims.size(), P.get("axes")->arr().empty());
+      for (int64_t a : dims_list(P.get("axes"))) red[size_t(a < 0 ? a + int64_t(x.dims.size()) : a)] = true;
+      const double init = kind == "max" ? -INFINITY : kind == "min" ? INFINITY : kind == "prod" ? 1 : 0;
+      std::vector<double> acc(y.v.size(), init);
+      std::vector<int64_t> count(y.v.size(), 0);
+      const auto xs = strides_of(x.dims);
+      for (int64_t i = 0; i < numel(x.dims); ++i) {
+        int64_t o = 0;
+        for (size_t a = 0; a < x.dims.size(); ++a) {
+          const int64_t c = (i / xs[a]) % x.dims[a];
+          if (!red[a]) o = o * x.dims[a] + c;  // a kept size-1 axis adds nothing to the index
+        }
+        const double v = x.v[i];
+        double& r = acc[size_t(o)];
+        r = kind == "max" ? std::max(r, v) : kind == "min" ? std::min(r, v) : kind == "prod" ? r * v
+            : kind == "sum_square"                                                        ? r + v * v
+                                                                                           : r + v;
+        ++count[size_t(o)];
+      }
+      for (size_t o = 0; o < acc.size(); ++o) y.v[o] = kind == "mean" ? acc[o] / double(count[o]) : acc[o];
     } else {
       FAIL() << "the plan interpreter has no op " << op;
     }
@@ -1817,6 +1840,28 @@ TEST(CodegenPlanInterp, TorchvisionExportsMatchReference) {
       EXPECT_EQ(count_steps(low.plan, "stem_conv"), stem == codegen::Stem::direct ? 1 : 0);
       EXPECT_EQ(count_steps(low.plan, "im2col"), stem == codegen::Stem::direct ? 0 : 1);
     }
+  }
+}
+
+// The zoo's attention forms on the real exports (bench/zoo.py export writes them; too big to ship):
+// SABRE_ZOO_MODELS=DIR runs DIR/onnx/NAME.onnx with attention fused against the reference, NAME from
+// SABRE_ZOO_ATTENTION (comma-separated; default llama_gqa,clip_vit_b32,vit_b16), each attention
+// layer one step (Llama's grouped-query heads after rotary and its causal mask included).
+TEST(CodegenPlanInterp, ZooAttentionMatchesReference) {
+  const char* dir = std::getenv("SABRE_ZOO_MODELS");
+  if (!dir) GTEST_SKIP() << "set SABRE_ZOO_MODELS to the folder bench/zoo.py export wrote into";
+  const char* names = std::getenv("SABRE_ZOO_ATTENTION");
+  std::stringstream list(names ? names : "llama_gqa,clip_vit_b32,vit_b16");
+  const std::map<std::string, int> layers = {{"llama_gqa", 4}, {"clip_vit_b32", 12}, {"vit_b16", 12}};
+  for (std::string m; std::getline(list, m, ',');) {
+    const std::string p = std::string(dir) + "/onnx/" + m + ".onnx";
+    ASSERT_TRUE(fs::exists(p)) << p << " is missing";
+    SCOPED_TRACE(p);
+    codegen::Lowered low;
+    check_model(fs::absolute(p).string(), ir::DType::f16, 1e-2, true, &low);
+    int attention = 0;
+    for (const auto& st : low.plan.steps) attention += st.op == "attention";
+    if (layers.count(m)) EXPECT_EQ(attention, layers.at(m)) << m;
   }
 }
 
