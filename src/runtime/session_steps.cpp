@@ -442,6 +442,7 @@ void StepLaunch::run_attention() const {
   }
   a.b = param_dim(st, "b", d), a.h = param_dim(st, "h", d), a.sq = param_dim(st, "sq", d);
   a.sk = param_dim(st, "sk", d), a.d = param_dim(st, "d", d);
+  a.kv_group = param_dim(st, "kv_group", d, 1);  // grouped-query attention
   auto three = [&](const char* key, int64_t* dst) {
     auto v = param_dims(st, key, d);
     if (v.size() != 3) throw PlanError("plan: " + where + " param '" + key + "' needs 3 strides");

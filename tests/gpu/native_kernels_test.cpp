@@ -926,23 +926,26 @@ void where_cast_tests() {
 // packed (sq = sk): Q, K and V read in place from one [b, s, 3, h, d] tensor, as the fused plan reads
 // the joined QKV GEMM's output. mask_dt i64: a select mask of 0/1/2 (HF's attention_mask, as the
 // fused plan reads it), mask_true where nonzero, else mask_false; with mask_kind 2 its rows 3 mod 7
-// are all zeros. Every case runs each kernel (the automatic choice, the previous
+// are all zeros. kv_group > 1: grouped-query attention, K and V with h / kv_group heads, query head
+// hi reading K/V head hi / kv_group (Llama-style GQA; kv_group = h is multi-query). Every case runs each kernel (the automatic choice, the previous
 // kernel and each block shape forced), the output poisoned before each run.
 void attention_case(DType dt, int64_t b, int64_t h, int64_t sq, int64_t sk, int mask_kind, bool causal,
                     int64_t d = 64, bool packed = false, DType mask_dt = DType::f32, double mask_true = 0,
-                    double mask_false = -3.4028234663852886e38) {
+                    double mask_false = -3.4028234663852886e38, int64_t kv_group = 1) {
   const std::string name = "Attention_" + dts(dt) + "_b" + std::to_string(b) + "h" + std::to_string(h) + "_q" +
                            std::to_string(sq) + "k" + std::to_string(sk) + "d" + std::to_string(d) + "_mask" +
                            std::to_string(mask_kind) + (mask_kind && mask_dt != DType::f32 ? dts(mask_dt) : "") +
                            (causal ? "_causal" : "") + (packed ? "_packedqkv" : "") +
                            (mask_kind && mask_dt == DType::i64 ? "_sel" + std::to_string(int(mask_true)) +
                                                                      (mask_false < -1e38 ? "_fmin" : "_" + std::to_string(int(mask_false)))
-                                                               : "");
+                                                               : "") +
+                           (kv_group > 1 ? "_gqa" + std::to_string(kv_group) : "");
   const auto& kernels = native::kAttentionKernelNames;
   bool any = false;
   for (const auto& kn : kernels) any = any || selected(name + "_" + kn.second);
   if (!any) return;
-  const Tensor q = rnd(dt, {b, sq, h, d}), k = rnd(dt, {b, sk, h, d}), v = rnd(dt, {b, sk, h, d});
+  const int64_t hk = h / kv_group;  // K/V heads
+  const Tensor q = rnd(dt, {b, sq, h, d}), k = rnd(dt, {b, sk, hk, d}), v = rnd(dt, {b, sk, hk, d});
   std::vector<int64_t> mdims = mask_kind == 1                      ? std::vector<int64_t>{b, 1, 1, sk}
                                : mask_kind == 2 || mask_kind == 3 ? std::vector<int64_t>{b, 1, sq, sk}
                                                                   : std::vector<int64_t>{1};
@@ -976,7 +979,7 @@ void attention_case(DType dt, int64_t b, int64_t h, int64_t sq, int64_t sk, int 
         for (int64_t j = 0; j < sk; ++j) {
           double acc = 0;
           for (int64_t c = 0; c < d; ++c)
-            acc += q.get_f64(((bi * sq + i) * h + hi) * d + c) * k.get_f64(((bi * sk + j) * h + hi) * d + c);
+            acc += q.get_f64(((bi * sq + i) * h + hi) * d + c) * k.get_f64(((bi * sk + j) * hk + hi / kv_group) * d + c);
           acc *= scale;
           if (select) acc = double(float(acc) + float(addend(mask_kind == 1 ? bi * sk + j : (bi * sq + i) * sk + j)));
           else if (mask_kind == 1) acc += addend(bi * sk + j);
@@ -991,7 +994,7 @@ void attention_case(DType dt, int64_t b, int64_t h, int64_t sq, int64_t sk, int 
         const double inv = sum > 0 ? 1 / sum : 0.0;
         for (int64_t c = 0; c < d; ++c) {
           double o = 0;
-          for (int64_t j = 0; j < sk; ++j) o += s[size_t(j)] * inv * v.get_f64(((bi * sk + j) * h + hi) * d + c);
+          for (int64_t j = 0; j < sk; ++j) o += s[size_t(j)] * inv * v.get_f64(((bi * sk + j) * hk + hi / kv_group) * d + c);
           want[size_t(((bi * sq + i) * h + hi) * d + c)] = o;
         }
       }
@@ -1013,8 +1016,8 @@ void attention_case(DType dt, int64_t b, int64_t h, int64_t sq, int64_t sk, int 
     uint8_t* base = static_cast<uint8_t*>(dqkv.p);
     a.q = base, a.k = base + hd * ir::size_of(dt), a.v = base + 2 * hd * ir::size_of(dt);
   }
-  a.b = b, a.h = h, a.sq = sq, a.sk = sk, a.d = d;
-  const int64_t qs[3] = {sq * hd, d, hd}, ks[3] = {sk * hd, d, hd}, qkvs[3] = {sq * 3 * hd, d, 3 * hd};
+  a.b = b, a.h = h, a.sq = sq, a.sk = sk, a.d = d, a.kv_group = kv_group;
+  const int64_t qs[3] = {sq * hd, d, hd}, ks[3] = {sk * hk * d, d, hk * d}, qkvs[3] = {sq * 3 * hd, d, 3 * hd};
   for (int i = 0; i < 3; ++i) {
     a.o_stride[i] = qs[i];
     a.q_stride[i] = packed ? qkvs[i] : qs[i];
@@ -1099,8 +1102,16 @@ void attention_tests() {
     attention_case(dt, 3, 2, 77, 77, 2, true, 32, false, DType::i64, 1, -10000);
     // [B,1,1,K] i64 (one load shared by a thread's two rows) with causal rows that see no key.
     attention_case(dt, 2, 3, 40, 24, 1, true, 64, false, DType::i64);
+    // Grouped-query attention (Llama's 16 query heads on 4 K/V heads: a causal [B,1,Q,K] f32 mask),
+    // multi-query (one K/V head), and without a mask at ViT's 197 and CLIP's 50 keys, head dim 32.
+    attention_case(dt, 2, 16, 100, 100, 2, true, 64, false, DType::f32, 0, -3.4028234663852886e38, 4);
+    attention_case(dt, 3, 8, 77, 77, 0, true, 32, false, DType::f32, 0, -3.4028234663852886e38, 8);
+    attention_case(dt, 24, 16, 128, 128, 0, false, 64, false, DType::f32, 0, -3.4028234663852886e38, 2);
+    attention_case(dt, 2, 12, 197, 197, 0, false);
+    attention_case(dt, 3, 12, 50, 50, 0, false, 32);
   }
-  // Refusals: head dim 48, too many keys, a misaligned stride, an unknown kernel.
+  // Refusals: head dim 48, too many keys, a misaligned stride, an unknown kernel, heads that are no
+  // multiple of the K/V group.
   native::AttentionArgs a;
   a.q = a.k = a.v = reinterpret_cast<void*>(256);
   a.sq = a.sk = 16;
@@ -1114,8 +1125,10 @@ void attention_tests() {
   refused += native::attention(a, nullptr) == cudaErrorNotSupported;
   a.q_stride[2] = 64, a.kernel = static_cast<native::AttentionKernel>(99);
   refused += native::attention(a, nullptr) == cudaErrorInvalidValue;
-  std::printf("%s %-66s %d of 4 refused\n", refused == 4 ? "PASS" : "FAIL", "Attention_refusals", refused);
-  refused == 4 ? ++g_pass : ++g_fail;
+  a.kernel = native::AttentionKernel::automatic, a.h = 6, a.kv_group = 4;
+  refused += native::attention(a, nullptr) == cudaErrorNotSupported;
+  std::printf("%s %-66s %d of 5 refused\n", refused == 5 ? "PASS" : "FAIL", "Attention_refusals", refused);
+  refused == 5 ? ++g_pass : ++g_fail;
 }
 
 // ---- depthwise conv (NHWC) against the reference executor's grouped Conv --------------------

@@ -5,10 +5,12 @@
 
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <limits>
 #include <map>
 #include <random>
 #include <set>
+#include <sstream>
 
 #include "backends/cutlass/conv_spec.h"
 #include "backends/cutlass/patterns.h"
@@ -17,6 +19,7 @@
 #include "codegen/lower.h"
 #include "frontend/onnx/importer.h"
 #include "ir/infer.h"
+#include "ir/printer.h"
 #include "partition/partitioner.h"
 #include "reference/reference.h"
 #include "runtime/resolve.h"
@@ -148,6 +151,7 @@ class Interp {
       Buf &q = in(s, 0), &k = in(s, 1), &v = in(s, 2), &o = out(s);
       const Buf* mask = s.inputs.size() > 3 ? &in(s, 3) : nullptr;
       int64_t B = dim(P.get("b")), H = dim(P.get("h")), SQ = dim(P.get("sq")), SK = dim(P.get("sk")), D = dim(P.get("d"));
+      const int64_t G = P.get("kv_group") ? dim(P.get("kv_group")) : 1;  // query heads a K/V head serves
       auto qs = dims_list(P.get("q_stride")), ks = dims_list(P.get("k_stride")), vs = dims_list(P.get("v_stride")),
            os = dims_list(P.get("o_stride"));
       std::vector<int64_t> ms = mask ? dims_list(P.get("mask_stride")) : std::vector<int64_t>{0, 0, 0};
@@ -174,7 +178,8 @@ class Interp {
             for (int64_t j = 0; j < SK; ++j) {
               double acc = 0;
               for (int64_t c = 0; c < D; ++c)
-                acc += q.v[off[0] + b * qs[0] + h * qs[1] + i * qs[2] + c] * k.v[off[1] + b * ks[0] + h * ks[1] + j * ks[2] + c];
+                acc += q.v[off[0] + b * qs[0] + h * qs[1] + i * qs[2] + c] *
+                       k.v[off[1] + b * ks[0] + h / G * ks[1] + j * ks[2] + c];
               acc = static_cast<float>(acc) * scale;
               if (mask) acc += mask_at(b * ms[0] + h * ms[1] + i * ms[2] + j);
               if (causal && j > i + (SK - SQ)) acc = -INFINITY;
@@ -186,7 +191,7 @@ class Interp {
             for (double& x : sc) x = round_to(dt(s.outputs[0]), sum > 0 ? x / sum : 0);  // P is stored in the dtype
             for (int64_t c = 0; c < D; ++c) {
               double acc = 0;
-              for (int64_t j = 0; j < SK; ++j) acc += sc[j] * v.v[off[2] + b * vs[0] + h * vs[1] + j * vs[2] + c];
+              for (int64_t j = 0; j < SK; ++j) acc += sc[j] * v.v[off[2] + b * vs[0] + h / G * vs[1] + j * vs[2] + c];
               o.v[b * os[0] + h * os[1] + i * os[2] + c] = acc;
             }
           }
@@ -354,6 +359,29 @@ class Interp {
             for (int64_t w = 0; w < W; ++w) sum += x.v[nhwc ? ((n * H + h) * W + w) * C + c : ((n * C + c) * H + h) * W + w];
           y.v[n * C + c] = sum / double(H * W);  // y is [N,C,1,1] or [N,1,1,C]: the same order
         }
+    } else if (op == "reduce") {  // kind over axes (none: all), kept as size-1 axes or dropped, as y's rank says
+      Buf &x = in(s, 0), &y = out(s);
+      const std::string kind = P.get("kind")->str();
+      std::vector<bool> red(x.dims.size(), P.get("axes")->arr().empty());
+      for (int64_t a : dims_list(P.get("axes"))) red[size_t(a < 0 ? a + int64_t(x.dims.size()) : a)] = true;
+      const double init = kind == "max" ? -INFINITY : kind == "min" ? INFINITY : kind == "prod" ? 1 : 0;
+      std::vector<double> acc(y.v.size(), init);
+      std::vector<int64_t> count(y.v.size(), 0);
+      const auto xs = strides_of(x.dims);
+      for (int64_t i = 0; i < numel(x.dims); ++i) {
+        int64_t o = 0;
+        for (size_t a = 0; a < x.dims.size(); ++a) {
+          const int64_t c = (i / xs[a]) % x.dims[a];
+          if (!red[a]) o = o * x.dims[a] + c;  // a kept size-1 axis adds nothing to the index
+        }
+        const double v = x.v[i];
+        double& r = acc[size_t(o)];
+        r = kind == "max" ? std::max(r, v) : kind == "min" ? std::min(r, v) : kind == "prod" ? r * v
+            : kind == "sum_square"                                                        ? r + v * v
+                                                                                           : r + v;
+        ++count[size_t(o)];
+      }
+      for (size_t o = 0; o < acc.size(); ++o) y.v[o] = kind == "mean" ? acc[o] / double(count[o]) : acc[o];
     } else {
       FAIL() << "the plan interpreter has no op " << op;
     }
@@ -1815,6 +1843,28 @@ TEST(CodegenPlanInterp, TorchvisionExportsMatchReference) {
   }
 }
 
+// The zoo's attention forms on the real exports (bench/zoo.py export writes them; too big to ship):
+// SABRE_ZOO_MODELS=DIR runs DIR/onnx/NAME.onnx with attention fused against the reference, NAME from
+// SABRE_ZOO_ATTENTION (comma-separated; default llama_gqa,clip_vit_b32,vit_b16), each attention
+// layer one step (Llama's grouped-query heads after rotary and its causal mask included).
+TEST(CodegenPlanInterp, ZooAttentionMatchesReference) {
+  const char* dir = std::getenv("SABRE_ZOO_MODELS");
+  if (!dir) GTEST_SKIP() << "set SABRE_ZOO_MODELS to the folder bench/zoo.py export wrote into";
+  const char* names = std::getenv("SABRE_ZOO_ATTENTION");
+  std::stringstream list(names ? names : "llama_gqa,clip_vit_b32,vit_b16");
+  const std::map<std::string, int> layers = {{"llama_gqa", 4}, {"clip_vit_b32", 12}, {"vit_b16", 12}};
+  for (std::string m; std::getline(list, m, ',');) {
+    const std::string p = std::string(dir) + "/onnx/" + m + ".onnx";
+    ASSERT_TRUE(fs::exists(p)) << p << " is missing";
+    SCOPED_TRACE(p);
+    codegen::Lowered low;
+    check_model(fs::absolute(p).string(), ir::DType::f16, 1e-2, true, &low);
+    int attention = 0;
+    for (const auto& st : low.plan.steps) attention += st.op == "attention";
+    if (layers.count(m)) EXPECT_EQ(attention, layers.at(m)) << m;
+  }
+}
+
 // --fuse-attention: bert_tiny's attention (head dim 32) becomes one step per layer, without the
 // head permutes, reading Q, K and V in place from one joined projection GEMM (merge_qkv: one GEMM
 // instead of three, no split step), and the plan still computes the model.
@@ -1871,6 +1921,35 @@ TEST(CodegenPlanInterp, BertTinyWhereMaskIsReadByTheAttention) {
   }
   // bf16 too (the select is the same; the plan's dtypes are not).
   check_model("bert_tiny_where", ir::DType::bf16, 2.5e-2, true);
+}
+
+// Attention as each exporter writes it (the fires cases of tests/golden/lower/fuse_attention: ViT/
+// CLIP's double cast, Llama's grouped-query heads with rotary, SDPA's scale on Q and K, timm's
+// gathered QKV, multi-query broadcast): one attention step each, and the plan computes what the
+// graph does (the reference runs it unfused) at 7 queries and keys, in f16 and bf16.
+TEST(CodegenPlanInterp, FusedAttentionFormsMatchReference) {
+  transform::register_ops();
+  partition::register_composite_op();
+  const fs::path dir = fs::path(SABRE_SOURCE_DIR) / "tests" / "golden" / "lower" / "fuse_attention";
+  int cases = 0;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    const std::string stem = e.path().stem().string();
+    if (e.path().extension() != ".ir" || stem.rfind("fires_", 0) != 0) continue;
+    std::ifstream f(e.path());
+    std::stringstream text;
+    text << f.rdbuf();
+    ir::Graph g = ir::parse_graph(text.str());
+    ir::infer_types(g);
+    for (auto [dt, tol] : {std::pair{ir::DType::f16, 4e-3}, {ir::DType::bf16, 2.5e-2}}) {
+      codegen::Lowered low;
+      check_graph(stem, g, dt, tol, &low, true);
+      int attention = 0;
+      for (const auto& st : low.plan.steps) attention += st.op == "attention";
+      EXPECT_EQ(attention, 1) << stem;
+    }
+    ++cases;
+  }
+  EXPECT_GE(cases, 6);
 }
 
 TEST(CodegenPlanInterp, BertTinyF16MatchesReference) { check_model("bert_tiny", ir::DType::f16, 4e-3); }

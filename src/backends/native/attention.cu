@@ -57,6 +57,7 @@ struct AttnParams {
   const void *q, *k, *v;
   void* o;
   int h;
+  int kv_group;  // query heads sharing one K/V head (grouped-query attention; 1: one each)
   long long sq, sk;
   long long qs[3], ks[3], vs[3], os[3];  // batch, head, row strides (elements)
   float scale;
@@ -150,6 +151,7 @@ __global__ void __launch_bounds__(32 * kRowWarps * kSplit, (kMT == 1 ? 512 : 384
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const int rw = warp / kSplit, sp = warp % kSplit;  // the warp's kWR query rows; its share of each tile
   const int bi = static_cast<int>(blockIdx.y) / p.h, hi = static_cast<int>(blockIdx.y) % p.h;  // b·h < 2^16
+  const int kvh = hi / p.kv_group;  // the K/V head the query head reads
   const long long q0 = static_cast<long long>(blockIdx.x) * kBQ, r0 = q0 + rw * kWR;
   int tiles = static_cast<int>((p.sk + kBK - 1) / kBK);
   if (p.causal) {
@@ -168,8 +170,8 @@ __global__ void __launch_bounds__(32 * kRowWarps * kSplit, (kMT == 1 ? 512 : 384
     const long long k0 = static_cast<long long>(tile) * kBK;
     long long ks = p.ks[2], vs = p.vs[2];
     asm volatile("" : "+l"(ks), "+l"(vs));
-    const T* K = static_cast<const T*>(p.k) + bi * p.ks[0] + hi * p.ks[1] + k0 * ks;
-    const T* V = static_cast<const T*>(p.v) + bi * p.vs[0] + hi * p.vs[1] + k0 * vs;
+    const T* K = static_cast<const T*>(p.k) + bi * p.ks[0] + kvh * p.ks[1] + k0 * ks;
+    const T* V = static_cast<const T*>(p.v) + bi * p.vs[0] + kvh * p.vs[1] + k0 * vs;
     copy_tile<T, kD, kBK, kThreads, kLdT>(s_kv + (2 * buf) * kTileBytes, K, p.sk - k0, ks);
     copy_tile<T, kD, kBK, kThreads, kLdT>(s_kv + (2 * buf + 1) * kTileBytes, V, p.sk - k0, vs);
   };
@@ -558,7 +560,7 @@ template <class T, int kD>
 cudaError_t launch(const AttentionArgs& a, AttentionKernel kernel, cudaStream_t stream) {
   AttnParams p{};
   p.q = a.q, p.k = a.k, p.v = a.v, p.o = a.o;
-  p.h = static_cast<int>(a.h), p.sq = a.sq, p.sk = a.sk;
+  p.h = static_cast<int>(a.h), p.kv_group = static_cast<int>(a.kv_group), p.sq = a.sq, p.sk = a.sk;
   for (int i = 0; i < 3; ++i) {
     p.qs[i] = a.q_stride[i], p.ks[i] = a.k_stride[i], p.vs[i] = a.v_stride[i], p.os[i] = a.o_stride[i];
     p.ms[i] = a.mask_stride[i];
@@ -606,6 +608,9 @@ std::string attention_unsupported(const AttentionArgs& a) {
   if (a.sk < 1 || a.sk > kMaxAttentionKeys) return "attention: " + std::to_string(a.sk) + " keys, at most " +
                                                    std::to_string(kMaxAttentionKeys);
   if (a.sq < 1 || a.b < 1 || a.h < 1 || a.b * a.h > 65535) return "attention: empty or too many (batch x heads)";
+  if (a.kv_group < 1 || a.h % a.kv_group)
+    return "attention: " + std::to_string(a.h) + " query heads do not share K/V heads in groups of " +
+           std::to_string(a.kv_group);
   if (a.mask && a.mask_dtype != DType::f32 && a.mask_dtype != a.dtype && a.mask_dtype != DType::i64)
     return "attention: mask must be f32, the dtype or i64 (a select mask)";
   for (const int64_t* s : {a.q_stride, a.k_stride, a.v_stride})

@@ -92,7 +92,8 @@ struct DepthwiseArgs {
 cudaError_t depthwise_conv2d(const DepthwiseArgs& a, cudaStream_t stream);
 
 // ---- Fused attention (attention.cu; emitted by sabre compile --fuse-attention) ---------------
-// O[b,h,i,:] = sum_j softmax_j(scale * Q[b,h,i,:]·K[b,h,j,:] + mask[b,h,i,j]) V[b,h,j,:], element
+// O[b,h,i,:] = sum_j softmax_j(scale * Q[b,h,i,:]·K[b,g,j,:] + mask[b,h,i,j]) V[b,g,j,:] with g = h / kv_group
+// (grouped-query attention: kv_group query heads share each K/V head; 1 without), element
 // (b, h, row, col) of X at X[b*x_stride[0] + h*x_stride[1] + row*x_stride[2] + col] (BERT's
 // [batch, seq, heads*64] GEMM outputs read directly: {seq*768, 64, 768}). Mask as softmax's
 // (strides over b, h, q; keys contiguous); causal as softmax's; fully masked rows give zeros.
@@ -118,6 +119,7 @@ struct AttentionArgs {
   const void *q = nullptr, *k = nullptr, *v = nullptr;
   void* o = nullptr;
   int64_t b = 1, h = 1, sq = 0, sk = 0, d = 64;
+  int64_t kv_group = 1;  // query heads a K/V head serves; h is a multiple of it
   int64_t q_stride[3] = {0, 0, 0}, k_stride[3] = {0, 0, 0}, v_stride[3] = {0, 0, 0}, o_stride[3] = {0, 0, 0};
   float scale = 1.f;
   const void* mask = nullptr;

@@ -76,15 +76,18 @@ struct SoftmaxFusion {
   std::vector<Node*> absorbed;
 };
 
-// Softmax(scale·Q·Kᵀ + mask)·V between the Q/K/V projections and the output projection: one
-// native attention step reading the [b, s, h·d] projections through strides (LowerOptions::
-// fuse_attention). Keyed by the Reshape that ends the pattern.
+// Softmax(scale·Q·Kᵀ + mask)·V as one native attention step (LowerOptions::fuse_attention), keyed
+// by the last node of the pattern (the output's head merge, or the ·V product). Q, K and V are read
+// in place from the tensors steps write (q, k, v: the projections, a packed Q|K|V projection, a
+// rotary output), element (b, h, row, col) at offset + b·stride[0] + (h / kv_group)·stride[1] +
+// row·stride[2] + col (kv_group applies to K and V only); O is written through o_stride.
 struct AttentionFusion {
   Value *q = nullptr, *k = nullptr, *v = nullptr, *mask = nullptr;
-  // When Q, K and V are the outputs of one last-axis Split (GPT-2's c_attn, or the Q/K/V GEMMs
-  // merge_qkv joined): the Split's input, read in place, and each one's column offset.
+  // q, k and v are one tensor (GPT-2's c_attn, or the Q/K/V GEMMs merge_qkv joined).
   Value* packed = nullptr;
-  int64_t offset[3] = {0, 0, 0};
+  Dim offset[3] = {Dim(0), Dim(0), Dim(0)};  // elements, of q, k and v
+  Dim q_stride[3], k_stride[3], v_stride[3], o_stride[3];
+  int64_t kv_group = 1;  // query heads sharing one K/V head (grouped- and multi-query attention)
   double scale = 1.0;
   bool causal = false;
   // mask is an i64 tensor m read as Where(Cast<bool>(m), mask_true, mask_false) (fuse_attention_mask).

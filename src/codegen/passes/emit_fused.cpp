@@ -125,19 +125,16 @@ void emit_group(LowerContext& cx, const EwGroup& gr) {
 }
 
 void emit_attention(LowerContext& cx, Node* n, const AttentionFusion& a) {
-  const Dim hd(a.heads * a.d), dd(a.d);
-  // Rows of the packed Q|K|V projection are as wide as all three.
-  const Dim row = a.packed ? a.packed->shape()[2] : hd;
+  auto three = [](const Dim (&d)[3]) { return jdims({d[0], d[1], d[2]}); };
   JObject p{{"b", jdim(a.b)}, {"h", jnum(double(a.heads))}, {"sq", jdim(a.sq)}, {"sk", jdim(a.sk)},
             {"d", jnum(double(a.d))}, {"scale", jnum(a.scale)}, {"causal", json::Value(a.causal)},
-            {"q_stride", jdims({a.sq * row, dd, row})}, {"k_stride", jdims({a.sk * row, dd, row})},
-            {"v_stride", jdims({a.sk * row, dd, row})}, {"o_stride", jdims({a.sq * hd, dd, hd})}};
+            {"q_stride", three(a.q_stride)}, {"k_stride", three(a.k_stride)},
+            {"v_stride", three(a.v_stride)}, {"o_stride", three(a.o_stride)}};
+  if (a.kv_group > 1) p["kv_group"] = jnum(double(a.kv_group));
   if (a.mask) p["mask_stride"] = jdims(mask_strides(a.mask));
   if (a.select) p["mask_true"] = jnum(a.mask_true), p["mask_false"] = jnum(a.mask_false);
-  if (a.packed)
-    p["offsets"] = jdims({Dim(a.offset[0]), Dim(a.offset[1]), Dim(a.offset[2])});
-  std::vector<int> ins = a.packed ? std::vector<int>(3, cx.tensor(a.packed))
-                                  : std::vector<int>{cx.tensor(a.q), cx.tensor(a.k), cx.tensor(a.v)};
+  if (a.offset[0] != Dim(0) || a.offset[1] != Dim(0) || a.offset[2] != Dim(0)) p["offsets"] = three(a.offset);
+  std::vector<int> ins{cx.tensor(a.q), cx.tensor(a.k), cx.tensor(a.v)};
   if (a.mask) ins.push_back(cx.tensor(a.mask));
   cx.step("attention", n->name() + " (attention)", ins, {cx.define(n->output(0))}, p);
 }

@@ -115,6 +115,8 @@ void emit_reduce(LowerContext& cx, Node* n) {
 
 void emit_node(LowerContext& cx, Node* n) {
   const std::string& op = n->op();
+  // First: an attention step can end at its ·V product (a region or a MatMul) as well as at a view.
+  if (cx.attention.count(n)) return emit_attention(cx, n, cx.attention.at(n));
   if (n->domain() == "sabre" && op == "Composite") return emit_composite(cx, n);
   if (op == "MatMul" || op == "Gemm" || op == "MatMulTransB")
     return cx.unsupported(n, "a GEMM the CUTLASS pattern table refused (`sabre partition` says why); sabre has no "
@@ -131,7 +133,6 @@ void emit_node(LowerContext& cx, Node* n) {
     if (it != cx.group_of.end() && cx.groups[it->second].nodes.back() == n) emit_group(cx, cx.groups[it->second]);
     return;
   }
-  if (cx.attention.count(n)) return emit_attention(cx, n, cx.attention.at(n));
   if (is_view(op)) {
     int x = cx.tensor(n->input(0));
     cx.step("reshape", n->name(), {x}, {cx.define(n->output(0))}, JObject{});

@@ -1,4 +1,5 @@
-// fuse_softmax: Softmax(Where(causal, Div(x, c) | Mul(x, c), fill) + mask) as one native softmax.
+// fuse_softmax: Softmax(Where(causal, Div(x, c) | Mul(x, c), fill) + mask) as one native softmax; the
+// mask broadcasts to the scores or, a relative position bias, has their shape.
 // Tests: tests/unit/codegen_passes_test.cpp
 #include "codegen/passes/pass.h"
 
@@ -15,6 +16,17 @@ bool is_causal(const Value* cond) {
   const ir::Tensor& v = c->attr_tensor("value");
   const auto& sh = cond->shape();
   return v.numel() == 1 && v.get_f64(0) != 0 && sh.size() == 2 && sh[0] == sh[1];
+}
+
+// A product's scores (a batched GEMM region or a MatMul), possibly scaled by a constant: the
+// operand of the mask Add that is not the mask when both have the scores' full shape (a relative
+// position bias [b, h, q, k]).
+bool scores_like(const Value* v) {
+  const Node* p = v->producer();
+  if (p && p->domain().empty() && (p->op() == "Mul" || p->op() == "Div") && scalar_constant(p->input(1)))
+    p = p->input(0)->producer();
+  return p && ((p->domain().empty() && p->op() == "MatMul") ||
+               (p->domain() == "sabre" && p->op() == "Composite" && p->attr_string("kind", "") == "batched_gemm"));
 }
 
 std::string other_reader(const ir::Graph& g, const Value* v) {
@@ -52,7 +64,7 @@ PassResult fuse_softmax(LowerContext& cx) {
         Value* a = p->input(side);
         Value* m = p->input(1 - side);
         if (a->shape() == f.x->shape() && m->shape().size() <= 4 && !m->shape().empty() && m->shape().back() == cols &&
-            ir::is_float(m->dtype()) && m->shape() != f.x->shape()) {
+            ir::is_float(m->dtype()) && (m->shape() != f.x->shape() || (scores_like(a) && !scores_like(m)))) {
           f.mask = m;
           f.absorbed.push_back(p);
           f.x = a;
@@ -63,7 +75,7 @@ PassResult fuse_softmax(LowerContext& cx) {
         if (a->shape() == f.x->shape() && !ir::is_float(m->dtype()))
           why = "the mask " + m->name() + " is " + std::string(ir::name(m->dtype())) + ", not float";
         else if (a->shape() == f.x->shape() && m->shape() == f.x->shape() && why.rfind("the mask", 0) != 0)
-          why = "both operands have the scores' full shape (no broadcast mask)";
+          why = "both operands have the scores' full shape and neither alone is a Q·Kᵀ product";
       }
       if (!why.empty()) refuse("mask Add " + p->name() + " not absorbed: " + why);
     } else if (p && p->op() == "Add" && rank == 4) {

@@ -67,9 +67,13 @@ std::string decisions(LowerContext& cx, const Node* n) {
     const AttentionFusion& a = it->second;
     std::string s = "attention q " + val(a.q) + " k " + val(a.k) + " v " + val(a.v) + " heads " +
                     std::to_string(a.heads) + " d " + std::to_string(a.d) + " scale " + fnum(a.scale);
-    if (a.packed)
-      s += " packed " + val(a.packed) + " offsets " + std::to_string(a.offset[0]) + "," + std::to_string(a.offset[1]) +
-           "," + std::to_string(a.offset[2]);
+    if (a.kv_group > 1) s += " kv_group " + std::to_string(a.kv_group);
+    if (a.packed) s += " packed " + val(a.packed);
+    if (a.offset[0] != Dim(0) || a.offset[1] != Dim(0) || a.offset[2] != Dim(0))
+      s += " offsets " + a.offset[0].str() + "," + a.offset[1].str() + "," + a.offset[2].str();
+    auto strides = [](const Dim (&d)[3]) { return "[" + d[0].str() + "," + d[1].str() + "," + d[2].str() + "]"; };
+    s += " strides q " + strides(a.q_stride) + " k " + strides(a.k_stride) + " v " + strides(a.v_stride) + " o " +
+         strides(a.o_stride);
     if (a.mask) s += " mask " + val(a.mask) + (a.select ? " selecting " + fnum(a.mask_true) + "/" + fnum(a.mask_false) : "");
     if (a.causal) s += ", causal";
     d.push_back(s);
