@@ -34,18 +34,6 @@ def fail(msg):
     sys.exit(2)
 
 
-def importer_opsets(root):
-    src = (root / "src/frontend/onnx/importer.cpp").read_text()
-    lo = re.search(r"constexpr int kMinOpset = (\d+);", src)
-    hi = re.search(r"constexpr int kMaxOpset = (\d+);", src)
-    table = re.search(r"supported_ops\(\) \{\s*static const std::map<std::string, int> ops = \{(.*?)\};", src, re.S)
-    if not (lo and hi and table):
-        fail("cannot find kMinOpset, kMaxOpset and supported_ops() in src/frontend/onnx/importer.cpp: "
-             "update importer_opsets() in this script to the importer's new form")
-    per_op = {m.group(1): int(m.group(2)) for m in re.finditer(r'\{"(\w+)",\s*(\d+)\}', table.group(1))}
-    return int(lo.group(1)), int(hi.group(1)), per_op
-
-
 def native_archs(root):
     cm = (root / "CMakeLists.txt").read_text()
     m = re.search(r'set_target_properties\(sabre_native PROPERTIES CUDA_ARCHITECTURES "([^"]+)"', cm)
@@ -66,7 +54,7 @@ def native_text(archs):
 
 
 def render(doc, root):
-    lo, hi, per_op = importer_opsets(root)
+    lo, hi = doc["opsets"]["min"], doc["opsets"]["max"]
     native = native_archs(root)
     out = []
     w = out.append
@@ -100,7 +88,7 @@ def render(doc, root):
     w("| --- | --- | --- | --- | --- | --- |")
     for o in doc["ops"]:
         op = o["op"]
-        first = per_op.get(op)
+        first = o.get("oldest_opset")
         opsets = f"{first}..{hi}" if first is not None else "?"
         steps = ", ".join(f"`{k}`" for k in o["step_kinds"])
         w(f"| {op} | {opsets} | {'yes' if o['reference'] else 'no'} | {o['gpu']} | {o['gpu_detail']} | {steps} |")

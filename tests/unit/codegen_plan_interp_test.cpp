@@ -1929,7 +1929,6 @@ TEST(CodegenPlanInterp, BertTinyWhereMaskIsReadByTheAttention) {
 // graph does (the reference runs it unfused) at 7 queries and keys, in f16 and bf16.
 TEST(CodegenPlanInterp, FusedAttentionFormsMatchReference) {
   transform::register_ops();
-  partition::register_composite_op();
   const fs::path dir = fs::path(SABRE_SOURCE_DIR) / "tests" / "golden" / "lower" / "fuse_attention";
   int cases = 0;
   for (const auto& e : fs::directory_iterator(dir)) {

@@ -18,6 +18,8 @@
 #include "cli_util.h"
 #include "codegen/passes/context.h"
 #include "command.h"
+#include "frontend/onnx/importer.h"
+#include "frontend/onnx/opset_convert.h"
 #include "ir/infer.h"
 #include "reference/reference.h"
 #include "runtime/step_kind.h"
@@ -109,7 +111,12 @@ nlohmann::ordered_json ops_json() {
       gpu = "refused";
       detail = "no GPU lowering: sabre compile refuses a model that needs it";
     }
-    nlohmann::ordered_json row = {{"op", op}, {"reference", reference::has_kernel("", op)}, {"gpu", gpu},
+    const auto& since = onnx_frontend::op_oldest_opsets();
+    auto first = since.find(op);
+    nlohmann::ordered_json row = {{"op", op},
+                                  {"oldest_opset", first == since.end() ? nlohmann::ordered_json()
+                                                                        : nlohmann::ordered_json(first->second)},
+                                  {"reference", reference::has_kernel("", op)}, {"gpu", gpu},
                                   {"gpu_detail", detail}, {"step_kinds", kinds}};
     row["cutlass_patterns"] = cutlass ? nlohmann::ordered_json(in_patterns[op]) : nlohmann::ordered_json::array();
     ops.push_back(std::move(row));
@@ -131,6 +138,7 @@ nlohmann::ordered_json ops_json() {
   nlohmann::ordered_json kinds = nlohmann::ordered_json::array();
   for (size_t k = 0; k < runtime::kStepKindCount; ++k) kinds.push_back(runtime::to_string(static_cast<runtime::StepKind>(k)));
   nlohmann::ordered_json j = json_header("ops");
+  j["opsets"] = {{"min", onnx_frontend::kMinOpset}, {"max", onnx_frontend::max_opset()}};
   j["ops"] = std::move(ops);
   j["cutlass_patterns"] = std::move(patterns);
   j["step_kinds"] = std::move(kinds);

@@ -633,6 +633,9 @@ std::string dir_of(const std::string& path) {
 
 }  // namespace
 
+int max_opset() { return kMaxOpset; }
+const std::map<std::string, int>& op_oldest_opsets() { return supported_ops(); }
+
 ir::Graph import_model_bytes(const std::string& bytes, const std::string& base_dir, const ImportOptions& opts) {
   if (bytes.size() > static_cast<size_t>(INT_MAX))
     fail(Kind::unsupported, "model is larger than 2 GiB; store its weights as external data");

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <stdexcept>
+#include <map>
 #include <string>
 
 #include "ir/graph.h"
@@ -26,6 +27,11 @@ struct ImportError : std::runtime_error {
 struct ImportOptions {
   bool infer = true;  // run ir::infer_types
 };
+
+// The newest default-domain opset sabre imports (the oldest: kMinOpset, opset_convert.h), and per ONNX
+// op the oldest opset whose form it reads (older models are converted to kMinOpset first).
+int max_opset();
+const std::map<std::string, int>& op_oldest_opsets();
 
 // Loads a model file (external-data initializers resolved relative to its directory).
 ir::Graph import_model(const std::string& path, const ImportOptions& opts = {});
