@@ -303,7 +303,9 @@ int main() {
     CHECK(prof[2].input_shapes[0] == std::vector<int64_t>({batch, kGroups, kGroupCols}), "softmax input shape");
     sabre::runtime::ProfileRecord rec{"runtime_session", "", {{"b", batch}}, prof};
     size_t events = 0;
-    for (const auto& e : sabre::runtime::chrome_trace(rec)["traceEvents"]) events += e["ph"] == "X" && e["cat"] != "run";
+    // Held in a variable: a range-for over a member of the returned temporary would read it after its end.
+    const auto trace = sabre::runtime::chrome_trace(rec);
+    for (const auto& e : trace["traceEvents"]) events += e["ph"] == "X" && e["cat"] != "run";
     CHECK(events == 25, "trace: %zu step events, expected 5 steps x 5 runs", events);
     std::vector<float> y(x.size());
     CUDA_OK(cudaMemcpy(y.data(), dy.p, y.size() * 4, cudaMemcpyDeviceToHost));
