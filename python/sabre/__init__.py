@@ -120,8 +120,9 @@ class InspectReport:
 @dataclass
 class PartitionReport:
     """What went where (`sabre partition`): regions, GEMMs and convs left out with the reason and
-    what runs them, pattern matches refused, the FLOP share offloaded, the layout line, and `text`,
-    the report as the command prints it."""
+    what runs them, pattern matches refused, the FLOP share offloaded, the fusions of the lowering
+    that did not fire ({"pass", "node", "reason"} each), the layout line, and `text`, the report as
+    the command prints it."""
     model: str
     graph: str
     backend: str
@@ -130,6 +131,7 @@ class PartitionReport:
     left_out: list
     refusals: list
     flops: dict
+    fusions_not_fired: list
     layout: str
     text: str
 

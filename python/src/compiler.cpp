@@ -13,6 +13,7 @@
 #include "backends/cutlass/patterns.h"
 #include "codegen/compile.h"
 #include "codegen/lower.h"
+#include "codegen/lowering_summary.h"
 #include "ext.h"
 #include "frontend/onnx/importer.h"
 #include "ir/printer.h"
@@ -22,7 +23,6 @@
 #include "sabre/compiler.h"
 #include "transform/canonicalize.h"
 #include "transform/fold_shapes.h"
-#include "tune/select.h"
 
 namespace sabre::python {
 
@@ -120,30 +120,13 @@ py::dict inspect_model(const std::string& path, const std::map<std::string, int6
   return d;
 }
 
-// As `sabre partition`'s layout line: what the GPU lowering (analytic picks, default dim ranges)
-// stores NHWC, or why the model does not lower.
-std::string layout_line(const ir::Graph& partitioned, ir::DType dtype) {
-  codegen::LowerOptions lo;
-  lo.dtype = dtype;
-  lo.pick = [](const tune::GemmProblem& p) { return tune::pick_kernels(p, tune::PickOptions{}); };
-  lo.pick_conv = [](const codegen::ConvProblem& p) { return codegen::analytic_conv_kernel(p, 90); };
-  try {
-    codegen::Lowered low = codegen::lower(partitioned, lo);
-    for (const std::string& n : low.notes)
-      if (n.rfind("NHWC inside conv regions", 0) == 0) return n;
-    return "nothing runs NHWC (no conv regions): no transposes";
-  } catch (const codegen::UnsupportedError& e) {
-    std::string what = e.what();
-    return "not lowered: " + what.substr(0, what.find('\n'));
-  }
-}
-
 py::dict partition_model(const std::string& path, const std::string& dtype, const std::map<std::string, int64_t>& dims) {
   require_file(path);
   const ir::DType dt = parse_dtype(dtype);
   std::optional<partition::PartitionResult> res;
   partition::PartitionReport rep;
-  std::string name, layout, text;
+  codegen::LoweringSummary low;
+  std::string name, text;
   {
     py::gil_scoped_release nogil;
     ir::Graph g = onnx_frontend::import_model(path);
@@ -152,7 +135,10 @@ py::dict partition_model(const std::string& path, const std::string& dtype, cons
     res.emplace(partition::partition(std::move(g), cutlass_backend::pattern_table()));
     rep = partition::make_report(*res, dims);
     codegen::annotate_gpu_routes(rep, res->graph);
-    layout = layout_line(res->graph, dt);
+    codegen::LowerOptions lo;  // sabre compile's defaults, as `sabre partition` without options
+    lo.dtype = dt;
+    lo.fuse_attention = true;  // as canonicalized above
+    low = codegen::lowering_summary(res->graph, lo);
     text = partition::format_report(rep, "cutlass");
   }
   const partition::PartitionResult& r = *res;
@@ -201,7 +187,16 @@ py::dict partition_model(const std::string& path, const std::string& dtype, cons
   fl["exact"] = rep.flops.exact;
   fl["dims"] = rep.flops.bindings;
   d["flops"] = fl;
-  d["layout"] = layout;
+  d["layout"] = low.layout;
+  py::list not_fired;  // `sabre partition`'s "fusions that did not fire", one dict per line
+  for (const auto& f : low.not_fired) {
+    py::dict x;
+    x["pass"] = f.pass;
+    x["node"] = f.node;
+    x["reason"] = f.reason;
+    not_fired.append(x);
+  }
+  d["fusions_not_fired"] = not_fired;
   d["text"] = text;
   return d;
 }

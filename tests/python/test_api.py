@@ -125,6 +125,33 @@ class Reports(unittest.TestCase):
         self.assertEqual(rep.flops["dims"].get("batch"), 2)
         for lo in rep.left_out:
             self.assertEqual(set(lo), {"node", "op", "operands", "reason", "runs_on"})
+        for f in rep.fusions_not_fired:
+            self.assertEqual(set(f), {"pass", "node", "reason"})
+
+    def test_partition_fusions_not_fired(self):
+        # LayerNorm(a + b) with a + b also a model output: the residual Add cannot be absorbed.
+        from onnx import TensorProto, helper, numpy_helper
+        io = [helper.make_tensor_value_info(n, TensorProto.FLOAT, ["batch", 8]) for n in ("a", "b", "y", "s")]
+        nodes = [helper.make_node("Add", ["a", "b"], ["s"], name="add"),
+                 helper.make_node("LayerNormalization", ["s", "gamma", "beta"], ["y"], name="ln", axis=-1)]
+        rng = np.random.default_rng(3)
+        inits = [numpy_helper.from_array(rng.standard_normal(8).astype(np.float32), n) for n in ("gamma", "beta")]
+        m = helper.make_model(helper.make_graph(nodes, "ln_residual", io[:2], io[2:], initializer=inits),
+                              opset_imports=[helper.make_opsetid("", 17)])
+        m.ir_version = 8
+        rep = sabre.partition(m)
+        ln = [f for f in rep.fusions_not_fired if f["pass"] == "fuse_layernorm_residual"]
+        self.assertEqual(len(ln), 1, rep.fusions_not_fired)
+        self.assertEqual(ln[0]["node"], "ln")
+        self.assertIn("model output", ln[0]["reason"])
+        self.assertEqual(sabre.partition(tiny_model.build()).fusions_not_fired, [])
+        # Lowered with attention fusion on, as sabre compile and `sabre partition`: GPT-2's head dim 16
+        # is refused by the fused attention (the list `sabre partition gpt2_block.onnx` prints).
+        sys.path.insert(0, os.path.join(SRC, "scripts"))
+        import make_models
+        rep = sabre.partition(make_models.gpt2_block())
+        self.assertEqual([f["pass"] for f in rep.fusions_not_fired], ["fuse_layernorm_residual", "fuse_attention"])
+        self.assertIn("head dim 16", rep.fusions_not_fired[1]["reason"])
 
 
 class Errors(unittest.TestCase):

@@ -13,9 +13,9 @@
 #include "partition/partitioner.h"
 #include "codegen/compile.h"
 #include "codegen/lower.h"
+#include "codegen/lowering_summary.h"
 #include "partition/report.h"
 #include "support/files.h"
-#include "tune/select.h"
 #include "transform/canonicalize.h"
 
 namespace sabre::cli {
@@ -46,34 +46,6 @@ void print_help() {
       "(values stored NHWC, NCHW<->NHWC transposes at the region edges). The lowering runs with the\n"
       "options given, as sabre compile --no-tune would.\n\noptions:\n%s",
       flags_help(kFlags).c_str());
-}
-
-// What the GPU lowering (sabre compile --no-tune's analytic picks, default dim ranges, `lo`'s
-// options) makes of the partitioned graph: the layout line (values stored NHWC and the NCHW<->NHWC
-// transposes at the conv regions' edges, or why the model does not lower) and the fusions that
-// did not fire ("pass: node: reason").
-struct LoweringSummary {
-  std::string layout;
-  std::vector<std::string> not_fired;
-};
-LoweringSummary lowering_summary(const ir::Graph& partitioned, codegen::LowerOptions lo) {
-  lo.pick = [](const tune::GemmProblem& p) { return tune::pick_kernels(p, tune::PickOptions{}); };
-  lo.pick_conv = [](const codegen::ConvProblem& p) { return codegen::analytic_conv_kernel(p, 90); };
-  lo.weights = false;
-  lo.dump_after = "none";
-  LoweringSummary out;
-  try {
-    codegen::Lowered low = codegen::lower(partitioned, lo);
-    out.layout = "nothing runs NHWC (no conv regions): no transposes";
-    for (const std::string& n : low.notes)
-      if (n.rfind("NHWC inside conv regions", 0) == 0) out.layout = n;
-    for (const auto& p : low.passes)
-      for (const std::string& r : p.refused) out.not_fired.push_back(p.name + ": " + r);
-  } catch (const codegen::UnsupportedError& e) {
-    std::string what = e.what();
-    out.layout = "not lowered: " + what.substr(0, what.find('\n'));
-  }
-  return out;
 }
 
 // The partitioned graph as Graphviz DOT: one vertex per node (a CUTLASS region's Composite as a
@@ -174,19 +146,20 @@ int run(const std::vector<std::string>& argv) {
                     {"share_is_exact", f.exact},
                     {"total_polynomial", f.overflow ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(f.total.str())},
                     {"offloaded_polynomial", f.overflow ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(f.offloaded.str())}};
-      const LoweringSummary low = lowering_summary(r.graph, lo);
+      const codegen::LoweringSummary low = codegen::lowering_summary(r.graph, lo);
       j["layout"] = low.layout;
-      j["fusions_not_fired"] = low.not_fired;
+      j["fusions_not_fired"] = nlohmann::ordered_json::array();
+      for (const auto& f : low.not_fired) j["fusions_not_fired"].push_back(f.pass + ": " + f.node + ": " + f.reason);
       if (args.has("--ir")) j["ir"] = ir::print(r.graph);
       print_json(j);
       return kExitOk;
     }
     std::printf("model %s, backend %s\n%s", name.c_str(), backend.c_str(),
                 partition::format_report(rep, backend).c_str());
-    const LoweringSummary low = lowering_summary(r.graph, lo);
+    const codegen::LoweringSummary low = codegen::lowering_summary(r.graph, lo);
     if (!low.not_fired.empty()) {
       std::printf("fusions that did not fire (%zu):\n", low.not_fired.size());
-      for (const auto& n : low.not_fired) std::printf("  %s\n", n.c_str());
+      for (const auto& f : low.not_fired) std::printf("  %s: %s: %s\n", f.pass.c_str(), f.node.c_str(), f.reason.c_str());
     }
     std::printf("layout: %s\n", low.layout.c_str());
     if (args.has("--ir")) std::printf("\n%s\n", ir::print(r.graph).c_str());
