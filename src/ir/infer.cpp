@@ -149,11 +149,17 @@ int64_t list_len(const Shape& s) {
 }
 
 // Output 0 carries input 0's list unchanged (Identity, Reshape/Squeeze/Unsqueeze of shape lists).
+// Any static rank: exports reshape pad lists to [n,2] and back, in row-major order both ways.
 void pass_known(Node& n) {
   auto k = known(n.input(0));
-  if (!k) return;
-  int64_t len = list_len(n.output(0)->shape());
-  if (len >= 0 && static_cast<size_t>(len) == k->size() && is_int(n.output(0)->dtype())) set_known(n, 0, *k);
+  if (!k || !is_int(n.output(0)->dtype())) return;
+  const Shape& s = n.output(0)->shape();
+  size_t len = 1;
+  for (const Dim& d : s) {
+    if (!d.is_static() || d.value() < 0) return;
+    len = std::min<size_t>(len * std::min<size_t>(static_cast<size_t>(d.value()), kMaxKnown + 1), kMaxKnown + 1);
+  }
+  if (len == k->size()) set_known(n, 0, *k);
 }
 
 void unary(Node& n) {

@@ -156,6 +156,23 @@ void same_dtype_binary(Node& n) {  // Mod, BitShift
   set_out(n, 0, ins[0]->dtype(), broadcast_inputs(n, ins));
 }
 
+// Integer Mod keeps known values: window-attention exports pad by (w - H % w) % w, and a static H
+// must give a static padded shape. Only static operands: a symbol's remainder is unknown.
+void mod(Node& n) {
+  same_dtype_binary(n);
+  auto ins = present_inputs(n);
+  if (!is_int(ins[0]->dtype())) return;
+  bool c_style = n.attr_int("fmod", 0) != 0;  // fmod=1: the sign of the dividend (C); 0: of the divisor
+  elementwise_known(n, ins, [&](const std::vector<Dim>& a) -> std::optional<Dim> {
+    if (!a[0].is_static() || !a[1].is_static() || !small_static(a[0]) || !small_static(a[1])) return std::nullopt;
+    int64_t x = a[0].value(), y = a[1].value();
+    if (y == 0) return std::nullopt;
+    int64_t r = x % y;
+    if (!c_style && r != 0 && ((r < 0) != (y < 0))) r += y;
+    return Dim(r);
+  });
+}
+
 void prelu(Node& n) {  // the slope broadcasts to X: the output has X's shape
   Value* x = in(n, 0);
   Value* slope = in(n, 1);
@@ -216,7 +233,8 @@ void add_elementwise_ops(Table& t) {
        "ThresholdedRelu", "Shrink"},
       unary);
   add({"IsNaN", "IsInf"}, float_to_bool);
-  add({"Mod", "BitShift"}, same_dtype_binary);
+  add({"Mod"}, mod);
+  add({"BitShift"}, same_dtype_binary);
   add({"PRelu"}, prelu);
   add({"Sum", "Mean"}, sum);
   add({"InstanceNormalization"}, unary);

@@ -12,6 +12,33 @@
 namespace sabre::ir::infer_detail {
 namespace {
 
+// Known values of a small integer tensor, rearranged (Transpose, multi-axis Slice): output element
+// at multi-index idx comes from x's element at src(idx). Exports build pad lists as [n,2] tensors
+// that are reversed and transposed before they reach Pad, so rank-1 lists are not enough.
+template <class F>
+void rearrange_known(Node& n, const Value* x, const std::vector<int64_t>& out_dims, F src) {
+  auto kx = known(x);
+  if (!is_int(x->dtype()) || !kx || !is_static(x->shape())) return;
+  std::vector<int64_t> xd = static_dims(x->shape());
+  auto count = [](const std::vector<int64_t>& dims) {  // capped: the lists are at most kMaxKnown long
+    int64_t c = 1;
+    for (int64_t d : dims) c = std::min<int64_t>(c * std::min<int64_t>(d, kMaxKnown + 1), kMaxKnown + 1);
+    return c;
+  };
+  int64_t on = count(out_dims);
+  if (count(xd) != static_cast<int64_t>(kx->size()) || on > static_cast<int64_t>(kMaxKnown)) return;
+  std::vector<Dim> kd;
+  std::vector<int64_t> idx(out_dims.size(), 0);
+  for (int64_t i = 0; i < on; ++i) {
+    std::vector<int64_t> s = src(idx);
+    int64_t flat = 0;
+    for (size_t a = 0; a < xd.size(); ++a) flat = flat * xd[a] + s[a];
+    kd.push_back((*kx)[flat]);
+    for (int64_t a = static_cast<int64_t>(idx.size()) - 1; a >= 0 && ++idx[a] == out_dims[a]; --a) idx[a] = 0;
+  }
+  set_known(n, 0, std::move(kd));
+}
+
 void shape_op(Node& n) {
   Value* x = in(n, 0);
   int64_t r = static_cast<int64_t>(x->shape().size());
@@ -97,6 +124,14 @@ void transpose(Node& n) {
     out.push_back(x->shape()[a]);
   }
   set_out(n, 0, x->dtype(), out);
+  if (!is_static(out)) return;
+  std::vector<int64_t> axes;
+  for (int64_t p : perm) axes.push_back(norm_axis(n, p, r));
+  rearrange_known(n, x, static_dims(out), [&](const std::vector<int64_t>& idx) {
+    std::vector<int64_t> s(idx.size());
+    for (size_t i = 0; i < idx.size(); ++i) s[axes[i]] = idx[i];
+    return s;
+  });
 }
 
 void flatten(Node& n) {
@@ -326,13 +361,18 @@ void slice(Node& n) {
     out[a] = len ? *len : unknown_dim(n, 0, a);
   }
   set_out(n, 0, x->dtype(), out);
-  if (r == 1 && is_int(x->dtype()) && plan[0]) {
-    auto kx = known(x);
-    if (!kx || static_cast<int64_t>(kx->size()) != x->shape()[0].value()) return;
-    std::vector<Dim> kd;
-    for (int64_t i = 0; i < plan[0]->len; ++i) kd.push_back((*kx)[plan[0]->start + i * plan[0]->step]);
-    set_known(n, 0, std::move(kd));
+  if (!is_static(x->shape())) return;
+  std::vector<int64_t> out_dims;
+  for (int64_t a = 0; a < r; ++a) {
+    if (!plan[a] && !seen[a]) plan[a] = Static{0, 1, x->shape()[a].value()};  // an axis not sliced
+    if (!plan[a]) return;
+    out_dims.push_back(plan[a]->len);
   }
+  rearrange_known(n, x, out_dims, [&](const std::vector<int64_t>& idx) {
+    std::vector<int64_t> s(idx.size());
+    for (size_t a = 0; a < idx.size(); ++a) s[a] = plan[a]->start + idx[a] * plan[a]->step;
+    return s;
+  });
 }
 
 void gather(Node& n) {

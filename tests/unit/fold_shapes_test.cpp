@@ -3,6 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <utility>
+
 #include "ir/infer.h"
 
 namespace sabre::transform {
@@ -91,6 +94,73 @@ TEST(FoldShapes, GraphOutputsAreNotReplaced) {
   g = fold_shapes(std::move(g));
   EXPECT_EQ(g.num_nodes(), 1u);
   EXPECT_EQ(g.outputs()[0], s);
+}
+
+// Window-attention padding as torchvision's Swin exports it: p = (7 - W % 7) % 7 from Shape(x),
+// then Pad(x, [0, 0, 0, p]). A static W must give a static padded width; a symbolic one stays
+// unknown rather than guessed.
+// With torch_pads, the list goes the way torch.onnx exports F.pad(x, (0, p)): [0, p, 0, 0] reshaped
+// to [2, 2], its rows reversed (Slice step -1), transposed and flattened back.
+ir::Graph window_pad(ir::Shape xshape, bool torch_pads = false) {
+  ir::Graph g;
+  ir::Value* x = g.add_input("x", {DType::f32, xshape});
+  ir::Value* s = g.add_node("Shape", {x}, 1)->output(0);
+  ir::Value* w = g.add_node("Gather", {s, i64s(g, {1}, true)}, 1, {{"axis", int64_t{0}}})->output(0);
+  ir::Value* m = g.add_node("Mod", {w, i64s(g, {7}, true)}, 1, {{"fmod", int64_t{0}}})->output(0);
+  ir::Value* d = g.add_node("Sub", {i64s(g, {7}, true), m}, 1)->output(0);
+  ir::Value* p = g.add_node("Mod", {d, i64s(g, {7}, true)}, 1, {{"fmod", int64_t{0}}})->output(0);
+  ir::Value* pu = g.add_node("Unsqueeze", {p, i64s(g, {0})}, 1)->output(0);
+  ir::Value* pads = g.add_node("Concat", {i64s(g, {0, 0, 0}), pu}, 1, {{"axis", int64_t{0}}})->output(0);
+  if (torch_pads) {
+    ir::Value* l = g.add_node("Concat", {i64s(g, {0}), pu, i64s(g, {0, 0})}, 1, {{"axis", int64_t{0}}})->output(0);
+    ir::Value* m2 = g.add_node("Reshape", {l, i64s(g, {-1, 2})}, 1)->output(0);
+    ir::Value* rev = g.add_node("Slice", {m2, i64s(g, {-1}), i64s(g, {INT64_MIN + 1}), i64s(g, {0}), i64s(g, {-1})}, 1)->output(0);
+    ir::Value* t = g.add_node("Transpose", {rev}, 1, {{"perm", std::vector<int64_t>{1, 0}}})->output(0);
+    pads = g.add_node("Reshape", {t, i64s(g, {-1})}, 1)->output(0);
+  }
+  g.add_output(g.add_node("Pad", {x, pads}, 1, {{"mode", std::string("constant")}}, "pad")->output(0));
+  return g;
+}
+
+TEST(FoldShapes, IntegerModOfStaticDimsFolds) {
+  ir::Graph g = window_pad({Dim::symbol("batch"), Dim(10)});
+  ir::infer_types(g);
+  EXPECT_EQ(ir::str(g.outputs()[0]->shape()), "[batch,14]");
+  g = fold_shapes(std::move(g));
+  ASSERT_EQ(g.num_nodes(), 1u) << "only the Pad is left";
+  EXPECT_EQ(g.nodes()[0]->input(1)->constant().to_i64_vector(), (std::vector<int64_t>{0, 0, 0, 4}));
+  ir::verify(g);
+}
+
+TEST(FoldShapes, ReversedTransposedPadListFolds) {
+  ir::Graph g = window_pad({Dim::symbol("batch"), Dim(10)}, true);
+  ir::infer_types(g);
+  EXPECT_EQ(ir::str(g.outputs()[0]->shape()), "[batch,14]");
+  g = fold_shapes(std::move(g));
+  ASSERT_EQ(g.num_nodes(), 1u) << "only the Pad is left";
+  EXPECT_EQ(g.nodes()[0]->input(1)->constant().to_i64_vector(), (std::vector<int64_t>{0, 0, 0, 4}));
+}
+
+TEST(FoldShapes, IntegerModOfSymbolicDimsStaysUnknown) {
+  ir::Graph g = window_pad({Dim::symbol("batch"), Dim::symbol("width")});
+  ir::infer_types(g);
+  EXPECT_FALSE(g.outputs()[0]->shape()[1].is_static());
+  size_t before = g.num_nodes();
+  g = fold_shapes(std::move(g));
+  EXPECT_EQ(g.num_nodes(), before);
+}
+
+TEST(FoldShapes, NegativeModFollowsTheDivisorSign) {
+  // ONNX Mod with fmod=0 takes the divisor's sign (like Python); fmod=1 the dividend's (like C).
+  for (auto [fmod, want] : {std::pair<int64_t, int64_t>{0, 4}, {1, -3}}) {
+    ir::Graph g;
+    ir::Value* m = g.add_node("Mod", {i64s(g, {-10}), i64s(g, {7})}, 1, {{"fmod", fmod}})->output(0);
+    ir::Value* x = g.add_input("x", {DType::f32, {Dim(5)}});
+    ir::Value* pads = g.add_node("Concat", {i64s(g, {0}), m}, 1, {{"axis", int64_t{0}}})->output(0);
+    g.add_output(g.add_node("Pad", {x, pads}, 1, {{"mode", std::string("constant")}})->output(0));
+    ir::infer_types(g);
+    EXPECT_EQ(ir::str(g.outputs()[0]->shape()), "[" + std::to_string(5 + want) + "]") << "fmod=" << fmod;
+  }
 }
 
 }  // namespace
