@@ -1,5 +1,7 @@
 #include "transform/fold_constants.h"
 
+#include <algorithm>
+
 #include "reference/reference.h"
 #include "transform/rewrite.h"
 
@@ -44,6 +46,16 @@ ir::Graph fold_constants(ir::Graph g) {
       ir::Value* c = g.add_constant(o->name() + ".folded", std::move(outs[i]));
       detail::replace_value(g, o, c);
     }
+  }
+  // A Pad whose pads are all zero returns its input whatever its mode and value (torch's F.pad of a
+  // window-size remainder that is 0 at this input size, as Swin exports): its users read the input.
+  for (ir::Node* n : g.topo_order()) {
+    if (n->op() != "Pad" || !n->domain().empty() || n->num_inputs() < 2 || !n->input(1) ||
+        !n->input(1)->is_constant() || g.is_graph_output(n->output(0)))
+      continue;
+    const std::vector<int64_t> pads = n->input(1)->constant().to_i64_vector();
+    if (std::all_of(pads.begin(), pads.end(), [](int64_t p) { return p == 0; }))
+      g.replace_all_uses(n->output(0), n->input(0));
   }
   g.remove_dead();
   return g;
