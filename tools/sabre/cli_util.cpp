@@ -420,7 +420,11 @@ std::string describe(const std::exception& e) {
   }
   if (dynamic_cast<const std::bad_alloc*>(&e) || dynamic_cast<const std::length_error*>(&e))
     return "out of memory: the model or an input needs more memory than this machine has (a huge dim or tensor?)";
-  std::string w = one_line(e.what());
+  return describe_message(e.what());
+}
+
+std::string describe_message(const std::string& what) {
+  std::string w = one_line(what);
   // A bare library message ("stoll", "vector::_M_range_check: ...", "map::at") says nothing to a user.
   bool library = w.empty() || w.find("::") != std::string::npos || w.find(' ') == std::string::npos;
   if (library) return "internal error (" + (w.empty() ? std::string("no message") : w) + "); please report it with the command line";

@@ -105,6 +105,8 @@ std::string sanitize_filename(const std::string& name);
 // "cannot access 'PATH': REASON", bad_alloc/length_error -> "out of memory: ...", a bare library
 // message -> "internal error (...)"; others their what().
 std::string describe(const std::exception& e);
+// The same for a message that arrived as text (a status's message from the compile API).
+std::string describe_message(const std::string& what);
 
 // Runs `body`, then checks that standard output took everything printed (a full disk, /dev/full:
 // exit 1, not 0), mapping UsageError to "sabre CMD: error: MSG (see sabre CMD --help)" and exit 2, and

@@ -7,6 +7,7 @@
 #include "cli_util.h"
 #include "codegen/compile.h"
 #include "command.h"
+#include "sabre/compiler.h"
 
 namespace sabre::cli {
 namespace {
@@ -82,8 +83,9 @@ int run(const std::vector<std::string>& argv) {
                                                : "one model at a time: sabre compile MODEL.onnx -o MODEL.sabre");
     auto out = args.value("--output");
     if (!out) throw UsageError("where to? give the artifact directory with -o MODEL.sabre");
-    codegen::CompileOptions o;
-    o.dtype = dtype_choice(args, {"f16", "bf16"}, "f16") == "bf16" ? ir::DType::bf16 : ir::DType::f16;
+    // The public compile API (include/sabre/compiler.h) does the work; this command reads its flags.
+    CompileOptions o;
+    o.dtype = dtype_choice(args, {"f16", "bf16"}, "f16");
     for (const auto& t : dim_texts(args))
       if (is_input_shape(t))
         throw UsageError("--shapes '" + t + "' gives one input's shape, which inspect, partition, run and bench take; " +
@@ -92,15 +94,15 @@ int run(const std::vector<std::string>& argv) {
       std::string ranges;
       for (const auto& t : dim_texts(args)) ranges += (ranges.empty() ? "" : ",") + t;
       try {
-        o.ranges = codegen::parse_dynamic(ranges);
+        o.dynamic_dims = codegen::parse_dynamic(ranges);
       } catch (const std::invalid_argument& e) {
         throw UsageError(e.what());
       }
     }
     if (args.has("--tune") && args.has("--no-tune")) throw UsageError("--tune and --no-tune contradict each other");
-    o.tune = args.has("--tune") ? codegen::CompileOptions::Tune::always
-             : args.has("--no-tune") ? codegen::CompileOptions::Tune::never
-                                     : codegen::CompileOptions::Tune::automatic;
+    o.tune = args.has("--tune")      ? CompileOptions::Tune::always
+             : args.has("--no-tune") ? CompileOptions::Tune::never
+                                     : CompileOptions::Tune::automatic;
     if (auto d = args.value("--db")) o.tuning_db = *d;
     if (auto g = args.value("--tuned-for")) {
       if (g->empty()) throw UsageError("--tuned-for needs a GPU's name as the DB has it, e.g. \"NVIDIA H200\"");
@@ -130,15 +132,19 @@ int run(const std::vector<std::string>& argv) {
     if (args.has("--fuse-attention") && args.has("--no-fuse-attention"))
       throw UsageError("--fuse-attention and --no-fuse-attention contradict each other: give one");
     o.fuse_attention = !args.has("--no-fuse-attention");
-    o.stem = stem_flag(args);
+    switch (stem_flag(args)) {
+      case codegen::Stem::direct: o.stem = CompileOptions::Stem::direct; break;
+      case codegen::Stem::im2col: o.stem = CompileOptions::Stem::im2col; break;
+      case codegen::Stem::conv: o.stem = CompileOptions::Stem::conv; break;
+    }
     o.pointwise_gemm = !args.has("--no-pointwise-gemm");
     const std::string ck = args.value("--conv-kernels").value_or("auto");
     if (ck == "auto")
-      o.conv_kernels = codegen::ConvKernels::automatic;
+      o.conv_kernels = CompileOptions::ConvKernels::automatic;
     else if (ck == "sm80")
-      o.conv_kernels = codegen::ConvKernels::sm80;
+      o.conv_kernels = CompileOptions::ConvKernels::sm80;
     else if (ck == "sm90")
-      o.conv_kernels = codegen::ConvKernels::sm90;
+      o.conv_kernels = CompileOptions::ConvKernels::sm90;
     else
       throw UsageError("--conv-kernels '" + ck + "': give auto, sm80 or sm90");
     o.arch = normalize_arch(args.value("--arch").value_or("sm_90a"));
@@ -146,7 +152,11 @@ int run(const std::vector<std::string>& argv) {
     if (auto c = args.value("--cache-dir")) o.cache_dir = *c;
     o.progress = [](const std::string& line) { std::fprintf(stderr, "sabre compile: %s\n", line.c_str()); };
 
-    codegen::CompileSummary s = codegen::compile_model(args.positional[0], *out, o);
+    const CompileOutcome s = compile(args.positional[0], *out, o);
+    if (!s.ok()) {
+      std::fprintf(stderr, "sabre compile: error: %s\n", describe_message(s.message).c_str());
+      return kExitError;
+    }
     int total = 0;
     std::string by_op;
     for (const auto& [op, n] : s.steps_by_op) {
@@ -157,7 +167,7 @@ int run(const std::vector<std::string>& argv) {
       nlohmann::ordered_json j = json_header("compile");
       j["model"] = args.positional[0];
       j["artifact"] = *out;
-      j["dtype"] = std::string(ir::name(o.dtype));
+      j["dtype"] = o.dtype;
       j["arch"] = o.arch;
       j["plan_only"] = o.plan_only;
       j["steps"] = {{"total", total}, {"by_op", s.steps_by_op}};
