@@ -1576,7 +1576,8 @@ TEST(CodegenLayoutNhwc, CnnStemModelRunsItsStemAsIm2colGemm) {
 // bytes through its channels-last LayerNorm and Linear layers: no permute or conversion inside (one
 // conversion in, one permute out at the graph's edges), the layer-scale's [C,1,1] constant stored
 // [1,1,1,C]. A Transpose pair cancels (no step); a mean over H and W reads the NHWC tensor in place;
-// a Transpose that is no NCHW/NHWC swap is one permute step reading the NHWC tensor.
+// a Transpose that is no NCHW/NHWC swap, or whose output is a model output, is one permute step
+// reading the NHWC tensor.
 TEST(CodegenLayoutNhwc, LayoutsPropagateThroughTransposesAndReductions) {
   transform::register_ops();
   const fs::path dir = fs::path(SABRE_SOURCE_DIR) / "tests" / "golden" / "lower" / "assign_layouts";
@@ -1622,6 +1623,7 @@ TEST(CodegenLayoutNhwc, LayoutsPropagateThroughTransposesAndReductions) {
   ASSERT_EQ(count_steps(swap, "permute"), 1) << "the Transpose reads the NHWC tensor, no conversion first";
   for (const auto& st : swap.steps)
     if (st.op == "permute") EXPECT_EQ(perm_of(st), (std::vector<int64_t>{0, 3, 2, 1})) << "[N,H,W,C] -> [N,C,W,H]";
+  EXPECT_EQ(count_steps(plans["refused_transpose_is_a_model_output"].plan, "permute"), 1) << "no conversion first";
 }
 
 // ---- the stem as one stem_conv kernel (Stem::direct) ----------------------------------------------
