@@ -1571,6 +1571,61 @@ TEST(CodegenLayoutNhwc, CnnStemModelRunsItsStemAsIm2colGemm) {
   EXPECT_NE(im->name.find("/conv1/Conv (im2col, 147 -> 152 columns)"), std::string::npos) << im->name;
 }
 
+// Layout propagation through Transposes and reductions (tests/golden/lower/assign_layouts/, every
+// case): each plan computes what its graph does, in f16. ConvNeXt's block keeps the conv's NHWC
+// bytes through its channels-last LayerNorm and Linear layers: no permute or conversion inside (one
+// conversion in, one permute out at the graph's edges), the layer-scale's [C,1,1] constant stored
+// [1,1,1,C]. A Transpose pair cancels (no step); a mean over H and W reads the NHWC tensor in place;
+// a Transpose that is no NCHW/NHWC swap, or whose output is a model output, is one permute step
+// reading the NHWC tensor.
+TEST(CodegenLayoutNhwc, LayoutsPropagateThroughTransposesAndReductions) {
+  transform::register_ops();
+  const fs::path dir = fs::path(SABRE_SOURCE_DIR) / "tests" / "golden" / "lower" / "assign_layouts";
+  std::map<std::string, codegen::Lowered> plans;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    if (e.path().extension() != ".ir") continue;
+    std::ifstream f(e.path());
+    std::stringstream text;
+    text << f.rdbuf();
+    ir::Graph g = ir::parse_graph(text.str());
+    ir::infer_types(g);
+    const std::string stem = e.path().stem().string();
+    check_graph(stem, g, ir::DType::f16, 4e-3, &plans[stem]);
+    if (HasFatalFailure()) return;
+  }
+  ASSERT_EQ(plans.count("fires_channels_last_block"), 1u);
+  const runtime::Plan& block = plans["fires_channels_last_block"].plan;
+  EXPECT_EQ(count_steps(block, "nchw_to_nhwc"), 1) << "x enters NHWC";
+  EXPECT_EQ(count_steps(block, "permute"), 1) << "y leaves NHWC";
+  EXPECT_EQ(plans["fires_channels_last_block"].layout_permutes, 2);
+  EXPECT_EQ(count_steps(block, "layernorm"), 1);
+  EXPECT_EQ(count_steps(block, "gemm"), 2);
+  const runtime::Step* mul = only_step(block, "elementwise");
+  ASSERT_NE(mul, nullptr);
+  bool layer_scale = false;
+  for (int t : mul->inputs) {
+    const runtime::TensorInfo& ti = block.tensors[static_cast<size_t>(t)];
+    if (ti.kind != runtime::TensorKind::weight) continue;
+    layer_scale = true;
+    ASSERT_EQ(ti.shape.size(), 4u) << ti.name;
+    EXPECT_EQ(ti.shape[3].str(), "8") << ti.name << ": the per-channel constant broadcasts over NHWC's last dim";
+    EXPECT_EQ(ti.shape[1].str(), "1") << ti.name;
+  }
+  EXPECT_TRUE(layer_scale) << "the Mul reads the layer scale";
+  EXPECT_EQ(count_steps(plans["fires_transpose_pair_cancels"].plan, "permute"), 0);
+  const runtime::Step* mean = only_step(plans["fires_reduce_mean_reads_nhwc"].plan, "reduce");
+  ASSERT_NE(mean, nullptr);
+  EXPECT_EQ(count_steps(plans["fires_reduce_mean_reads_nhwc"].plan, "permute"), 0);
+  std::vector<int64_t> axes;
+  for (const auto& a : mean->params.get("axes")->arr()) axes.push_back(static_cast<int64_t>(a.num()));
+  EXPECT_EQ(axes, (std::vector<int64_t>{1, 2})) << "H and W of [N,H,W,C]";
+  const runtime::Plan& swap = plans["refused_permute_not_a_swap"].plan;
+  ASSERT_EQ(count_steps(swap, "permute"), 1) << "the Transpose reads the NHWC tensor, no conversion first";
+  for (const auto& st : swap.steps)
+    if (st.op == "permute") EXPECT_EQ(perm_of(st), (std::vector<int64_t>{0, 3, 2, 1})) << "[N,H,W,C] -> [N,C,W,H]";
+  EXPECT_EQ(count_steps(plans["refused_transpose_is_a_model_output"].plan, "permute"), 1) << "no conversion first";
+}
+
 // ---- the stem as one stem_conv kernel (Stem::direct) ----------------------------------------------
 
 // The shapes of a step's tensors at `dims`.

@@ -159,6 +159,13 @@ bool is_conv_region(const Node* n) {
   return n->domain() == "sabre" && n->op() == "Composite" && n->attr_string("kind", "") == "conv2d_fprop";
 }
 
+std::vector<int64_t> transpose_perm(const Node* n) {
+  std::vector<int64_t> perm = n->attr_ints("perm", {});
+  if (perm.empty())
+    for (int64_t i = static_cast<int64_t>(n->input(0)->shape().size()) - 1; i >= 0; --i) perm.push_back(i);
+  return perm;
+}
+
 std::string where(const Node* n) { return n->name() + " (" + n->op() + ")"; }
 
 LowerContext::LowerContext(const ir::Graph& graph, const LowerOptions& opts) : g(graph), o(opts), order(graph.topo_order()) {}

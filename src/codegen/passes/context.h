@@ -56,6 +56,11 @@ bool is_depthwise(const Node* n);
 // A Composite's inputs by role (docs/IR.md: comma-joined when one value plays two roles).
 std::map<std::string, Value*> roles_of(const Node* n);
 bool is_conv_region(const Node* n);
+// A Transpose's perm (its attribute, or the reversal it defaults to).
+std::vector<int64_t> transpose_perm(const Node* n);
+// NHWC storage: physical dim i holds logical dim kNhwcOrder[i] ([N,C,H,W] -> [N,H,W,C]).
+inline constexpr int64_t kNhwcOrder[4] = {0, 2, 3, 1};
+inline constexpr int64_t kNhwcPos[4] = {0, 3, 1, 2};  // where NHWC storage puts logical dim d
 // [N,C,H,W] -> [N,H,W,C].
 template <typename T>
 std::vector<T> nhwc_shape(const std::vector<T>& s) {
@@ -164,6 +169,10 @@ struct LowerContext {
   std::map<const Node*, int> group_of;
   // assign_layouts
   std::set<const Value*> nhwc;  // values stored NHWC
+  // Transposes whose output is the tensor of a value before them (its input, or the input of the
+  // Transposes it cancels, which are absorbed): the storage orders agree, so no step runs.
+  std::map<const Node*, const Value*> layout_views;
+  std::set<const Node*> nhwc_reads;  // reductions that read their NHWC input in place, axes remapped
   bool emitted = false;         // emit_steps ran (the dump shows the plan)
 
   // ---- analysis helpers ----

@@ -3,6 +3,7 @@
 // cannot run is collected and reported all at once. The simple ops are emitted here; fused steps,
 // GEMM and conv regions in emit_*.cpp. Tests: tests/unit/codegen_lower_test.cpp,
 // tests/unit/codegen_plan_interp_test.cpp
+#include <algorithm>
 #include <map>
 
 #include "codegen/passes/emit.h"
@@ -106,7 +107,12 @@ void emit_reduce(LowerContext& cx, Node* n) {
     cx.step("copy", n->name(), {x}, {cx.define(n->output(0))}, JObject{});
     return;
   }
-  int x = cx.tensor(n->input(0));
+  const bool nhwc = cx.nhwc_reads.count(n) != 0;  // assign_layouts: reduce the NHWC bytes, axes remapped
+  if (nhwc) {
+    for (int64_t& a : axes) a = kNhwcPos[a];
+    std::sort(axes.begin(), axes.end());
+  }
+  int x = nhwc ? cx.tensor_nhwc(n->input(0)) : cx.tensor(n->input(0));
   cx.step("reduce", n->name(), {x}, {cx.define(n->output(0))}, JObject{{"kind", jstr(k->second)}, {"axes", jints(axes)}});
 }
 
@@ -141,10 +147,17 @@ void emit_node(LowerContext& cx, Node* n) {
   if (op == "Softmax") return emit_softmax(cx, n);
   if (op == "LayerNormalization") return emit_layernorm(cx, n);
   if (op == "Transpose") {
-    std::vector<int64_t> perm = n->attr_ints("perm", {});
-    if (perm.empty())
-      for (int64_t i = static_cast<int64_t>(n->input(0)->shape().size()) - 1; i >= 0; --i) perm.push_back(i);
-    int x = cx.tensor(n->input(0));
+    if (auto it = cx.layout_views.find(n); it != cx.layout_views.end()) {  // assign_layouts: no step
+      const int x = cx.nhwc.count(it->second) ? cx.tensor_nhwc(it->second) : cx.tensor(it->second);
+      if (x < 0) throw AfterRefusal{};
+      cx.tid[n->output(0)] = x;
+      return;
+    }
+    std::vector<int64_t> perm = transpose_perm(n);
+    const bool nhwc = cx.nhwc.count(n->input(0)) != 0;
+    if (nhwc)  // read the NHWC bytes in place
+      for (int64_t& d : perm) d = kNhwcPos[d];
+    int x = nhwc ? cx.tensor_nhwc(n->input(0)) : cx.tensor(n->input(0));
     cx.step("permute", n->name(), {x}, {cx.define(n->output(0))}, JObject{{"perm", jints(perm)}});
     return;
   }

@@ -46,7 +46,8 @@ PassResult fuse_attention_mask(LowerContext& cx);
 PassResult eliminate_dead_code(LowerContext& cx);
 // Maximal single-consumer chains of elementwise ops become one generated kernel each.
 PassResult group_elementwise(LowerContext& cx);
-// Conv regions and what reads them inside (pooling, elementwise chains) are stored NHWC.
+// Conv regions and what reads them inside (pooling, elementwise chains) are stored NHWC; a Transpose
+// between NCHW and NHWC orders (or one that cancels the Transposes before it) is a view, no step.
 PassResult assign_layouts(LowerContext& cx);
 // Every remaining node becomes plan steps; the model's inputs and outputs are bound.
 PassResult emit_steps(LowerContext& cx);

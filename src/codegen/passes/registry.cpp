@@ -82,6 +82,9 @@ std::string decisions(LowerContext& cx, const Node* n) {
   if (auto it = cx.group_of.find(n); it != cx.group_of.end())
     d.push_back("ew group " + std::to_string(it->second) + " (" + std::to_string(cx.groups[it->second].nodes.size()) +
                 " nodes)");
+  if (auto it = cx.layout_views.find(n); it != cx.layout_views.end())
+    d.push_back("view of " + val(it->second) + "'s tensor (no step)");
+  if (cx.nhwc_reads.count(n)) d.push_back("reads " + val(n->input(0)) + " NHWC in place");
   for (const Value* v : n->outputs()) {
     if (cx.nhwc.count(v)) d.push_back(val(v) + " NHWC");
     if (cx.materialized.count(v)) d.push_back(val(v) + " filled from its dims");
