@@ -4,7 +4,8 @@
 // that nothing may write. Cases cover groups of 1 to 96 channels in and out (widths that are not
 // multiples of 8 included), strides 1 and 2, padding, dilation 2, odd and non-square sizes, f16 and
 // bf16, every epilogue the kernel fuses (bias, relu, relu6, silu, the residual before and after the
-// activation), and both bodies of the kernel (the tiled one forced on depthwise convs too).
+// activation), and every body of the kernel (the tiled one forced on depthwise convs too, the
+// tensor-core one where asked for).
 // Exit 77 (ctest: skipped) without a GPU; 1 on any failure.
 // Run: build/tests/gpu/grouped_conv_test [substring-filter]
 #include <cuda_runtime.h>
@@ -152,6 +153,16 @@ std::vector<Case> cases() {
       {{2, 11, 9, 40, 40, 3, 3, 40, 2, 2, 1, 1, 2, 2}, res_relu, K::depthwise_vec},
       {{3, 9, 9, 5, 5, 5, 5, 5, 2, 2, 2, 2, 1, 1}, relu},              // C = 5: the tiled body
       {{1, 9, 9, 200, 200, 3, 3, 200, 1, 1, 1, 1, 1, 1}, lin, K::tiled},  // 200 groups: 4 channel tiles
+      // The tensor-core body: m32n8k16 fragments (8 and 24 output channels a group), m16n16k16 (16,
+      // 64, and 96 split into two chunks of a block), a reduction that ends mid-step (3x3x8 = 72).
+      {{2, 13, 11, 48, 48, 3, 3, 6, 1, 1, 1, 1, 1, 1}, relu, K::tensor_core},
+      {{1, 15, 15, 48, 48, 3, 3, 6, 1, 1, 2, 2, 1, 1}, silu, K::tensor_core},
+      {{2, 9, 10, 64, 64, 3, 3, 4, 2, 2, 1, 1, 2, 2}, res_relu, K::tensor_core},
+      {{1, 17, 17, 64, 64, 3, 3, 4, 1, 1, 2, 2, 1, 1}, silu_res, K::tensor_core},
+      {{2, 7, 9, 48, 72, 3, 3, 3, 1, 1, 1, 1, 1, 1}, relu6, K::tensor_core},
+      {{1, 12, 12, 48, 192, 3, 3, 2, 1, 1, 1, 1, 1, 1}, relu, K::tensor_core},
+      {{1, 23, 21, 128, 128, 5, 5, 2, 4, 4, 2, 2, 2, 2}, silu, K::tensor_core},
+      {{3, 10, 10, 32, 16, 1, 1, 2, 0, 0, 1, 1, 1, 1}, lin, K::tensor_core},
   };
 }
 
@@ -172,7 +183,8 @@ int main(int argc, char** argv) {
       if (!filter.empty() && case_name(cs, e).find(filter) == std::string::npos) continue;
       run_case(cs, e, rng) ? ++pass : ++fail;
     }
-  // Refusals: the vector body forced where C breaks the vector; groups that do not divide channels.
+  // Refusals: the vector body forced where C breaks the vector; groups that do not divide channels;
+  // two activations; the tensor-core body forced on 2-channel groups.
   if (filter.empty() || std::string("GroupedConv_refusals").find(filter) != std::string::npos) {
     native::DepthwiseArgs a;
     a.n = 1, a.h = a.w_ = 4, a.c = 6, a.r = a.s = 1, a.p = a.q = 4;
@@ -184,9 +196,11 @@ int main(int argc, char** argv) {
     refused += native::depthwise_conv2d(a, nullptr) == cudaErrorInvalidValue;
     a.k = 0, a.groups = 0, a.clamp = true, a.clamp_max = 6.f, a.silu = true;
     refused += native::depthwise_conv2d(a, nullptr) == cudaErrorInvalidValue;
+    a.clamp = a.silu = false, a.k = 6, a.groups = 3, a.kernel = native::GroupedConvKernel::tensor_core;  // 2 a group
+    refused += native::depthwise_conv2d(a, nullptr) == cudaErrorInvalidValue;
     cudaGetLastError();
-    std::printf("%s GroupedConv_refusals: %d of 3 refused\n", refused == 3 ? "ok  " : "FAIL", refused);
-    refused == 3 ? ++pass : ++fail;
+    std::printf("%s GroupedConv_refusals: %d of 4 refused\n", refused == 4 ? "ok  " : "FAIL", refused);
+    refused == 4 ? ++pass : ++fail;
   }
   std::printf("%d passed, %d failed\n", pass, fail);
   return fail ? 1 : 0;

@@ -1,53 +1,22 @@
 // Grouped 2-D convolution on NHWC activations, depthwise (one channel a group) as its case: one
-// entry (depthwise_conv2d), one parameter block, one epilogue and one kernel template with two
-// bodies. The tiled body runs every shape: a block computes a tile of output pixels x output
-// channels of whole groups (or of one wide group's channel chunk), stages the input window and the
-// groups' filter slice in shared memory in chunks of input channels, and each thread accumulates
-// a register tile of kTpx output columns x kTkx output channels of one group in f32. The depthwise
-// body is the specialisation for one channel a group where C is a multiple of a 16-byte vector:
-// one thread per (output pixel, channel vector), no staging (each input is read by R·S threads of
-// neighbouring pixels only, which L1 serves). Tests: tests/gpu/grouped_conv_test.cpp,
-// tests/gpu/native_kernels_test.cpp (Depthwise_*, GroupedConv_*).
-#include "backends/native/common.cuh"
+// entry (depthwise_conv2d), one parameter block and epilogue (grouped_conv.cuh) and one kernel
+// template with three bodies. The tiled body runs every shape: a block computes a tile of output
+// pixels x output channels of whole groups (or of one wide group's channel chunk), stages the input
+// window and the groups' filter slice in shared memory in chunks of input channels, and each thread
+// accumulates a register tile of kTpx output columns x kTkx output channels of one group in f32.
+// The depthwise body is the specialisation for one channel a group where C is a multiple of a
+// 16-byte vector: one thread per (output pixel, channel vector), no staging (each input is read by
+// R·S threads of neighbouring pixels only, which L1 serves). The tensor-core body
+// (grouped_conv_tc.cuh) runs groups of multiples of 8 channels as implicit GEMMs on WMMA fragments
+// where asked for. Tests: tests/gpu/grouped_conv_test.cpp, tests/gpu/native_kernels_test.cpp
+// (Depthwise_*, GroupedConv_*).
+#include "backends/native/grouped_conv.cuh"
+#include "backends/native/grouped_conv_tc.cuh"
 
 namespace sabre::native {
 namespace {
 
 using namespace detail;
-
-enum : int { kActNone = 0, kActClamp = 1, kActSilu = 2 };
-
-// Dims fit int32 (checked on the host); global offsets are formed in 64 bits.
-struct GcParams {
-  const void *x, *w, *bias, *res;
-  void* y;
-  int n, h, w_, c, r, s, p, q, k, groups, cg, kg;
-  int pad_h, pad_w, stride_h, stride_w, dil_h, dil_w;
-  int act, res_after;
-  float lo, hi;
-  // The tiled body's tile (choose_tile).
-  int gpb;       // whole groups a block (1 where a group's channels are split into chunks)
-  int bkc;       // output channels a block: gpb·kg, or a chunk of one group
-  int kchunks;   // channel chunks a group (1 where gpb > 1)
-  int th, tw;    // output rows and columns a block
-  int cch;       // input channels a group staged at once
-  int win_h, win_w, xs;  // the input window and its shared-memory pitch a position (odd: no bank conflicts)
-  int tiles_p, tiles_q;
-  DivMod by_cch, by_gpb, by_win_w, by_bkc, by_kg;  // the staging loops' divisors
-};
-
-__device__ __forceinline__ float activate(float v, const GcParams& a) {
-  if (a.act == kActClamp) return fminf(fmaxf(v, a.lo), a.hi);
-  if (a.act == kActSilu) return v / (1.f + __expf(-v));
-  return v;
-}
-
-// y = act(acc + bias [+ res]) [+ res] with v = acc + bias: the epilogue both bodies share.
-__device__ __forceinline__ float finish(float v, float res, const GcParams& a) {
-  if (!a.res_after) v += res;
-  v = activate(v, a);
-  return a.res_after ? v + res : v;
-}
 
 // Depthwise with 16-byte channel vectors and 32-bit index math (the host checks C % kV == 0, every
 // pointer 16-byte aligned, fewer than 2^31 elements): taps unrolled for the common 3x3, the filter
@@ -197,14 +166,17 @@ __device__ __forceinline__ void tiled_body(const GcParams& a, float* smem) {
   }
 }
 
-// The one kernel: kTkx 0 selects the depthwise vector body, else the tiled body with kTkx
-// channels a thread.
-template <class T, int kTkx>
+enum : int { kBodyVec = 0, kBodyTiled = 1, kBodyTensor = 2 };
+
+// The one kernel: the depthwise vector body, the tiled body with kArg channels a thread, or the
+// tensor-core body with fragments kArg channels wide.
+template <class T, int kBody, int kArg>
 __global__ void __launch_bounds__(kThreads) grouped_conv_kernel(const GcParams a) {
   pdl_enter();
-  extern __shared__ float smem[];
-  if constexpr (kTkx == 0) depthwise_vec_body<T, 16 / sizeof(T)>(a);
-  else tiled_body<T, kTkx>(a, smem);
+  extern __shared__ __align__(128) float smem[];  // WMMA wants 32-byte aligned tiles
+  if constexpr (kBody == kBodyVec) depthwise_vec_body<T, 16 / sizeof(T)>(a);
+  else if constexpr (kBody == kBodyTiled) tiled_body<T, kArg>(a, smem);
+  else if constexpr (!std::is_same_v<T, float>) tensor_body<T, kArg>(a, smem);
 }
 
 int64_t tiled_smem_bytes(const GcParams& a) {
@@ -258,17 +230,34 @@ cudaError_t launch_tiled(GcParams a, cudaStream_t stream) {
   if (tiles >= (int64_t(1) << 31) || ctiles > 65535)
     return fail(cudaErrorInvalidValue, "depthwise_conv2d: too many tiles for one launch");
   const dim3 grid{static_cast<unsigned>(tiles), static_cast<unsigned>(ctiles)};
-  SABRE_CUDA_TRY(launch(grouped_conv_kernel<T, kTkx>, grid, block, size_t(tiled_smem_bytes(a)), stream, a));
+  SABRE_CUDA_TRY(launch(grouped_conv_kernel<T, kBodyTiled, kTkx>, grid, block, size_t(tiled_smem_bytes(a)), stream, a));
+  SABRE_LAUNCH_CHECK();
+  return cudaSuccess;
+}
+
+template <class T, int kN>
+cudaError_t launch_tensor(GcParams a, cudaStream_t stream) {
+  using S = TcShape<kN>;
+  a.bkc = std::min(a.kg, kMaxBlockK), a.kchunks = (a.kg + a.bkc - 1) / a.bkc, a.gpb = 1;
+  const int64_t tiles = (int64_t(a.n) * a.p * a.q + S::BM - 1) / S::BM, ctiles = int64_t(a.groups) * a.kchunks;
+  if (tiles >= (int64_t(1) << 31) || ctiles > 65535)
+    return fail(cudaErrorInvalidValue, "depthwise_conv2d: too many tiles for one launch");
+  const dim3 grid{static_cast<unsigned>(tiles), static_cast<unsigned>(ctiles)};
+  SABRE_CUDA_TRY(launch(grouped_conv_kernel<T, kBodyTensor, kN>, grid, kTcThreads, size_t(tc_smem_bytes<kN>(a.bkc)),
+                        stream, a));
   SABRE_LAUNCH_CHECK();
   return cudaSuccess;
 }
 
 template <class T>
-cudaError_t launch_any(const GcParams& a, bool vec, cudaStream_t stream) {
-  if (vec) {
+cudaError_t launch_any(const GcParams& a, GroupedConvKernel body, cudaStream_t stream) {
+  if constexpr (!std::is_same_v<T, float>)
+    if (body == GroupedConvKernel::tensor_core)
+      return a.kg % 16 == 0 ? launch_tensor<T, 16>(a, stream) : launch_tensor<T, 8>(a, stream);
+  if (body == GroupedConvKernel::depthwise_vec) {
     constexpr int kV = 16 / sizeof(T);
     const int64_t total = int64_t(a.n) * a.p * a.q * a.c;
-    SABRE_CUDA_TRY(launch(grouped_conv_kernel<T, 0>, blocks_for(total / kV, 256, 65535), 256, 0, stream, a));
+    SABRE_CUDA_TRY(launch(grouped_conv_kernel<T, kBodyVec, 0>, blocks_for(total / kV, 256, 65535), 256, 0, stream, a));
     SABRE_LAUNCH_CHECK();
     return cudaSuccess;
   }
@@ -286,6 +275,7 @@ const char* grouped_conv_kernel_name(GroupedConvKernel k) {
     case GroupedConvKernel::automatic: return "auto";
     case GroupedConvKernel::depthwise_vec: return "depthwise_vec";
     case GroupedConvKernel::tiled: return "tiled";
+    case GroupedConvKernel::tensor_core: return "tensor_core";
   }
   return "?";
 }
@@ -326,11 +316,20 @@ cudaError_t depthwise_conv2d(const DepthwiseArgs& a, cudaStream_t stream) {
   if (a.kernel == GroupedConvKernel::depthwise_vec && !vec_ok)
     return fail(cudaErrorInvalidValue, "depthwise_conv2d: the depthwise vector kernel needs one channel a group, C a "
                                        "multiple of 16 bytes and 16-byte aligned pointers");
-  const bool vec = a.kernel == GroupedConvKernel::depthwise_vec || (a.kernel == GroupedConvKernel::automatic && vec_ok);
+  // The tensor-core body: 16-bit types, groups of multiples of 8 channels in and out, x and w
+  // 16-byte aligned (its loads are channel vectors). Only where asked for until it has passed its
+  // GPU tests (tests/gpu/grouped_conv_test.cpp, *_tensor_core cases).
+  const bool tc_ok = a.dtype != DType::f32 && p.cg % 8 == 0 && p.kg % 8 == 0 && aligned16(a.x) && aligned16(a.w);
+  if (a.kernel == GroupedConvKernel::tensor_core && !tc_ok)
+    return fail(cudaErrorInvalidValue, "depthwise_conv2d: the tensor-core body needs f16 or bf16, multiples of 8 "
+                                       "channels a group in and out and 16-byte aligned x and w");
+  const GroupedConvKernel body = a.kernel != GroupedConvKernel::automatic ? a.kernel
+                                 : vec_ok                                   ? GroupedConvKernel::depthwise_vec
+                                                                            : GroupedConvKernel::tiled;
   switch (a.dtype) {
-    case DType::f16: return launch_any<half>(p, vec, stream);
-    case DType::bf16: return launch_any<bf16>(p, vec, stream);
-    case DType::f32: return launch_any<float>(p, vec, stream);
+    case DType::f16: return launch_any<half>(p, body, stream);
+    case DType::bf16: return launch_any<bf16>(p, body, stream);
+    case DType::f32: return launch_any<float>(p, body, stream);
     default: return fail(cudaErrorInvalidValue, "depthwise_conv2d: f16, bf16 or f32 only");
   }
 }
