@@ -26,12 +26,11 @@ struct TcShape {
 
 // Shared memory, every part 32-byte aligned as WMMA wants: C [BM, bkc + 4] f32, A [BM, kTcLda],
 // B [frags][16][kN] (one 16 x kN block a fragment, so each starts aligned), row info [3][BM] ints.
-template <int kN>
 __host__ __device__ constexpr int tc_c_ld(int bkc) { return bkc + 4; }
 template <int kN>
 int64_t tc_smem_bytes(int bkc) {
   using S = TcShape<kN>;
-  return int64_t(S::BM) * tc_c_ld<kN>(bkc) * 4 + int64_t(S::BM) * kTcLda * 2 + int64_t(bkc / kN) * 16 * kN * 2 +
+  return int64_t(S::BM) * tc_c_ld(bkc) * 4 + int64_t(S::BM) * kTcLda * 2 + int64_t(bkc / kN) * 16 * kN * 2 +
          3 * S::BM * 4;
 }
 
@@ -40,7 +39,7 @@ __device__ __forceinline__ void tensor_body(const GcParams& a, float* smem) {
   namespace wmma = nvcuda::wmma;
   using S = TcShape<kN>;
   using V = Pack<T, 8>;
-  const int ldc = tc_c_ld<kN>(a.bkc), frags = a.bkc / kN;
+  const int ldc = tc_c_ld(a.bkc), frags = a.bkc / kN;
   float* cs = smem;
   T* as = reinterpret_cast<T*>(cs + S::BM * ldc);
   T* bs = as + S::BM * kTcLda;
