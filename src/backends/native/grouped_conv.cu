@@ -10,6 +10,8 @@
 // (grouped_conv_tc.cuh) runs groups of multiples of 8 channels as implicit GEMMs on WMMA fragments
 // where asked for. Tests: tests/gpu/grouped_conv_test.cpp, tests/gpu/native_kernels_test.cpp
 // (Depthwise_*, GroupedConv_*).
+#include <cstdlib>
+
 #include "backends/native/grouped_conv.cuh"
 #include "backends/native/grouped_conv_tc.cuh"
 
@@ -268,6 +270,16 @@ cudaError_t launch_any(const GcParams& a, GroupedConvKernel body, cudaStream_t s
   return launch_tiled<T, 1>(a, stream);
 }
 
+// SABRE_GROUPED_TC=1: automatic takes the tensor-core body where it applies (an A/B switch until
+// that body is the default; read once).
+bool tensor_core_by_default() {
+  static const bool on = [] {
+    const char* v = std::getenv("SABRE_GROUPED_TC");
+    return v && v[0] == '1';
+  }();
+  return on;
+}
+
 }  // namespace
 
 const char* grouped_conv_kernel_name(GroupedConvKernel k) {
@@ -317,15 +329,16 @@ cudaError_t depthwise_conv2d(const DepthwiseArgs& a, cudaStream_t stream) {
     return fail(cudaErrorInvalidValue, "depthwise_conv2d: the depthwise vector kernel needs one channel a group, C a "
                                        "multiple of 16 bytes and 16-byte aligned pointers");
   // The tensor-core body: 16-bit types, groups of multiples of 8 channels in and out, x and w
-  // 16-byte aligned (its loads are channel vectors). Only where asked for until it has passed its
-  // GPU tests (tests/gpu/grouped_conv_test.cpp, *_tensor_core cases).
+  // 16-byte aligned (its loads are channel vectors). Only where asked for (the kernel field or
+  // SABRE_GROUPED_TC=1) until it has passed its GPU tests (grouped_conv_test's *_tensor_core cases).
   const bool tc_ok = a.dtype != DType::f32 && p.cg % 8 == 0 && p.kg % 8 == 0 && aligned16(a.x) && aligned16(a.w);
   if (a.kernel == GroupedConvKernel::tensor_core && !tc_ok)
     return fail(cudaErrorInvalidValue, "depthwise_conv2d: the tensor-core body needs f16 or bf16, multiples of 8 "
                                        "channels a group in and out and 16-byte aligned x and w");
-  const GroupedConvKernel body = a.kernel != GroupedConvKernel::automatic ? a.kernel
-                                 : vec_ok                                   ? GroupedConvKernel::depthwise_vec
-                                                                            : GroupedConvKernel::tiled;
+  const GroupedConvKernel body = a.kernel != GroupedConvKernel::automatic    ? a.kernel
+                                 : vec_ok                                      ? GroupedConvKernel::depthwise_vec
+                                 : tc_ok && tensor_core_by_default()           ? GroupedConvKernel::tensor_core
+                                                                               : GroupedConvKernel::tiled;
   switch (a.dtype) {
     case DType::f16: return launch_any<half>(p, body, stream);
     case DType::bf16: return launch_any<bf16>(p, body, stream);

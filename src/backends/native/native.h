@@ -84,7 +84,8 @@ cudaError_t softmax(const SoftmaxArgs& a, cudaStream_t stream);
 // channels) and, specialised from it, a vector body for depthwise convs whose C is a multiple of
 // 16 bytes with aligned pointers.
 // tensor_core: the implicit GEMM of one group on WMMA fragments (f16/bf16, multiples of 8 channels a
-// group in and out); only where asked for until it has passed its GPU tests.
+// group in and out); only where asked for (here, or SABRE_GROUPED_TC=1 in the environment for
+// automatic) until it has passed its GPU tests.
 enum class GroupedConvKernel { automatic, depthwise_vec, tiled, tensor_core };
 const char* grouped_conv_kernel_name(GroupedConvKernel k);  // "auto", "depthwise_vec", "tiled", "tensor_core"
 struct DepthwiseArgs {
