@@ -69,7 +69,7 @@ struct SoftmaxArgs {
 };
 cudaError_t softmax(const SoftmaxArgs& a, cudaStream_t stream);
 
-// ---- Depthwise and grouped convolution (depthwise.cu) ------------------------------------------
+// ---- Grouped and depthwise convolution (grouped_conv.cu) -------------------------------------
 // y[n,p,q,c] = bias[c] + sum_{r,s} x[n, p*stride_h - pad_h + r*dil_h, q*stride_w - pad_w + s*dil_w, c]
 // * w[r,s,c]: NHWC x and y, the filter [R,S,C] (ONNX's [C,1,R,S] transposed at compile time),
 // out-of-range taps zero, f32 accumulation. Bias optional.
@@ -77,6 +77,17 @@ cudaError_t softmax(const SoftmaxArgs& a, cudaStream_t stream);
 // group g = k / (K/G) sums over the group's C/G input channels g*C/G + j,
 // y[n,p,q,k] = bias[k] + sum_{r,s,j} x[n, ih, iw, g*C/G + j] * w[r,s,j,k], the filter [R,S,C/G,K]
 // (ONNX's [K,C/G,R,S] transposed at compile time; for depthwise the same bytes as [R,S,C]).
+// Epilogue on the f32 sum v: y = act(v + residual) or, with residual_after_act, act(v) + residual;
+// residual (optional) is NHWC [n,p,q,K] in the same dtype.
+// One kernel template runs both: a tiled body for every shape (a block stages an input window and
+// its groups' filter slice in shared memory and reuses them over a tile of output pixels x output
+// channels) and, specialised from it, a vector body for depthwise convs whose C is a multiple of
+// 16 bytes with aligned pointers.
+// tensor_core: the implicit GEMM of one group on WMMA fragments (f16/bf16, multiples of 8 channels a
+// group in and out); only where asked for (here, or SABRE_GROUPED_TC=1 in the environment for
+// automatic) until it has passed its GPU tests.
+enum class GroupedConvKernel { automatic, depthwise_vec, tiled, tensor_core };
+const char* grouped_conv_kernel_name(GroupedConvKernel k);  // "auto", "depthwise_vec", "tiled", "tensor_core"
 struct DepthwiseArgs {
   DType dtype = DType::f16;
   const void *x = nullptr, *w = nullptr, *bias = nullptr;
@@ -85,9 +96,16 @@ struct DepthwiseArgs {
   int64_t k = 0, groups = 0;  // 0: depthwise (k = groups = c)
   int64_t pad_h = 0, pad_w = 0, stride_h = 1, stride_w = 1, dil_h = 1, dil_w = 1;
   // A fused activation y = min(max(conv + bias, clamp_min), clamp_max) (Relu: 0, +inf; ReLU6: 0, 6),
-  // applied only when `clamp` is set (so an unfused conv passes NaN through as the reference does).
+  // applied only when `clamp` is set (so an unfused conv passes NaN through as the reference does);
+  // or silu: v * sigmoid(v). At most one of the two.
   bool clamp = false;
   float clamp_min = 0.f, clamp_max = 0.f;
+  bool silu = false;
+  const void* residual = nullptr;
+  bool residual_after_act = false;
+  // automatic: the vector body where it applies, else the tiled one. The others force one (tests,
+  // benchmarks); depthwise_vec where it does not apply is refused.
+  GroupedConvKernel kernel = GroupedConvKernel::automatic;
 };
 cudaError_t depthwise_conv2d(const DepthwiseArgs& a, cudaStream_t stream);
 
