@@ -19,9 +19,21 @@ struct DwParams {
   long long pad_h, pad_w, stride_h, stride_w, dil_h, dil_w;
   int clamp;
   float lo, hi;
+  ConvAct act;
+  float alpha, beta;
 };
 
-__device__ __forceinline__ float activate(float v, const DwParams& a) { return a.clamp ? fminf(fmaxf(v, a.lo), a.hi) : v; }
+// The fused activation (conv_act.h), then the clamp (Relu, Clip).
+__device__ __forceinline__ float activate(float v, const DwParams& a) {
+  switch (a.act) {
+    case ConvAct::silu: v = v / (1.f + __expf(-a.alpha * v)); break;
+    case ConvAct::sigmoid: v = 1.f / (1.f + __expf(-v)); break;
+    case ConvAct::hard_swish: v = v * fminf(fmaxf(a.alpha * v + a.beta, 0.f), 1.f); break;
+    case ConvAct::hard_sigmoid: v = fminf(fmaxf(a.alpha * v + a.beta, 0.f), 1.f); break;
+    default: break;
+  }
+  return a.clamp ? fminf(fmaxf(v, a.lo), a.hi) : v;
+}
 
 // Depthwise with 16-byte channel vectors (8 halves or 4 floats) and 32-bit index math: one thread per
 // (output pixel, channel vector), taps unrolled by the compiler for the common 3x3, the filter row of
@@ -132,8 +144,10 @@ cudaError_t depthwise_conv2d(const DepthwiseArgs& a, cudaStream_t stream) {
     return fail(cudaErrorInvalidValue, "depthwise_conv2d: bad dims");
   if (a.clamp && !(a.clamp_min <= a.clamp_max))
     return fail(cudaErrorInvalidValue, "depthwise_conv2d: clamp_min must be <= clamp_max");
+  if (a.act >= ConvAct::kCount) return fail(cudaErrorInvalidValue, "depthwise_conv2d: unknown activation");
   DwParams p{a.x, a.w, a.bias, a.y, a.n, a.h, a.w_, a.c, a.r, a.s, a.p, a.q,
-             a.pad_h, a.pad_w, a.stride_h, a.stride_w, a.dil_h, a.dil_w, a.clamp ? 1 : 0, a.clamp_min, a.clamp_max};
+             a.pad_h, a.pad_w, a.stride_h, a.stride_w, a.dil_h, a.dil_w, a.clamp ? 1 : 0, a.clamp_min, a.clamp_max,
+             a.act, a.act_alpha, a.act_beta};
   const bool grouped = a.k != 0 || a.groups != 0;
   if (grouped && !(a.k > 0 && a.groups > 0 && a.c % a.groups == 0 && a.k % a.groups == 0))
     return fail(cudaErrorInvalidValue, "depthwise_conv2d: grouped needs k and groups >= 1 dividing c and k");

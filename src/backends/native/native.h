@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "backends/native/conv_act.h"
 #include "backends/native/elementwise.h"
 #include "backends/native/stem_conv.h"
 #include "ir/dtype.h"
@@ -88,6 +89,10 @@ struct DepthwiseArgs {
   // applied only when `clamp` is set (so an unfused conv passes NaN through as the reference does).
   bool clamp = false;
   float clamp_min = 0.f, clamp_max = 0.f;
+  // A fused activation of v = conv + bias, applied before the clamp: SiLU/Swish v·sigmoid(alpha·v),
+  // sigmoid(v), hard_swish v·clamp(alpha·v + beta, 0, 1), hard_sigmoid clamp(alpha·v + beta, 0, 1).
+  ConvAct act = ConvAct::none;
+  float act_alpha = 1.f, act_beta = 0.f;
 };
 cudaError_t depthwise_conv2d(const DepthwiseArgs& a, cudaStream_t stream);
 

@@ -46,6 +46,9 @@ PassResult fuse_attention_mask(LowerContext& cx);
 PassResult eliminate_dead_code(LowerContext& cx);
 // Maximal single-consumer chains of elementwise ops become one generated kernel each.
 PassResult group_elementwise(LowerContext& cx);
+// The squeeze-excite scale x·gate (gate [N,C,1,1], a sigmoid) runs in one elementwise step with what
+// follows it; where a GEMM or conv reads it instead, the refusal says why it is a step of its own.
+PassResult fuse_se_scale(LowerContext& cx);
 // Conv regions and what reads them inside (pooling, elementwise chains) are stored NHWC.
 PassResult assign_layouts(LowerContext& cx);
 // Every remaining node becomes plan steps; the model's inputs and outputs are bound.
