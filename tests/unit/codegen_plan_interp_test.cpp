@@ -2077,6 +2077,8 @@ TEST(CodegenPlanInterp, SqueezeExciteBlockMatchesReference) {
 // The zoo's CNNs on the real exports (bench/zoo.py export writes them): SABRE_ZOO_MODELS=DIR runs
 // DIR/onnx/NAME.onnx against the reference, NAME from SABRE_ZOO_CNN (comma-separated; default
 // efficientnet_b0,regnet_y_400mf,mobilenet_v2): depthwise activations fused, squeeze-excite scales.
+// RegNetY-400MF with random weights is ill-conditioned in f16 (bench/models/zoo_models.py: PyTorch's
+// own fp16 output is far from its fp32), so it gets a wider tolerance than the others.
 TEST(CodegenPlanInterp, ZooConvNetsMatchReference) {
   const char* dir = std::getenv("SABRE_ZOO_MODELS");
   if (!dir) GTEST_SKIP() << "set SABRE_ZOO_MODELS to the folder bench/zoo.py export wrote into";
@@ -2087,7 +2089,7 @@ TEST(CodegenPlanInterp, ZooConvNetsMatchReference) {
     ASSERT_TRUE(fs::exists(p)) << p << " is missing";
     SCOPED_TRACE(p);
     codegen::Lowered low;
-    check_model(fs::absolute(p).string(), ir::DType::f16, 1e-2, false, &low);
+    check_model(fs::absolute(p).string(), ir::DType::f16, m == "regnet_y_400mf" ? 5e-2 : 1e-2, false, &low);
     std::printf("%s: %zu steps, %d elementwise, %d depthwise_conv\n", m.c_str(), low.plan.steps.size(),
                 count_steps(low.plan, "elementwise"), count_steps(low.plan, "depthwise_conv"));
   }
