@@ -35,7 +35,8 @@ PassResult fuse_embed_layernorm(LowerContext& cx);
 PassResult fuse_layernorm_residual(LowerContext& cx);
 // Gather(data, Range(...)) runs as a slice.
 PassResult slice_range_gather(LowerContext& cx);
-// A depthwise conv absorbs the Relu or constant Clip after it.
+// A depthwise conv absorbs the activation after it: Relu, constant Clip, SiLU and Swish in any
+// operand order, Sigmoid, HardSwish, x·HardSigmoid(x), HardSigmoid.
 PassResult fuse_depthwise_activation(LowerContext& cx);
 // Q·Kᵀ, softmax and ·V between the head reshapes become one attention step.
 PassResult fuse_attention(LowerContext& cx);
