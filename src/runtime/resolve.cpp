@@ -212,6 +212,25 @@ Clamp clamp_param(const Step& s) {
   return c;
 }
 
+ConvActivation activation_param(const Step& s) {
+  ConvActivation a;
+  const json::Value* v = s.params.get("activation");
+  if (!v) return a;
+  const std::string form = ": param 'activation' must be {\"op\": silu|sigmoid|hard_swish|hard_sigmoid, \"alpha\": number, "
+                           "\"beta\": number}";
+  if (!v->is_object()) throw PlanError("plan: " + where(s) + form);
+  const json::Value* op = v->get("op");
+  const std::optional<native::ConvAct> act = op && op->is_string() ? native::parse_conv_act(op->str()) : std::nullopt;
+  if (!act) throw PlanError("plan: " + where(s) + form);
+  a.act = *act;
+  for (auto [key, out] : {std::pair<const char*, float*>{"alpha", &a.alpha}, {"beta", &a.beta}})
+    if (const json::Value* x = v->get(key)) {
+      if (!x->is_number()) throw PlanError("plan: " + where(s) + form);
+      *out = static_cast<float>(x->num());
+    }
+  return a;
+}
+
 StemConvGeometry stem_conv_geometry(const Step& s, const Dims& dims, const std::vector<int64_t>& x_shape,
                                     const std::vector<int64_t>& w_shape, const std::vector<int64_t>& y_shape) {
   const std::string tensors = "x " + shape_str(x_shape) + ", w " + shape_str(w_shape) + ", y " + shape_str(y_shape);

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/native/conv_act.h"
 #include "backends/native/elementwise.h"
 #include "runtime/plan.h"
 #include "sabre/kernel_abi.h"
@@ -61,6 +62,16 @@ struct Clamp {
   float lo = -INFINITY, hi = INFINITY;
 };
 Clamp clamp_param(const Step& s);
+
+// A fused activation as a depthwise_conv step's optional "activation" param, applied before the
+// clamp: {"op": NAME, "alpha": a, "beta": b}, NAME one of native::ConvAct's (conv_act.h: silu,
+// sigmoid, hard_swish, hard_sigmoid), alpha and beta numbers (absent: 1 and 0). Absent: none.
+// Throws PlanError naming the step where it is not such an object.
+struct ConvActivation {
+  native::ConvAct act = native::ConvAct::none;
+  float alpha = 1.f, beta = 0.f;
+};
+ConvActivation activation_param(const Step& s);
 
 // A "stem_conv" step's geometry and clamp at these dims (docs/RUNTIME.md): x [n,c,h,w] NCHW,
 // w [k, cols] with cols >= r·s·CP (native::stem_conv_channel_pitch), y [n,p,q,k] NHWC; pads [4]

@@ -489,6 +489,8 @@ void StepLaunch::run_depthwise_conv() const {
   a.dil_h = dils[0], a.dil_w = dils[1];
   const Clamp cl = clamp_param(st);  // a fused Relu/Clip
   a.clamp = cl.on, a.clamp_min = cl.lo, a.clamp_max = cl.hi;
+  const ConvActivation act = activation_param(st);  // a fused SiLU, sigmoid, hard swish or hard sigmoid
+  a.act = act.act, a.act_alpha = act.alpha, a.act_beta = act.beta;
   native_check(native::depthwise_conv2d(a, stream));
 }
 

@@ -109,7 +109,7 @@ bool run_case(const Case& cs, cb::Elem e, std::mt19937& rng) {
     case cb::Act::none: break;
     case cb::Act::relu: a.clamp = true, a.clamp_min = 0.f, a.clamp_max = INFINITY; break;
     case cb::Act::relu6: a.clamp = true, a.clamp_min = 0.f, a.clamp_max = 6.f; break;
-    case cb::Act::silu: a.silu = true; break;
+    case cb::Act::silu: a.act = native::ConvAct::silu; break;
     default: std::printf("FAIL %s: no such fused activation in the native kernel\n", name.c_str()); return false;
   }
   if (cs.epi.residual != cb::Residual::none) a.residual = dr.p, a.residual_after_act = cs.epi.residual == cb::Residual::after_act;
@@ -194,9 +194,9 @@ int main(int argc, char** argv) {
     refused += native::depthwise_conv2d(a, nullptr) == cudaErrorInvalidValue;
     a.kernel = native::GroupedConvKernel::automatic, a.k = 6, a.groups = 4;
     refused += native::depthwise_conv2d(a, nullptr) == cudaErrorInvalidValue;
-    a.k = 0, a.groups = 0, a.clamp = true, a.clamp_max = 6.f, a.silu = true;
+    a.k = 0, a.groups = 0, a.act = native::ConvAct::kCount;  // no such activation
     refused += native::depthwise_conv2d(a, nullptr) == cudaErrorInvalidValue;
-    a.clamp = a.silu = false, a.k = 6, a.groups = 3, a.kernel = native::GroupedConvKernel::tensor_core;  // 2 a group
+    a.act = native::ConvAct::none, a.k = 6, a.groups = 3, a.kernel = native::GroupedConvKernel::tensor_core;  // 2 a group
     refused += native::depthwise_conv2d(a, nullptr) == cudaErrorInvalidValue;
     cudaGetLastError();
     std::printf("%s GroupedConv_refusals: %d of 4 refused\n", refused == 4 ? "ok  " : "FAIL", refused);

@@ -1164,7 +1164,51 @@ void depthwise_case(DType dt, int64_t n, int64_t c, int64_t hw, int64_t k, int64
   check(name, dy.get(dt, want.dims()), want);
 }
 
+// A fused activation (native::ConvAct) after conv + bias, against the reference's ops in their ONNX
+// spellings: SiLU as x·Sigmoid(x), Swish(1.5) as x·Sigmoid(1.5·x), Sigmoid, HardSwish, HardSigmoid(0.3, 0.4).
+void depthwise_act_case(DType dt, int64_t c, native::ConvAct act, float alpha, float beta) {
+  const int64_t n = 2, hw = 9, k = 3;
+  const std::string name = "Depthwise_" + dts(dt) + "_c" + std::to_string(c) + "_" +
+                           std::string(native::conv_act_name(act)) + (alpha == 1.5f ? "_alpha1p5" : "");
+  if (!selected(name)) return;
+  const Tensor x = rnd(dt, {n, c, hw, hw}), w = rnd(dt, {c, 1, k, k}), b = rnd(dt, {c});
+  const std::vector<int64_t> pads = {1, 1, 1, 1}, ks = {k, k};
+  const Tensor conv = ref_op("Conv", {x, w, b}, {{"group", c}, {"pads", pads}, {"kernel_shape", ks}})[0];
+  Tensor y;
+  switch (act) {
+    case native::ConvAct::silu: {
+      const Tensor scaled = ref_op("Mul", {conv, Tensor::scalar_f32(alpha).cast(dt)})[0];
+      y = ref_op("Mul", {conv, ref_op("Sigmoid", {scaled})[0]})[0];
+      break;
+    }
+    case native::ConvAct::sigmoid: y = ref_op("Sigmoid", {conv})[0]; break;
+    case native::ConvAct::hard_swish: y = ref_op("HardSwish", {conv})[0]; break;
+    default: y = ref_op("HardSigmoid", {conv}, {{"alpha", double(alpha)}, {"beta", double(beta)}})[0]; break;
+  }
+  const Tensor want = to_nhwc(y), xn = to_nhwc(x);
+  Tensor rsc(dt, {k, k, c});
+  for (int64_t ch = 0; ch < c; ++ch)
+    for (int64_t i = 0; i < k * k; ++i) rsc.set_f64(i * c + ch, w.get_f64(ch * k * k + i));
+  Dev dx(xn), dw(rsc), db(b), dy(want.nbytes());
+  native::DepthwiseArgs a;
+  a.dtype = dt;
+  a.x = dx.p, a.w = dw.p, a.bias = db.p, a.y = dy.p;
+  a.n = n, a.h = hw, a.w_ = hw, a.c = c, a.r = k, a.s = k, a.p = hw, a.q = hw;
+  a.pad_h = a.pad_w = 1;
+  a.act = act, a.act_alpha = alpha, a.act_beta = beta;
+  CK(native::depthwise_conv2d(a, nullptr));
+  check(name, dy.get(dt, want.dims()), want);
+}
+
 void depthwise_tests() {
+  for (DType dt : {DType::f32, DType::f16, DType::bf16})
+    for (int64_t c : {32, 5}) {  // the vector kernel and the scalar one
+      depthwise_act_case(dt, c, native::ConvAct::silu, 1.f, 0.f);
+      depthwise_act_case(dt, c, native::ConvAct::silu, 1.5f, 0.f);
+      depthwise_act_case(dt, c, native::ConvAct::sigmoid, 1.f, 0.f);
+      depthwise_act_case(dt, c, native::ConvAct::hard_swish, 1.f / 6.f, 0.5f);
+      depthwise_act_case(dt, c, native::ConvAct::hard_sigmoid, 0.3f, 0.4f);
+    }
   for (DType dt : {DType::f32, DType::f16, DType::bf16}) {
     depthwise_case(dt, 2, 32, 28, 3, 1, 1);   // MobileNetV2 block
     depthwise_case(dt, 1, 96, 56, 3, 2, 1);   // the stride-2 ones

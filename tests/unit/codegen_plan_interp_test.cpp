@@ -217,6 +217,13 @@ class Interp {
                   for (int64_t j = 0; j < CG; ++j)
                     acc += x.v[((n * H + ih) * W + iw) * C + (c / KG) * CG + j] * w.v[((r * S + t) * CG + j) * K + c];
                 }
+              if (const json::Value* ac = P.get("activation")) {  // a fused SiLU, sigmoid, hard swish or hard sigmoid
+                const std::string f = ac->get("op")->str();
+                const double al = ac->get("alpha")->num(), be = ac->get("beta")->num();
+                const double hs = std::min(std::max(al * acc + be, 0.0), 1.0);
+                acc = f == "silu" ? acc / (1 + std::exp(-al * acc)) : f == "sigmoid" ? 1 / (1 + std::exp(-acc))
+                      : f == "hard_swish" ? acc * hs : f == "hard_sigmoid" ? hs : NAN;
+              }
               if (const json::Value* cl = P.get("clamp")) {  // a fused Relu/Clip: [min, max], null unbounded
                 if (!cl->arr()[0].is_null()) acc = std::max(acc, cl->arr()[0].num());
                 if (!cl->arr()[1].is_null()) acc = std::min(acc, cl->arr()[1].num());
@@ -2047,6 +2054,100 @@ TEST(CodegenPlanInterp, Issue29ElementwiseOpsLowerToChains) {
   check_graph("issue29_elementwise", g, ir::DType::f16, 5e-3, &low);
   for (const auto& s : low.plan.steps)
     EXPECT_TRUE(s.op == "elementwise" || s.op == "reshape" || s.name == "x.cast") << s.op << " step " << s.name;
+}
+
+// Each exporter's spelling of the activation after a depthwise conv (the fires cases of
+// tests/golden/lower/fuse_depthwise_activation: SiLU in both operand orders, Swish with a scale,
+// sigmoid, HardSwish, x·HardSigmoid(x), HardSigmoid, ReLU6) runs in the depthwise step (no
+// elementwise step is left), and the plan computes what the graph does, in f16 and bf16.
+TEST(CodegenPlanInterp, DepthwiseActivationFormsMatchReference) {
+  transform::register_ops();
+  const fs::path dir = fs::path(SABRE_SOURCE_DIR) / "tests" / "golden" / "lower" / "fuse_depthwise_activation";
+  int cases = 0;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    const std::string stem = e.path().stem().string();
+    if (e.path().extension() != ".ir" || stem.rfind("fires_", 0) != 0) continue;
+    std::ifstream f(e.path());
+    std::stringstream text;
+    text << f.rdbuf();
+    ir::Graph g = ir::parse_graph(text.str());
+    ir::infer_types(g);
+    for (auto [dt, tol] : {std::pair{ir::DType::f16, 4e-3}, {ir::DType::bf16, 2.5e-2}}) {
+      codegen::Lowered low;
+      check_graph(stem, g, dt, tol, &low);
+      EXPECT_EQ(count_steps(low.plan, "depthwise_conv"), 1) << stem;
+      EXPECT_EQ(count_steps(low.plan, "elementwise"), 0) << stem << ": the activation ran as a step";
+    }
+    ++cases;
+  }
+  EXPECT_GE(cases, 8);
+}
+
+// EfficientNet's MBConv block at toy size: expand 1x1 + SiLU, depthwise 3x3 + SiLU (in the step),
+// squeeze-excite (pool, 1x1 + SiLU, 1x1 + sigmoid: GEMM epilogues), the scale, project 1x1 + x.
+// The scale is the one elementwise step (fuse_se_scale: no GEMM kernel takes it as a prologue).
+TEST(CodegenPlanInterp, SqueezeExciteBlockMatchesReference) {
+  transform::register_ops();
+  ir::Graph g = ir::parse_graph(R"(graph mbconv(%x: f32[batch,16,6,6]) -> (%y) {
+    %we = const f32[32,16,1,1] @0101010101010101
+    %be = const f32[32] @0202020202020202
+    %wd = const f32[32,1,3,3] @0303030303030303
+    %bd = const f32[32] @0404040404040404
+    %w1 = const f32[8,32,1,1] @0505050505050505
+    %b1 = const f32[8] @0606060606060606
+    %w2 = const f32[32,8,1,1] @0707070707070707
+    %b2 = const f32[32] @0808080808080808
+    %wp = const f32[16,32,1,1] @0909090909090909
+    %bp = const f32[16] @0a0a0a0a0a0a0a0a
+    %e = Conv(%x, %we, %be) {kernel_shape=[1, 1]}
+    %es = Sigmoid(%e)
+    %ea = Mul(%e, %es)
+    %d = Conv(%ea, %wd, %bd) {group=32, kernel_shape=[3, 3], pads=[1, 1, 1, 1]}
+    %ds = Sigmoid(%d)
+    %da = Mul(%ds, %d)
+    %p = GlobalAveragePool(%da)
+    %f1 = Conv(%p, %w1, %b1) {kernel_shape=[1, 1]}
+    %f1s = Sigmoid(%f1)
+    %f1a = Mul(%f1, %f1s)
+    %f2 = Conv(%f1a, %w2, %b2) {kernel_shape=[1, 1]}
+    %gate = Sigmoid(%f2)
+    %m = Mul(%da, %gate)
+    %pr = Conv(%m, %wp, %bp) {kernel_shape=[1, 1]}
+    %y = Add(%pr, %x)
+  })");
+  ir::infer_types(g);
+  codegen::Lowered low;
+  check_graph("mbconv", g, ir::DType::f16, 4e-3, &low);
+  EXPECT_EQ(count_steps(low.plan, "depthwise_conv"), 1);
+  EXPECT_EQ(count_steps(low.plan, "elementwise"), 1) << "only the squeeze-excite scale";
+  EXPECT_EQ(count_steps(low.plan, "gemm"), 4);
+  for (const auto& st : low.plan.steps)
+    if (st.op == "depthwise_conv") {
+      ASSERT_NE(st.params.get("activation"), nullptr);
+      EXPECT_EQ(st.params.get("activation")->get("op")->str(), "silu");
+      EXPECT_EQ(st.params.get("clamp"), nullptr);
+    }
+}
+
+// The zoo's CNNs on the real exports (bench/zoo.py export writes them): SABRE_ZOO_MODELS=DIR runs
+// DIR/onnx/NAME.onnx against the reference, NAME from SABRE_ZOO_CNN (comma-separated; default
+// efficientnet_b0,regnet_y_400mf,mobilenet_v2): depthwise activations fused, squeeze-excite scales.
+// RegNetY-400MF with random weights is ill-conditioned in f16 (bench/models/zoo_models.py: PyTorch's
+// own fp16 output is far from its fp32), so it gets a wider tolerance than the others.
+TEST(CodegenPlanInterp, ZooConvNetsMatchReference) {
+  const char* dir = std::getenv("SABRE_ZOO_MODELS");
+  if (!dir) GTEST_SKIP() << "set SABRE_ZOO_MODELS to the folder bench/zoo.py export wrote into";
+  const char* names = std::getenv("SABRE_ZOO_CNN");
+  std::stringstream list(names ? names : "efficientnet_b0,regnet_y_400mf,mobilenet_v2");
+  for (std::string m; std::getline(list, m, ',');) {
+    const std::string p = std::string(dir) + "/onnx/" + m + ".onnx";
+    ASSERT_TRUE(fs::exists(p)) << p << " is missing";
+    SCOPED_TRACE(p);
+    codegen::Lowered low;
+    check_model(fs::absolute(p).string(), ir::DType::f16, m == "regnet_y_400mf" ? 5e-2 : 1e-2, false, &low);
+    std::printf("%s: %zu steps, %d elementwise, %d depthwise_conv\n", m.c_str(), low.plan.steps.size(),
+                count_steps(low.plan, "elementwise"), count_steps(low.plan, "depthwise_conv"));
+  }
 }
 
 }  // namespace

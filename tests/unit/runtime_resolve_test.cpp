@@ -271,3 +271,33 @@ TEST(RuntimeResolve, StemConvGeometryFromStepParams) {
   single.params = sabre::json::parse("{" + window + R"(,"pads":[3,3,3,3],"clamp":[0]})");
   refused(single, x, w, y, "param 'clamp' must be [min, max]");
 }
+
+// A depthwise_conv step's fused activation: absent is none; each name with its alpha and beta; a
+// malformed one is a PlanError naming the step and the form it must take.
+TEST(RuntimeResolve, DepthwiseActivationParam) {
+  Step s;
+  s.op = "depthwise_conv";
+  s.name = "dw";
+  s.params = sabre::json::parse(R"({"n":1})");
+  EXPECT_EQ(activation_param(s).act, sabre::native::ConvAct::none);
+  s.params = sabre::json::parse(R"({"activation":{"op":"silu","alpha":1.5,"beta":0}})");
+  ConvActivation a = activation_param(s);
+  EXPECT_EQ(a.act, sabre::native::ConvAct::silu);
+  EXPECT_EQ(a.alpha, 1.5f);
+  s.params = sabre::json::parse(R"({"activation":{"op":"hard_swish","alpha":0.25,"beta":0.5}})");
+  a = activation_param(s);
+  EXPECT_EQ(a.act, sabre::native::ConvAct::hard_swish);
+  EXPECT_EQ(a.alpha, 0.25f);
+  EXPECT_EQ(a.beta, 0.5f);
+  for (const char* bad : {R"({"activation":"silu"})", R"({"activation":{"op":"gelu"}})", R"({"activation":{"op":"none"}})",
+                          R"({"activation":{"op":"silu","alpha":"1"}})"}) {
+    s.params = sabre::json::parse(bad);
+    try {
+      activation_param(s);
+      ADD_FAILURE() << "accepted " << bad;
+    } catch (const PlanError& e) {
+      EXPECT_NE(std::string(e.what()).find("'dw'"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("param 'activation' must be"), std::string::npos) << e.what();
+    }
+  }
+}

@@ -298,7 +298,7 @@ cudaError_t depthwise_conv2d(const DepthwiseArgs& a, cudaStream_t stream) {
     return fail(cudaErrorInvalidValue, "depthwise_conv2d: bad dims");
   if (a.clamp && !(a.clamp_min <= a.clamp_max))
     return fail(cudaErrorInvalidValue, "depthwise_conv2d: clamp_min must be <= clamp_max");
-  if (a.clamp && a.silu) return fail(cudaErrorInvalidValue, "depthwise_conv2d: one activation at a time (clamp or silu)");
+  if (a.act >= ConvAct::kCount) return fail(cudaErrorInvalidValue, "depthwise_conv2d: unknown activation");
   const bool grouped = a.k != 0 || a.groups != 0;
   if (grouped && !(a.k > 0 && a.groups > 0 && a.c % a.groups == 0 && a.k % a.groups == 0))
     return fail(cudaErrorInvalidValue, "depthwise_conv2d: grouped needs k and groups >= 1 dividing c and k");
@@ -316,7 +316,8 @@ cudaError_t depthwise_conv2d(const DepthwiseArgs& a, cudaStream_t stream) {
   p.p = int(a.p), p.q = int(a.q), p.k = int(k), p.groups = int(groups), p.cg = int(a.c / groups), p.kg = int(k / groups);
   p.pad_h = int(a.pad_h), p.pad_w = int(a.pad_w), p.stride_h = int(a.stride_h), p.stride_w = int(a.stride_w);
   p.dil_h = int(a.dil_h), p.dil_w = int(a.dil_w);
-  p.act = a.clamp ? kActClamp : a.silu ? kActSilu : kActNone, p.lo = a.clamp_min, p.hi = a.clamp_max;
+  p.act = a.act, p.alpha = a.act_alpha, p.beta = a.act_beta;
+  p.clamp = a.clamp ? 1 : 0, p.lo = a.clamp_min, p.hi = a.clamp_max;
   p.res_after = a.residual_after_act ? 1 : 0;
   // The depthwise vector body where C is a multiple of the 16-byte vector, every pointer is aligned
   // and element counts fit 32 bits; the tiled body for everything else.

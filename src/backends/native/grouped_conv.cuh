@@ -9,16 +9,15 @@ namespace {
 
 using namespace detail;
 
-enum : int { kActNone = 0, kActClamp = 1, kActSilu = 2 };
-
 // Dims fit int32 (checked on the host); global offsets are formed in 64 bits.
 struct GcParams {
   const void *x, *w, *bias, *res;
   void* y;
   int n, h, w_, c, r, s, p, q, k, groups, cg, kg;
   int pad_h, pad_w, stride_h, stride_w, dil_h, dil_w;
-  int act, res_after;
-  float lo, hi;
+  ConvAct act;  // conv_act.h, applied before the clamp
+  int clamp, res_after;
+  float alpha, beta, lo, hi;
   // The block's tile (choose_tile; launch_tensor sets bkc and kchunks).
   int gpb;       // whole groups a block (1 where a group's channels are split into chunks)
   int bkc;       // output channels a block: gpb·kg, or a chunk of one group
@@ -30,10 +29,16 @@ struct GcParams {
   DivMod by_cch, by_gpb, by_win_w, by_bkc, by_kg;  // the staging loops' divisors
 };
 
+// The fused activation (conv_act.h), then the clamp (Relu, Clip).
 __device__ __forceinline__ float activate(float v, const GcParams& a) {
-  if (a.act == kActClamp) return fminf(fmaxf(v, a.lo), a.hi);
-  if (a.act == kActSilu) return v / (1.f + __expf(-v));
-  return v;
+  switch (a.act) {
+    case ConvAct::silu: v = v / (1.f + __expf(-a.alpha * v)); break;
+    case ConvAct::sigmoid: v = 1.f / (1.f + __expf(-v)); break;
+    case ConvAct::hard_swish: v = v * fminf(fmaxf(a.alpha * v + a.beta, 0.f), 1.f); break;
+    case ConvAct::hard_sigmoid: v = fminf(fmaxf(a.alpha * v + a.beta, 0.f), 1.f); break;
+    default: break;
+  }
+  return a.clamp ? fminf(fmaxf(v, a.lo), a.hi) : v;
 }
 
 // y = act(acc + bias [+ res]) [+ res] with v = acc + bias: the epilogue both bodies share.

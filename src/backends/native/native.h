@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "backends/native/conv_act.h"
 #include "backends/native/elementwise.h"
 #include "backends/native/stem_conv.h"
 #include "ir/dtype.h"
@@ -100,7 +101,10 @@ struct DepthwiseArgs {
   // or silu: v * sigmoid(v). At most one of the two.
   bool clamp = false;
   float clamp_min = 0.f, clamp_max = 0.f;
-  bool silu = false;
+  // A fused activation of v = conv + bias, applied before the clamp: SiLU/Swish v·sigmoid(alpha·v),
+  // sigmoid(v), hard_swish v·clamp(alpha·v + beta, 0, 1), hard_sigmoid clamp(alpha·v + beta, 0, 1).
+  ConvAct act = ConvAct::none;
+  float act_alpha = 1.f, act_beta = 0.f;
   const void* residual = nullptr;
   bool residual_after_act = false;
   // automatic: the vector body where it applies, else the tiled one. The others force one (tests,

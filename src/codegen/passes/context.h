@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "backends/native/conv_act.h"
 #include "backends/native/elementwise.h"
 #include "codegen/lower.h"
 
@@ -111,9 +112,12 @@ struct EmbeddingTerm {
   std::vector<Dim> strides;
 };
 
+// What a depthwise step applies in its store (fuse_depthwise_activation): y = clamp(act(conv + bias)).
 struct DwActivation {
-  const Node* node;  // the absorbed Relu or Clip
-  double lo, hi;     // its bounds; +-inf where unbounded
+  const Node* node;  // the last absorbed node (the Relu, Clip, Sigmoid, or SiLU's Mul): the step writes its output
+  double lo, hi;     // the clamp's bounds (Relu, Clip); +-inf where unbounded
+  native::ConvAct act = native::ConvAct::none;
+  double alpha = 1, beta = 0;  // act's (native/conv_act.h)
 };
 
 struct RowGather {
@@ -167,6 +171,8 @@ struct LowerContext {
   // group_elementwise
   std::vector<EwGroup> groups;
   std::map<const Node*, int> group_of;
+  // fuse_se_scale: the squeeze-excite scale's Mul -> its feature map and gate
+  std::map<const Node*, std::pair<Value*, Value*>> se_scale;
   // assign_layouts
   std::set<const Value*> nhwc;  // values stored NHWC
   // Transposes whose output is the tensor of a value before them (its input, or the input of the

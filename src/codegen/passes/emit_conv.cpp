@@ -263,8 +263,12 @@ void emit_depthwise(LowerContext& cx, Node* n) {
   std::string name = n->name();
   if (act != cx.dw_act.end()) {
     const DwActivation& a = act->second;
-    p["clamp"] = clamp_json(a.lo, a.hi);
-    name += " + " + a.node->op() + " " + a.node->name();
+    if (a.act == native::ConvAct::none || !std::isinf(a.lo) || !std::isinf(a.hi)) p["clamp"] = clamp_json(a.lo, a.hi);
+    if (a.act != native::ConvAct::none)
+      p["activation"] = json::Value(JObject{{"op", jstr(std::string(native::conv_act_name(a.act)))},
+                                            {"alpha", jnum(a.alpha)}, {"beta", jnum(a.beta)}});
+    name += " + " + (a.act == native::ConvAct::none ? a.node->op() : std::string(native::conv_act_name(a.act))) + " " +
+            a.node->name();
   }
   cx.step(depthwise ? "depthwise_conv" : "grouped_conv", name, {x, wt, b}, {cx.define(y)}, std::move(p));
 }
