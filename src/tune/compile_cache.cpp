@@ -15,9 +15,9 @@
 #include <thread>
 
 #include "support/hash.h"
-#include "tune/compile_batch.h"
 #include "support/subprocess.h"
 #include "support/thread_pool.h"
+#include "tune/compile_batch.h"
 
 namespace fs = std::filesystem;
 
