@@ -21,9 +21,11 @@ CompileJob conv_compile_job(const std::string& name, int target_sm) {
   NvccOptions o;
   o.target_sm = target_sm;
   if (auto s90 = parse_sm90_conv_kernel_name(name))
-    return {name, emit_sm90_conv_kernel(*s90, target_sm), cache_flags(nvcc_sm90_conv_command("@SRC@", "@LIB@", o))};
+    return {name, emit_sm90_conv_kernel(*s90, target_sm), cache_flags(nvcc_sm90_conv_command("@SRC@", "@LIB@", o)),
+            "cutlass_conv_sm90"};
   if (auto s80 = parse_conv_kernel_name(name))
-    return {name, emit_conv_kernel(*s80, target_sm), cache_flags(nvcc_conv_command("@SRC@", "@LIB@", o))};
+    return {name, emit_conv_kernel(*s80, target_sm), cache_flags(nvcc_conv_command("@SRC@", "@LIB@", o)),
+            "cutlass_conv_sm80"};
   throw std::invalid_argument("'" + name + "' is not a conv kernel name (conv_spec.h, conv_sm90.h)");
 }
 

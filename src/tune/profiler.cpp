@@ -379,7 +379,8 @@ BatchMeasureFn batched_in_children(std::string db_path, Environment env, std::ch
 CompileJob gemm_compile_job(const KernelSpec& s, int target_sm) {
   NvccOptions nv;
   nv.target_sm = target_sm;
-  return {kernel_name(s), emit_kernel(s, target_sm), cache_flags(nvcc_command(s, "@SRC@", "@LIB@", nv))};
+  return {kernel_name(s), emit_kernel(s, target_sm), cache_flags(nvcc_command(s, "@SRC@", "@LIB@", nv)),
+          s.config.family == Family::sm90 ? "cutlass_gemm_sm90" : "cutlass_gemm_sm80"};
 }
 
 CompileJob lt_compile_job(const cublaslt_backend::LtKernelSpec& s) {
