@@ -29,6 +29,10 @@ struct CompileOptions {
   std::string tuned_for;   // pick from the DB's measurements of this GPU ("NVIDIA H200"), timing nothing
   std::string cache_dir;   // kernel compile cache; empty: the default
   int jobs = 0;            // parallel compiler processes; 0: all cores
+  // GPUs that time candidates when tuning, one worker each (sabre compile --gpus): device ids, each
+  // once; empty: GPU 0; {kAllGpus}: every GPU of the machine. They must be of one model.
+  static constexpr int kAllGpus = -1;
+  std::vector<int> gpus;
   bool plan_only = false;  // write the artifact without kernels; compile nothing
   // How the lowering runs (sabre compile's flags of the same names; the defaults are theirs).
   int top_k = 4;                // CUTLASS candidates timed per GEMM workload and M bucket

@@ -3,11 +3,13 @@
 #include <exception>
 #include <filesystem>
 #include <new>
+#include <set>
 #include <stdexcept>
 
 #include "codegen/compile.h"
 #include "frontend/onnx/importer.h"
 #include "sabre/compiler.h"
+#include "tune/gpu_pool.h"
 
 namespace sabre {
 
@@ -43,6 +45,15 @@ codegen::CompileOptions to_codegen(const CompileOptions& o) {
   c.cache_dir = o.cache_dir;
   if (o.jobs < 0) throw std::invalid_argument("jobs " + std::to_string(o.jobs) + ": give a positive number, or 0 for all cores");
   c.jobs = o.jobs;
+  static_assert(CompileOptions::kAllGpus == tune::kAllGpus, "one spelling of every GPU");
+  if (!(o.gpus.size() == 1 && o.gpus[0] == CompileOptions::kAllGpus)) {
+    std::set<int> seen;
+    for (int d : o.gpus) {
+      if (d < 0) throw std::invalid_argument("gpus: GPU " + std::to_string(d) + " is not an id (0 or more; every GPU: {kAllGpus} alone)");
+      if (!seen.insert(d).second) throw std::invalid_argument("gpus: GPU " + std::to_string(d) + " is listed twice: give each GPU once");
+    }
+  }
+  c.gpus = o.gpus;
   c.plan_only = o.plan_only;
   if (o.top_k < 1) throw std::invalid_argument("top_k " + std::to_string(o.top_k) + ": give a positive number");
   c.top_k = o.top_k;

@@ -81,6 +81,11 @@ TEST(CompilerApi, FailuresComeBackAsAStatus) {
   o = plan;
   o.dump_after = "no_such_pass";
   EXPECT_EQ(status_of(kBert, o), CompileStatus::invalid_argument);
+  for (const std::vector<int>& gpus : std::vector<std::vector<int>>{{1, 1}, {-2}, {0, CompileOptions::kAllGpus}}) {
+    o = plan;
+    o.gpus = gpus;  // checked before anything runs, even where nothing is timed
+    EXPECT_EQ(status_of(kBert, o), CompileStatus::invalid_argument) << gpus.size();
+  }
   EXPECT_EQ(compile(kBert, "", plan).status, CompileStatus::invalid_argument);
   EXPECT_FALSE(fs::exists(out));
 }

@@ -12,6 +12,7 @@
 
 #include "command.h"
 #include "support/files.h"
+#include "tune/gpu_pool.h"
 
 #if SABRE_RUNTIME_HAVE_CUDA
 #include <cuda_runtime_api.h>
@@ -297,6 +298,22 @@ int jobs_value(const ParsedArgs& args, int def) {
   if (v->find_first_not_of("0123456789") != std::string::npos || v->size() > 4 || std::stoi(*v) < 1)
     throw UsageError("bad --jobs '" + *v + "': give a positive number of processes, like -j4");
   return std::stoi(*v);
+}
+
+FlagSpec gpus_flag(const std::string& help) {
+  return {"--gpus", "", "all|N|LIST",
+          help + ": all, the first N (--gpus 2), or ids (--gpus 0,2,3; one GPU by id: --gpus device=1); default GPU 0",
+          false};
+}
+
+std::vector<int> gpus_value(const ParsedArgs& args) {
+  auto v = args.value("--gpus");
+  if (!v) return {};
+  try {
+    return tune::parse_gpus(*v);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
+  }
 }
 
 nlohmann::ordered_json json_header(const std::string& command) {

@@ -45,6 +45,7 @@ const std::vector<FlagSpec> kFlags = {
     {"--conv-kernels", "", "auto|sm80|sm90", "conv kernel families: auto (default) lets the model rank CUTLASS 2.x sm80 implicit GEMMs (with split-K) against 3.x sm90 TMA/wgmma kernels on sm_90a; sm80 or sm90 insists on one (sm90 where C and K are multiples of 8)", false},
     arch_flag("what kernels are compiled for (default sm_90a)"),
     jobs_flag("compiler processes at a time (default: all cores)"),
+    gpus_flag("the GPUs that time candidates when tuning, one worker each, all of one model"),
     {"--cache-dir", "", "DIR", "compiled-kernel cache (default $XDG_CACHE_HOME/sabre/kernels)", false},
     {"--dump-after", "", "PASS[,PASS]|all", "print the graph and plan after these lowering passes to stderr (the pass names are in docs/COMPILE.md; also $SABRE_DUMP_AFTER)", false},
     json_flag(),
@@ -110,6 +111,11 @@ int run(const std::vector<std::string>& argv) {
       if (args.has("--no-tune")) throw UsageError("--tuned-for picks from the DB, --no-tune from the analytic model: give one");
       o.tuned_for = *g;
     }
+    o.gpus = gpus_value(args);
+    if (args.has("--gpus") && (args.has("--no-tune") || args.has("--tuned-for") || args.has("--plan-only")))
+      throw UsageError(std::string("--gpus names GPUs to time on, but ") +
+                       (args.has("--no-tune") ? "--no-tune" : args.has("--tuned-for") ? "--tuned-for" : "--plan-only") +
+                       " times nothing: give one");
     // A positive number of at most 3 digits, or `def` when the flag is absent.
     auto positive = [&](const char* flag, int def) {
       auto v = args.value(flag);
