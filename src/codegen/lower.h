@@ -91,7 +91,7 @@ struct LowerOptions {
   // graph stays NCHW. Set: conv regions become "conv" steps and the NHWC layout assignment runs.
   ConvKernelPicker pick_conv;
   // Attention (Q·Kᵀ, scale, mask, softmax, ·V between the head reshapes) as one native
-  // "attention" step where head dim 32 or 64 and at most 512 keys. sabre compile sets it unless
+  // "attention" step where the head dim is a multiple of 4 up to 128 (fuse_attention.cpp). sabre compile sets it unless
   // --no-fuse-attention (CompileOptions; on the H200 2026-12-02 faster than the unfused plan); off
   // here so a bare lowering keeps every op as the graph has it.
   bool fuse_attention = false;
