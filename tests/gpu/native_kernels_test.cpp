@@ -1191,7 +1191,6 @@ void attention_tests() {
     attention_bias_case(dt, 8, 3, 49, 49, 32, 3, false, 4);
     attention_bias_case(dt, 8, 3, 49, 49, 32, 3, true, 4, dt);
     attention_bias_case(dt, 8, 3, 49, 49, 36, 3, false, 4);
-  }
     attention_case(dt, 2, 12, 128, 128, 1, false);  // BERT-base, padding mask
     attention_case(dt, 1, 12, 77, 77, 0, true);     // GPT-2, causal, ragged tile
     attention_case(dt, 3, 2, 9, 300, 2, false);     // more keys than queries, [B,1,Q,K] mask

@@ -1963,6 +1963,14 @@ TEST(CodegenPlanInterp, FusedAttentionFormsMatchReference) {
 TEST(CodegenPlanInterp, BertTinyF16MatchesReference) { check_model("bert_tiny", ir::DType::f16, 4e-3); }
 TEST(CodegenPlanInterp, BertTinyBf16MatchesReference) { check_model("bert_tiny", ir::DType::bf16, 2.5e-2); }
 TEST(CodegenPlanInterp, Gpt2BlockF16MatchesReference) { check_model("gpt2_block", ir::DType::f16, 4e-3); }
+// Its head dim is 16: fused since the kernel pads head dims (one attention step, causal).
+TEST(CodegenPlanInterp, Gpt2BlockFusedHeadDim16MatchesReference) {
+  codegen::Lowered low;
+  check_model("gpt2_block", ir::DType::f16, 4e-3, true, &low);
+  int attention = 0;
+  for (const auto& st : low.plan.steps) attention += st.op == "attention";
+  EXPECT_EQ(attention, 1);
+}
 
 // The elementwise ops issue 29 added (rotary Sin/Cos, Swin's Mod, MobileViT's Ceil, the rest of the
 // math and activation ops) lower to fused elementwise chains, no other step, and compute what the

@@ -128,8 +128,8 @@ std::string attach_bias(const std::vector<BiasTerm>& terms, AttentionFusion& a) 
     if (t.t->is_constant()) continue;
     if (terms.size() > 1)
       return std::to_string(terms.size()) + " additive terms and " + t.t->name() +
-             " is computed, not a constant (the step reads one term, or constants it sums)";
-    return "the additive term " + t.t->name() + " is computed and " +
+             " is not a constant (the step reads one term as it is, or a sum of constants)";
+    return "the additive term " + t.t->name() + " is not a constant and is " +
            (t.coef != 1.0 ? "scaled after it is added" : "broadcast along the keys") + " (the step reads a term as it is)";
   }
   // One period of the terms' batch dependence: a wrapping batch axis repeats every `inner` images; a
