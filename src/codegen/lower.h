@@ -91,8 +91,9 @@ struct LowerOptions {
   // graph stays NCHW. Set: conv regions become "conv" steps and the NHWC layout assignment runs.
   ConvKernelPicker pick_conv;
   // Attention (Q·Kᵀ, scale, mask, softmax, ·V between the head reshapes) as one native
-  // "attention" step where the kernel takes its head dim and key count. sabre compile sets it unless
-  // --no-fuse-attention (CompileOptions); off here so a bare lowering keeps every op as the graph has it.
+  // "attention" step where the kernel takes its head dim (a multiple of 4 up to 128; fuse_attention.cpp).
+  // sabre compile sets it unless --no-fuse-attention (CompileOptions); off here so a bare lowering
+  // keeps every op as the graph has it.
   bool fuse_attention = false;
   // The RGB stem's path (Stem). direct by default: one native kernel reads the NCHW images and
   // writes NHWC, with no im2col buffer or channel padding (the measurements that chose it are in

@@ -458,6 +458,10 @@ void StepLaunch::run_attention() const {
     a.mask = in(3);
     a.mask_dtype = tin(3).dtype;
     three("mask_stride", a.mask_stride);
+    if (auto mb = param_dims(st, "mask_batch", d); !mb.empty()) {  // a window mask wrapping over the batch
+      if (mb.size() != 2 || mb[0] < 1) throw PlanError("plan: " + where + " param 'mask_batch' needs [inner >= 1, outer stride]");
+      a.mask_batch_inner = mb[0], a.mask_batch_outer = mb[1];
+    }
     if (a.mask_dtype == DType::i64) {  // a select mask: its two values
       if (!st.params.get("mask_true") || !st.params.get("mask_false"))
         throw PlanError("plan: " + where + " has an i64 mask but not both params mask_true and mask_false");

@@ -1055,12 +1055,146 @@ void attention_case(DType dt, int64_t b, int64_t h, int64_t sq, int64_t sk, int 
   }
 }
 
+// Additive biases, long key sequences and padded head dims: Q, K, V and O as [b, s, h, d] (packed:
+// one [b, s, 3, h, d] tensor), against a double reference on the rounded inputs, output poisoned
+// first, the automatic kernel (every block shape forced too where d is 32 or 64 and the fast path
+// runs). bias: 0 none; 1 a relative position bias [h, sq, sk] (strides {0, sq·sk, sk}); 2 a window
+// shift mask [nW, sq, sk] of 0 and -100 wrapping over the batch (b % nW, mask_batch_inner = nW);
+// 3 their sum [nW, h, sq, sk], wrapping, as fuse_attention folds Swin's two constants. The bias is in
+// bias_dt (f32 or the dtype).
+void attention_bias_case(DType dt, int64_t b, int64_t h, int64_t sq, int64_t sk, int64_t d, int bias, bool packed = false,
+                         int64_t nw = 1, DType bias_dt = DType::f32, bool causal = false) {
+  const std::string name = "AttentionBias_" + dts(dt) + "_b" + std::to_string(b) + "h" + std::to_string(h) + "_q" +
+                           std::to_string(sq) + "k" + std::to_string(sk) + "d" + std::to_string(d) + "_bias" +
+                           std::to_string(bias) + (bias ? dts(bias_dt) : "") + (nw > 1 ? "_nw" + std::to_string(nw) : "") +
+                           (packed ? "_packedqkv" : "") + (causal ? "_causal" : "");
+  const bool fast = d == 32 || d == 64;
+  bool any = false;
+  for (const auto& kn : native::kAttentionKernelNames) any = any || selected(name + "_" + kn.second);
+  if (!any) return;
+  const Tensor q = rnd(dt, {b, sq, h, d}), k = rnd(dt, {b, sk, h, d}), v = rnd(dt, {b, sk, h, d});
+  const Tensor rel = rnd(bias_dt, {h, sq, sk}, -2, 2);
+  Tensor shift(bias_dt, {nw, sq, sk});
+  for (int64_t i = 0; i < shift.numel(); ++i) shift.set_f64(i, (i * 7919 + i / sk * 13) % 5 == 0 ? -100.0 : 0.0);
+  Tensor sum(bias_dt, {nw, h, sq, sk});
+  for (int64_t w = 0; w < nw; ++w)
+    for (int64_t hi = 0; hi < h; ++hi)
+      for (int64_t e = 0; e < sq * sk; ++e)
+        sum.set_f64((w * h + hi) * sq * sk + e, rel.get_f64(hi * sq * sk + e) + shift.get_f64(w * sq * sk + e));
+  const Tensor& mask = bias == 1 ? rel : bias == 2 ? shift : sum;
+  auto addend = [&](int64_t bi, int64_t hi, int64_t i, int64_t j) -> double {
+    const int64_t w = bi % nw;
+    if (bias == 1) return rel.get_f64((hi * sq + i) * sk + j);
+    if (bias == 2) return shift.get_f64((w * sq + i) * sk + j);
+    if (bias == 3) return sum.get_f64(((w * h + hi) * sq + i) * sk + j);
+    return 0.0;
+  };
+  const float scale = 1.f / std::sqrt(float(d));
+  std::vector<double> want(static_cast<size_t>(b * sq * h * d));
+  std::vector<double> s(static_cast<size_t>(sk));
+  for (int64_t bi = 0; bi < b; ++bi)
+    for (int64_t hi = 0; hi < h; ++hi)
+      for (int64_t i = 0; i < sq; ++i) {
+        double mx = -INFINITY;
+        for (int64_t j = 0; j < sk; ++j) {
+          double acc = 0;
+          for (int64_t c = 0; c < d; ++c)
+            acc += q.get_f64(((bi * sq + i) * h + hi) * d + c) * k.get_f64(((bi * sk + j) * h + hi) * d + c);
+          acc = acc * scale + addend(bi, hi, i, j);
+          if (causal && j > i + (sk - sq)) acc = -INFINITY;
+          s[size_t(j)] = acc;
+          mx = std::max(mx, acc);
+        }
+        double total = 0;
+        for (double& x : s) total += (x = mx == -INFINITY ? 0.0 : std::exp(x - mx));
+        for (int64_t c = 0; c < d; ++c) {
+          double o = 0;
+          for (int64_t j = 0; j < sk; ++j) o += s[size_t(j)] * v.get_f64(((bi * sk + j) * h + hi) * d + c);
+          want[size_t(((bi * sq + i) * h + hi) * d + c)] = total > 0 ? o / total : 0.0;
+        }
+      }
+  const int64_t hd = h * d;
+  Tensor qkv(dt, packed ? std::vector<int64_t>{b, sq, 3, h, d} : std::vector<int64_t>{1});
+  if (packed)
+    for (int64_t r = 0; r < b * sq; ++r)
+      for (int64_t c = 0; c < hd; ++c) {
+        qkv.set_f64((r * 3 + 0) * hd + c, q.get_f64(r * hd + c));
+        qkv.set_f64((r * 3 + 1) * hd + c, k.get_f64(r * hd + c));
+        qkv.set_f64((r * 3 + 2) * hd + c, v.get_f64(r * hd + c));
+      }
+  const size_t out_bytes = size_t(b * sq * h * d) * ir::size_of(dt);
+  Dev dq(q), dk(k), dv(v), dqkv(qkv), dm(mask), dout(out_bytes);
+  native::AttentionArgs a;
+  a.dtype = dt;
+  a.q = dq.p, a.k = dk.p, a.v = dv.p, a.o = dout.p;
+  if (packed) {  // d·h elements apart: only 8-byte aligned where d is not a multiple of 8
+    uint8_t* base = static_cast<uint8_t*>(dqkv.p);
+    a.q = base, a.k = base + hd * ir::size_of(dt), a.v = base + 2 * hd * ir::size_of(dt);
+  }
+  a.b = b, a.h = h, a.sq = sq, a.sk = sk, a.d = d;
+  for (int i = 0; i < 3; ++i) {
+    const int64_t qs[3] = {sq * hd, d, hd}, ks[3] = {sk * hd, d, hd}, ps[3] = {sq * 3 * hd, d, 3 * hd};
+    a.o_stride[i] = qs[i];
+    a.q_stride[i] = packed ? ps[i] : qs[i];
+    a.k_stride[i] = a.v_stride[i] = packed ? ps[i] : ks[i];
+  }
+  a.scale = scale;
+  a.causal = causal;
+  if (bias) {
+    a.mask = dm.p;
+    a.mask_dtype = bias_dt;
+    if (bias == 1) a.mask_stride[0] = 0, a.mask_stride[1] = sq * sk, a.mask_stride[2] = sk;
+    if (bias == 2) a.mask_stride[0] = sq * sk, a.mask_stride[1] = 0, a.mask_stride[2] = sk;
+    if (bias == 3) a.mask_stride[0] = h * sq * sk, a.mask_stride[1] = sq * sk, a.mask_stride[2] = sk;
+    if (bias >= 2) a.mask_batch_inner = nw;
+  }
+  for (const auto& [kernel, kname] : native::kAttentionKernelNames) {
+    const std::string full = name + "_" + kname;
+    if (!selected(full) || (!fast && kernel != native::AttentionKernel::automatic)) continue;
+    CK(cudaMemset(dout.p, 0xFF, out_bytes));  // poison: unwritten elements read as NaN
+    a.kernel = kernel;
+    CK(native::attention(a, nullptr));
+    const Tensor got = dout.get(dt, {b, sq, h, d});
+    double num = 0, den = 0;
+    bool finite = true;
+    for (int64_t i = 0; i < got.numel(); ++i) {
+      const double g = got.get_f64(i), w = want[size_t(i)];
+      finite = finite && std::isfinite(g);
+      num += (g - w) * (g - w);
+      den += w * w;
+    }
+    const double err = std::sqrt(num / std::max(den, 1e-30)), tol = dt == DType::f16 ? 3e-3 : 2e-2;
+    const bool ok = finite && err <= tol;
+    std::printf("%s %-66s rel_l2=%.3g tol=%.0e%s\n", ok ? "PASS" : "FAIL", full.c_str(), err, tol,
+                finite ? "" : " (non-finite output: unwritten?)");
+    ok ? ++g_pass : ++g_fail;
+  }
+}
+
 void attention_tests() {
   for (DType dt : {DType::f16, DType::bf16}) {
+    // Whisper-tiny's encoder (1500 keys, 24 key tiles), ViT at 384 px (577), a relative bias on both.
+    attention_bias_case(dt, 1, 2, 1500, 1500, 64, 0);
+    attention_bias_case(dt, 1, 2, 577, 577, 64, 1);
+    attention_bias_case(dt, 2, 3, 100, 1500, 32, 1, false, 1, dt, true);
+    // MobileViT-S's head dims (36, 48, 60: padded in shared memory), packed Q/K/V only 8-byte aligned.
+    for (int64_t d : {36, 48, 60}) {
+      attention_bias_case(dt, 4, 4, 256, 256, d, 0, true);
+      attention_bias_case(dt, 2, 4, 77, 77, d, 1, false, 1, dt);
+    }
+    // Other multiples of 4 up to 128; a 1500-key sequence with a padded head dim.
+    for (int64_t d : {4, 40, 52, 80, 100, 128}) attention_bias_case(dt, 2, 3, 77, 100, d, 1);
+    attention_bias_case(dt, 1, 2, 1500, 1500, 48, 0, false, 1, DType::f32, true);
+    // Swin's shifted windows: 2 images x 4 windows of 49 tokens, 3 heads of 32; the shift mask alone
+    // and summed with the relative position bias, wrapping every 4 windows; in f32 and the dtype.
+    attention_bias_case(dt, 8, 3, 49, 49, 32, 2, false, 4);
+    attention_bias_case(dt, 8, 3, 49, 49, 32, 3, false, 4);
+    attention_bias_case(dt, 8, 3, 49, 49, 32, 3, true, 4, dt);
+    attention_bias_case(dt, 8, 3, 49, 49, 36, 3, false, 4);
     attention_case(dt, 2, 12, 128, 128, 1, false);  // BERT-base, padding mask
     attention_case(dt, 1, 12, 77, 77, 0, true);     // GPT-2, causal, ragged tile
     attention_case(dt, 3, 2, 9, 300, 2, false);     // more keys than queries, [B,1,Q,K] mask
-    attention_case(dt, 1, 2, 130, 512, 1, true);    // the most keys the kernel takes
+    attention_case(dt, 1, 2, 130, 512, 1, true);    // eight key tiles
     attention_case(dt, 2, 2, 16, 16, 1, false, 32);  // head dim 32 (the bundled bert_tiny)
     // Grids the automatic choice gives other block shapes (every case also runs each shape forced).
     attention_case(dt, 8, 12, 128, 128, 2, true);
@@ -1110,18 +1244,18 @@ void attention_tests() {
     attention_case(dt, 2, 12, 197, 197, 0, false);
     attention_case(dt, 3, 12, 50, 50, 0, false, 32);
   }
-  // Refusals: head dim 48, too many keys, a misaligned stride, an unknown kernel, heads that are no
-  // multiple of the K/V group.
+  // Refusals: head dim 50 (not a multiple of 4), too many keys, a stride not a multiple of 4, an
+  // unknown kernel, heads that are no multiple of the K/V group.
   native::AttentionArgs a;
   a.q = a.k = a.v = reinterpret_cast<void*>(256);
   a.sq = a.sk = 16;
   for (int i = 0; i < 3; ++i) a.q_stride[i] = a.k_stride[i] = a.v_stride[i] = 64;
   int refused = 0;
-  a.d = 48;
+  a.d = 50;
   refused += native::attention(a, nullptr) == cudaErrorNotSupported;
-  a.d = 64, a.sk = 513;
+  a.d = 64, a.sk = native::kMaxAttentionKeys + 1;
   refused += native::attention(a, nullptr) == cudaErrorNotSupported;
-  a.sk = 16, a.q_stride[2] = 60;
+  a.sk = 16, a.q_stride[2] = 62;
   refused += native::attention(a, nullptr) == cudaErrorNotSupported;
   a.q_stride[2] = 64, a.kernel = static_cast<native::AttentionKernel>(99);
   refused += native::attention(a, nullptr) == cudaErrorInvalidValue;

@@ -155,6 +155,9 @@ class Interp {
       auto qs = dims_list(P.get("q_stride")), ks = dims_list(P.get("k_stride")), vs = dims_list(P.get("v_stride")),
            os = dims_list(P.get("o_stride"));
       std::vector<int64_t> ms = mask ? dims_list(P.get("mask_stride")) : std::vector<int64_t>{0, 0, 0};
+      // A window mask wrapping over the batch: [inner, outer stride] (fuse_attention_bias.cpp).
+      std::vector<int64_t> mb = P.get("mask_batch") ? dims_list(P.get("mask_batch")) : std::vector<int64_t>{0, 0};
+      auto mask_batch = [&](int64_t b) { return mb[0] ? b % mb[0] * ms[0] + b / mb[0] * mb[1] : b * ms[0]; };
       double scale = P.get("scale")->num();
       bool causal = P.get("causal")->boolean();
       // An i64 mask selects mask_true where nonzero, else mask_false (lower.cpp: select_masks).
@@ -181,7 +184,7 @@ class Interp {
                 acc += q.v[off[0] + b * qs[0] + h * qs[1] + i * qs[2] + c] *
                        k.v[off[1] + b * ks[0] + h / G * ks[1] + j * ks[2] + c];
               acc = static_cast<float>(acc) * scale;
-              if (mask) acc += mask_at(b * ms[0] + h * ms[1] + i * ms[2] + j);
+              if (mask) acc += mask_at(mask_batch(b) + h * ms[1] + i * ms[2] + j);
               if (causal && j > i + (SK - SQ)) acc = -INFINITY;
               sc[j] = acc;
               mx = std::max(mx, acc);
@@ -1908,13 +1911,18 @@ TEST(CodegenPlanInterp, TorchvisionExportsMatchReference) {
 // The zoo's attention forms on the real exports (bench/zoo.py export writes them; too big to ship):
 // SABRE_ZOO_MODELS=DIR runs DIR/onnx/NAME.onnx with attention fused against the reference, NAME from
 // SABRE_ZOO_ATTENTION (comma-separated; default llama_gqa,clip_vit_b32,vit_b16), each attention
-// layer one step (Llama's grouped-query heads after rotary and its causal mask included).
+// layer one step (Llama's grouped-query heads after rotary and its causal mask included). Prints the
+// plan's step count beside each output's error.
 TEST(CodegenPlanInterp, ZooAttentionMatchesReference) {
   const char* dir = std::getenv("SABRE_ZOO_MODELS");
   if (!dir) GTEST_SKIP() << "set SABRE_ZOO_MODELS to the folder bench/zoo.py export wrote into";
   const char* names = std::getenv("SABRE_ZOO_ATTENTION");
   std::stringstream list(names ? names : "llama_gqa,clip_vit_b32,vit_b16");
-  const std::map<std::string, int> layers = {{"llama_gqa", 4}, {"clip_vit_b32", 12}, {"vit_b16", 12}};
+  // Swin-T's 12 include its 5 shifted windows (bias + shift mask folded), Whisper's 1500 keys,
+  // MobileViT-S's head dims 36/48/60.
+  const std::map<std::string, int> layers = {{"llama_gqa", 4},        {"clip_vit_b32", 12}, {"vit_b16", 12},
+                                             {"swin_t", 12},          {"bert_base", 12},    {"whisper_tiny_enc", 4},
+                                             {"mobilevit_s", 9}};
   for (std::string m; std::getline(list, m, ',');) {
     const std::string p = std::string(dir) + "/onnx/" + m + ".onnx";
     ASSERT_TRUE(fs::exists(p)) << p << " is missing";
@@ -1923,6 +1931,7 @@ TEST(CodegenPlanInterp, ZooAttentionMatchesReference) {
     check_model(fs::absolute(p).string(), ir::DType::f16, 1e-2, true, &low);
     int attention = 0;
     for (const auto& st : low.plan.steps) attention += st.op == "attention";
+    std::printf("%s: %zu steps, %d attention\n", m.c_str(), low.plan.steps.size(), attention);
     if (layers.count(m)) EXPECT_EQ(attention, layers.at(m)) << m;
   }
 }
@@ -2016,6 +2025,14 @@ TEST(CodegenPlanInterp, FusedAttentionFormsMatchReference) {
 TEST(CodegenPlanInterp, BertTinyF16MatchesReference) { check_model("bert_tiny", ir::DType::f16, 4e-3); }
 TEST(CodegenPlanInterp, BertTinyBf16MatchesReference) { check_model("bert_tiny", ir::DType::bf16, 2.5e-2); }
 TEST(CodegenPlanInterp, Gpt2BlockF16MatchesReference) { check_model("gpt2_block", ir::DType::f16, 4e-3); }
+// Its head dim is 16: fused since the kernel pads head dims (one attention step, causal).
+TEST(CodegenPlanInterp, Gpt2BlockFusedHeadDim16MatchesReference) {
+  codegen::Lowered low;
+  check_model("gpt2_block", ir::DType::f16, 4e-3, true, &low);
+  int attention = 0;
+  for (const auto& st : low.plan.steps) attention += st.op == "attention";
+  EXPECT_EQ(attention, 1);
+}
 
 // The elementwise ops issue 29 added (rotary Sin/Cos, Swin's Mod, MobileViT's Ceil, the rest of the
 // math and activation ops) lower to fused elementwise chains, no other step, and compute what the

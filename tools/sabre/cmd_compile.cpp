@@ -37,7 +37,7 @@ const std::vector<FlagSpec> kFlags = {
     {"--top-k", "", "N", "CUTLASS candidates timed per GEMM workload and M bucket (default 4)", false},
     {"--no-cublaslt", "", "", "deploy CUTLASS GEMM kernels only (default: where the tuner measured one of cuBLASLt's algorithms fastest, that algorithm runs, as a cuBLASLt kernel named by its configuration)", false},
     {"--plan-only", "", "", "write plan, weights and manifest without compiling any kernel", false},
-    {"--no-fuse-attention", "", "", "keep attention as GEMMs, softmax and permutes (default: attention with head dim 32/64 and <= 512 keys is one native kernel reading Q/K/V from one joined projection GEMM)", false},
+    {"--no-fuse-attention", "", "", "keep attention as GEMMs, softmax and permutes (default: attention with head dim a multiple of 4 up to 128 is one native kernel reading Q/K/V from one joined projection GEMM)", false},
     {"--fuse-attention", "", "", "the default; kept so older scripts run", false},
     {"--stem", "", "direct|im2col|conv", "how a conv at the NCHW input with C < 8 (the RGB stem) runs: direct (default) is one native stem_conv kernel reading the NCHW images and writing NHWC (bias and relu/relu6 fused), where it takes the conv, else im2col; im2col is an im2col step reading the NCHW images into [n*p*q, R*S*C rounded up to 8] and a GEMM over it; conv zero-pads C to 8 in the NHWC conversion and runs an implicit-GEMM conv, on few_channels kernels (GEMM K = R*S*8 = 392 for a 7x7 stem, no padding to the tile's K). The notes say which path each stem took", false},
     {"--no-im2col-stem", "", "", "the same as --stem conv (the older spelling)", false},

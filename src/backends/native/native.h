@@ -122,9 +122,16 @@ cudaError_t depthwise_conv2d(const DepthwiseArgs& a, cudaStream_t stream);
 // An i64 mask selects instead of adding its value: mask_true where the element is nonzero, else
 // mask_false (ONNX Where(Cast<bool>(mask), t, f), the additive mask HF models build from their
 // attention_mask input, read from that input as it is: the elementwise step before it goes).
-// Head dim 32 or 64, at most kMaxAttentionKeys keys, f16/bf16, Q/K/V 16-byte aligned with strides in
-// multiples of 8; attention_unsupported says why not ("" when supported).
-constexpr int64_t kMaxAttentionKeys = 512;
+// A window mask that repeats over a batch of images (Swin's [nW, Q, K] shift mask under scores
+// [B·nW, h, Q, K]): mask_batch_inner = nW makes the batch offset (b % nW)·mask_stride[0] +
+// (b / nW)·mask_batch_outer instead of b·mask_stride[0].
+// Head dim a multiple of 4 up to kMaxAttentionHeadDim, f16/bf16, Q/K/V 8-byte aligned with strides in
+// multiples of 4 (head dims 32 and 64 16-byte aligned with strides in multiples of 8 take the
+// unpadded kernels; the others are padded in shared memory to 48, 64, 96 or 128); keys up to
+// kMaxAttentionKeys, walked in tiles with an online softmax (key indices are ints);
+// attention_unsupported says why not ("" when supported).
+constexpr int64_t kMaxAttentionKeys = int64_t{1} << 20;
+constexpr int64_t kMaxAttentionHeadDim = 128;
 // Which kernel attention() runs. automatic: attention.cu's, its block shape by grid size; the plan
 // and the runtime always ask for it. The others force one, for tests and benchmarks: rowsN_splitS a
 // block of N query rows whose warps split each key tile S ways. SABRE_ATTN=r16x4|r32x2|r64|r128|r128w4 in the
@@ -147,6 +154,7 @@ struct AttentionArgs {
   const void* mask = nullptr;
   DType mask_dtype = DType::f32;  // f32, the dtype, or i64 (a select mask)
   int64_t mask_stride[3] = {0, 0, 0};
+  int64_t mask_batch_inner = 0, mask_batch_outer = 0;  // a window mask repeating over the batch (above)
   float mask_true = 0.f, mask_false = 0.f;  // an i64 mask's values where it is nonzero / zero
   bool causal = false;
   AttentionKernel kernel = AttentionKernel::automatic;

@@ -99,6 +99,17 @@ struct AttentionFusion {
   // mask is an i64 tensor m read as Where(Cast<bool>(m), mask_true, mask_false) (fuse_attention_mask).
   bool select = false;
   double mask_true = 0, mask_false = 0;
+  // Additive terms the step reads through explicit strides (fuse_attention_bias.cpp) rather than
+  // `mask` broadcast right-aligned to [b, h, q, k]: element (b, h, q, k) at mask_offset(b) +
+  // h·mask_stride[1] + q·mask_stride[2] + k, mask_offset(b) = (b % mask_batch_inner)·mask_stride[0] +
+  // (b / mask_batch_inner)·mask_batch_outer where mask_batch_inner > 0 (a window mask repeating over
+  // the images), else b·mask_stride[0]. folded_mask: constant terms summed at compile time, read
+  // instead of `mask` (a weight of the step).
+  bool mask_strided = false;
+  Dim mask_stride[3] = {Dim(0), Dim(0), Dim(0)};
+  int64_t mask_batch_inner = 0;
+  Dim mask_batch_outer{0};
+  std::optional<ir::Tensor> folded_mask;
   Dim b, sq, sk;
   int64_t heads = 0, d = 0;
 };

@@ -131,11 +131,21 @@ void emit_attention(LowerContext& cx, Node* n, const AttentionFusion& a) {
             {"q_stride", three(a.q_stride)}, {"k_stride", three(a.k_stride)},
             {"v_stride", three(a.v_stride)}, {"o_stride", three(a.o_stride)}};
   if (a.kv_group > 1) p["kv_group"] = jnum(double(a.kv_group));
-  if (a.mask) p["mask_stride"] = jdims(mask_strides(a.mask));
+  if (a.mask_strided) p["mask_stride"] = three(a.mask_stride);
+  else if (a.mask) p["mask_stride"] = jdims(mask_strides(a.mask));
+  if (a.mask_batch_inner) p["mask_batch"] = jdims({Dim(a.mask_batch_inner), a.mask_batch_outer});
   if (a.select) p["mask_true"] = jnum(a.mask_true), p["mask_false"] = jnum(a.mask_false);
   if (a.offset[0] != Dim(0) || a.offset[1] != Dim(0) || a.offset[2] != Dim(0)) p["offsets"] = three(a.offset);
   std::vector<int> ins{cx.tensor(a.q), cx.tensor(a.k), cx.tensor(a.v)};
-  if (a.mask) ins.push_back(cx.tensor(a.mask));
+  if (a.folded_mask) {  // constant additive terms summed (fuse_attention_bias.cpp)
+    runtime::TensorInfo t;
+    t.name = n->name() + ".bias";
+    t.kind = runtime::TensorKind::weight;
+    for (int64_t d : a.folded_mask->dims()) t.shape.push_back(runtime::DimExpr::parse(std::to_string(d)));
+    ins.push_back(cx.add_weight(*a.folded_mask, std::move(t)));
+  } else if (a.mask) {
+    ins.push_back(cx.tensor(a.mask));
+  }
   cx.step("attention", n->name() + " (attention)", ins, {cx.define(n->output(0))}, p);
 }
 void emit_softmax(LowerContext& cx, Node* n) {

@@ -82,6 +82,9 @@ std::string decisions(LowerContext& cx, const Node* n) {
     s += " strides q " + strides(a.q_stride) + " k " + strides(a.k_stride) + " v " + strides(a.v_stride) + " o " +
          strides(a.o_stride);
     if (a.mask) s += " mask " + val(a.mask) + (a.select ? " selecting " + fnum(a.mask_true) + "/" + fnum(a.mask_false) : "");
+    if (a.folded_mask) s += " mask folded " + ir::str(std::vector<Dim>(a.folded_mask->dims().begin(), a.folded_mask->dims().end()));
+    if (a.mask_strided) s += " mask strides " + strides(a.mask_stride);
+    if (a.mask_batch_inner) s += " wrapping every " + std::to_string(a.mask_batch_inner) + " (outer " + a.mask_batch_outer.str() + ")";
     if (a.causal) s += ", causal";
     d.push_back(s);
   }
