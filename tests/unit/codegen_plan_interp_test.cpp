@@ -2065,7 +2065,7 @@ TEST(CodegenPlanInterp, Issue29MovementAndReductionOpsLowerOntoExistingSteps) {
   g.add_output(op("GlobalMaxPool", {x}));
   g.add_output(op("ReduceL1", {x, ints({1, 3})}, {{"keepdims", int64_t{0}}}));
   g.add_output(op("ReduceL2", {x, ints({2})}));
-  ir::Value* pos = op("Add", {op("Abs", {x}), g.add_constant("", ir::Tensor::scalar_f32(0.5f))});
+  ir::Value* pos = op("Add", {op("Mul", {x, x}), g.add_constant("", ir::Tensor::scalar_f32(0.5f))});
   g.add_output(op("ReduceLogSum", {pos, ints({3})}));
   g.add_output(op("ReduceLogSumExp", {x, ints({1, 2})}, {{"keepdims", int64_t{0}}}));
   g.add_output(op("LogSoftmax", {x}, {{"axis", int64_t{-1}}}));
@@ -2080,7 +2080,7 @@ TEST(CodegenPlanInterp, Issue29MovementAndReductionOpsLowerOntoExistingSteps) {
   g.add_output(op("Where", {op("Xor", {op("Greater", {x, zero}), op("Greater", {y, zero})}), x, y}));
   g.add_output(op("Mean", {x, y, op("Cos", {x})}));
   // GatherElements with indices computed in the graph (negative ones too), Trilu both ways, CumSum.
-  ir::Value* idx = op("Cast", {xr}, {{"to", int64_t{7}}});  // in [-3, 3] on an axis of 4
+  ir::Value* idx = op("Cast", {xr}, {{"to", std::string("i64")}});  // in [-3, 3] on an axis of 4
   g.add_output(op("GatherElements", {x, idx}, {{"axis", int64_t{2}}}));
   g.add_output(op("Trilu", {x, g.add_constant("", ir::Tensor::from_i64({-1}, {}))}, {{"upper", int64_t{0}}}));
   g.add_output(op("Trilu", {x, g.add_constant("", ir::Tensor::from_i64({2}, {}))}));
