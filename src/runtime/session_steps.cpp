@@ -9,6 +9,7 @@
 #include <array>
 #include <stdexcept>
 
+#include "backends/native/index_ops.h"
 #include "runtime/session_internal.h"
 
 namespace sabre {
@@ -105,6 +106,9 @@ struct StepLaunch {
   void run_fill() const;
   void run_iota() const;
   void run_copy() const;
+  void run_gather_elements() const;
+  void run_trilu() const;
+  void run_cumsum() const;
 };
 
 namespace {
@@ -140,6 +144,9 @@ constexpr std::array<StepLaunchFn, kStepKindCount> kLaunch = [] {
   t[k(StepKind::im2col)] = &StepLaunch::run_im2col;
   t[k(StepKind::stem_conv)] = &StepLaunch::run_stem_conv;
   t[k(StepKind::grouped_conv)] = &StepLaunch::run_depthwise_conv;
+  t[k(StepKind::gather_elements)] = &StepLaunch::run_gather_elements;
+  t[k(StepKind::trilu)] = &StepLaunch::run_trilu;
+  t[k(StepKind::cumsum)] = &StepLaunch::run_cumsum;
   return t;
 }();
 static_assert(std::ranges::none_of(kLaunch, [](StepLaunchFn f) { return f == nullptr; }),
@@ -204,6 +211,7 @@ void StepLaunch::run_softmax() const {
   a.q = param_dim(st, "q", d, a.cols ? numel(xs) / a.cols / (a.b * a.h) : 0);
   a.scale = static_cast<float>(param_num(st, "scale", 1.0));
   a.causal = param_bool(st, "causal", false);
+  a.log = param_bool(st, "log", false);
   a.mask = in(1);
   if (a.mask) {
     a.mask_dtype = tin(1).dtype;
@@ -303,7 +311,11 @@ void StepLaunch::run_cast() const {
 void StepLaunch::run_reduce() const {
   static const std::map<std::string, native::ReduceOp> kinds = {
       {"sum", native::ReduceOp::sum}, {"mean", native::ReduceOp::mean}, {"max", native::ReduceOp::max},
-      {"min", native::ReduceOp::min}, {"prod", native::ReduceOp::prod}, {"sum_square", native::ReduceOp::sum_square}};
+      {"min", native::ReduceOp::min}, {"prod", native::ReduceOp::prod}, {"sum_square", native::ReduceOp::sum_square},
+      {"l1", native::ReduceOp::l1}, {"l2", native::ReduceOp::l2}, {"log_sum", native::ReduceOp::log_sum},
+      {"log_sum_exp", native::ReduceOp::log_sum_exp}, {"argmax", native::ReduceOp::argmax},
+      {"argmin", native::ReduceOp::argmin}, {"argmax_last", native::ReduceOp::argmax_last},
+      {"argmin_last", native::ReduceOp::argmin_last}};
   auto kind = kinds.find(param_str(st, "kind", "sum"));
   if (kind == kinds.end()) throw PlanError("plan: " + where + " has unknown reduce kind");
   native_check(native::reduce(kind->second, tin(0).dtype, in(0), shin(0), param_dims(st, "axes", d), out(0), stream));
@@ -393,6 +405,22 @@ void StepLaunch::run_split() const {
 void StepLaunch::run_gather() const {
   native_check(native::gather(ir::size_of(tin(0).dtype), in(0), shin(0), axis_of(param_dim(st, "axis", d, 0), shin(0).size()),
                               in(1), tin(1).dtype, numel(shin(1)), out(0), stream));
+}
+
+void StepLaunch::run_gather_elements() const {
+  native_check(native::gather_elements(ir::size_of(tin(0).dtype), in(0), shin(0),
+                                       axis_of(param_dim(st, "axis", d, 0), shin(0).size()), in(1), tin(1).dtype,
+                                       shin(1), out(0), stream));
+}
+
+void StepLaunch::run_trilu() const {
+  native_check(native::trilu(ir::size_of(tin(0).dtype), in(0), shin(0), param_dim(st, "k", d, 0),
+                             param_bool(st, "upper", true), out(0), stream));
+}
+
+void StepLaunch::run_cumsum() const {
+  native_check(native::cumsum(tin(0).dtype, in(0), shin(0), axis_of(param_dim(st, "axis", d, 0), shin(0).size()),
+                              param_bool(st, "exclusive", false), param_bool(st, "reverse", false), out(0), stream));
 }
 
 void StepLaunch::run_pool2d() const {

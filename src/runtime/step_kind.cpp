@@ -12,7 +12,7 @@ constexpr std::array<const char*, kStepKindCount> kStepKindNames = {
     "where",  "cast",          "reduce",       "permute",   "slice",           "strided_copy",
     "concat", "split",         "gather",       "pool2d",    "global_average_pool", "copy",
     "reshape", "fill",         "iota",         "depthwise_conv", "attention",  "nchw_to_nhwc",
-    "im2col", "stem_conv",     "grouped_conv"};
+    "im2col", "stem_conv",     "grouped_conv", "gather_elements", "trilu", "cumsum"};
 static_assert(kStepKindNames.size() == kStepKindCount);
 static_assert(kStepKindNames.back() != nullptr, "a StepKind without a name");
 

@@ -39,6 +39,9 @@ enum class StepKind : uint8_t {
   im2col,
   stem_conv,
   grouped_conv,
+  gather_elements,
+  trilu,
+  cumsum,
   count  // not a kind: the number of kinds
 };
 

@@ -25,6 +25,7 @@
 #include <utility>
 #include <vector>
 
+#include "backends/native/index_ops.h"
 #include "backends/native/native.h"
 #include "ir/graph.h"
 #include "reference/reference.h"
@@ -518,7 +519,28 @@ void softmax_case(DType dt, int64_t b, int64_t h, int64_t q, int64_t k, int mask
   check(name, dy.get(dt, {b, h, q, k}), want);
 }
 
+// LogSoftmax (SoftmaxArgs::log) on each kernel path: logits wide enough that the smallest
+// probabilities underflow f16, so the log of a rounded probability would be -inf.
+void log_softmax_case(DType dt, int64_t rows, int64_t k) {
+  const std::string name = "LogSoftmax_" + dts(dt) + "_" + shp({rows, k});
+  if (!selected(name)) return;
+  const Tensor x = rnd(dt, {rows, k}, -30, 30);
+  const Tensor want = ref_op("LogSoftmax", {x}, {{"axis", int64_t{-1}}})[0];
+  Dev dx(x), dy(x.nbytes());
+  native::SoftmaxArgs a;
+  a.dtype = dt;
+  a.x = dx.p;
+  a.y = dy.p;
+  a.q = rows;
+  a.cols = k;
+  a.log = true;
+  CK(native::softmax(a, nullptr));
+  check(name, dy.get(dt, {rows, k}), want);
+}
+
 void softmax_tests() {
+  for (DType dt : {DType::f32, DType::f16, DType::bf16})
+    for (int64_t k : {5, 1000, 4096, 20000}) log_softmax_case(dt, 3, k);
   for (DType dt : {DType::f32, DType::f16, DType::bf16}) {
     softmax_case(dt, 2, 12, 128, 128, 1, 0.125f, false);  // BERT
     softmax_case(dt, 2, 3, 37, 37, 0, 1.f, true);         // causal, odd
@@ -714,14 +736,42 @@ void reduce_case(native::ReduceOp op, const std::string& onnx, DType dt, std::ve
                  std::vector<int64_t> axes) {
   const std::string name = "Reduce_" + onnx + "_" + dts(dt) + "_" + shp(dims) + "_axes" + shp(axes);
   if (!selected(name)) return;
-  const Tensor x = op == native::ReduceOp::prod ? rnd(dt, dims, 0.8, 1.25) : rnd(dt, dims);
+  // prod near 1 (no overflow), log_sum of positives; log_sum_exp far above exp's f32 range (88), so
+  // only a max-shifted sum stays finite.
+  const Tensor x = op == native::ReduceOp::prod      ? rnd(dt, dims, 0.8, 1.25)
+                   : op == native::ReduceOp::log_sum ? rnd(dt, dims, 0.1, 2.0)
+                   : op == native::ReduceOp::log_sum_exp ? rnd(dt, dims, 90.0, 100.0)
+                                                          : rnd(dt, dims);
   const Tensor want = ref_op(onnx, {x, i64s(axes)}, {{"keepdims", int64_t{0}}})[0];
   Dev dx(x), dy(want.nbytes());
   CK(native::reduce(op, dt, dx.p, dims, axes, dy.p, nullptr));
   check(name, dy.get(dt, want.dims()), want);
 }
 
+// ArgMax / ArgMin: inputs rounded to a few values, so ties decide between first and last index.
+void arg_case(bool is_max, bool last, DType dt, std::vector<int64_t> dims, int64_t axis) {
+  const std::string onnx = is_max ? "ArgMax" : "ArgMin";
+  const std::string name = "Reduce_" + onnx + (last ? "_last" : "") + "_" + dts(dt) + "_" + shp(dims) + "_axis" +
+                           std::to_string(axis);
+  if (!selected(name)) return;
+  Tensor x = rnd(dt, dims, -3, 3);
+  for (int64_t i = 0; i < x.numel(); ++i) x.set_f64(i, std::round(x.get_f64(i)));
+  const Tensor want = ref_op(onnx, {x}, {{"axis", axis}, {"keepdims", int64_t{0}}, {"select_last_index", int64_t{last}}})[0];
+  using R = native::ReduceOp;
+  const R op = is_max ? (last ? R::argmax_last : R::argmax) : (last ? R::argmin_last : R::argmin);
+  Dev dx(x), dy(want.nbytes());
+  CK(native::reduce(op, dt, dx.p, dims, {axis}, dy.p, nullptr));
+  check(name, dy.get(DType::i64, want.dims()), want);
+}
+
 void reduce_tests() {
+  for (DType dt : {DType::f32, DType::f16, DType::bf16})
+    for (bool is_max : {true, false})
+      for (bool last : {false, true}) {
+        arg_case(is_max, last, dt, {8, 16, 33}, 2);
+        arg_case(is_max, last, dt, {8, 16, 33}, 0);
+        arg_case(is_max, last, dt, {5, 1, 7}, 1);  // a size-1 axis: every index 0
+      }
   using R = native::ReduceOp;
   for (DType dt : {DType::f32, DType::f16, DType::bf16}) {
     reduce_case(R::mean, "ReduceMean", dt, {8, 16, 33}, {2});
@@ -732,7 +782,69 @@ void reduce_tests() {
     reduce_case(R::prod, "ReduceProd", dt, {6, 40}, {1});
     reduce_case(R::mean, "ReduceMean", dt, {256, 768}, {-1});
     reduce_case(R::sum, "ReduceSum", dt, {3, 5, 7}, {0, 1, 2});
+    for (const std::vector<int64_t>& axes : {std::vector<int64_t>{2}, std::vector<int64_t>{0, 2}}) {  // warp, thread per output
+      reduce_case(R::l1, "ReduceL1", dt, {8, 16, 33}, axes);
+      reduce_case(R::l2, "ReduceL2", dt, {8, 16, 33}, axes);
+      reduce_case(R::log_sum, "ReduceLogSum", dt, {8, 16, 33}, axes);
+      reduce_case(R::log_sum_exp, "ReduceLogSumExp", dt, {8, 16, 33}, axes);
+    }
   }
+}
+
+// ---- GatherElements, Trilu, CumSum ---------------------------------------------------------
+void gather_elements_case(DType dt, std::vector<int64_t> xdims, std::vector<int64_t> idims, int64_t axis, DType it) {
+  const std::string name = "GatherElements_" + dts(dt) + "_" + shp(xdims) + "_idx" + shp(idims) + "_axis" +
+                           std::to_string(axis) + "_" + dts(it);
+  if (!selected(name)) return;
+  const Tensor x = rnd(dt, xdims);
+  const int64_t ad = xdims[size_t(axis)];
+  Tensor idx(it, idims);  // negative indices count from the end
+  std::uniform_int_distribution<int64_t> u(-ad, ad - 1);
+  for (int64_t i = 0; i < idx.numel(); ++i) idx.set_f64(i, double(u(g_rng)));
+  const Tensor want = ref_op("GatherElements", {x, idx}, {{"axis", axis}})[0];
+  Dev dx(x), di(idx), dy(want.nbytes());
+  CK(native::gather_elements(ir::size_of(dt), dx.p, xdims, axis, di.p, it, idims, dy.p, nullptr));
+  check(name, dy.get(dt, idims), want);
+}
+
+void trilu_case(DType dt, std::vector<int64_t> dims, int64_t k, bool upper) {
+  const std::string name = std::string("Trilu_") + (upper ? "upper_" : "lower_") + dts(dt) + "_" + shp(dims) + "_k" +
+                           std::to_string(k);
+  if (!selected(name)) return;
+  const Tensor x = rnd(dt, dims, 0.5, 2.0);  // no zeros: a kept element reads as kept
+  const Tensor want = ref_op("Trilu", {x, Tensor::from_i64({k}, {})}, {{"upper", int64_t{upper}}})[0];
+  Dev dx(x), dy(x.nbytes());
+  CK(native::trilu(ir::size_of(dt), dx.p, dims, k, upper, dy.p, nullptr));
+  check(name, dy.get(dt, dims), want);
+}
+
+void cumsum_case(DType dt, std::vector<int64_t> dims, int64_t axis, bool exclusive, bool reverse) {
+  const std::string name = "CumSum_" + dts(dt) + "_" + shp(dims) + "_axis" + std::to_string(axis) +
+                           (exclusive ? "_exclusive" : "") + (reverse ? "_reverse" : "");
+  if (!selected(name)) return;
+  const Tensor x = ir::is_float(dt) ? rnd(dt, dims) : rnd(dt, dims, -50, 50);
+  const Tensor want = ref_op("CumSum", {x, Tensor::from_i64({axis}, {})},
+                             {{"exclusive", int64_t{exclusive}}, {"reverse", int64_t{reverse}}})[0];
+  Dev dx(x), dy(x.nbytes());
+  CK(native::cumsum(dt, dx.p, dims, axis, exclusive, reverse, dy.p, nullptr));
+  check(name, dy.get(dt, dims), want);
+}
+
+void index_ops_tests() {
+  for (DType dt : {DType::f32, DType::f16, DType::i64, DType::u8}) {
+    gather_elements_case(dt, {4, 5, 6}, {4, 3, 6}, 1, DType::i64);
+    gather_elements_case(dt, {4, 5, 6}, {2, 5, 7}, 2, DType::i32);  // more indices than x has along the axis
+    gather_elements_case(dt, {7, 3}, {9, 3}, 0, DType::i64);
+  }
+  for (DType dt : {DType::f32, DType::bf16, DType::i32})
+    for (int64_t k : {-2, 0, 1, 7}) {
+      trilu_case(dt, {2, 5, 7}, k, true);
+      trilu_case(dt, {3, 6, 4}, k, false);
+    }
+  for (DType dt : {DType::f32, DType::f16, DType::bf16, DType::i32, DType::i64})
+    for (int64_t axis : {0, 2})
+      for (bool excl : {false, true})
+        for (bool rev : {false, true}) cumsum_case(dt, {6, 5, 40}, axis, excl, rev);
 }
 
 // ---- data movement -------------------------------------------------------------------------
@@ -1824,7 +1936,7 @@ int main(int argc, char** argv) {
       {"layernorm", layernorm_tests}, {"embed_layernorm", embed_ln_tests}, {"reduce", reduce_tests},        {"movement", movement_tests},
       {"where_cast", where_cast_tests}, {"pool", pool_tests},  {"fill_iota", fill_iota_tests},
       {"attention", attention_tests},   {"depthwise", depthwise_tests}, {"grouped", grouped_tests}, {"im2col", im2col_tests},
-      {"stem_conv", stem_conv_tests}, {"prefetch", prefetch_tests}};
+      {"stem_conv", stem_conv_tests}, {"prefetch", prefetch_tests}, {"index_ops", index_ops_tests}};
   for (auto [name, fn] : groups) {
     try {
       fn();

@@ -374,24 +374,73 @@ class Interp {
       const std::string kind = P.get("kind")->str();
       std::vector<bool> red(x.dims.size(), P.get("axes")->arr().empty());
       for (int64_t a : dims_list(P.get("axes"))) red[size_t(a < 0 ? a + int64_t(x.dims.size()) : a)] = true;
-      const double init = kind == "max" ? -INFINITY : kind == "min" ? INFINITY : kind == "prod" ? 1 : 0;
+      const bool arg = kind.rfind("arg", 0) == 0, arg_max = kind.rfind("argmax", 0) == 0;
+      const bool arg_last = arg && kind.find("_last") != std::string::npos;
+      const double init = kind == "max" || arg_max ? -INFINITY : kind == "min" || arg ? INFINITY : kind == "prod" ? 1 : 0;
       std::vector<double> acc(y.v.size(), init);
       std::vector<int64_t> count(y.v.size(), 0);
       const auto xs = strides_of(x.dims);
       for (int64_t i = 0; i < numel(x.dims); ++i) {
-        int64_t o = 0;
+        int64_t o = 0, along = 0;  // along: the position on the (one) reduced axis, for argmax/argmin
         for (size_t a = 0; a < x.dims.size(); ++a) {
           const int64_t c = (i / xs[a]) % x.dims[a];
           if (!red[a]) o = o * x.dims[a] + c;  // a kept size-1 axis adds nothing to the index
+          else along = c;
         }
         const double v = x.v[i];
         double& r = acc[size_t(o)];
+        if (arg) {  // elements of one output come in axis order
+          if ((arg_max ? v > r : v < r) || (arg_last && v == r)) {
+            r = v;
+            y.v[size_t(o)] = double(along);
+          }
+          continue;
+        }
         r = kind == "max" ? std::max(r, v) : kind == "min" ? std::min(r, v) : kind == "prod" ? r * v
-            : kind == "sum_square"                                                        ? r + v * v
+            : kind == "sum_square" || kind == "l2"                                        ? r + v * v
+            : kind == "l1"                                                                ? r + std::fabs(v)
+            : kind == "log_sum_exp"                                                       ? r + std::exp(v)
                                                                                            : r + v;
         ++count[size_t(o)];
       }
-      for (size_t o = 0; o < acc.size(); ++o) y.v[o] = kind == "mean" ? acc[o] / double(count[o]) : acc[o];
+      for (size_t o = 0; o < acc.size() && !arg; ++o)
+        y.v[o] = kind == "mean" ? acc[o] / double(count[o])
+                 : kind == "l2" ? std::sqrt(acc[o])
+                 : kind == "log_sum" || kind == "log_sum_exp" ? std::log(acc[o])
+                                                              : acc[o];
+    } else if (op == "gather_elements") {
+      Buf &x = in(s, 0), &idx = in(s, 1), &y = out(s);
+      const int64_t axis = dim(P.get("axis"));
+      const auto ys = strides_of(y.dims), xs = strides_of(x.dims);
+      for (int64_t e = 0; e < numel(y.dims); ++e) {
+        int64_t a = int64_t(idx.v[e]), src = 0;
+        if (a < 0) a += x.dims[axis];
+        for (size_t d = 0; d < y.dims.size(); ++d) src += (int64_t(d) == axis ? a : (e / ys[d]) % y.dims[d]) * xs[d];
+        y.v[e] = x.v[src];
+      }
+    } else if (op == "trilu") {
+      Buf &x = in(s, 0), &y = out(s);
+      const int64_t k = dim(P.get("k")), rows = x.dims[x.dims.size() - 2], cols = x.dims.back();
+      const bool upper = P.get("upper")->boolean();
+      for (int64_t e = 0; e < numel(x.dims); ++e) {
+        const int64_t j = e % cols, i = (e / cols) % rows;
+        y.v[e] = (upper ? j - i >= k : j - i <= k) ? x.v[e] : 0;
+      }
+    } else if (op == "cumsum") {
+      Buf &x = in(s, 0), &y = out(s);
+      const int64_t axis = dim(P.get("axis"));
+      const bool excl = P.get("exclusive")->boolean(), rev = P.get("reverse")->boolean();
+      const int64_t len = x.dims[axis], inner = strides_of(x.dims)[axis];
+      for (int64_t line = 0; line < numel(x.dims) / len; ++line) {
+        const int64_t base = line / inner * len * inner + line % inner;
+        double acc = 0;
+        for (int64_t t = 0; t < len; ++t) {
+          const int64_t e = base + (rev ? len - 1 - t : t) * inner;
+          if (excl) y.v[e] = acc;
+          acc += x.v[e];
+          if (!excl) y.v[e] = acc;
+        }
+      }
     } else {
       FAIL() << "the plan interpreter has no op " << op;
     }
@@ -473,8 +522,9 @@ class Interp {
             mx = std::max(mx, v);
           }
           double sum = 0;
-          for (auto& v : t) sum += (v = std::exp(v - mx));
-          for (int64_t k = 0; k < cols; ++k) y.v[row + k] = t[k] / sum;
+          for (double v : t) sum += std::exp(v - mx);
+          const bool log = P.get("log") && P.get("log")->boolean();  // LogSoftmax
+          for (int64_t k = 0; k < cols; ++k) y.v[row + k] = log ? t[k] - mx - std::log(sum) : std::exp(t[k] - mx) / sum;
         }
   }
 
@@ -2165,6 +2215,63 @@ TEST(CodegenPlanInterp, ZooConvNetsMatchReference) {
     std::printf("%s: %zu steps, %d elementwise, %d depthwise_conv\n", m.c_str(), low.plan.steps.size(),
                 count_steps(low.plan, "elementwise"), count_steps(low.plan, "depthwise_conv"));
   }
+
+// The data movement, reduction and normalization ops issue 29 lowers onto existing step kinds:
+// DepthToSpace (both modes), SpaceToDepth and Tile as one strided_copy each, GlobalMaxPool and
+// the L1/L2/LogSum/LogSumExp reductions and ArgMax/ArgMin as reduce steps, LogSoftmax as a softmax step, and Xor,
+// Mean and CastLike inside elementwise chains, GatherElements, Trilu and CumSum on their own native
+// steps. Each computes what the reference does.
+TEST(CodegenPlanInterp, Issue29MovementAndReductionOpsLowerOntoExistingSteps) {
+  ir::Graph g;
+  ir::Value* x = g.add_input("x", {ir::DType::f32, {ir::Dim::symbol("batch"), ir::Dim(8), ir::Dim(4), ir::Dim(6)}, true});
+  auto op = [&](const std::string& o, std::vector<ir::Value*> in, std::map<std::string, ir::AttrValue> a = {}) {
+    return g.add_node(o, std::move(in), 1, std::move(a))->output(0);
+  };
+  auto ints = [&](std::vector<int64_t> v) {
+    return g.add_constant("", ir::Tensor::from_i64(v, {static_cast<int64_t>(v.size())}));
+  };
+  g.add_output(op("DepthToSpace", {x}, {{"blocksize", int64_t{2}}}));
+  g.add_output(op("DepthToSpace", {x}, {{"blocksize", int64_t{2}}, {"mode", std::string("CRD")}}));
+  g.add_output(op("SpaceToDepth", {x}, {{"blocksize", int64_t{2}}}));
+  g.add_output(op("Tile", {x, ints({1, 2, 1, 3})}));
+  g.add_output(op("GlobalMaxPool", {x}));
+  g.add_output(op("ReduceL1", {x, ints({1, 3})}, {{"keepdims", int64_t{0}}}));
+  g.add_output(op("ReduceL2", {x, ints({2})}));
+  ir::Value* pos = op("Add", {op("Mul", {x, x}), g.add_constant("", ir::Tensor::scalar_f32(0.5f))});
+  g.add_output(op("ReduceLogSum", {pos, ints({3})}));
+  g.add_output(op("ReduceLogSumExp", {x, ints({1, 2})}, {{"keepdims", int64_t{0}}}));
+  g.add_output(op("LogSoftmax", {x}, {{"axis", int64_t{-1}}}));
+  g.add_output(op("LogSoftmax", {x}, {{"axis", int64_t{0}}}));  // other axes: permuted around the step
+  g.add_output(op("Softmax", {x}, {{"axis", int64_t{1}}}));
+  // Ties: x's values are multiples of 1e-3, so an axis of 8 often repeats one.
+  ir::Value* xr = op("Round", {op("Mul", {x, g.add_constant("", ir::Tensor::scalar_f32(3.f))})});
+  g.add_output(op("ArgMax", {xr}, {{"axis", int64_t{1}}}));
+  g.add_output(op("ArgMin", {xr}, {{"axis", int64_t{-1}}, {"keepdims", int64_t{0}}, {"select_last_index", int64_t{1}}}));
+  ir::Value* zero = g.add_constant("", ir::Tensor::scalar_f32(0.f));
+  ir::Value* y = op("Sin", {x});
+  g.add_output(op("Where", {op("Xor", {op("Greater", {x, zero}), op("Greater", {y, zero})}), x, y}));
+  g.add_output(op("Mean", {x, y, op("Cos", {x})}));
+  // GatherElements with indices computed in the graph (negative ones too), Trilu both ways, CumSum.
+  ir::Value* idx = op("Cast", {xr}, {{"to", std::string("i64")}});  // in [-3, 3] on an axis of 4
+  g.add_output(op("GatherElements", {x, idx}, {{"axis", int64_t{2}}}));
+  g.add_output(op("Trilu", {x, g.add_constant("", ir::Tensor::from_i64({-1}, {}))}, {{"upper", int64_t{0}}}));
+  g.add_output(op("Trilu", {x, g.add_constant("", ir::Tensor::from_i64({2}, {}))}));
+  g.add_output(op("CumSum", {x, g.add_constant("", ir::Tensor::from_i64({-1}, {}))}));
+  g.add_output(op("CumSum", {x, g.add_constant("", ir::Tensor::from_i64({1}, {}))},
+                  {{"exclusive", int64_t{1}}, {"reverse", int64_t{1}}}));
+  g.add_output(op("CastLike", {op("Mul", {x, g.add_constant("", ir::Tensor::scalar_f32(3.f))}),
+                               g.add_constant("", ir::Tensor::from_i64({0}, {1}))}));
+  ir::infer_types(g);
+  codegen::Lowered low;
+  check_graph("issue29_movement_reductions", g, ir::DType::f16, 5e-3, &low);
+  std::map<std::string, int> kinds;
+  for (const auto& s : low.plan.steps) ++kinds[s.op];
+  EXPECT_EQ(kinds["strided_copy"], 4);
+  EXPECT_EQ(kinds["reduce"], 7);
+  EXPECT_EQ(kinds["softmax"], 3);
+  EXPECT_EQ(kinds["gather_elements"], 1);
+  EXPECT_EQ(kinds["trilu"], 2);
+  EXPECT_EQ(kinds["cumsum"], 2);
 }
 
 }  // namespace

@@ -67,6 +67,7 @@ struct SoftmaxArgs {
   DType mask_dtype = DType::f32;
   int64_t mask_stride[3] = {0, 0, 0};
   bool causal = false;
+  bool log = false;  // LogSoftmax: y = (scale * x + mask) - log(sum of exp) along cols
 };
 cudaError_t softmax(const SoftmaxArgs& a, cudaStream_t stream);
 
@@ -211,7 +212,11 @@ struct EmbedLayerNormArgs {
 cudaError_t embed_layernorm(const EmbedLayerNormArgs& a, cudaStream_t stream);
 
 // ---- Reductions ----------------------------------------------------------------------------
-enum class ReduceOp : uint8_t { sum, mean, max, min, prod, sum_square, kCount };
+// l1 = sum |x|, l2 = sqrt(sum x^2), log_sum = log(sum x), log_sum_exp = log(sum e^x) (shifted by the max).
+// argmax / argmin (one axis; *_last: the last of equal extremes) write y as int64 indices.
+enum class ReduceOp : uint8_t {
+  sum, mean, max, min, prod, sum_square, l1, l2, log_sum, log_sum_exp, argmax, argmin, argmax_last, argmin_last, kCount
+};
 // Reduces x (dense, `dims`) over `axes` (any order, negative allowed; empty = all) into a dense
 // y whose dims are x's without the reduced axes (keepdims changes no bytes). f32/f16/bf16.
 cudaError_t reduce(ReduceOp op, DType dt, const void* x, const std::vector<int64_t>& dims,

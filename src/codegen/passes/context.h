@@ -42,6 +42,10 @@ std::vector<Dim> contiguous_strides(const std::vector<Dim>& dims);
 // Elementwise ops the fused chain kernels take (binary ops broadcast).
 const std::map<std::string, native::EwOp>& ew_ops();
 bool is_ew(const Node* n);
+// The inputs an elementwise node's chain reads (CastLike's second input only gives a dtype).
+std::vector<Value*> ew_operands(const Node* n);
+// The chain nodes an elementwise node becomes (variadic ops fold; Xor and Mean take more than one).
+int ew_chain_nodes(const Node* n);
 bool is_view(const std::string& op);
 bool scalar_constant(const Value* v);
 // A Clip's [min, max] (inputs 1 and 2; an absent one is -inf / +inf), or nullopt where a bound is

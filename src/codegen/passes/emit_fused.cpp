@@ -41,10 +41,18 @@ void emit_group(LowerContext& cx, const EwGroup& gr) {
     EwOp op = ew_ops().at(m->op());
     std::vector<int> a;
     const bool clip = m->op() == "Clip";
-    for (size_t i = 0; i < (clip ? 1 : m->num_inputs()); ++i) a.push_back(operand(m->input(i)));
+    if (clip) a.push_back(operand(m->input(0)));
+    else
+      for (const Value* v : ew_operands(m)) a.push_back(operand(v));
     DType dt = cx.storage(m->output(0)->dtype());
     int r;
-    if (op == EwOp::cast) {
+    if (m->op() == "Xor") {
+      r = ch.unary(EwOp::logical_not, ch.binary(EwOp::equal, a[0], a[1]));
+    } else if (m->op() == "Mean" || (a.size() != 2 && (m->op() == "Sum" || m->op() == "Min" || m->op() == "Max"))) {
+      r = a.size() == 1 ? ch.cast(a[0], dt) : ch.binary(op, a[0], a[1]);
+      for (size_t i = 2; i < a.size(); ++i) r = ch.binary(op, r, a[i]);
+      if (m->op() == "Mean") r = ch.binary(EwOp::div, r, ch.constant(static_cast<float>(a.size()), DType::f32));
+    } else if (op == EwOp::cast) {
       r = ch.cast(a[0], dt);
     } else if (op == EwOp::where) {
       r = ch.where(a[0], a[1], a[2]);
@@ -148,12 +156,42 @@ void emit_attention(LowerContext& cx, Node* n, const AttentionFusion& a) {
   }
   cx.step("attention", n->name() + " (attention)", ins, {cx.define(n->output(0))}, p);
 }
+// (Log)Softmax over another axis: permuted to the last axis and back, around a softmax step.
+static void emit_softmax_other_axis(LowerContext& cx, Node* n, int64_t axis) {
+  const auto& sh = n->input(0)->shape();
+  std::vector<int64_t> perm;  // axis to the end; the same perm maps back with its inverse
+  for (int64_t i = 0; i < static_cast<int64_t>(sh.size()); ++i)
+    if (i != axis) perm.push_back(i);
+  perm.push_back(axis);
+  std::vector<int64_t> back(perm.size());
+  for (size_t i = 0; i < perm.size(); ++i) back[static_cast<size_t>(perm[i])] = static_cast<int64_t>(i);
+  std::vector<Dim> moved;
+  for (int64_t p : perm) moved.push_back(sh[static_cast<size_t>(p)]);
+  auto temp = [&](const std::string& suffix) {
+    runtime::TensorInfo t;
+    t.name = n->output(0)->name() + suffix;
+    t.dtype = cx.storage(n->output(0)->dtype());
+    for (const Dim& d : moved) t.shape.push_back(runtime::DimExpr::parse(d.str()));
+    return cx.add_tensor(std::move(t));
+  };
+  const int x = cx.tensor(n->input(0)), xt = temp(".in_last"), yt = temp(".out_last");
+  cx.step("permute", n->name() + " (axis to last)", {x}, {xt}, JObject{{"perm", jints(perm)}});
+  JObject p{{"b", jdim(Dim(1))}, {"h", jdim(Dim(1))}, {"q", jdim(product(moved, 0, moved.size() - 1))},
+            {"cols", jdim(moved.back())}, {"scale", jnum(1.0)}, {"causal", json::Value(false)}};
+  if (n->op() == "LogSoftmax") p["log"] = json::Value(true);
+  cx.step("softmax", n->name(), {xt}, {yt}, p);
+  cx.step("permute", n->name() + " (axis back)", {yt}, {cx.define(n->output(0))}, JObject{{"perm", jints(back)}});
+}
+
 void emit_softmax(LowerContext& cx, Node* n) {
   SoftmaxFusion f;
   if (auto it = cx.softmax.find(n); it != cx.softmax.end()) f = it->second;
   else f.x = n->input(0);
   const auto& sh = f.x->shape();
-  if (sh.empty() || norm_axis(n->attr_int("axis", -1), sh.size()) != static_cast<int64_t>(sh.size()) - 1)
+  const int64_t axis = sh.empty() ? 0 : norm_axis(n->attr_int("axis", -1), sh.size());
+  if (!sh.empty() && axis != static_cast<int64_t>(sh.size()) - 1 && !cx.softmax.count(n))
+    return emit_softmax_other_axis(cx, n, axis);
+  if (sh.empty() || axis != static_cast<int64_t>(sh.size()) - 1)
     throw UnsupportedError(where(n) + ": softmax over an axis other than the last");
   int x = cx.tensor(f.x);
   int mask = cx.tensor(f.mask);
@@ -166,6 +204,7 @@ void emit_softmax(LowerContext& cx, Node* n) {
   JObject p{{"b", jdim(b)}, {"h", jdim(h)}, {"q", jdim(q)}, {"cols", jdim(sh.back())},
             {"scale", jnum(f.scale)}, {"causal", json::Value(f.causal)}};
   if (f.mask) p["mask_stride"] = jdims(mask_strides(f.mask));
+  if (n->op() == "LogSoftmax") p["log"] = json::Value(true);
   cx.step("softmax", n->name(), {x, mask}, {cx.define(n->output(0))}, p);
   if (!f.mask) cx.out.plan.steps.back().inputs.pop_back();
 }
