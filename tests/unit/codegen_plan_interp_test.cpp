@@ -2215,6 +2215,7 @@ TEST(CodegenPlanInterp, ZooConvNetsMatchReference) {
     std::printf("%s: %zu steps, %d elementwise, %d depthwise_conv\n", m.c_str(), low.plan.steps.size(),
                 count_steps(low.plan, "elementwise"), count_steps(low.plan, "depthwise_conv"));
   }
+}
 
 // The data movement, reduction and normalization ops issue 29 lowers onto existing step kinds:
 // DepthToSpace (both modes), SpaceToDepth and Tile as one strided_copy each, GlobalMaxPool and
