@@ -188,6 +188,24 @@ def regnet_convs(seed=8):
     return mm.make_model(b, "e2e_regnet_convs", inputs, outputs, 17, 8)
 
 
+def index_ops(seed=9):
+    """The index ops issue 29 gave native steps: GatherElements along the last axis by an index input,
+    Trilu (lower, k = -1) of the last two axes, CumSum along seq (a constant axis)."""
+    b = mm.Builder(seed)
+    width = 12
+    x, idx = "x", "idx"
+    s = "/index"
+    ge = b.op("GatherElements", [x, idx], s, axis=2)                          # [batch, seq, 12]
+    tl = b.op("Trilu", [x, b.const(-1, s)], s, upper=0)                       # [batch, seq, 12]
+    cs = b.op("CumSum", [x, b.const(1, s)], s)                                # [batch, seq, 12]
+    for out, v in {"gathered": ge, "lower": tl, "cumsum": cs}.items():
+        b.nodes.append(helper.make_node("Identity", [v], [out], name=f"/out_{out}"))
+    inputs = [helper.make_tensor_value_info(x, F32, ["batch", "seq", width]),
+              helper.make_tensor_value_info(idx, I64, ["batch", "seq", width])]
+    outputs = [helper.make_tensor_value_info(o, F32, ["batch", "seq", width]) for o in ("gathered", "lower", "cumsum")]
+    return mm.make_model(b, "e2e_index_ops", inputs, outputs, 17, 8)
+
+
 MODELS = {
     "bert_tiny": mm.MODELS["bert_tiny"],
     "gpt2_block": mm.MODELS["gpt2_block"],
@@ -197,6 +215,7 @@ MODELS = {
     "grouped_convs": grouped_convs,
     "resnext_convs": resnext_convs,
     "regnet_convs": regnet_convs,
+    "index_ops": index_ops,
 }
 
 # Integer inputs: ("index", rows) uniform over a table; ("mask",) ones with a padded tail per row.
@@ -205,6 +224,7 @@ INT_INPUTS = {
     ("bert_tiny", "attention_mask"): ("mask",),
     ("gpt2_block", "input_ids"): ("index", 256),
     ("misc_ops", "idx"): ("index", 50),
+    ("index_ops", "idx"): ("index", 12),
 }
 
 
@@ -241,6 +261,8 @@ VARIANTS = [
          cases=cases({"batch": 3}, {"batch": 1}, {"batch": 4})),
     dict(name="regnet_convs_bf16", model="regnet_convs", dtype="bf16", dynamic="batch=1..4", flags=[],
          cases=cases({"batch": 2}, {"batch": 4})),
+    dict(name="index_ops", model="index_ops", dtype="fp16", dynamic="batch=1..4,seq=1..24", flags=[],
+         cases=cases({"batch": 2, "seq": 9}, {"batch": 1, "seq": 1}, {"batch": 4, "seq": 24})),
     dict(name="resnext_convs_bf16", model="resnext_convs", dtype="bf16", dynamic="batch=1..4", flags=[],
          cases=cases({"batch": 3}, {"batch": 1}, {"batch": 4})),
 ]

@@ -5,6 +5,7 @@
 // contexts on four threads at once; the C API; an nchw_to_nhwc step (fused cast, padded channels).
 // With --every-device: the artifact on every GPU at once (every_device below). Exits 77 without a GPU.
 #include <cuda.h>
+#include <dlfcn.h>
 #include <cuda_runtime_api.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -288,11 +289,19 @@ std::string run_on_device(const std::string& dir, const std::vector<float>& w, i
 }
 
 // Whether this process has a primary context on device 0 (the driver's view: cudart cannot ask).
+// The driver library is opened here rather than linked, so the binary still starts (and skips) on a
+// machine without a GPU driver.
 bool touched_device0() {
+  using GetFn = CUresult (*)(CUdevice*, int);
+  using StateFn = CUresult (*)(CUdevice, unsigned*, int*);
+  static void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  auto get = lib ? reinterpret_cast<GetFn>(dlsym(lib, "cuDeviceGet")) : nullptr;
+  auto state = lib ? reinterpret_cast<StateFn>(dlsym(lib, "cuDevicePrimaryCtxGetState")) : nullptr;
+  if (!get || !state) return true;
   CUdevice d0 = 0;
   unsigned flags = 0;
   int active = 0;
-  if (cuDeviceGet(&d0, 0) != CUDA_SUCCESS || cuDevicePrimaryCtxGetState(d0, &flags, &active) != CUDA_SUCCESS) return true;
+  if (get(&d0, 0) != CUDA_SUCCESS || state(d0, &flags, &active) != CUDA_SUCCESS) return true;
   return active != 0;
 }
 
