@@ -2044,14 +2044,9 @@ TEST(CodegenPlanInterp, BertTinyWhereMaskIsReadByTheAttention) {
   check_model("bert_tiny_where", ir::DType::bf16, 2.5e-2, true);
 }
 
-// Attention as each exporter writes it (the fires cases of tests/golden/lower/fuse_attention: ViT/
-// CLIP's double cast, Llama's grouped-query heads with rotary, SDPA's scale on Q and K, timm's
-// gathered QKV, multi-query broadcast): one attention step each, and the plan computes what the
-// graph does (the reference runs it unfused) at 7 queries and keys, in f16 and bf16.
-TEST(CodegenPlanInterp, FusedAttentionFormsMatchReference) {
-  transform::register_ops();
-  const fs::path dir = fs::path(SABRE_SOURCE_DIR) / "tests" / "golden" / "lower" / "fuse_attention";
-  int cases = 0;
+// The fires_*.ir cases of a lowering pass's golden folder, parsed and typed, with their stems.
+std::vector<std::pair<std::string, ir::Graph>> golden_fires_cases(const fs::path& dir) {
+  std::vector<std::pair<std::string, ir::Graph>> out;
   for (const auto& e : fs::directory_iterator(dir)) {
     const std::string stem = e.path().stem().string();
     if (e.path().extension() != ".ir" || stem.rfind("fires_", 0) != 0) continue;
@@ -2060,6 +2055,20 @@ TEST(CodegenPlanInterp, FusedAttentionFormsMatchReference) {
     text << f.rdbuf();
     ir::Graph g = ir::parse_graph(text.str());
     ir::infer_types(g);
+    out.emplace_back(stem, std::move(g));
+  }
+  return out;
+}
+
+// Attention as each exporter writes it (the fires cases of tests/golden/lower/fuse_attention: ViT/
+// CLIP's double cast, Llama's grouped-query heads with rotary, SDPA's scale on Q and K, timm's
+// gathered QKV, multi-query broadcast): one attention step each, and the plan computes what the
+// graph does (the reference runs it unfused) at 7 queries and keys, in f16 and bf16.
+TEST(CodegenPlanInterp, FusedAttentionFormsMatchReference) {
+  transform::register_ops();
+  const fs::path dir = fs::path(SABRE_SOURCE_DIR) / "tests" / "golden" / "lower" / "fuse_attention";
+  int cases = 0;
+  for (auto& [stem, g] : golden_fires_cases(dir)) {
     for (auto [dt, tol] : {std::pair{ir::DType::f16, 4e-3}, {ir::DType::bf16, 2.5e-2}}) {
       codegen::Lowered low;
       check_graph(stem, g, dt, tol, &low, true);
@@ -2131,14 +2140,7 @@ TEST(CodegenPlanInterp, DepthwiseActivationFormsMatchReference) {
   transform::register_ops();
   const fs::path dir = fs::path(SABRE_SOURCE_DIR) / "tests" / "golden" / "lower" / "fuse_depthwise_activation";
   int cases = 0;
-  for (const auto& e : fs::directory_iterator(dir)) {
-    const std::string stem = e.path().stem().string();
-    if (e.path().extension() != ".ir" || stem.rfind("fires_", 0) != 0) continue;
-    std::ifstream f(e.path());
-    std::stringstream text;
-    text << f.rdbuf();
-    ir::Graph g = ir::parse_graph(text.str());
-    ir::infer_types(g);
+  for (auto& [stem, g] : golden_fires_cases(dir)) {
     for (auto [dt, tol] : {std::pair{ir::DType::f16, 4e-3}, {ir::DType::bf16, 2.5e-2}}) {
       codegen::Lowered low;
       check_graph(stem, g, dt, tol, &low);
