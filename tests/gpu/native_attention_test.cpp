@@ -21,16 +21,26 @@ Tensor pack_qkv(DType dt, bool packed, const Tensor& q, const Tensor& k, const T
   return qkv;
 }
 
-// The arguments' pointers: Q, K, V and O in their buffers, or Q, K and V read in place from the
-// packed tensor (d·h elements apart: only 8-byte aligned where d is not a multiple of 8).
-native::AttentionArgs attention_args(DType dt, bool packed, int64_t hd, const Dev& dq, const Dev& dk, const Dev& dv,
-                                     const Dev& dqkv, const Dev& dout) {
+// The arguments' geometry, pointers and strides: Q and O [b, sq, h, d], K and V [b, sk, h / kv_group, d]
+// in their buffers, or Q, K and V read in place from the packed [b, sq, 3, h, d] tensor (d·h
+// elements apart: only 8-byte aligned where d is not a multiple of 8).
+native::AttentionArgs attention_args(DType dt, bool packed, int64_t b, int64_t h, int64_t sq, int64_t sk, int64_t d,
+                                     int64_t kv_group, const Dev& dq, const Dev& dk, const Dev& dv, const Dev& dqkv,
+                                     const Dev& dout) {
+  const int64_t hd = h * d, hk = h / kv_group;
   native::AttentionArgs a;
   a.dtype = dt;
   a.q = dq.p, a.k = dk.p, a.v = dv.p, a.o = dout.p;
   if (packed) {
     uint8_t* base = static_cast<uint8_t*>(dqkv.p);
     a.q = base, a.k = base + hd * ir::size_of(dt), a.v = base + 2 * hd * ir::size_of(dt);
+  }
+  a.b = b, a.h = h, a.sq = sq, a.sk = sk, a.d = d, a.kv_group = kv_group;
+  const int64_t qs[3] = {sq * hd, d, hd}, ks[3] = {sk * hk * d, d, hk * d}, qkvs[3] = {sq * 3 * hd, d, 3 * hd};
+  for (int i = 0; i < 3; ++i) {
+    a.o_stride[i] = qs[i];
+    a.q_stride[i] = packed ? qkvs[i] : qs[i];
+    a.k_stride[i] = a.v_stride[i] = packed ? qkvs[i] : ks[i];
   }
   return a;
 }
@@ -138,18 +148,10 @@ void attention_case(DType dt, int64_t b, int64_t h, int64_t sq, int64_t sk, int 
           want[size_t(((bi * sq + i) * h + hi) * d + c)] = o;
         }
       }
-  const int64_t hd = h * d;
-  const Tensor qkv = pack_qkv(dt, packed, q, k, v, b * sq, hd);
+  const Tensor qkv = pack_qkv(dt, packed, q, k, v, b * sq, h * d);
   const size_t out_bytes = size_t(b * sq * h * d) * ir::size_of(dt);
   Dev dq(q), dk(k), dv(v), dqkv(qkv), dm(mask), dout(out_bytes);
-  native::AttentionArgs a = attention_args(dt, packed, hd, dq, dk, dv, dqkv, dout);
-  a.b = b, a.h = h, a.sq = sq, a.sk = sk, a.d = d, a.kv_group = kv_group;
-  const int64_t qs[3] = {sq * hd, d, hd}, ks[3] = {sk * hk * d, d, hk * d}, qkvs[3] = {sq * 3 * hd, d, 3 * hd};
-  for (int i = 0; i < 3; ++i) {
-    a.o_stride[i] = qs[i];
-    a.q_stride[i] = packed ? qkvs[i] : qs[i];
-    a.k_stride[i] = a.v_stride[i] = packed ? qkvs[i] : ks[i];
-  }
+  native::AttentionArgs a = attention_args(dt, packed, b, h, sq, sk, d, kv_group, dq, dk, dv, dqkv, dout);
   a.scale = scale;
   a.causal = causal;
   if (mask_kind) {
@@ -225,18 +227,10 @@ void attention_bias_case(DType dt, int64_t b, int64_t h, int64_t sq, int64_t sk,
           want[size_t(((bi * sq + i) * h + hi) * d + c)] = total > 0 ? o / total : 0.0;
         }
       }
-  const int64_t hd = h * d;
-  const Tensor qkv = pack_qkv(dt, packed, q, k, v, b * sq, hd);
+  const Tensor qkv = pack_qkv(dt, packed, q, k, v, b * sq, h * d);
   const size_t out_bytes = size_t(b * sq * h * d) * ir::size_of(dt);
   Dev dq(q), dk(k), dv(v), dqkv(qkv), dm(mask), dout(out_bytes);
-  native::AttentionArgs a = attention_args(dt, packed, hd, dq, dk, dv, dqkv, dout);
-  a.b = b, a.h = h, a.sq = sq, a.sk = sk, a.d = d;
-  for (int i = 0; i < 3; ++i) {
-    const int64_t qs[3] = {sq * hd, d, hd}, ks[3] = {sk * hd, d, hd}, ps[3] = {sq * 3 * hd, d, 3 * hd};
-    a.o_stride[i] = qs[i];
-    a.q_stride[i] = packed ? ps[i] : qs[i];
-    a.k_stride[i] = a.v_stride[i] = packed ? ps[i] : ks[i];
-  }
+  native::AttentionArgs a = attention_args(dt, packed, b, h, sq, sk, d, 1, dq, dk, dv, dqkv, dout);
   a.scale = scale;
   a.causal = causal;
   if (bias) {
