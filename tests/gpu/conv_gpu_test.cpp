@@ -32,8 +32,6 @@ namespace {
 
 using namespace sabre::conv_test;
 
-constexpr int kSkip = 77;
-
 // Every activation, bias with and without, the three residual forms, both dtypes, the three
 // iterators, every catalog tile shape and the alignment-2 and alignment-1 fallbacks.
 const char* const kKernels[] = {
@@ -121,54 +119,14 @@ const Problem kProblems[] = {
     {"g32_3x3_c128_4_channels", 2, 8, 8, 128, 128, 3, 3, 1, 1, 1, 1, 1, 1, 32},
 };
 
-struct Kernel {
-  std::string name;
-  cb::ConvSpec spec;
-  sabre_conv_entry entry{};
-};
-
-#define CUDA_OR_FAIL(stmt)                                                                        \
-  do {                                                                                            \
-    cudaError_t e_ = (stmt);                                                                      \
-    if (e_ != cudaSuccess) {                                                                      \
-      std::printf("FAIL %s %s: %s failed: %s (%s:%d)\n", kn.name.c_str(), pb.label, #stmt,        \
-                  cudaGetErrorString(e_), __FILE__, __LINE__);                                    \
-      return false;                                                                               \
-    }                                                                                             \
-  } while (0)
+using Kernel = ConvKernel<cb::ConvSpec>;
 
 // Runs one kernel on one problem; prints one line; returns false on a failure.
 bool run_case(const Kernel& kn, const Problem& pb, std::mt19937& rng) {
-  const cb::Elem e = kn.spec.elem;
-  const cb::EpilogueSpec& epi = kn.spec.epi;
-  const int64_t P = pb.p(), Q = pb.q();
-  std::vector<uint16_t> xb, wb, bb, rb;
-  std::vector<double> xv, wv, bv, rv;
-  random_tensor(e, size_t(pb.n * pb.h * pb.w * pb.c), rng, xb, xv);
-  random_tensor(e, size_t(pb.k * pb.r * pb.s * (pb.c / pb.groups)), rng, wb, wv);
-  random_tensor(e, size_t(pb.k), rng, bb, bv);
-  random_tensor(e, size_t(pb.n * P * Q * pb.k), rng, rb, rv);
-  const size_t ycount = size_t(pb.n * P * Q * pb.k);
-
-  DeviceBuf dx, dw, db, dr, dy, dws;
-  CUDA_OR_FAIL(cudaMalloc(&dx.p, xb.size() * 2));
-  CUDA_OR_FAIL(cudaMalloc(&dw.p, wb.size() * 2));
-  CUDA_OR_FAIL(cudaMalloc(&db.p, bb.size() * 2));
-  CUDA_OR_FAIL(cudaMalloc(&dr.p, rb.size() * 2));
-  CUDA_OR_FAIL(cudaMalloc(&dy.p, (ycount + kGuard) * 2));
-  CUDA_OR_FAIL(cudaMemcpy(dx.p, xb.data(), xb.size() * 2, cudaMemcpyHostToDevice));
-  CUDA_OR_FAIL(cudaMemcpy(dw.p, wb.data(), wb.size() * 2, cudaMemcpyHostToDevice));
-  CUDA_OR_FAIL(cudaMemcpy(db.p, bb.data(), bb.size() * 2, cudaMemcpyHostToDevice));
-  CUDA_OR_FAIL(cudaMemcpy(dr.p, rb.data(), rb.size() * 2, cudaMemcpyHostToDevice));
-  std::vector<uint16_t> yb(ycount + kGuard, nan_bits(e));
-  CUDA_OR_FAIL(cudaMemcpy(dy.p, yb.data(), yb.size() * 2, cudaMemcpyHostToDevice));
-
-  sabre_conv_args a{};
-  a.n = pb.n, a.h = pb.h, a.w = pb.w, a.c = pb.c, a.k = pb.k, a.r = pb.r, a.s = pb.s, a.p = P, a.q = Q;
-  a.pad_h = pb.pad_h, a.pad_w = pb.pad_w, a.stride_h = pb.stride_h, a.stride_w = pb.stride_w;
-  a.dil_h = pb.dil_h, a.dil_w = pb.dil_w, a.groups = pb.groups;
-  a.x = dx.p, a.filter = dw.p, a.bias = db.p, a.residual = dr.p, a.y = dy.p;
-  a.alpha = kAlpha, a.beta = kBeta;
+  Operands o;
+  DeviceOperands d;
+  sabre_conv_args a;
+  if (!prepare_case(kn, pb, rng, o, d, a)) return false;
 
   // Grouped convolution is not what the plain kernels do: they must refuse it.
   if (!kn.spec.config.grouped && pb.groups == 1) {
@@ -184,7 +142,7 @@ bool run_case(const Kernel& kn, const Problem& pb, std::mt19937& rng) {
   // and its group rule (plain kernels: groups 1; grouped: groups > 1 of channels their tile fits).
   const bool fits = !cb::conv_channels_unsupported_reason(kn.spec.config, pb.c) && pb.k % kn.spec.config.alignment == 0 &&
                     !cb::conv_group_unsupported_reason(kn.spec.config, pb.groups, pb.c, pb.k);
-  int st = kn.entry.can_implement(&a);
+  const int st = kn.entry.can_implement(&a);
   if (!fits) {
     if (st != SABRE_NOT_SUPPORTED) {
       std::printf("FAIL %s %s: c=%ld k=%ld outside the kernel's channel rule or alignment %d, but can_implement returned %d\n",
@@ -194,27 +152,9 @@ bool run_case(const Kernel& kn, const Problem& pb, std::mt19937& rng) {
     std::printf("ok   %s %s: refused as expected (%s)\n", kn.name.c_str(), pb.label, kn.entry.last_error());
     return true;
   }
-  if (st != SABRE_OK) {
-    std::printf("FAIL %s %s: can_implement %d: %s\n", kn.name.c_str(), pb.label, st, kn.entry.last_error());
-    return false;
-  }
-  a.workspace_size = kn.entry.workspace_size(&a);
-  if (a.workspace_size) {
-    CUDA_OR_FAIL(cudaMalloc(&dws.p, a.workspace_size));
-    // NaN everywhere (f32 and 16-bit): a parallel split-K partial the conv leaves unwritten shows.
-    if (kn.spec.config.split_mode == cb::ConvSplitK::parallel) CUDA_OR_FAIL(cudaMemset(dws.p, 0xff, a.workspace_size));
-  }
-  a.workspace = dws.p;
-  st = kn.entry.run(&a, nullptr);
-  if (st != SABRE_OK) {
-    std::printf("FAIL %s %s: run %d: %s\n", kn.name.c_str(), pb.label, st, kn.entry.last_error());
-    return false;
-  }
-  CUDA_OR_FAIL(cudaDeviceSynchronize());
-  CUDA_OR_FAIL(cudaMemcpy(yb.data(), dy.p, yb.size() * 2, cudaMemcpyDeviceToHost));
-
-  const int serial_splits = kn.spec.config.split_mode == cb::ConvSplitK::serial ? kn.spec.config.split_k : 1;
-  return check_y(kn.name, pb, e, epi, serial_splits, yb, ycount, reference(pb, epi, xv, wv, bv, rv), xv, wv, bv, rv);
+  // A poisoned workspace: a parallel split-K partial the conv leaves unwritten shows.
+  if (!run_kernel(kn, pb, st, a, kn.spec.config.split_mode == cb::ConvSplitK::parallel, d, o)) return false;
+  return check_case(kn, pb, kn.spec.config.split_mode == cb::ConvSplitK::serial ? kn.spec.config.split_k : 1, o);
 }
 
 }  // namespace
@@ -224,28 +164,9 @@ int main(int argc, char** argv) {
   int jobs = 8;
   std::string work = (fs::temp_directory_path() / "sabre_conv_gpu_test").string();
   std::vector<std::string> names;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a == "-j" && i + 1 < argc) jobs = std::max(1, std::atoi(argv[++i]));
-    else if (a == "--work" && i + 1 < argc) work = argv[++i];
-    else if (!a.empty() && a[0] != '-') names.push_back(a);
-    else {
-      std::fprintf(stderr, "usage: sabre_conv_gpu_test [-j N] [--work DIR] [NAME...]\n");
-      return 2;
-    }
-  }
-  int devices = 0;
-  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
-    std::printf("no CUDA GPU: conv GPU test skipped\n");
-    return kSkip;
-  }
-  cudaDeviceProp prop{};
-  if (cudaGetDeviceProperties(&prop, 0) != cudaSuccess) {
-    std::printf("cudaGetDeviceProperties failed\n");
-    return 1;
-  }
-  const int sm = prop.major * 10 + prop.minor;
-  std::printf("GPU: %s (sm_%d)\n", prop.name, sm);
+  if (!parse_args(argc, argv, "sabre_conv_gpu_test", jobs, work, names)) return 2;
+  const int sm = gpu_sm("conv GPU test");
+  if (sm <= 0) return sm == 0 ? kSkip : 1;
   if (names.empty()) names.assign(std::begin(kKernels), std::end(kKernels));
 
   std::vector<Kernel> kernels;
@@ -266,28 +187,7 @@ int main(int argc, char** argv) {
   }
   cb::NvccOptions opts;
   opts.target_sm = sm;
-  auto built = cb::compile_conv_kernels(specs, work, opts, jobs);
-  std::vector<Kernel> ready;
-  for (size_t i = 0; i < built.size(); ++i) {
-    const auto& r = built[i];
-    if (!r.ok) {
-      std::printf("FAIL %s: compile (%.0f s):\n%s\n%s\n", r.name.c_str(), r.seconds, r.command.c_str(), r.log.c_str());
-      ++failed;
-      continue;
-    }
-    void* h = dlopen(r.library.c_str(), RTLD_NOW | RTLD_LOCAL);
-    auto reg = h ? reinterpret_cast<sabre_conv_registry_fn>(dlsym(h, SABRE_CONV_REGISTRY_SYMBOL)) : nullptr;
-    int count = 0, abi = 0;
-    const sabre_conv_entry* entries = reg ? reg(&count, &abi) : nullptr;
-    if (!entries || count != 1 || abi != SABRE_KERNEL_ABI_VERSION || kernels[i].name != entries[0].name) {
-      std::printf("FAIL %s: library %s has no matching %s (dlerror: %s)\n", r.name.c_str(), r.library.c_str(),
-                  SABRE_CONV_REGISTRY_SYMBOL, h ? "-" : dlerror());
-      ++failed;
-      continue;
-    }
-    kernels[i].entry = entries[0];
-    ready.push_back(kernels[i]);
-  }
+  const std::vector<Kernel> ready = load_built(kernels, cb::compile_conv_kernels(specs, work, opts, jobs), failed);
   std::mt19937 rng(20260702);
   int cases = 0;
   for (const auto& k : ready)

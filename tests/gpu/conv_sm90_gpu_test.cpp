@@ -32,8 +32,6 @@ namespace {
 
 using namespace sabre::conv_test;
 
-constexpr int kSkip = 77;
-
 // Every epilogue form (per-column bias fusion op with and without the residual as its source, the
 // no-bias fusion op with and without it, the EVT tree with and without the bias), both dtypes, every
 // catalog row of each schedule and a 1x2 cluster (X tiles multicast), for ws and for the persistent
@@ -110,54 +108,14 @@ const Problem kProblems[] = {
     {"1x1_s9_refused", 1, 19, 19, 64, 64, 1, 1, 0, 0, 9, 9, 1, 1, -1, -1, "stride above 8"},
 };
 
-struct Kernel {
-  std::string name;
-  cb::Sm90ConvSpec spec;
-  sabre_conv_entry entry{};
-};
-
-#define CUDA_OR_FAIL(stmt)                                                                        \
-  do {                                                                                            \
-    cudaError_t e_ = (stmt);                                                                      \
-    if (e_ != cudaSuccess) {                                                                      \
-      std::printf("FAIL %s %s: %s failed: %s (%s:%d)\n", kn.name.c_str(), pb.label, #stmt,        \
-                  cudaGetErrorString(e_), __FILE__, __LINE__);                                    \
-      return false;                                                                               \
-    }                                                                                             \
-  } while (0)
+using Kernel = ConvKernel<cb::Sm90ConvSpec>;
 
 // Runs one kernel on one problem; prints one line; returns false on a failure.
 bool run_case(const Kernel& kn, const Problem& pb, std::mt19937& rng) {
-  const cb::Elem e = kn.spec.elem;
-  const cb::EpilogueSpec& epi = kn.spec.epi;
-  const int64_t P = pb.p(), Q = pb.q();
-  std::vector<uint16_t> xb, wb, bb, rb;
-  std::vector<double> xv, wv, bv, rv;
-  random_tensor(e, size_t(pb.n * pb.h * pb.w * pb.c), rng, xb, xv);
-  random_tensor(e, size_t(pb.k * pb.r * pb.s * pb.c), rng, wb, wv);
-  random_tensor(e, size_t(pb.k), rng, bb, bv);
-  random_tensor(e, size_t(pb.n * P * Q * pb.k), rng, rb, rv);
-  const size_t ycount = size_t(pb.n * P * Q * pb.k);
-
-  DeviceBuf dx, dw, db, dr, dy, dws;
-  CUDA_OR_FAIL(cudaMalloc(&dx.p, xb.size() * 2));
-  CUDA_OR_FAIL(cudaMalloc(&dw.p, wb.size() * 2));
-  CUDA_OR_FAIL(cudaMalloc(&db.p, bb.size() * 2));
-  CUDA_OR_FAIL(cudaMalloc(&dr.p, rb.size() * 2));
-  CUDA_OR_FAIL(cudaMalloc(&dy.p, (ycount + kGuard) * 2));
-  CUDA_OR_FAIL(cudaMemcpy(dx.p, xb.data(), xb.size() * 2, cudaMemcpyHostToDevice));
-  CUDA_OR_FAIL(cudaMemcpy(dw.p, wb.data(), wb.size() * 2, cudaMemcpyHostToDevice));
-  CUDA_OR_FAIL(cudaMemcpy(db.p, bb.data(), bb.size() * 2, cudaMemcpyHostToDevice));
-  CUDA_OR_FAIL(cudaMemcpy(dr.p, rb.data(), rb.size() * 2, cudaMemcpyHostToDevice));
-  std::vector<uint16_t> yb(ycount + kGuard, nan_bits(e));
-  CUDA_OR_FAIL(cudaMemcpy(dy.p, yb.data(), yb.size() * 2, cudaMemcpyHostToDevice));
-
-  sabre_conv_args a{};
-  a.n = pb.n, a.h = pb.h, a.w = pb.w, a.c = pb.c, a.k = pb.k, a.r = pb.r, a.s = pb.s, a.p = P, a.q = Q;
-  a.pad_h = pb.pad_h, a.pad_w = pb.pad_w, a.stride_h = pb.stride_h, a.stride_w = pb.stride_w;
-  a.dil_h = pb.dil_h, a.dil_w = pb.dil_w, a.groups = 1;
-  a.x = dx.p, a.filter = dw.p, a.bias = db.p, a.residual = dr.p, a.y = dy.p;
-  a.alpha = kAlpha, a.beta = kBeta;
+  Operands o;
+  DeviceOperands d;
+  sabre_conv_args a;
+  if (!prepare_case(kn, pb, rng, o, d, a)) return false;
 
   // Grouped convolution is not what these kernels do: all must refuse it, in can_implement and run.
   sabre_conv_args g = a;
@@ -167,7 +125,7 @@ bool run_case(const Kernel& kn, const Problem& pb, std::mt19937& rng) {
     return false;
   }
 
-  int st = kn.entry.can_implement(&a);
+  const int st = kn.entry.can_implement(&a);
   if (pb.refusal) {
     if (st != SABRE_NOT_SUPPORTED || !std::strstr(kn.entry.last_error(), pb.refusal)) {
       std::printf("FAIL %s %s: must be refused with '%s', can_implement returned %d (%s)\n", kn.name.c_str(), pb.label,
@@ -178,31 +136,17 @@ bool run_case(const Kernel& kn, const Problem& pb, std::mt19937& rng) {
       std::printf("FAIL %s %s: run did not refuse what can_implement refused\n", kn.name.c_str(), pb.label);
       return false;
     }
-    CUDA_OR_FAIL(cudaMemcpy(yb.data(), dy.p, yb.size() * 2, cudaMemcpyDeviceToHost));
-    for (uint16_t b : yb)
-      if (b != nan_bits(e)) {
+    if (!read_y(kn, pb, d, o, "the refusal")) return false;
+    for (uint16_t b : o.yb)
+      if (b != nan_bits(kn.spec.elem)) {
         std::printf("FAIL %s %s: refused, yet Y was written\n", kn.name.c_str(), pb.label);
         return false;
       }
     std::printf("ok   %s %s: refused as expected (%s)\n", kn.name.c_str(), pb.label, kn.entry.last_error());
     return true;
   }
-  if (st != SABRE_OK) {
-    std::printf("FAIL %s %s: can_implement %d: %s\n", kn.name.c_str(), pb.label, st, kn.entry.last_error());
-    return false;
-  }
-  a.workspace_size = kn.entry.workspace_size(&a);
-  if (a.workspace_size) CUDA_OR_FAIL(cudaMalloc(&dws.p, a.workspace_size));
-  a.workspace = dws.p;
-  st = kn.entry.run(&a, nullptr);
-  if (st != SABRE_OK) {
-    std::printf("FAIL %s %s: run %d: %s\n", kn.name.c_str(), pb.label, st, kn.entry.last_error());
-    return false;
-  }
-  CUDA_OR_FAIL(cudaDeviceSynchronize());
-  CUDA_OR_FAIL(cudaMemcpy(yb.data(), dy.p, yb.size() * 2, cudaMemcpyDeviceToHost));
-
-  return check_y(kn.name, pb, e, epi, /*serial_splits=*/1, yb, ycount, reference(pb, epi, xv, wv, bv, rv), xv, wv, bv, rv);
+  if (!run_kernel(kn, pb, st, a, false, d, o)) return false;
+  return check_case(kn, pb, /*serial_splits=*/1, o);
 }
 
 // n = 0 is an empty no-op that must not touch Y (and needs no pointers to be read).
@@ -227,28 +171,9 @@ int main(int argc, char** argv) {
   int jobs = 8;
   std::string work = (fs::temp_directory_path() / "sabre_conv_sm90_gpu_test").string();
   std::vector<std::string> names;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a == "-j" && i + 1 < argc) jobs = std::max(1, std::atoi(argv[++i]));
-    else if (a == "--work" && i + 1 < argc) work = argv[++i];
-    else if (!a.empty() && a[0] != '-') names.push_back(a);
-    else {
-      std::fprintf(stderr, "usage: sabre_conv_sm90_gpu_test [-j N] [--work DIR] [NAME...]\n");
-      return 2;
-    }
-  }
-  int devices = 0;
-  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
-    std::printf("no CUDA GPU: sm90 conv GPU test skipped\n");
-    return kSkip;
-  }
-  cudaDeviceProp prop{};
-  if (cudaGetDeviceProperties(&prop, 0) != cudaSuccess) {
-    std::printf("cudaGetDeviceProperties failed\n");
-    return 1;
-  }
-  const int sm = prop.major * 10 + prop.minor;
-  std::printf("GPU: %s (sm_%d)\n", prop.name, sm);
+  if (!parse_args(argc, argv, "sabre_conv_sm90_gpu_test", jobs, work, names)) return 2;
+  const int sm = gpu_sm("sm90 conv GPU test");
+  if (sm <= 0) return sm == 0 ? kSkip : 1;
   if (sm != 90) {
     std::printf("sm90 conv kernels run only on sm_90 (wgmma, TMA im2col): skipped on sm_%d\n", sm);
     return kSkip;
@@ -272,30 +197,8 @@ int main(int argc, char** argv) {
   }
   cb::NvccOptions opts;
   opts.target_sm = sm;
-  auto built = cb::compile_sm90_conv_kernels(specs, work, opts, jobs);
   int failed = 0;
-  std::vector<Kernel> ready;
-  for (size_t i = 0; i < built.size(); ++i) {
-    const auto& r = built[i];
-    if (!r.ok) {
-      std::printf("FAIL %s: compile (%.0f s):\n%s\n%s\n", r.name.c_str(), r.seconds, r.command.c_str(), r.log.c_str());
-      ++failed;
-      continue;
-    }
-    std::printf("built %s (%.0f s)\n", r.name.c_str(), r.seconds);
-    void* h = dlopen(r.library.c_str(), RTLD_NOW | RTLD_LOCAL);
-    auto reg = h ? reinterpret_cast<sabre_conv_registry_fn>(dlsym(h, SABRE_CONV_REGISTRY_SYMBOL)) : nullptr;
-    int count = 0, abi = 0;
-    const sabre_conv_entry* entries = reg ? reg(&count, &abi) : nullptr;
-    if (!entries || count != 1 || abi != SABRE_KERNEL_ABI_VERSION || kernels[i].name != entries[0].name) {
-      std::printf("FAIL %s: library %s has no matching %s (dlerror: %s)\n", r.name.c_str(), r.library.c_str(),
-                  SABRE_CONV_REGISTRY_SYMBOL, h ? "-" : dlerror());
-      ++failed;
-      continue;
-    }
-    kernels[i].entry = entries[0];
-    ready.push_back(kernels[i]);
-  }
+  const std::vector<Kernel> ready = load_built(kernels, cb::compile_sm90_conv_kernels(specs, work, opts, jobs), failed);
   std::mt19937 rng(20260703);
   int cases = 0;
   for (const auto& k : ready) {

@@ -22,8 +22,6 @@ namespace native = sabre::native;
 
 namespace {
 
-constexpr int kSkip = 77;
-
 struct Problem {
   int64_t n, h, w, c, k, r, s, groups, pad_h, pad_w, stride_h, stride_w, dil_h, dil_w;
   const char* label = "";
@@ -69,38 +67,24 @@ bool run_case(const Case& cs, cb::Elem e, std::mt19937& rng) {
   pb.label = name.c_str();
   const int64_t P = pb.p(), Q = pb.q(), cg = pb.c / pb.groups;
   // Filter bits [k, r, s, c/groups] for the reference, [r, s, c/groups, k] for the kernel.
-  std::vector<uint16_t> xb, wb, bb, rb;
-  std::vector<double> xv, wv, bv, rv;
-  random_tensor(e, size_t(pb.n * pb.h * pb.w * pb.c), rng, xb, xv);
-  random_tensor(e, size_t(pb.k * pb.r * pb.s * cg), rng, wb, wv);
-  random_tensor(e, size_t(pb.k), rng, bb, bv);
-  const size_t ycount = size_t(pb.n * P * Q * pb.k);
-  random_tensor(e, ycount, rng, rb, rv);
-  std::vector<uint16_t> wdev(wb.size());
+  Operands o = random_operands(pb, e, rng);
+  std::vector<uint16_t> wdev(o.wb.size());
   for (int64_t k = 0; k < pb.k; ++k)
     for (int64_t rs = 0; rs < pb.r * pb.s; ++rs)
-      for (int64_t j = 0; j < cg; ++j) wdev[size_t((rs * cg + j) * pb.k + k)] = wb[size_t((k * pb.r * pb.s + rs) * cg + j)];
+      for (int64_t j = 0; j < cg; ++j) wdev[size_t((rs * cg + j) * pb.k + k)] = o.wb[size_t((k * pb.r * pb.s + rs) * cg + j)];
   // The reference computes alpha·conv + beta·R: scale its operands so that it computes conv + R.
-  std::vector<double> wref = wv, rref = rv;
+  std::vector<double> wref = o.wv, rref = o.rv;
   for (double& v : wref) v /= kAlpha;
   for (double& v : rref) v /= kBeta;
 
-  DeviceBuf dx, dw, db, dr, dy;
-  CUDA_OR_FAIL(cudaMalloc(&dx.p, xb.size() * 2));
-  CUDA_OR_FAIL(cudaMalloc(&dw.p, wdev.size() * 2));
-  CUDA_OR_FAIL(cudaMalloc(&db.p, bb.size() * 2));
-  CUDA_OR_FAIL(cudaMalloc(&dr.p, rb.size() * 2));
-  CUDA_OR_FAIL(cudaMalloc(&dy.p, (ycount + kGuard) * 2));
-  CUDA_OR_FAIL(cudaMemcpy(dx.p, xb.data(), xb.size() * 2, cudaMemcpyHostToDevice));
-  CUDA_OR_FAIL(cudaMemcpy(dw.p, wdev.data(), wdev.size() * 2, cudaMemcpyHostToDevice));
-  CUDA_OR_FAIL(cudaMemcpy(db.p, bb.data(), bb.size() * 2, cudaMemcpyHostToDevice));
-  CUDA_OR_FAIL(cudaMemcpy(dr.p, rb.data(), rb.size() * 2, cudaMemcpyHostToDevice));
-  std::vector<uint16_t> yb(ycount + kGuard, nan_bits(e));
-  CUDA_OR_FAIL(cudaMemcpy(dy.p, yb.data(), yb.size() * 2, cudaMemcpyHostToDevice));
-
+  DeviceOperands d;
+  if (const std::string err = upload(o, wdev, d); !err.empty()) {
+    std::printf("FAIL %s: %s\n", name.c_str(), err.c_str());
+    return false;
+  }
   native::DepthwiseArgs a;
   a.dtype = e == cb::Elem::f16 ? sabre::ir::DType::f16 : sabre::ir::DType::bf16;
-  a.x = dx.p, a.w = dw.p, a.bias = cs.epi.bias ? db.p : nullptr, a.y = dy.p;
+  a.x = d.x.p, a.w = d.w.p, a.bias = cs.epi.bias ? d.bias.p : nullptr, a.y = d.y.p;
   a.n = pb.n, a.h = pb.h, a.w_ = pb.w, a.c = pb.c, a.r = pb.r, a.s = pb.s, a.p = P, a.q = Q;
   if (!(pb.groups == pb.c && pb.k == pb.c)) a.k = pb.k, a.groups = pb.groups;  // else the depthwise form
   a.pad_h = pb.pad_h, a.pad_w = pb.pad_w, a.stride_h = pb.stride_h, a.stride_w = pb.stride_w;
@@ -112,12 +96,13 @@ bool run_case(const Case& cs, cb::Elem e, std::mt19937& rng) {
     case cb::Act::silu: a.act = native::ConvAct::silu; break;
     default: std::printf("FAIL %s: no such fused activation in the native kernel\n", name.c_str()); return false;
   }
-  if (cs.epi.residual != cb::Residual::none) a.residual = dr.p, a.residual_after_act = cs.epi.residual == cb::Residual::after_act;
+  if (cs.epi.residual != cb::Residual::none) a.residual = d.res.p, a.residual_after_act = cs.epi.residual == cb::Residual::after_act;
   a.kernel = cs.kernel;
   CUDA_OR_FAIL(native::depthwise_conv2d(a, nullptr));
   CUDA_OR_FAIL(cudaDeviceSynchronize());
-  CUDA_OR_FAIL(cudaMemcpy(yb.data(), dy.p, yb.size() * 2, cudaMemcpyDeviceToHost));
-  return check_y("", pb, e, cs.epi, 1, yb, ycount, reference(pb, cs.epi, xv, wref, bv, rref), xv, wref, bv, rref);
+  CUDA_OR_FAIL(cudaMemcpy(o.yb.data(), d.y.p, o.yb.size() * 2, cudaMemcpyDeviceToHost));
+  return check_y("", pb, e, cs.epi, 1, o.yb, o.ycount, reference(pb, cs.epi, o.xv, wref, o.bv, rref), o.xv, wref, o.bv,
+                 rref);
 }
 
 std::vector<Case> cases() {

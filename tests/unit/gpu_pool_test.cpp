@@ -26,10 +26,14 @@
 #include "tune/gpu_pool.h"
 #include "tune/profiler.h"
 #include "tune/rank.h"
+#include "tune_test_util.h"
 
 using namespace sabre::tune;
 namespace cb = sabre::cutlass_backend;
 namespace fs = std::filesystem;
+using sabre::test_util::gemm_problem;
+using sabre::test_util::h200;
+using sabre::test_util::sh;
 
 namespace {
 
@@ -240,20 +244,6 @@ TEST(GpuPool, ReportsWhatIsLeftWhenEveryWorkerIsGone) {
 
 namespace {
 
-Environment h200() { return {"NVIDIA H200", 90, "13.0", "4.2.0", "1"}; }
-
-GemmProblem problem(int64_t n, int64_t k, const std::string& epi) {
-  GemmProblem p;
-  p.dtype = "f16";
-  p.layout = "tn";
-  p.epilogue = epi;
-  p.n = n;
-  p.k = k;
-  p.m_min = 1;
-  p.m_max = 4096;
-  return p;
-}
-
 CompileFn fake_compile() {
   return [](const std::vector<cb::KernelSpec>& specs) {
     std::vector<CompileResult> out;
@@ -282,7 +272,7 @@ std::vector<TuneTask> many_tasks() {
   std::vector<TuneTask> out;
   for (const auto& [n, k, epi] : std::vector<std::tuple<int64_t, int64_t, std::string>>{
            {768, 768, "bias"}, {3072, 768, "bias_gelu"}, {768, 3072, "bias"}, {2304, 768, "bias"}})
-    for (int64_t m : {1, 16, 128, 1024, 4096}) out.push_back({problem(n, k, epi), m});
+    for (int64_t m : {1, 16, 128, 1024, 4096}) out.push_back({gemm_problem(n, k, epi), m});
   return out;
 }
 
@@ -399,21 +389,6 @@ TEST(TuningDbConcurrency, SeveralProcessesWriteOneDbAtOnce) {
   EXPECT_EQ(db.count(), int64_t(procs * rows_each));
   EXPECT_EQ(db.environments().size(), 2u);
 }
-
-namespace {
-
-int sh(const std::string& cmd, std::string& out) {
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  if (!p) return -1;
-  char buf[4096];
-  out.clear();
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  int st = pclose(p);
-  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
-}  // namespace
 
 // --gpus on the command line: a bad list, a GPU twice, or --gpus where nothing is timed is a usage
 // error (exit 2, one line naming the flag) before any work; a good list passes the parser.

@@ -1,6 +1,6 @@
 // CPU tests of the elementwise-chain host code: validation, bytecode, parameter blocks, and the
 // generated CUDA source (which NativeCodegenNvcc compiles with nvcc when one is installed).
-// The GPU side (running both paths against the reference) is tests/gpu/native_kernels_test.cpp.
+// The GPU side (running both paths against the reference) is tests/gpu/native_elementwise_test.cpp.
 #include <gtest/gtest.h>
 
 #include <cstdio>

@@ -11,33 +11,22 @@
 #include <sstream>
 
 #include "tune/db.h"
+#include "tune_test_util.h"
 
 using namespace sabre::tune;
 namespace fs = std::filesystem;
+using sabre::test_util::h200;
+using sabre::test_util::sh;
 
 namespace {
 
 const std::string kSabre = std::string(SABRE_BINARY_DIR) + "/sabre";
-
-// Runs a shell command; returns its exit status and stdout+stderr.
-int sh(const std::string& cmd, std::string& out) {
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  if (!p) return -1;
-  char buf[4096];
-  out.clear();
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  int st = pclose(p);
-  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
 
 std::string dir() {
   auto d = fs::temp_directory_path() / ("sabre_tune_cli_" + std::to_string(getpid()));
   fs::create_directories(d);
   return d.string();
 }
-
-Environment h200() { return {"NVIDIA H200", 90, "13.0", "4.2.0", "1"}; }
 
 }  // namespace
 

@@ -22,25 +22,14 @@
 #include "backends/cutlass/kernel_spec.h"
 #include "tune/profiler.h"
 #include "tune/rank.h"
+#include "tune_test_util.h"
 
 using namespace sabre::tune;
 namespace cb = sabre::cutlass_backend;
+using sabre::test_util::gemm_problem;
+using sabre::test_util::h200;
 
 namespace {
-
-Environment h200() { return {"NVIDIA H200", 90, "13.0", "4.2.0", "1"}; }
-
-GemmProblem problem(int64_t n, int64_t k, const std::string& epi) {
-  GemmProblem p;
-  p.dtype = "f16";
-  p.layout = "tn";
-  p.epilogue = epi;
-  p.n = n;
-  p.k = k;
-  p.m_min = 1;
-  p.m_max = 4096;
-  return p;
-}
 
 std::string temp_path(const char* tag) {
   auto dir = std::filesystem::temp_directory_path() / ("sabre_profiler_test_" + std::to_string(getpid()));
@@ -94,7 +83,7 @@ std::vector<std::string> lines(const std::string& path) {
 }
 
 std::vector<TuneTask> tasks() {
-  return {{problem(768, 768, "bias"), 128}, {problem(768, 768, "bias"), 4096}, {problem(3072, 768, "bias_gelu"), 1024}};
+  return {{gemm_problem(768, 768, "bias"), 128}, {gemm_problem(768, 768, "bias"), 4096}, {gemm_problem(3072, 768, "bias_gelu"), 1024}};
 }
 
 ProfileOptions opts() {
@@ -108,13 +97,13 @@ ProfileOptions opts() {
 }  // namespace
 
 TEST(Profiler, LtCandidatesOnlyForEpiloguesCublasltHas) {
-  auto lt = lt_candidates(problem(768, 768, "bias_relu"), 2);
+  auto lt = lt_candidates(gemm_problem(768, 768, "bias_relu"), 2);
   ASSERT_EQ(lt.size(), 2u);
   EXPECT_EQ(lt[0], "cublaslt_tn_f16_f16_f32_bias_relu#algo0");
   EXPECT_EQ(parse_lt_candidate(lt[1]), std::make_pair(std::string("cublaslt_tn_f16_f16_f32_bias_relu"), 1));
-  EXPECT_TRUE(lt_candidates(problem(768, 768, "bias_gelu"), 4).empty());  // erf GELU: cuBLASLt has only tanh
-  EXPECT_EQ(lt_candidates(problem(768, 768, "bias_gelutanh"), 4).size(), 4u);
-  EXPECT_TRUE(lt_candidates(problem(768, 768, "gelu_res"), 4).empty());
+  EXPECT_TRUE(lt_candidates(gemm_problem(768, 768, "bias_gelu"), 4).empty());  // erf GELU: cuBLASLt has only tanh
+  EXPECT_EQ(lt_candidates(gemm_problem(768, 768, "bias_gelutanh"), 4).size(), 4u);
+  EXPECT_TRUE(lt_candidates(gemm_problem(768, 768, "gelu_res"), 4).empty());
   EXPECT_FALSE(parse_lt_candidate("sm90_ws_coop_tn_f16_f16_f32_128x256x64_c1x2_a8_bias"));
   EXPECT_FALSE(parse_lt_candidate("cublaslt_tn_f16_f16_f32_bias#algox"));
 }
@@ -165,10 +154,10 @@ TEST(Profiler, MeasuresEachCandidateOnceAndRecordsEverything) {
 // buckets' distinct analytic first choices, if more), each bucket's first choice is always timed,
 // and each task keeps its ranking order; another problem has its own cap.
 TEST(Profiler, CapsKernelsPerProblemAndAlwaysTimesEachBucketsAnalyticPick) {
-  const GemmProblem p = problem(768, 768, "bias");
+  const GemmProblem p = gemm_problem(768, 768, "bias");
   std::vector<TuneTask> ts;
   for (int64_t m : m_buckets(1, 4096)) ts.push_back({p, m});
-  ts.push_back({problem(3072, 768, "bias_gelu"), 1024});
+  ts.push_back({gemm_problem(3072, 768, "bias_gelu"), 1024});
   ProfileOptions o = opts();
   o.top_k = 6;
   o.lt_algos = 0;
@@ -224,7 +213,7 @@ TEST(Profiler, CapsKernelsPerProblemAndAlwaysTimesEachBucketsAnalyticPick) {
 // high, and nowhere the grid already fills the GPU; they take places under the per-problem cap
 // rather than adding compiles.
 TEST(Profiler, SplitKCandidatesOnlyAtSmallMAndWithinTheCap) {
-  const GemmProblem p = problem(768, 16384, "bias_res");
+  const GemmProblem p = gemm_problem(768, 16384, "bias_res");
   std::vector<TuneTask> ts;
   for (int64_t m : m_buckets(1, 4096)) ts.push_back({p, m});
   ProfileOptions o = opts();
@@ -287,7 +276,7 @@ TEST(Profiler, ResumesAfterSigkillWithoutLosingOrRepeatingMeasurements) {
 
 TEST(Profiler, FailedCompileCrashAndHangScoreInfinityAndTuningGoesOn) {
   TuningDb db(":memory:");
-  TuneTask t{problem(768, 768, "bias"), 1024};
+  TuneTask t{gemm_problem(768, 768, "bias"), 1024};
   auto ranked = rank_candidates(t.problem, t.m, 90, 4);
   ASSERT_EQ(ranked.size(), 4u);
   const std::string bad_compile = ranked[0].name, crasher = ranked[1].name, hanger = ranked[2].name,
@@ -336,7 +325,7 @@ TEST(ProfilerNvcc, DefaultCompileFnBuildsThroughTheCacheOnce) {
   o.quiet = true;
   o.cache_dir = temp_path("kcache");
   std::filesystem::remove_all(o.cache_dir);
-  GemmProblem p = problem(768, 768, "bias_gelu");
+  GemmProblem p = gemm_problem(768, 768, "bias_gelu");
   auto ranked = rank_candidates(p, 1024, 90, 1);
   ASSERT_EQ(ranked.size(), 1u);
   auto fn = default_compile_fn(o);
@@ -357,7 +346,7 @@ TEST(Profiler, BatchedChildrenRecordAsTheyGoAndRestartPastFailures) {
   const std::string dbpath = temp_path("batch.db");
   const std::string log = temp_path("batch_calls.txt");
   TuningDb db(dbpath);
-  TuneTask t{problem(768, 768, "bias"), 1024};
+  TuneTask t{gemm_problem(768, 768, "bias"), 1024};
   auto ranked = rank_candidates(t.problem, t.m, 90, 4);
   ASSERT_EQ(ranked.size(), 4u);
   const std::string segv = ranked[1].name, hang = ranked[2].name;
@@ -439,7 +428,7 @@ TEST(Profiler, MeasuresCublasltRowsWithoutTheirAlgorithmAgainOnce) {
   // measures those again (to learn the algorithm), once; CUTLASS rows stay as they are.
   const std::string dbpath = temp_path("lt_again.db"), log = temp_path("lt_again.log");
   TuningDb db(dbpath);
-  const TuneTask t{problem(768, 768, "bias"), 128};
+  const TuneTask t{gemm_problem(768, 768, "bias"), 128};
   const std::string w = workload_key(t.problem, t.m);
   const auto ranked = rank_candidates(t.problem, t.m, 90, 4);
   for (const auto& c : ranked) db.record(h200(), {w, c.name, Status::ok, 9.0, 1e-4, ""});

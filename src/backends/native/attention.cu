@@ -39,7 +39,7 @@
 // Keys have no limit but int indices: every block walks all its key tiles with the online softmax.
 // AttentionArgs::kernel forces a block shape (bench/native_bench prints each). The earlier kernels
 // this one replaced, and the timings that chose it, are in CHANGELOG.md and bench/results.
-// Tests: tests/gpu/native_kernels_test.cpp (Attention_*, every variant) against a double-precision reference.
+// Tests: tests/gpu/native_attention_test.cpp (Attention_*, every variant) against a double-precision reference.
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>

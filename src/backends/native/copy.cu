@@ -1,7 +1,7 @@
 // Data movement: one strided N-d copy (Slice, Concat, Split, Expand, permutes that keep the
 // innermost axis), a shared-memory tiled transpose (permutes that move it), and Gather.
 // Kernels see only element sizes; runs of contiguous elements travel as 16-byte units.
-// Tests: tests/gpu/native_kernels_test.cpp (Permute_*, Slice_*, Concat_*, Split_*, Gather_*)
+// Tests: tests/gpu/native_movement_test.cpp (Permute_*, Slice_*, Concat_*, Split_*, Gather_*)
 #include <algorithm>
 #include <numeric>
 

@@ -1,5 +1,5 @@
 // Elementwise chains on the host: builders, validation, bytecode, parameter blocks.
-// Tests: tests/unit/native_codegen_test.cpp, tests/gpu/native_kernels_test.cpp
+// Tests: tests/unit/native_codegen_test.cpp, tests/gpu/native_elementwise_test.cpp
 #include "backends/native/elementwise.h"
 
 #include <algorithm>

@@ -1,7 +1,7 @@
 // The elementwise-chain interpreter: one kernel for every chain, evaluating bytecode that travels
 // as a kernel parameter (the constant bank), so launches on different streams never race.
 // Slower than a generated kernel (registers in local memory, a switch per node); it is the
-// fallback and the generated kernels' cross-check. Tests: tests/gpu/native_kernels_test.cpp
+// fallback and the generated kernels' cross-check. Tests: tests/gpu/native_elementwise_test.cpp
 #include <stdexcept>
 
 #include "backends/gelu_erf.h"

@@ -5,7 +5,7 @@
 // elementwise_run) evaluates the same chain from bytecode passed as a kernel parameter (which the
 // GPU keeps in its constant bank). Both compute floats in f32 and store f16/bf16; only Cast nodes
 // round an intermediate to their dtype. No Graph here: the runtime layer includes this header.
-// Tests: tests/unit/native_codegen_test.cpp (CPU, nvcc), tests/gpu/native_kernels_test.cpp (GPU)
+// Tests: tests/unit/native_codegen_test.cpp (CPU, nvcc), tests/gpu/native_elementwise_test.cpp (GPU)
 #pragma once
 
 #include <array>

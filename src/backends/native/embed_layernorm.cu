@@ -4,7 +4,7 @@
 // be 0 (the position ids [1, seq] broadcast over the batch) and an offset (a Slice of a constant
 // buffer). Rows of up to 256 vectors (2048 halves) stay in registers, a warp per row, as
 // layernorm.cu's; longer rows: a block per row that sums the tables again on each pass.
-// Tests: tests/gpu/native_kernels_test.cpp (EmbedLayerNorm_*).
+// Tests: tests/gpu/native_norm_test.cpp (EmbedLayerNorm_*).
 #include "backends/native/rows.cuh"
 
 namespace sabre::native {

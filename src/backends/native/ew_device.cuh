@@ -2,7 +2,7 @@
 // the index math of SabreEwParams. Shared by the interpreter (elementwise.cu) and pasted, with
 // ew_abi.h and backends/gelu_erf.h, into every generated kernel source, so both paths compute with
 // the same formulas. Needs those two ahead of it, else only CUDA toolkit headers, on purpose.
-// Tests: tests/gpu/native_kernels_test.cpp
+// Tests: tests/gpu/native_elementwise_test.cpp
 #pragma once
 
 #include <cuda_bf16.h>

@@ -8,7 +8,7 @@
 // 16-byte vector: one thread per (output pixel, channel vector), no staging (each input is read by
 // R·S threads of neighbouring pixels only, which L1 serves). The tensor-core body
 // (grouped_conv_tc.cuh) runs groups of multiples of 8 channels as implicit GEMMs on WMMA fragments
-// where asked for. Tests: tests/gpu/grouped_conv_test.cpp, tests/gpu/native_kernels_test.cpp
+// where asked for. Tests: tests/gpu/grouped_conv_test.cpp, tests/gpu/native_conv_test.cpp
 // (Depthwise_*, GroupedConv_*).
 #include <cstdlib>
 

@@ -5,7 +5,7 @@
 // plain GEMM runs it. One thread per 16-byte group of columns: consecutive threads write
 // consecutive groups (coalesced rows), each gathers its taps through the read-only path, and the
 // index math is 32-bit with multiply-shift division wherever the sizes allow.
-// Tests: tests/gpu/native_kernels_test.cpp (Im2col_*)
+// Tests: tests/gpu/native_conv_test.cpp (Im2col_*)
 #include "backends/native/common.cuh"
 
 namespace sabre::native {

@@ -1,5 +1,5 @@
 // GatherElements, Trilu and CumSum. index_ops.h says what each computes.
-// Tests: tests/gpu/native_kernels_test.cpp (GatherElements_*, Trilu_*, CumSum_*)
+// Tests: tests/gpu/native_movement_test.cpp (GatherElements_*, Trilu_*, CumSum_*)
 #include "backends/native/common.cuh"
 #include "backends/native/index_ops.h"
 

@@ -1,6 +1,6 @@
 // GatherElements, Trilu and CumSum (index_ops.cu): one thread per output element each, the index
 // math on the host-given dims. Their own header, so adding them rebuilds no other kernel file.
-// Tests: tests/gpu/native_kernels_test.cpp (GatherElements_*, Trilu_*, CumSum_*)
+// Tests: tests/gpu/native_movement_test.cpp (GatherElements_*, Trilu_*, CumSum_*)
 #pragma once
 
 #include <cuda_runtime_api.h>

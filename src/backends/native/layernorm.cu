@@ -2,7 +2,7 @@
 // Rows up to 16K elements (f16; 8K f32) stay in registers: every load (x, residual, gamma, beta)
 // is issued before the first reduction, statistics are two-pass (mean, then squared deviations)
 // in f32 from registers, y is written once; 32-bit offsets inside a row. Longer rows: passes over
-// global memory, a block per row. Tests: tests/gpu/native_kernels_test.cpp (LayerNorm_*)
+// global memory, a block per row. Tests: tests/gpu/native_norm_test.cpp (LayerNorm_*)
 #include <cstdio>
 #include <cstdlib>
 

@@ -8,7 +8,7 @@
 // staged through shared memory: reads walk W (coalesced), writes walk the channels of consecutive
 // pixels (contiguous in y), 16 bytes per thread where c_pad and y allow. The generic permute()
 // tiles 32x32, which leaves most of a tile idle when C is 3.
-// Tests: tests/gpu/native_kernels_test.cpp (NchwToNhwc_*)
+// Tests: tests/gpu/native_movement_test.cpp (NchwToNhwc_*)
 #include "backends/native/common.cuh"
 
 namespace sabre::native {

@@ -3,7 +3,7 @@
 // element), 3x3 windows unrolled (pool_nhwc_kernel). NCHW and huge tensors: a thread per output
 // element with 64-bit index math (pool_kernel), far slower a channel at a time than the vector
 // kernel on NHWC.
-// GlobalAveragePool is a reduction (reduce.cu). Tests: tests/gpu/native_kernels_test.cpp (Pool_*)
+// GlobalAveragePool is a reduction (reduce.cu). Tests: tests/gpu/native_conv_test.cpp (Pool_*)
 #include <type_traits>
 
 #include "backends/native/common.cuh"

@@ -3,7 +3,7 @@
 // splits x into kept and reduced dims. Reduced axes innermost and contiguous: a warp per output
 // reading the run coalesced. Otherwise: a thread per output looping over the reduced dims, which
 // is coalesced across threads when the innermost kept axis is contiguous (e.g. axis 0 of [N, C]).
-// Tests: tests/gpu/native_kernels_test.cpp (Reduce_*)
+// Tests: tests/gpu/native_norm_test.cpp (Reduce_*)
 #include <algorithm>
 
 #include "backends/native/common.cuh"

@@ -1,6 +1,6 @@
 // Softmax over the last axis with scale, additive broadcast mask and causal masking; with `log`,
 // LogSoftmax (logit - max - log(sum), never the log of a rounded probability).
-// Tests: tests/gpu/native_kernels_test.cpp (Softmax_*)
+// Tests: tests/gpu/native_norm_test.cpp (Softmax_*)
 #include "backends/native/rows.cuh"
 
 namespace sabre::native {

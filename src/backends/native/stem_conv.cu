@@ -19,7 +19,7 @@
 // The kernel is latency-bound: the input copy issues every load before its first store, so loads
 // overlap; a variant copying the next tile's rows with cp.async during this tile's MMAs (a raw
 // buffer converted when the tile starts, three blocks an SM) was slower (bench/results/stem_conv_*).
-// Tests: tests/gpu/native_kernels_test.cpp (StemConv_*) against the reference executor's Conv.
+// Tests: tests/gpu/native_conv_test.cpp (StemConv_*) against the reference executor's Conv.
 #include <algorithm>
 
 #include "backends/native/attention.cuh"
