@@ -29,6 +29,7 @@ PassResult run_fusion(const Fusion& f, LowerContext& cx) {
 const std::vector<const Fusion*>& fusion_table() {
   static const std::vector<const Fusion*> table = {
       &row_gather_gemm_fusion(),
+      &softmax_fusion(),
       &layernorm_residual_fusion(),
       &range_gather_fusion(),
   };
