@@ -30,6 +30,7 @@ const std::vector<const Fusion*>& fusion_table() {
   static const std::vector<const Fusion*> table = {
       &row_gather_gemm_fusion(),
       &softmax_fusion(),
+      &embed_layernorm_fusion(),
       &layernorm_residual_fusion(),
       &range_gather_fusion(),
   };

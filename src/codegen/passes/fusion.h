@@ -54,6 +54,7 @@ PassResult run_fusion(const Fusion& f, LowerContext& cx);
 // The entries written this way, one file each (the pass of the same name runs it).
 const Fusion& row_gather_gemm_fusion();       // fuse_row_gather_gemm.cpp
 const Fusion& softmax_fusion();               // fuse_softmax.cpp
+const Fusion& embed_layernorm_fusion();       // fuse_embed_layernorm.cpp
 const Fusion& layernorm_residual_fusion();    // fuse_layernorm_residual.cpp
 const Fusion& range_gather_fusion();          // slice_range_gather.cpp
 
