@@ -33,6 +33,7 @@ const std::vector<const Fusion*>& fusion_table() {
       &embed_layernorm_fusion(),
       &layernorm_residual_fusion(),
       &range_gather_fusion(),
+      &depthwise_activation_fusion(),
       &attention_mask_fusion(),
       &se_scale_fusion(),
   };
