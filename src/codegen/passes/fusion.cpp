@@ -35,6 +35,7 @@ const std::vector<const Fusion*>& fusion_table() {
       &range_gather_fusion(),
       &depthwise_activation_fusion(),
       &attention_mask_fusion(),
+      &elementwise_chain_fusion(),
       &se_scale_fusion(),
   };
   return table;
