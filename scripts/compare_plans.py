@@ -12,7 +12,8 @@ model and variant, whether those files are byte-identical, and exits 1 where any
 
 Models: models/*.onnx, the generated test models (<build>/models/*.onnx, target sabre_models), the fuzz
 seeds and the install test's model, each as fp16, bf16 and --no-fuse-attention; the zoo
-(/work/zoo/onnx/*.onnx, or --zoo) as fp16 with its dynamic dims from bench/models/zoo_models.py.
+(/work/zoo/onnx/*.onnx, or --zoo) as fp16 (--zoo-variants adds others) with its dynamic dims from
+bench/models/zoo_models.py.
 """
 import argparse
 import pathlib
@@ -47,8 +48,9 @@ def jobs(args):
             out.append((f"test_{m.stem}__{v}", m, flags))
     dyn = zoo_dynamic()
     for m in sorted(pathlib.Path(args.zoo).glob("*.onnx")):
-        flags = ["--dim", dyn[m.stem]] if m.stem in dyn else []
-        out.append((f"zoo_{m.stem}__fp16", m, flags))
+        for v in args.zoo_variants.split(","):
+            flags = ["--dim", dyn[m.stem]] if m.stem in dyn else []
+            out.append((f"zoo_{m.stem}__{v}", m, flags + VARIANTS[v]))
     if args.only:
         keep = set(args.only.split(","))
         out = [j for j in out if j[0].split("__")[0].split("_", 1)[1] in keep]
@@ -110,6 +112,7 @@ def main():
     w.add_argument("--zoo", default="/work/zoo/onnx")
     w.add_argument("--build", default=str(ROOT / "build"))
     w.add_argument("--only", default="", help="model names (file stems), comma-separated")
+    w.add_argument("--zoo-variants", default="fp16", help=f"the zoo's variants, comma-separated, of {', '.join(VARIANTS)}")
     c = sub.add_parser("compare")
     c.add_argument("a")
     c.add_argument("b")
