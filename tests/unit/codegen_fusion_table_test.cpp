@@ -32,13 +32,10 @@ TEST(FusionTable, EveryEntryIsALoweringPassInTheLoweringsOrder) {
   }
 }
 
-// The fusion passes are table entries, but for fuse_attention: its many exporter forms (head splits,
-// Q/K/V read in place, bias and window masks) are still one hand-written matcher.
-TEST(FusionTable, EveryNativeFusionPassButAttentionIsAnEntry) {
+// The fusion passes are all table entries, none a hand-written walk of the graph.
+TEST(FusionTable, EveryNativeFusionPassIsAnEntry) {
   for (const std::string& pass : lowering_pass_names()) {
-    if (pass == "fuse_attention" ||
-        !(pass.rfind("fuse_", 0) == 0 || pass == "slice_range_gather" || pass == "group_elementwise"))
-      continue;
+    if (!(pass.rfind("fuse_", 0) == 0 || pass == "slice_range_gather" || pass == "group_elementwise")) continue;
     bool found = false;
     for (const Fusion* f : fusion_table()) found |= f->name == pass;
     EXPECT_TRUE(found) << pass << " is a hand-written pass, not a Fusion entry (fusion.h)";

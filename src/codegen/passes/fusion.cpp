@@ -34,6 +34,7 @@ const std::vector<const Fusion*>& fusion_table() {
       &layernorm_residual_fusion(),
       &range_gather_fusion(),
       &depthwise_activation_fusion(),
+      &attention_fusion(),
       &attention_mask_fusion(),
       &elementwise_chain_fusion(),
       &se_scale_fusion(),

@@ -58,6 +58,7 @@ const Fusion& embed_layernorm_fusion();       // fuse_embed_layernorm.cpp
 const Fusion& layernorm_residual_fusion();    // fuse_layernorm_residual.cpp
 const Fusion& range_gather_fusion();          // slice_range_gather.cpp
 const Fusion& depthwise_activation_fusion();  // fuse_depthwise_activation.cpp
+const Fusion& attention_fusion();             // fuse_attention.cpp
 const Fusion& attention_mask_fusion();        // fuse_attention_mask.cpp
 const Fusion& elementwise_chain_fusion();     // group_elementwise.cpp
 const Fusion& se_scale_fusion();              // fuse_se_scale.cpp
