@@ -89,7 +89,7 @@ std::string Pat::str() const {
       return s + ")" + (cap.empty() ? "" : ":" + cap);
     }
     case PatternNode::Kind::op: {
-      std::string s = (n.domain.empty() ? "" : n.domain + ".") + n.op + "(";
+      std::string s = (n.domain.empty() ? "" : n.domain + ".") + n.op + "(" + (n.any_operands ? "..." : "");
       for (size_t i = 0; i < n.inputs.size(); ++i) s += (i ? ", " : "") + Pat(n.inputs[i]).str();
       for (const auto& a : n.attrs) s += ", " + a.text;
       return s + ")" + (cap.empty() ? "" : ":" + cap);
@@ -106,6 +106,12 @@ Pat op(const std::string& name, std::vector<Pat> inputs, std::vector<AttrConstra
   // Keep sharing: store the handles' nodes, not copies (GELU's x appears three times).
   for (auto& p : inputs) n.inputs.push_back(p.shared());
   n.attrs = std::move(attrs);
+  return make(std::move(n));
+}
+
+Pat op_any(const std::string& name, std::vector<AttrConstraint> attrs, const std::string& domain) {
+  PatternNode n = *op(name, {}, std::move(attrs), domain);
+  n.any_operands = true;
   return make(std::move(n));
 }
 
@@ -207,10 +213,10 @@ bool match_node(const PatternNode* p, ir::Value* v, State st, const Cont& k) {
       return false;
     case PatternNode::Kind::op: {
       ir::Node* n = v->producer();
-      if (!n || n->op() != p->op || n->domain() != p->domain || n->output(0) != v) return false;
+      if (!n || (p->op != "*" && n->op() != p->op) || n->domain() != p->domain || n->output(0) != v) return false;
       size_t present = n->num_inputs();
       while (present > 0 && !n->input(present - 1)) --present;  // trailing absent optionals
-      if (present != p->inputs.size()) return false;
+      if (!p->any_operands && present != p->inputs.size()) return false;
       for (const auto& a : p->attrs)
         if (!a.holds(*n)) return false;
       // A node already in the region under another pattern node cannot play a second role.

@@ -41,6 +41,7 @@ struct PatternNode {
   std::vector<std::shared_ptr<const PatternNode>> inputs;  // op: operands; alternatives: choices, in order
   std::vector<AttrConstraint> attrs;                 // op
   bool commutative = false;                          // op with 2 operands: either order matches
+  bool any_operands = false;                         // op: operands not matched, any count (op_any)
   std::optional<double> scalar;                      // constant: a one-element tensor near this value
   double rel_tol = 1e-4;
   std::string capture;                               // named capture, "" for none
@@ -63,6 +64,9 @@ class Pat {
 
 Pat op(const std::string& name, std::vector<Pat> inputs, std::vector<AttrConstraint> attrs = {},
        const std::string& domain = "");
+// An op whose operands the pattern leaves alone, however many (a Composite region's): what reads
+// them is the check's business. The name "*" is any op of the domain (its attrs say which).
+Pat op_any(const std::string& name, std::vector<AttrConstraint> attrs = {}, const std::string& domain = "");
 // An op whose two operands may match in either order (Add, Mul).
 Pat commutative(const std::string& name, Pat a, Pat b);
 Pat wildcard(const std::string& capture = "");

@@ -16,7 +16,7 @@
 #include <set>
 
 #include "codegen/passes/fuse_attention_bias.h"
-#include "codegen/passes/pass.h"
+#include "codegen/passes/fusion.h"
 
 namespace sabre::codegen::passes {
 namespace {
@@ -458,9 +458,16 @@ std::string scores_path(const LowerContext& cx, Node* s, const SoftmaxFusion& f,
   }
 }
 
-// "" where the softmax `s` became part of an attention step, kNotAttention where it does not
-// begin to look like one (its scores are no Q·Kᵀ product), else why it was refused.
-std::string attention_fusion(LowerContext& cx, Node* s) {
+// What one attention step records: the node it is keyed by, the step, and the nodes it absorbs.
+struct AttentionSite {
+  Node* key = nullptr;
+  AttentionFusion a;
+  std::vector<Node*> absorbed;
+};
+
+// "" where the softmax `s` becomes part of an attention step (`site` says which), kNotAttention
+// where it does not begin to look like one (its scores are no Q·Kᵀ product), else why it is refused.
+std::string analyze_attention(const LowerContext& cx, Node* s, AttentionSite& site) {
   auto it = cx.softmax.find(s);
   if (it == cx.softmax.end()) return kNotAttention;
   const SoftmaxFusion& f = it->second;
@@ -637,13 +644,35 @@ std::string attention_fusion(LowerContext& cx, Node* s) {
     }
   }
   core.erase(key);
-  for (Node* n : core) cx.absorbed.insert(n);
-  for (Node* n : views) cx.absorbed.insert(n);
-  cx.attention[key] = a;
+  site.key = key;
+  site.a = std::move(a);
+  site.absorbed.assign(core.begin(), core.end());
+  site.absorbed.insert(site.absorbed.end(), views.begin(), views.end());
   return "";
 }
 
+Verdict check(const pattern::Match& m, LowerContext& cx) {
+  AttentionSite site;
+  const std::string why = analyze_attention(cx, m.root, site);
+  if (why == kNotAttention) return Verdict::not_mine();
+  if (!why.empty()) return Verdict::refuse("attention not fused: " + why);
+  return Verdict::fuse().with(std::move(site));
+}
+
+void record(const pattern::Match&, const Verdict& v, LowerContext& cx) {
+  const auto& site = std::any_cast<const AttentionSite&>(v.decision);
+  for (Node* n : site.absorbed) cx.absorbed.insert(n);
+  cx.attention[site.key] = site.a;
+}
+
 }  // namespace
+
+const Fusion& attention_fusion() {
+  static const Fusion f{"fuse_attention",
+                        "O = Softmax(scale·Q·Kᵀ + mask)·V, Q, K and V read in place through their head-split views",
+                        pattern::op("Softmax", {pattern::wildcard("scores")}), check, record};
+  return f;
+}
 
 PassResult fuse_attention(LowerContext& cx) {
   PassResult r;
@@ -651,13 +680,7 @@ PassResult fuse_attention(LowerContext& cx) {
     r.skipped = "attention fusion is off (LowerOptions::fuse_attention; sabre compile --no-fuse-attention)";
     return r;
   }
-  for (Node* n : cx.order) {
-    if (!n->domain().empty() || n->op() != "Softmax") continue;
-    const std::string why = attention_fusion(cx, n);
-    if (why.empty()) ++r.fired;
-    else if (why != kNotAttention) r.refused.push_back({n->name(), "attention not fused: " + why});
-  }
-  return r;
+  return run_fusion(attention_fusion(), cx);
 }
 
 }  // namespace sabre::codegen::passes

@@ -11,13 +11,17 @@
 // Tests: tests/golden/lower/fuse_depthwise_activation/, tests/unit/codegen_plan_interp_test.cpp
 #include <algorithm>
 #include <cmath>
+#include <functional>
+#include <optional>
+#include <variant>
 
-#include "codegen/passes/pass.h"
+#include "codegen/passes/fusion.h"
 
 namespace sabre::codegen::passes {
 namespace {
 
 using native::ConvAct;
+using namespace pattern;
 
 bool is_op(const Node* n, const char* op) { return n && n->domain().empty() && n->op() == op && n->num_outputs() == 1; }
 
@@ -31,14 +35,6 @@ std::vector<Node*> readers(const Value* c) {
   return out;
 }
 
-// The other operand of binary `m` where one operand is `v`, or nullptr.
-Value* other_operand(const Node* m, const Value* v) {
-  if (m->num_inputs() != 2) return nullptr;
-  if (m->input(0) == v) return m->input(1);
-  if (m->input(1) == v) return m->input(0);
-  return nullptr;
-}
-
 // A candidate: the nodes after the conv that one activation absorbs, the last one's output the step's.
 struct Form {
   std::vector<Node*> nodes;
@@ -46,113 +42,145 @@ struct Form {
   std::string what;  // how refusals name it: "SiLU Mul_3"
 };
 
-// The gate of a SiLU-like Mul(c, gate(c)): Sigmoid(c), Sigmoid(c·a) / Sigmoid(a·c) (Swish), HardSigmoid(c).
-// Fills `f` (gate nodes, activation) and returns true where `gate` is one.
-bool gate_form(const LowerContext& cx, const Value* c, const Value* gate, Form& f) {
-  Node* g = gate ? gate->producer() : nullptr;
-  if (is_op(g, "HardSigmoid") && g->input(0) == c) {
-    f.nodes = {g};
-    f.act.act = ConvAct::hard_swish;
-    f.act.alpha = g->attr_float("alpha", 0.2), f.act.beta = g->attr_float("beta", 0.5);
-    return true;
-  }
-  if (!is_op(g, "Sigmoid")) return false;
-  if (g->input(0) == c) {
-    f.nodes = {g};
-    f.act.act = ConvAct::silu;
-    return true;
-  }
-  Node* s = g->input(0)->producer();  // Swish's scale: Sigmoid(c·a)
-  if (!is_op(s, "Mul") || !only_user(cx.g, s->output(0), g)) return false;
-  Value* a = other_operand(s, c);
-  if (!a || !scalar_constant(a) || !ir::is_float(a->dtype())) return false;
-  f.nodes = {s, g};
-  f.act.act = ConvAct::silu;
-  f.act.alpha = a->constant().get_f64(0);
-  return true;
+// One activation form over the conv's output c: its structure, rooted at the node whose output the
+// step writes, and what the kernel applies (or, a refusal, why the form cannot be absorbed).
+struct ActForm {
+  Pat structure;
+  bool mul;  // rooted at a Mul (a SiLU-like product): tried before the forms that are not
+  std::function<std::variant<DwActivation, std::string>(const Match&, const LowerContext&)> act;
+};
+
+DwActivation activation(ConvAct a, double alpha = 1, double beta = 0, double lo = -INFINITY, double hi = INFINITY) {
+  return {nullptr, lo, hi, a, alpha, beta};
 }
 
-// The activation form reading c at `u`, or nullopt where `u` starts none.
+double attr(const Match& m, const std::string& node, const char* name, double def) {
+  return m.nodes.at(node)->attr_float(name, def);
+}
+
+// The forms, each exporter's spelling of the same math (the file's header lists them).
+const std::vector<ActForm>& forms() {
+  static const std::vector<ActForm> table = [] {
+    const Pat c = wildcard("c");
+    std::vector<ActForm> t;
+    t.push_back({c * op("Sigmoid", {c}).as("gate"), true, [](const Match&, const LowerContext&) {
+                   return std::variant<DwActivation, std::string>(activation(ConvAct::silu));
+                 }});
+    t.push_back({c * op("Sigmoid", {(c * constant("a")).as("scale")}).as("gate"), true,
+                 [](const Match& m, const LowerContext& cx) -> std::variant<DwActivation, std::string> {
+                   const Value* a = m.value("a");  // Swish's scale: a constant float scalar, read only by the gate
+                   const Node* s = m.nodes.at("scale");
+                   if (!scalar_constant(a) || !ir::is_float(a->dtype()) || !only_user(cx.g, s->output(0), m.nodes.at("gate")))
+                     return std::string();
+                   return activation(ConvAct::silu, a->constant().get_f64(0));
+                 }});
+    t.push_back({c * op("HardSigmoid", {c}).as("gate"), true, [](const Match& m, const LowerContext&) {
+                   return std::variant<DwActivation, std::string>(
+                       activation(ConvAct::hard_swish, attr(m, "gate", "alpha", 0.2), attr(m, "gate", "beta", 0.5)));
+                 }});
+    t.push_back({op("Relu", {c}), false, [](const Match&, const LowerContext&) {
+                   return std::variant<DwActivation, std::string>(activation(ConvAct::none, 1, 0, 0));
+                 }});
+    t.push_back({op_any("Clip"), false, [](const Match& m, const LowerContext&) -> std::variant<DwActivation, std::string> {
+                   auto b = clip_bounds(m.root);
+                   if (!b || b->first > b->second)  // min above max: every output is max; not worth a special case
+                     return "Clip " + m.root->name() + " not absorbed: " +
+                            (b ? "its min is above its max" : "its bounds are not constant scalars");
+                   return activation(ConvAct::none, 1, 0, b->first, b->second);
+                 }});
+    t.push_back({op("Sigmoid", {c}), false, [](const Match&, const LowerContext&) {
+                   return std::variant<DwActivation, std::string>(activation(ConvAct::sigmoid));
+                 }});
+    t.push_back({op("HardSigmoid", {c}).as("act"), false, [](const Match& m, const LowerContext&) {
+                   return std::variant<DwActivation, std::string>(
+                       activation(ConvAct::hard_sigmoid, attr(m, "act", "alpha", 0.2), attr(m, "act", "beta", 0.5)));
+                 }});
+    t.push_back({op("HardSwish", {c}), false, [](const Match&, const LowerContext&) {
+                   return std::variant<DwActivation, std::string>(activation(ConvAct::hard_swish, 1.0 / 6.0, 0.5));
+                 }});
+    return t;
+  }();
+  return table;
+}
+
+// The activation form rooted at reader `u` of c, or nullopt where `u` roots none (or, with
+// *refused set, where it roots one that cannot be absorbed).
 std::optional<Form> form_at(const LowerContext& cx, const Value* c, Node* u, std::string* refused) {
-  Form f;
-  f.act = {nullptr, -INFINITY, INFINITY};
-  if (is_op(u, "Relu")) {
-    f.act.lo = 0;
-  } else if (is_op(u, "Clip")) {
-    auto b = clip_bounds(u);
-    if (!b || b->first > b->second) {  // min above max: every output is max; not worth a special case
-      *refused = "Clip " + u->name() + " not absorbed: " + (b ? "its min is above its max" : "its bounds are not constant scalars");
-      return std::nullopt;
+  for (const ActForm& af : forms()) {
+    if (af.mul != (u->domain().empty() && u->op() == "Mul")) continue;
+    auto m = match_at(af.structure, u);
+    // Clip's structure names no c: u reads c, and where c is a bound, clip_bounds says it is no constant.
+    if (!m || (m->has("c") && m->value("c") != c)) continue;
+    auto act = af.act(*m, cx);
+    if (auto* why = std::get_if<std::string>(&act)) {
+      *refused = *why;
+      if (!why->empty()) return std::nullopt;
+      continue;
     }
-    f.act.lo = b->first, f.act.hi = b->second;
-  } else if (is_op(u, "Sigmoid") && u->input(0) == c) {
-    f.act.act = ConvAct::sigmoid;
-  } else if (is_op(u, "HardSigmoid")) {
-    f.act.act = ConvAct::hard_sigmoid;
-    f.act.alpha = u->attr_float("alpha", 0.2), f.act.beta = u->attr_float("beta", 0.5);
-  } else if (is_op(u, "HardSwish")) {
-    f.act.act = ConvAct::hard_swish;
-    f.act.alpha = 1.0 / 6.0, f.act.beta = 0.5;
-  } else if (is_op(u, "Mul") && gate_form(cx, c, other_operand(u, c), f)) {
-    f.nodes.push_back(u);
-    f.what = std::string(f.act.act == ConvAct::silu ? "SiLU " : "hard swish ") + u->name();
+    Form f;
+    f.act = std::get<DwActivation>(act);
     f.act.node = u;
+    f.nodes = m->region;  // the gate's nodes before the Mul: post-order
+    f.what = af.mul ? std::string(f.act.act == ConvAct::silu ? "SiLU " : "hard swish ") + u->name()
+                    : u->op() + " " + u->name();
     return f;
-  } else {
-    return std::nullopt;
   }
-  f.nodes = {u};
-  f.what = u->op() + " " + u->name();
-  f.act.node = u;
-  return f;
+  return std::nullopt;
+}
+
+Verdict check(const Match& m, LowerContext& cx) {
+  const Node* conv = m.root;
+  const Value* c = conv->output(0);
+  const std::vector<Node*> rd = readers(c);
+  // A SiLU's Mul reads c and its gate, and the gate (a Sigmoid, or a Swish scale) reads c too:
+  // the Muls are tried first, so a Sigmoid is taken alone only where no Mul makes it a SiLU.
+  std::optional<Form> f;
+  std::string why;
+  for (bool muls : {true, false})
+    for (Node* u : rd)
+      if (!f && why.empty() && is_op(u, "Mul") == muls) f = form_at(cx, c, u, &why);
+  if (!f) return why.empty() ? Verdict::not_mine() : Verdict::refuse(why);
+  // Every node of the form but the last is read only inside it, and c only by the form.
+  auto inside = [&](const Node* n) { return std::find(f->nodes.begin(), f->nodes.end(), n) != f->nodes.end(); };
+  std::string problem;
+  for (const Node* u : rd)
+    if (!inside(u)) problem = "the conv's output is also read by " + where(u) + " (the step writes only the activation's output)";
+  if (cx.g.is_graph_output(c)) problem = "the conv's output is a model output";
+  for (size_t i = 0; i + 1 < f->nodes.size() && problem.empty(); ++i) {
+    const Value* v = f->nodes[i]->output(0);
+    for (const Node* u : v->users())
+      if (!inside(u)) problem = "its " + f->nodes[i]->op() + "'s output is also read by " + where(u);
+    if (cx.g.is_graph_output(v)) problem = "its " + f->nodes[i]->op() + "'s output is a model output";
+  }
+  for (const Node* n : f->nodes)
+    if (cx.absorbed.count(n)) problem = "another fusion took " + n->name();
+  if (!problem.empty()) return Verdict::refuse(f->what + " not absorbed: " + problem);
+  return Verdict::fuse().with(std::move(*f));
+}
+
+void record(const Match& m, const Verdict& v, LowerContext& cx) {
+  const auto& f = std::any_cast<const Form&>(v.decision);
+  for (Node* n : f.nodes) cx.absorbed.insert(n);
+  cx.dw_act[m.root] = f.act;
 }
 
 }  // namespace
 
+const Fusion& depthwise_activation_fusion() {
+  static const Fusion f{"fuse_depthwise_activation", "y = act(DepthwiseConv(x, w) + b), act one of the forms above",
+                        op_any("Conv", {attr_test("depthwise (the native kernel runs it)",
+                                                  [](const Node& n) { return depthwise_problem(&n).empty(); })}),
+                        check, record};
+  return f;
+}
+
 PassResult fuse_depthwise_activation(LowerContext& cx) {
-  PassResult r;
   if (!cx.o.pick_conv) {
+    PassResult r;
     r.skipped = "no conv kernel picker (LowerOptions::pick_conv): convs are refused";
     return r;
   }
-  for (Node* conv : cx.order) {
-    if (!conv->domain().empty() || conv->op() != "Conv" || !depthwise_problem(conv).empty()) continue;
-    const Value* c = conv->output(0);
-    const std::vector<Node*> rd = readers(c);
-    // A SiLU's Mul reads c and its gate, and the gate (a Sigmoid, or a Swish scale) reads c too:
-    // the Muls are tried first, so a Sigmoid is taken alone only where no Mul makes it a SiLU.
-    std::optional<Form> f;
-    std::string why;
-    for (bool muls : {true, false})
-      for (Node* u : rd)
-        if (!f && why.empty() && is_op(u, "Mul") == muls) f = form_at(cx, c, u, &why);
-    if (!f) {
-      if (!why.empty()) r.refused.push_back({conv->name(), why});
-      continue;
-    }
-    // Every node of the form but the last is read only inside it, and c only by the form.
-    auto inside = [&](const Node* n) { return std::find(f->nodes.begin(), f->nodes.end(), n) != f->nodes.end(); };
-    std::string problem;
-    for (const Node* u : rd)
-      if (!inside(u)) problem = "the conv's output is also read by " + where(u) + " (the step writes only the activation's output)";
-    if (cx.g.is_graph_output(c)) problem = "the conv's output is a model output";
-    for (size_t i = 0; i + 1 < f->nodes.size() && problem.empty(); ++i) {
-      const Value* v = f->nodes[i]->output(0);
-      for (const Node* u : v->users())
-        if (!inside(u)) problem = "its " + f->nodes[i]->op() + "'s output is also read by " + where(u);
-      if (cx.g.is_graph_output(v)) problem = "its " + f->nodes[i]->op() + "'s output is a model output";
-    }
-    for (const Node* n : f->nodes)
-      if (cx.absorbed.count(n)) problem = "another fusion took " + n->name();
-    if (!problem.empty()) {
-      r.refused.push_back({conv->name(), f->what + " not absorbed: " + problem});
-      continue;
-    }
-    for (Node* n : f->nodes) cx.absorbed.insert(n);
-    cx.dw_act[conv] = f->act;
-    ++r.fired;
-  }
-  return r;
+  return run_fusion(depthwise_activation_fusion(), cx);
 }
 
 }  // namespace sabre::codegen::passes

@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <functional>
 
-#include "codegen/passes/pass.h"
+#include "codegen/passes/fusion.h"
 
 namespace sabre::codegen::passes {
 namespace {
+
+using namespace pattern;
 
 // A coordinate of an ids tensor as a function of the row: base + scale * coordinate `row` of the
 // LayerNorm's rows (row -1: base alone).
@@ -61,19 +63,28 @@ Value* view_source(const Value* v, std::vector<IdsCoord>& c) {
 
 
 
+// What a fused embedding sum absorbs and the terms its step reads.
+struct EmbedSum {
+  std::vector<Node*> adds, gathers;
+  std::vector<EmbeddingTerm> terms;
+};
+
 // LayerNorm of a sum of embedding Gathers (BERT: word, token type and position tables, two Adds):
 // one embed_layernorm step reading each table row by its id in place. A term's ids may be an
 // Expand or a Slice (static start, positive step) of another tensor, any number deep: the step
 // reads that tensor through strides (0 where broadcast) and an offset, so neither runs (BERT's
 // position ids are a Slice of a constant buffer). Every Add and Gather must feed only the next
 // node of the tree.
-bool embedding_fusion(LowerContext& cx, Node* ln, std::string* why) {
-  Value* x = ln->input(0);
+Verdict check(const Match& m, LowerContext& cx) {
+  Node* ln = m.root;
+  Value* x = m.value("x");
   const auto& xs = x->shape();
   const size_t rank = xs.size() ? xs.size() - 1 : 0;
-  if (rank < 1 || rank > kMaxEmbedRank || !xs.back().is_static()) return false;
-  if (norm_axis(ln->attr_int("axis", -1), xs.size()) != static_cast<int64_t>(rank)) return false;
-  std::vector<Node*> adds, gathers;
+  if (rank < 1 || rank > kMaxEmbedRank || !xs.back().is_static()) return Verdict::not_mine();
+  if (norm_axis(ln->attr_int("axis", -1), xs.size()) != static_cast<int64_t>(rank)) return Verdict::not_mine();
+  EmbedSum sum;
+  std::vector<Node*>& adds = sum.adds;
+  std::vector<Node*>& gathers = sum.gathers;
   std::function<bool(Value*, Node*)> walk = [&](Value* v, Node* user) {
     Node* p = v ? v->producer() : nullptr;
     if (!p || !p->domain().empty() || cx.absorbed.count(p) || !only_user(cx.g, v, user)) return false;
@@ -86,43 +97,31 @@ bool embedding_fusion(LowerContext& cx, Node* ln, std::string* why) {
     return true;
   };
   const bool tree = walk(x, ln);
-  if (gathers.empty()) return false;  // not a sum of embeddings: nothing to say
-  if (!tree) {
-    *why = "embedding sum not fused: the tree of Adds over " + std::to_string(gathers.size()) +
-           " Gather(s) has a node that is not an Add or a Gather, or a value read outside it";
-    return false;
-  }
-  if (gathers.size() < 2 || gathers.size() > kMaxEmbedTerms) {
-    *why = "embedding sum not fused: " + std::to_string(gathers.size()) + " Gather(s), the step takes 2 to " +
-           std::to_string(kMaxEmbedTerms);
-    return false;
-  }
+  if (gathers.empty()) return Verdict::not_mine();  // not a sum of embeddings: nothing to say
+  auto refuse = [](const std::string& why) { return Verdict::refuse("embedding sum not fused: " + why); };
+  if (!tree)
+    return refuse("the tree of Adds over " + std::to_string(gathers.size()) +
+                  " Gather(s) has a node that is not an Add or a Gather, or a value read outside it");
+  if (gathers.size() < 2 || gathers.size() > kMaxEmbedTerms)
+    return refuse(std::to_string(gathers.size()) + " Gather(s), the step takes 2 to " + std::to_string(kMaxEmbedTerms));
   std::sort(gathers.begin(), gathers.end(), [&](Node* a, Node* b) { return cx.pos(a) < cx.pos(b); });
-  std::vector<EmbeddingTerm> terms;
   for (Node* g : gathers) {
     Value* table = g->input(0);
     Value* ids = g->input(1);
     if (!table->is_constant() || !ir::is_float(table->dtype()) || table->shape().size() != 2 ||
-        table->shape()[1] != xs.back() || norm_axis(g->attr_int("axis", 0), 2) != 0) {
-      *why = "embedding sum not fused: " + g->name() + " is not a row Gather of a constant float [rows, " +
-             xs.back().str() + "] table";
-      return false;
-    }
-    if ((ids->dtype() != DType::i64 && ids->dtype() != DType::i32) || ids->shape().size() != rank) {
-      *why = "embedding sum not fused: the ids of " + g->name() + " are not i64/i32 of rank " + std::to_string(rank);
-      return false;
-    }
+        table->shape()[1] != xs.back() || norm_axis(g->attr_int("axis", 0), 2) != 0)
+      return refuse(g->name() + " is not a row Gather of a constant float [rows, " + xs.back().str() + "] table");
+    if ((ids->dtype() != DType::i64 && ids->dtype() != DType::i32) || ids->shape().size() != rank)
+      return refuse("the ids of " + g->name() + " are not i64/i32 of rank " + std::to_string(rank));
     // Coordinate j of the ids tensor read so far: base + scale * (row coordinate `row`), or base.
     std::vector<IdsCoord> c0(rank);
     for (size_t i = 0; i < rank; ++i) {
       const Dim& d = ids->shape()[i];
       if (d == xs[i]) c0[i] = {0, 1, static_cast<int>(i)};
       else if (d == Dim(1)) c0[i] = {0, 0, -1};  // the Adds broadcast it up to x's dim
-      else {
-        *why = "embedding sum not fused: the ids of " + g->name() + " are " + ir::str(ids->shape()) +
-               ", neither the rows' dims nor broadcast to them";
-        return false;
-      }
+      else
+        return refuse("the ids of " + g->name() + " are " + ir::str(ids->shape()) +
+                      ", neither the rows' dims nor broadcast to them");
     }
     auto make = [&](bool through_views) {
       std::vector<IdsCoord> c = c0;
@@ -146,25 +145,33 @@ bool embedding_fusion(LowerContext& cx, Node* ln, std::string* why) {
       for (const Dim& d : t.ids->shape()) size *= d.value();
       if (last < 0 || last >= size) t = make(false);
     }
-    terms.push_back(std::move(t));
+    sum.terms.push_back(std::move(t));
   }
-  for (Node* n : adds) cx.absorbed.insert(n);
-  for (Node* n : gathers) cx.absorbed.insert(n);
-  cx.embedding[ln] = std::move(terms);
-  return true;
+  return Verdict::fuse().with(std::move(sum));
+}
+
+void record(const Match& m, const Verdict& v, LowerContext& cx) {
+  const auto& sum = std::any_cast<const EmbedSum&>(v.decision);
+  for (Node* n : sum.adds) cx.absorbed.insert(n);
+  for (Node* n : sum.gathers) cx.absorbed.insert(n);
+  cx.embedding[m.root] = sum.terms;
+}
+
+Pat structure() {
+  const Pat x = wildcard("x");
+  return alt({op("LayerNormalization", {x, wildcard(), wildcard()}), op("LayerNormalization", {x, wildcard()})});
 }
 
 }  // namespace
 
-PassResult fuse_embed_layernorm(LowerContext& cx) {
-  PassResult r;
-  for (Node* n : cx.order) {
-    if (!n->domain().empty() || n->op() != "LayerNormalization") continue;
-    std::string why;
-    if (embedding_fusion(cx, n, &why)) ++r.fired;
-    else if (!why.empty()) r.refused.push_back({n->name(), why});
-  }
-  return r;
+const Fusion& embed_layernorm_fusion() {
+  static const Fusion f{"fuse_embed_layernorm",
+                        "y = LayerNorm(table_1[ids_1] + ... + table_n[ids_n]), 2 <= n <= 4, ids read in place through "
+                        "Expand and Slice views",
+                        structure(), check, record};
+  return f;
 }
+
+PassResult fuse_embed_layernorm(LowerContext& cx) { return run_fusion(embed_layernorm_fusion(), cx); }
 
 }  // namespace sabre::codegen::passes

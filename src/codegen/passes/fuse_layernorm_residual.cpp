@@ -30,7 +30,7 @@ Verdict check(const Match& m, LowerContext& cx) {
   return Verdict::fuse();
 }
 
-void record(const Match& m, LowerContext& cx) {
+void record(const Match& m, const Verdict&, LowerContext& cx) {
   Node* add = m.nodes.at("add");
   cx.absorbed.insert(add);
   cx.ln_residual[m.root] = add;

@@ -7,10 +7,12 @@
 // would save the step, but no GEMM or conv kernel sabre runs scales A as it loads it (the SM90 kernels
 // load A by TMA straight into shared memory), so there the pass refuses and says so.
 // Tests: tests/golden/lower/fuse_se_scale/, tests/unit/codegen_plan_interp_test.cpp
-#include "codegen/passes/pass.h"
+#include "codegen/passes/fusion.h"
 
 namespace sabre::codegen::passes {
 namespace {
+
+using namespace pattern;
 
 bool spatial(const ir::Shape& s) { return !(s[2] == Dim(1) && s[3] == Dim(1)); }
 
@@ -35,35 +37,60 @@ std::pair<Value*, Value*> se_operands(const Node* m) {
   return {nullptr, nullptr};
 }
 
+// Why a scale that is not the head of a longer elementwise step stays a step of its own.
+std::string not_folded(const Node* m, LowerContext& cx) {
+  const Value* y = m->output(0);
+  std::string why;
+  Node* u = cx.sole_user(y);
+  if (cx.g.is_graph_output(y)) {
+    why = "its output is a model output";
+  } else if (!u) {
+    why = "its output is read by " + std::to_string(y->users().size()) + " nodes";
+  } else if (u->domain() == "sabre" && u->op() == "Composite") {
+    why = "a GEMM or conv region reads it, and no GEMM or conv kernel takes the scale as an A-operand prologue";
+  } else {
+    why = "a " + u->op() + " reads it, which no elementwise step runs";
+  }
+  return "SE scale not folded into what follows: " + why + "; the scale is an elementwise step of its own";
+}
+
+// The structure finds a Mul with a gate operand; se_operands decides which operand is the gate
+// from the shapes (either order, as the structure's match may bind the other first).
+Verdict check(const Match& match, LowerContext& cx) {
+  Node* m = match.root;
+  if (!cx.needed.count(m) || cx.absorbed.count(m)) return Verdict::not_mine();
+  const auto operands = se_operands(m);
+  if (!operands.first) return Verdict::not_mine();
+  // Recorded either way: the dump names the scale where it is not folded too.
+  auto it = cx.group_of.find(m);
+  if (it != cx.group_of.end() && cx.groups[it->second].nodes.back() != m)
+    return Verdict::fuse().with(operands);  // the elementwise ops after it run in its step
+  return Verdict::keep(not_folded(m, cx)).with(operands);
+}
+
+void record(const Match& m, const Verdict& v, LowerContext& cx) {
+  cx.se_scale[m.root] = std::any_cast<std::pair<Value*, Value*>>(v.decision);
+}
+
+Pat structure() {
+  const Pat gate = alt({op("Sigmoid", {wildcard()}), op("HardSigmoid", {wildcard()}),
+                        op_any("Composite", {attr_test("epilogue ends in sigmoid", [](const Node& n) {
+                                 const std::string e = n.attr_string("epilogue", "");
+                                 return e.size() >= 7 && e.compare(e.size() - 7, 7, "sigmoid") == 0;
+                               })},
+                               "sabre")});
+  return wildcard("x") * gate.as("gate");
+}
+
 }  // namespace
 
-PassResult fuse_se_scale(LowerContext& cx) {
-  PassResult r;
-  for (Node* m : cx.order) {
-    if (!cx.needed.count(m) || cx.absorbed.count(m)) continue;
-    const auto [x, gate] = se_operands(m);
-    if (!x) continue;
-    cx.se_scale[m] = {x, gate};
-    auto it = cx.group_of.find(m);
-    if (it != cx.group_of.end() && cx.groups[it->second].nodes.back() != m) {
-      ++r.fired;  // the elementwise ops after it run in its step
-      continue;
-    }
-    const Value* y = m->output(0);
-    std::string why;
-    Node* u = cx.sole_user(y);
-    if (cx.g.is_graph_output(y)) {
-      why = "its output is a model output";
-    } else if (!u) {
-      why = "its output is read by " + std::to_string(y->users().size()) + " nodes";
-    } else if (u->domain() == "sabre" && u->op() == "Composite") {
-      why = "a GEMM or conv region reads it, and no GEMM or conv kernel takes the scale as an A-operand prologue";
-    } else {
-      why = "a " + u->op() + " reads it, which no elementwise step runs";
-    }
-    r.refused.push_back({m->name(), "SE scale not folded into what follows: " + why + "; the scale is an elementwise step of its own"});
-  }
-  return r;
+const Fusion& se_scale_fusion() {
+  static const Fusion f{"fuse_se_scale",
+                        "y = x · gate, x [N,C,H,W], gate [N,C,1,1] in (0, 1), run in the elementwise step after it",
+                        structure(), check, record};
+  return f;
 }
+
+PassResult fuse_se_scale(LowerContext& cx) { return run_fusion(se_scale_fusion(), cx); }
 
 }  // namespace sabre::codegen::passes

@@ -17,7 +17,7 @@ Verdict check(const Match& m, LowerContext& cx) {
   return Verdict::fuse();
 }
 
-void record(const Match& m, LowerContext& cx) {
+void record(const Match& m, const Verdict&, LowerContext& cx) {
   cx.range_gather[m.root] = {m.value("start")->constant().get_i64(0), (*cx.dims_of(m.value("limit")))[0],
                              m.value("delta")->constant().get_i64(0)};
 }
