@@ -34,12 +34,21 @@ DimExpr DimExpr::parse(const std::string& text) {
       if (i >= text.size()) throw fail("expected a number or a name");
       unsigned char c = static_cast<unsigned char>(text[i]);
       if (std::isdigit(c)) {
-        int64_t v = 0;
+        // Exporters write INT64_MAX and INT64_MIN as "to the end" in Slice bounds: both must parse.
+        const uint64_t limit = static_cast<uint64_t>(INT64_MAX) + (t.coeff < 0 ? 1 : 0);
+        uint64_t v = 0;
         while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) {
-          if (v > (INT64_MAX - 9) / 10) throw fail("number too large");
-          v = v * 10 + (text[i++] - '0');
+          const auto d = static_cast<uint64_t>(text[i] - '0');
+          if (v > (limit - d) / 10) throw fail("number too large");
+          v = v * 10 + d;
+          ++i;
         }
-        t.coeff *= v;
+        if (v > static_cast<uint64_t>(INT64_MAX)) {  // only -2^63, as a lone negative factor
+          if (t.coeff != -1) throw fail("number too large");
+          t.coeff = INT64_MIN;
+        } else if (__builtin_mul_overflow(t.coeff, static_cast<int64_t>(v), &t.coeff)) {
+          throw fail("number too large");
+        }
       } else if (std::isalpha(c) || c == '_') {
         size_t b = i;
         while (i < text.size() && (std::isalnum(static_cast<unsigned char>(text[i])) || text[i] == '_')) ++i;
@@ -102,10 +111,11 @@ std::string DimExpr::str() const {
     int64_t c = t.coeff;
     if (i > 0) out += c < 0 ? "-" : "+";
     else if (c < 0) out += "-";
-    c = c < 0 ? -c : c;
+    // The magnitude as unsigned: -INT64_MIN does not fit an int64_t.
+    const uint64_t mag = c < 0 ? 0 - static_cast<uint64_t>(c) : static_cast<uint64_t>(c);
     bool wrote = false;
-    if (t.symbols.empty() || c != 1) {
-      out += std::to_string(c);
+    if (t.symbols.empty() || mag != 1) {
+      out += std::to_string(mag);
       wrote = true;
     }
     for (const auto& s : t.symbols) {

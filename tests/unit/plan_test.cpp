@@ -72,4 +72,13 @@ TEST(DimExpr, ParsesAndEvaluates) {
   EXPECT_EQ(DimExpr::parse("seq-1").str(), "seq-1");
   EXPECT_THROW(DimExpr::parse("seq+"), PlanError);
   EXPECT_THROW(DimExpr::parse("batch").eval({}), PlanError);
+  // Slice bounds from exporters: the int64 extremes parse exactly, one past them does not.
+  EXPECT_EQ(DimExpr::parse("9223372036854775807").value(), INT64_MAX);
+  EXPECT_EQ(DimExpr::parse("-9223372036854775807").value(), -INT64_MAX);
+  EXPECT_EQ(DimExpr::parse("-9223372036854775808").value(), INT64_MIN);
+  EXPECT_EQ(DimExpr::parse(DimExpr(INT64_MAX).str()).value(), INT64_MAX);
+  EXPECT_EQ(DimExpr(INT64_MIN).str(), "-9223372036854775808");
+  EXPECT_THROW(DimExpr::parse("9223372036854775808"), PlanError);
+  EXPECT_THROW(DimExpr::parse("-9223372036854775809"), PlanError);
+  EXPECT_THROW(DimExpr::parse("4611686018427387904*3"), PlanError);
 }
