@@ -63,9 +63,11 @@ def main():
                    env=dict(env, **(env_extra or {})))
 
     # ---- bad input: one clear error line, nothing compiled ----
+    open(w("a_file"), "w").write("not a directory\n")
     for name, argv, needles in [
         ("batch size 0", [A, "-o", w("x"), "--batch", "0"], ["--batch", "1 to 16"]),
         ("batch size not a number", [A, "-o", w("x"), "--batch", "four"], ["--batch", "1 to 16"]),
+        ("-o names a file", [A, "-o", w("a_file")], ["a_file"]),
     ]:
         r = run(sabre, ["kernels", "build", *argv, "--cache-dir", w("cache_bad")], env=env)
         problems = error_problems(r, needles=needles)

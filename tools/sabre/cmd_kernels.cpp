@@ -323,10 +323,10 @@ int cmd_build(const ParsedArgs& args) {
     }
     todo.push_back(it.job);
   }
-  const std::vector<tune::CompileResult> results = cache.compile_all(todo, jobs);
   std::error_code ec;
-  fs::create_directories(out, ec);
+  fs::create_directories(out, ec);  // before compiling: a bad -o costs no compiler time
   if (ec) throw support::FileError("cannot create '" + out + "': " + ec.message());
+  const std::vector<tune::CompileResult> results = cache.compile_all(todo, jobs);
   int failed = 0;
   for (size_t i = 0; i < items.size(); ++i) {
     const tune::CompileJob& job = items[i].job;
