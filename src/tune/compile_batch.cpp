@@ -36,6 +36,26 @@ std::string directive(std::string_view line) {
   return std::string(line.substr(0, n));
 }
 
+// What follows the directive `d` on a preprocessor line.
+std::string_view directive_argument(std::string_view line, const std::string& d) {
+  line = trim_left(trim_left(line).substr(1));
+  return trim_left(line.substr(d.size()));
+}
+
+// `s` without blanks ("! defined ( X )" -> "!defined(X)").
+std::string squeeze(std::string_view s) {
+  std::string out;
+  for (char c : s)
+    if (c != ' ' && c != '\t' && c != '\r') out += c;
+  return out;
+}
+
+std::string leading_identifier(std::string_view s) {
+  size_t n = 0;
+  while (n < s.size() && ident_char(s[n])) ++n;
+  return std::string(s.substr(0, n));
+}
+
 // Whether `text` holds the identifier `id` as a whole token.
 bool has_token(const std::string& text, const std::string& id) {
   for (size_t p = text.find(id); p != std::string::npos; p = text.find(id, p + 1)) {
@@ -62,6 +82,7 @@ std::optional<BatchableSource> split_for_batch(const CompileJob& job) {
   std::istringstream in(job.source);
   std::string line;
   bool in_preamble = true, continued = false;
+  std::vector<bool> dead;  // the body's open conditional groups: whether CUDA's compiler skips each
   while (std::getline(in, line)) {
     if (in_preamble) {
       const std::string_view t = trim_left(line);
@@ -74,20 +95,38 @@ std::optional<BatchableSource> split_for_batch(const CompileJob& job) {
       in_preamble = false;
     }
     const std::string d = directive(line);
-    // Every body must see the preamble's preprocessor state: a body's own macros are undefined after
-    // it (batch_source); an include or an #undef would change the state for the bodies after it.
-    if (d == "include" || d == "undef" || d == "import" || d == "include_next") return std::nullopt;
-    if (d == "define") {
-      std::string_view rest = trim_left(trim_left(line).substr(1));
-      rest = trim_left(rest.substr(6));  // past "define"
-      size_t n = 0;
-      while (n < rest.size() && ident_char(rest[n])) ++n;
-      if (n == 0) return std::nullopt;
-      out.macros.emplace_back(rest.substr(0, n));
-    }
     out.body += line + "\n";
+    if (d == "if" || d == "ifdef" || d == "ifndef") {
+      // A group only a compiler other than CUDA's sees (a header shared with host-only C++) is dead here.
+      const std::string cond = squeeze(directive_argument(line, d));
+      const bool host_only = d == "ifndef" ? cond == "__CUDACC__" : d == "if" && (cond == "!defined(__CUDACC__)" ||
+                                                                                 cond == "!defined__CUDACC__");
+      dead.push_back((!dead.empty() && dead.back()) || host_only);
+      continue;
+    }
+    if (d == "elif" || d == "else") {
+      if (dead.empty()) return std::nullopt;
+      dead.back() = dead.size() > 1 && dead[dead.size() - 2];
+      continue;
+    }
+    if (d == "endif") {
+      if (dead.empty()) return std::nullopt;
+      dead.pop_back();
+      continue;
+    }
+    if (!dead.empty() && dead.back()) continue;
+    // Every body must see the preamble's preprocessor state: a body's own macros are undefined after
+    // it (batch_source); an include, or an #undef of a macro the body did not define, would change
+    // the state for the bodies after it.
+    if (d == "include" || d == "import" || d == "include_next") return std::nullopt;
+    if (d == "undef" || d == "define") {
+      const std::string name = leading_identifier(directive_argument(line, d));
+      if (name.empty()) return std::nullopt;
+      if (d == "define") out.macros.push_back(name);
+      else if (std::find(out.macros.begin(), out.macros.end(), name) == out.macros.end()) return std::nullopt;
+    }
   }
-  if (out.body.empty()) return std::nullopt;
+  if (out.body.empty() || !dead.empty()) return std::nullopt;
   return out;
 }
 

@@ -12,7 +12,9 @@
 #include <set>
 
 #include "tune/compile_batch.h"
+#include "backends/cutlass/kernel_spec.h"
 #include "tune/compile_cache.h"
+#include "tune/profiler.h"
 
 namespace fs = std::filesystem;
 using namespace sabre::tune;
@@ -69,6 +71,40 @@ TEST(CompileBatch, SplitsPreambleFromBodyAndRefusesWhatCannotShareAUnit) {
   CompileJob guarded = job("k_a");
   guarded.source += "#if defined(__CUDA_ARCH__)\n#endif\n";
   EXPECT_TRUE(split_for_batch(guarded)) << "conditionals in the body change no state";
+}
+
+// The GELU kernels paste a header shared with host C++ (backends/gelu_erf.h): an include only a
+// non-CUDA compiler sees, and an #undef of the header's own macro.
+TEST(CompileBatch, BodiesMayUndefineTheirOwnMacrosAndIncludeWhatOnlyHostCompilersSee) {
+  CompileJob shared = job("k_a");
+  shared.source += "#if !defined(__CUDACC__)\n#include <cmath>\n#endif\n#ifndef __CUDACC__\n#  include <vector>\n#else\n"
+                   "#define K_FN __device__\n#endif\nK_FN int f();\n#undef K_FN\n";
+  auto s = split_for_batch(shared);
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->macros, std::vector<std::string>{"K_FN"});
+  CompileJob live = job("k_a");
+  live.source += "#if defined(__CUDACC__)\n#include <cmath>\n#endif\n";
+  EXPECT_FALSE(split_for_batch(live)) << "CUDA's compiler reads that include";
+  CompileJob else_branch = job("k_a");
+  else_branch.source += "#ifndef __CUDACC__\n#else\n#include <cmath>\n#endif\n";
+  EXPECT_FALSE(split_for_batch(else_branch)) << "the #else of a host-only group is live";
+  CompileJob foreign = job("k_a");
+  foreign.source += "#define MINE 1\n#undef THEIRS\n";
+  EXPECT_FALSE(split_for_batch(foreign)) << "a macro the body did not define";
+  CompileJob unbalanced = job("k_a");
+  unbalanced.source += "#if !defined(__CUDACC__)\nint x;\n";
+  EXPECT_FALSE(split_for_batch(unbalanced));
+  // The emitters' own GELU kernels share units with their families' other kernels.
+  namespace cb = sabre::cutlass_backend;
+  for (const char* gelu : {"sm90_ws_coop_tn_f16_f16_f32_128x128x64_c1x1_a8_bias_gelu",
+                           "sm80_tc_tn_f16_f16_f32_64x64x32_w32x32x32_s2_a1_bias_res_gelu"}) {
+    const CompileJob g = gemm_compile_job(*cb::parse_kernel_name(gelu), 90);
+    EXPECT_TRUE(split_for_batch(g)) << gelu;
+  }
+  const std::vector<CompileJob> pair = {
+      gemm_compile_job(*cb::parse_kernel_name("sm90_ws_coop_tn_f16_f16_f32_128x128x64_c1x1_a8_bias_gelu"), 90),
+      gemm_compile_job(*cb::parse_kernel_name("sm90_ws_coop_tn_f16_f16_f32_128x128x64_c1x1_a8_bias"), 90)};
+  EXPECT_EQ(plan_compile_units(pair, all(2), 4, 1), (std::vector<std::vector<size_t>>{{0, 1}}));
 }
 
 TEST(CompileBatch, GroupsByFamilyFlagsAndPreambleWithinTheBatchSize) {

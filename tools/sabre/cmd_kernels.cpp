@@ -1,11 +1,12 @@
 // sabre kernels: list the kernel catalog, emit one kernel's CUDA C++, build kernels into .so files.
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "backends/cublaslt/lt_spec.h"
@@ -21,16 +22,19 @@
 #include "cmd_kernels_pack.h"
 #include "command.h"
 #include "support/files.h"
+#include "tune/compile_cache.h"
+#include "tune/kernel_pack.h"
 
 namespace sabre::cli {
 namespace {
 namespace cb = sabre::cutlass_backend;
+namespace fs = std::filesystem;
 
 const char* kUsage =
     "usage: sabre kernels list [--arch sm90|sm80] [--epilogue EPI] [--dtype f16|bf16|f32] [--layout tn|tt]\n"
     "                          [--target-sm 90|80] [--names]\n"
     "       sabre kernels emit NAME [-o FILE.cu] [--target-sm 90|80]\n"
-    "       sabre kernels build NAME... -o DIR [-j N] [--target-sm 90|80]\n"
+    "       sabre kernels build NAME... -o DIR [-j N] [--batch N] [--cache-dir DIR] [--target-sm 90|80]\n"
     "       sabre kernels pack [--list FILE] [--arch sm_90a] [--cache-dir DIR] [-j N] [--batch N] [--dry-run] [--json]\n"
     "EPI is an epilogue name such as linear, bias, bias_gelu, bias_res_relu (residual before act),\n"
     "gelu_res (after); default bias. Activations: relu gelu gelutanh silu sigmoid hardswish relu6.\n"
@@ -44,8 +48,10 @@ const char* kUsage =
     "(data/kernel_pack.txt, built into sabre; --list FILE for another list, one name a line) into the kernel\n"
     "cache that sabre compile reads. A kernel already in the cache is skipped, a stopped run keeps what it\n"
     "built, a kernel that fails is reported and the others go on (docs/KERNELS.md).\n"
-    "Kernels of one family are compiled up to --batch N in one translation unit (fewer where that finishes\n"
-    "sooner with -j N compilers), each still cached on its own; SABRE_KERNEL_BATCH sets it for compile and tune.\n";
+    "build and pack compile kernels of one family up to --batch N in one translation unit (fewer where that\n"
+    "finishes sooner with -j N compilers), each still cached on its own; SABRE_KERNEL_BATCH sets it for compile\n"
+    "and tune. build compiles through the kernel cache too (what it holds is not compiled again, a failure an\n"
+    "earlier run cached is) and writes DIR/NAME.so, .cu and .log.\n";
 
 // Every catalog kernel for target_sm with epilogue `epi`, filtered.
 std::vector<cb::KernelSpec> list_specs(int target_sm, std::optional<cb::Family> fam, std::optional<cb::Elem> dtype,
@@ -90,10 +96,10 @@ const std::vector<FlagSpec> kFlags = {
     output_flag("emit: write the source to this file instead of stdout; build: the directory to build into"),
     jobs_flag("build: nvcc processes at a time (default 2); pack: (default all cores)"),
     {"--list", "", "FILE", "pack: the kernel names to build, one a line, '#' comments (default the built-in list)", false},
-    {"--cache-dir", "", "DIR", "pack: the compiled-kernel cache (default $XDG_CACHE_HOME/sabre/kernels, as sabre compile)", false},
+    {"--cache-dir", "", "DIR", "pack, build: the compiled-kernel cache (default $XDG_CACHE_HOME/sabre/kernels, as sabre compile)", false},
     {"--dry-run", "", "", "pack: say which kernels are cached and which would be built; build nothing", false},
     {"--retry-failed", "", "", "pack: compile again the kernels an earlier run failed on (default: report them)", false},
-    {"--batch", "", "N", "pack: at most N kernels of one family a translation unit, 1 to 16 (default $SABRE_KERNEL_BATCH, else 4; 1: each alone)", false},
+    {"--batch", "", "N", "pack, build: at most N kernels of one family a translation unit, 1 to 16 (default $SABRE_KERNEL_BATCH, else 4; 1: each alone)", false},
     json_flag(),
 };
 
@@ -101,7 +107,7 @@ const std::vector<FlagSpec> kFlags = {
 const std::map<std::string, std::vector<std::string>> kActionFlags = {
     {"list", {"--arch", "--epilogue", "--dtype", "--layout", "--target-sm", "--names"}},
     {"emit", {"--output", "--target-sm"}},
-    {"build", {"--output", "--jobs", "--target-sm"}},
+    {"build", {"--output", "--jobs", "--target-sm", "--cache-dir", "--batch"}},
     {"pack", {"--list", "--arch", "--cache-dir", "--jobs", "--batch", "--dry-run", "--retry-failed", "--json"}},
 };
 
@@ -222,27 +228,73 @@ int cmd_emit(const ParsedArgs& args) {
   return write_source(cb::emit_kernel(*spec, target_sm), out);
 }
 
-// A cuBLASLt kernel library (host code on cuBLASLt, lt_spec.h) into out/NAME.{cu,so,log}: the source
-// and flags of tune::lt_compile_job, which sabre compile builds through its cache.
-cb::CompileResult compile_lt(const cublaslt_backend::LtKernelSpec& lt, const std::string& out, const cb::NvccOptions& opts) {
-  const tune::CompileJob job = tune::lt_compile_job(lt);
-  cb::CompileResult r;
-  r.name = job.name;
-  std::filesystem::create_directories(out);
-  r.source = out + "/" + r.name + ".cu";
-  r.library = out + "/" + r.name + ".so";
-  std::ofstream(r.source) << job.source;
-  std::vector<std::string> argv = {opts.nvcc.empty() ? cb::find_nvcc() : opts.nvcc, "-shared", "-Xcompiler", "-fPIC"};
-  argv.insert(argv.end(), job.flags.begin(), job.flags.end());
-  argv.insert(argv.end(), {r.source, "-o", r.library});
-  for (const auto& a : argv) r.command += (r.command.empty() ? "" : " ") + a;
-  const auto t0 = std::chrono::steady_clock::now();
-  r.ok = cb::run_process(argv, r.log) == 0 && std::filesystem::exists(r.library);
-  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::ofstream(out + "/" + r.name + ".log") << r.log;
-  return r;
+// A kernel `sabre kernels build` was asked for: its compile-cache job (the one sabre compile builds it
+// with) and the SASS its library must hold (nvcc.cpp's compile_kernel; none for cuBLASLt host code).
+struct BuildItem {
+  tune::CompileJob job;
+  std::string sass;
+};
+
+// The job for `name`, or the one-line error and exit code that say why there is none.
+std::variant<BuildItem, int> build_item(const std::string& name, int target_sm) {
+  std::string sass = "sm_" + std::to_string(target_sm);
+  if (auto lt = cublaslt_backend::parse_lt_kernel_name(name)) {
+    if (auto why = cublaslt_backend::unsupported_reason(lt->spec)) {
+      std::fprintf(stderr, "sabre kernels build: cuBLASLt cannot compute %s: %s\n", name.c_str(), why->c_str());
+      return kExitError;
+    }
+    sass.clear();
+  } else if (cb::is_sm90_conv_kernel_name(name)) {
+    auto c = cb::parse_sm90_conv_kernel_name(name);
+    if (!c) {
+      std::fprintf(stderr, "sabre kernels build: '%s' is not an sm90 conv kernel name\n", name.c_str());
+      return kExitUsage;
+    }
+    if (auto why = cb::sm90_conv_unsupported_reason(*c, target_sm)) {
+      std::fprintf(stderr, "sabre kernels build: %s cannot run on sm_%d: %s\n", name.c_str(), target_sm, why->c_str());
+      return kExitError;
+    }
+    sass = "sm_90a";
+  } else if (cb::is_conv_kernel_name(name)) {
+    auto c = cb::parse_conv_kernel_name(name);
+    if (!c) {
+      std::fprintf(stderr, "sabre kernels build: '%s' is not a conv kernel name\n", name.c_str());
+      return kExitUsage;
+    }
+    if (auto why = cb::conv_unsupported_reason(*c, target_sm)) {
+      std::fprintf(stderr, "sabre kernels build: %s cannot run on sm_%d: %s\n", name.c_str(), target_sm, why->c_str());
+      return kExitError;
+    }
+  } else {
+    auto s = resolve(name, target_sm);
+    if (!s) return kExitUsage;
+    if (auto why = cb::unsupported_reason(*s, target_sm)) {
+      std::fprintf(stderr, "sabre kernels build: %s cannot run on sm_%d: %s\n", name.c_str(), target_sm, why->c_str());
+      return kExitError;
+    }
+    if (s->config.family == cb::Family::sm90) sass = "sm_90a";  // wgmma/TMA: a plain sm_90 cubin is a stub
+  }
+  return BuildItem{tune::kernel_compile_job(name, target_sm), sass};
 }
 
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// out/NAME.so as the cache's library: a hard link (the cache never rewrites an entry), else a copy.
+void place_library(const std::string& cached, const std::string& dest) {
+  std::error_code ec;
+  fs::remove(dest, ec);
+  fs::create_hard_link(cached, dest, ec);
+  if (!ec) return;
+  fs::copy_file(cached, dest, fs::copy_options::overwrite_existing, ec);
+  if (ec) throw support::FileError("cannot write '" + dest + "': " + ec.message());
+}
+
+// Builds through the compile cache, as sabre compile and kernels pack do: kernels of one family share
+// translation units, a failed batch is built again kernel by kernel so the failure names its kernel and
+// the others still build, and what the cache holds is not compiled again (a stopped build resumes).
 int cmd_build(const ParsedArgs& args) {
   const std::vector<std::string> names(args.positional.begin() + 1, args.positional.end());
   if (names.empty()) throw UsageError("which kernels? give their NAMEs: sabre kernels build NAME... -o DIR");
@@ -250,65 +302,56 @@ int cmd_build(const ParsedArgs& args) {
   if (!out_flag) throw UsageError("where to? give the directory with -o DIR");
   const std::string out = *out_flag;
   const int jobs = jobs_value(args, 2);
-  cb::NvccOptions opts;
-  opts.target_sm = target_sm_flag(args);
-  std::vector<cb::KernelSpec> specs;
-  std::vector<cb::ConvSpec> convs;
-  std::vector<cb::Sm90ConvSpec> convs90;
-  std::vector<cublaslt_backend::LtKernelSpec> lts;
+  const int target_sm = target_sm_flag(args);
+  std::vector<BuildItem> items;
+  std::set<std::string> seen;
   for (const auto& n : names) {
-    if (auto lt = cublaslt_backend::parse_lt_kernel_name(n)) {
-      if (auto why = cublaslt_backend::unsupported_reason(lt->spec)) {
-        std::fprintf(stderr, "sabre kernels build: cuBLASLt cannot compute %s: %s\n", n.c_str(), why->c_str());
-        return kExitError;
-      }
-      lts.push_back(*lt);
-      continue;
-    }
-    if (cb::is_sm90_conv_kernel_name(n)) {
-      auto c = cb::parse_sm90_conv_kernel_name(n);
-      if (!c) {
-        std::fprintf(stderr, "sabre kernels build: '%s' is not an sm90 conv kernel name\n", n.c_str());
-        return kExitUsage;
-      }
-      if (auto why = cb::sm90_conv_unsupported_reason(*c, opts.target_sm)) {
-        std::fprintf(stderr, "sabre kernels build: %s cannot run on sm_%d: %s\n", n.c_str(), opts.target_sm, why->c_str());
-        return kExitError;
-      }
-      convs90.push_back(*c);
-      continue;
-    }
-    if (cb::is_conv_kernel_name(n)) {
-      auto c = cb::parse_conv_kernel_name(n);
-      if (!c) {
-        std::fprintf(stderr, "sabre kernels build: '%s' is not a conv kernel name\n", n.c_str());
-        return kExitUsage;
-      }
-      if (auto why = cb::conv_unsupported_reason(*c, opts.target_sm)) {
-        std::fprintf(stderr, "sabre kernels build: %s cannot run on sm_%d: %s\n", n.c_str(), opts.target_sm, why->c_str());
-        return kExitError;
-      }
-      convs.push_back(*c);
-      continue;
-    }
-    auto s = resolve(n, opts.target_sm);
-    if (!s) return kExitUsage;
-    if (auto why = cb::unsupported_reason(*s, opts.target_sm)) {
-      std::fprintf(stderr, "sabre kernels build: %s cannot run on sm_%d: %s\n", n.c_str(), opts.target_sm, why->c_str());
-      return kExitError;
-    }
-    specs.push_back(*s);
+    if (!seen.insert(n).second) continue;  // named twice: built once
+    auto item = build_item(n, target_sm);
+    if (auto* code = std::get_if<int>(&item)) return *code;
+    items.push_back(std::move(std::get<BuildItem>(item)));
   }
-  auto results = cb::compile_kernels(specs, out, opts, jobs);
-  for (auto& r : cb::compile_conv_kernels(convs, out, opts, jobs)) results.push_back(std::move(r));
-  for (auto& r : cb::compile_sm90_conv_kernels(convs90, out, opts, jobs)) results.push_back(std::move(r));
-  for (const auto& lt : lts) results.push_back(compile_lt(lt, out, opts));
+  const std::string nvcc = cb::find_nvcc();
+  tune::CompileCache cache(args.value("--cache-dir").value_or(tune::CompileCache::default_dir()), nvcc);
+  apply_batch_flag(args, cache);
+  std::vector<tune::CompileJob> todo;
+  for (const auto& it : items) {
+    // Asked for by name: a failure an earlier run cached is compiled again.
+    if (tune::CompileResult hit = cache.lookup(it.job); hit.cached && !hit.ok) {
+      std::error_code ec;
+      fs::remove(cache.dir() + "/" + it.job.name + "-" + cache.key(it.job) + ".failed", ec);
+    }
+    todo.push_back(it.job);
+  }
+  std::error_code ec;
+  fs::create_directories(out, ec);  // before compiling: a bad -o costs no compiler time
+  if (ec) throw support::FileError("cannot create '" + out + "': " + ec.message());
+  const std::vector<tune::CompileResult> results = cache.compile_all(todo, jobs);
   int failed = 0;
-  for (const auto& r : results) {
-    std::printf("%-4s %6.1fs %s\n", r.ok ? "ok" : "FAIL", r.seconds, r.name.c_str());
-    if (!r.ok) {
+  for (size_t i = 0; i < items.size(); ++i) {
+    const tune::CompileJob& job = items[i].job;
+    const tune::CompileResult& r = results[i];
+    const std::string stem = out + "/" + job.name;
+    support::write_output_file(stem + ".cu", job.source.data(), job.source.size());
+    // The cache's log (a path), or the error that stopped the compile (a message).
+    std::string log = fs::exists(r.log) ? read_text(r.log) : r.log;
+    bool ok = r.ok;
+    if (ok) {
+      place_library(r.library, stem + ".so");
+      if (!items[i].sass.empty()) {
+        const cb::SassCheck check = cb::check_sass(stem + ".so", items[i].sass, nvcc);
+        ok = check.ok;
+        if (!check.note.empty()) log += "\n" + check.note + "\n";
+      }
+    } else {
+      fs::remove(stem + ".so", ec);  // no library from an earlier build passes for this one
+    }
+    support::write_output_file(stem + ".log", log.data(), log.size());
+    const std::string how = r.cached ? " (cached)" : r.batch.empty() ? "" : " (one translation unit with: " + r.batch + ")";
+    std::printf("%-4s %6.1fs %s%s\n", ok ? "ok" : "FAIL", r.seconds, job.name.c_str(), ok ? how.c_str() : "");
+    if (!ok) {
       ++failed;
-      std::fprintf(stderr, "--- %s\n%s\n", r.command.c_str(), r.log.c_str());
+      std::fprintf(stderr, "--- %s failed (log: %s.log)\n%s\n", job.name.c_str(), stem.c_str(), log.c_str());
     }
   }
   return failed ? kExitError : kExitOk;

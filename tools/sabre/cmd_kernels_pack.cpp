@@ -52,6 +52,17 @@ std::string mb(uint64_t bytes) {
 
 }  // namespace
 
+void apply_batch_flag(const ParsedArgs& args, tune::CompileCache& cache) {
+  if (auto b = args.value("--batch")) {
+    const bool digits = !b->empty() && b->size() <= 2 && b->find_first_not_of("0123456789") == std::string::npos;
+    const int n = digits ? std::stoi(*b) : 0;
+    if (n < 1 || n > tune::CompileCache::kMaxBatch)
+      throw UsageError("bad --batch '" + b->substr(0, 20) + "': give 1 to " + std::to_string(tune::CompileCache::kMaxBatch) +
+                       " kernels a translation unit (1 builds each alone)");
+    cache.set_max_batch(n);
+  }
+}
+
 int kernels_pack(const ParsedArgs& args) {
   if (args.positional.size() > 1)
     throw UsageError("sabre kernels pack takes no kernel names: list them in a file and give it with --list FILE");
@@ -79,14 +90,7 @@ int kernels_pack(const ParsedArgs& args) {
 
   const std::string dir = args.value("--cache-dir").value_or(tune::CompileCache::default_dir());
   tune::CompileCache cache(dir, cutlass_backend::find_nvcc());
-  if (auto b = args.value("--batch")) {
-    const bool digits = !b->empty() && b->size() <= 2 && b->find_first_not_of("0123456789") == std::string::npos;
-    const int n = digits ? std::stoi(*b) : 0;
-    if (n < 1 || n > tune::CompileCache::kMaxBatch)
-      throw UsageError("bad --batch '" + b->substr(0, 20) + "': give 1 to " + std::to_string(tune::CompileCache::kMaxBatch) +
-                       " kernels a translation unit (1 builds each alone)");
-    cache.set_max_batch(n);
-  }
+  apply_batch_flag(args, cache);
   std::vector<Item> items;
   std::vector<std::pair<std::string, std::string>> record;
   for (const auto& e : entries) {

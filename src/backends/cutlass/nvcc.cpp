@@ -58,6 +58,19 @@ std::vector<std::string> nvcc_command(const KernelSpec& s, const std::string& so
   return cmd;
 }
 
+SassCheck check_sass(const std::string& library, const std::string& want, const std::string& nvcc) {
+  std::string elf, tool = cuobjdump_for(nvcc);
+  const int orc = run_process({tool, "--list-elf", library}, elf);
+  // No cuobjdump here (a compile-only box): the TU's #error still guards the arch.
+  if (orc == 127) return {true, "SASS not checked: " + tool + " not found"};
+  std::istringstream lines(elf);
+  for (std::string line; std::getline(lines, line);) {
+    const auto p = line.find(want + ".cubin");
+    if (p != std::string::npos && p > 0 && line[p - 1] == '.' && orc == 0) return {true, ""};
+  }
+  return {false, "SASS check failed: cuobjdump --list-elf " + library + " lists no " + want + " cubin:\n" + elf};
+}
+
 namespace {
 
 // Writes `text` to out_dir/NAME.cu, runs `cmd_for(source, library)` and checks that the library
@@ -86,25 +99,9 @@ CompileResult compile_text(const std::string& name, const std::string& text, con
   if (rc != 0) {
     r.log += "\nnvcc exited with status " + std::to_string(rc);
   } else {
-    std::string elf, tool = cuobjdump_for(cmd[0]);
-    int orc = run_process({tool, "--list-elf", r.library}, elf);
-    if (orc == 127) {  // no cuobjdump here (a compile-only box): the TU's #error still guards the arch
-      r.log += "\nSASS not checked: " + tool + " not found";
-      r.ok = true;
-      std::ofstream(fs::path(out_dir) / (r.name + ".log")) << r.command << "\n" << r.log;
-      return r;
-    }
-    bool found = false;
-    std::istringstream lines(elf);
-    for (std::string line; std::getline(lines, line);) {
-      auto p = line.find(want + ".cubin");
-      if (p != std::string::npos && line[p - 1] == '.') found = true;
-    }
-    if (orc != 0 || !found) {
-      r.log += "\nSASS check failed: cuobjdump --list-elf " + r.library + " lists no " + want + " cubin:\n" + elf;
-    } else {
-      r.ok = true;
-    }
+    const SassCheck check = check_sass(r.library, want, cmd[0]);
+    r.ok = check.ok;
+    if (!check.note.empty()) r.log += "\n" + check.note;
   }
   std::ofstream(fs::path(out_dir) / (r.name + ".log")) << r.command << "\n" << r.log;
   return r;

@@ -59,6 +59,15 @@ CompileResult compile_sm90_conv_kernel(const Sm90ConvSpec& s, const std::string&
 std::vector<CompileResult> compile_sm90_conv_kernels(const std::vector<Sm90ConvSpec>& specs,
                                                      const std::string& out_dir, const NvccOptions& opts, int jobs);
 
+// Whether `library` holds SASS for `want` (sm_90a, sm_80, ...), as the cuobjdump beside `nvcc` lists
+// it: ok with an empty note when it does; ok with a note saying so where no cuobjdump is installed (the
+// emitted sources' #error guards still hold); else not ok, the note saying what the library holds.
+struct SassCheck {
+  bool ok = false;
+  std::string note;
+};
+SassCheck check_sass(const std::string& library, const std::string& want, const std::string& nvcc);
+
 // Runs `argv` with stdout and stderr into `output`; returns the exit status (-1 if it could not start).
 int run_process(const std::vector<std::string>& argv, std::string& output);
 
