@@ -68,7 +68,10 @@ int sabre_session_input_index(const sabre_session* s, const char* name);
 int sabre_session_output_index(const sabre_session* s, const char* name);
 
 /* stream: a cudaStream_t to run on (not the legacy default stream: runs are captured into CUDA
- * graphs), or NULL for a stream the context creates and owns. */
+ * graphs), or NULL for a stream the context creates and owns. On a stream of yours, write the
+ * inputs on that stream (or order it after their writer). On the context's own stream, each run
+ * first waits for the work already issued to the legacy default stream, so inputs written with a
+ * plain cudaMemcpy or a kernel launched on stream 0 are complete when the run reads them. */
 sabre_rt_status sabre_context_create(sabre_session* s, void* stream, sabre_context** out);
 void sabre_context_free(sabre_context* c);
 /* The cudaStream_t the context runs on. */

@@ -99,8 +99,9 @@ class Session {
 
 class ExecutionContext {
  public:
-  // stream: a cudaStream_t or nullptr to create one. use_graphs: capture a CUDA graph per shape
-  // signature (off: launch step by step every time).
+  // stream: a cudaStream_t or nullptr to create one (each run on it first waits for the legacy
+  // default stream's work, as sabre_context_create says). use_graphs: capture a CUDA graph per
+  // shape signature (off: launch step by step every time).
   explicit ExecutionContext(Session& session, void* stream = nullptr, bool use_graphs = true);
   ~ExecutionContext();
   ExecutionContext(const ExecutionContext&) = delete;

@@ -67,6 +67,7 @@ ExecutionContext::Impl::~Impl() {
   if (side) cuda_warn(cudaStreamDestroy(side), "cudaStreamDestroy (prefetch stream)");
   if (fork_ev) cuda_warn(cudaEventDestroy(fork_ev), "cudaEventDestroy");
   if (join_ev) cuda_warn(cudaEventDestroy(join_ev), "cudaEventDestroy");
+  if (legacy_ev) cuda_warn(cudaEventDestroy(legacy_ev), "cudaEventDestroy");
   for (auto& [k, sig] : cache)
     if (sig.exec) cuda_warn(cudaGraphExecDestroy(sig.exec), "cudaGraphExecDestroy");
   cuda_warn(cudaFree(arena), "freeing the activation arena");
@@ -121,6 +122,7 @@ ExecutionContext::ExecutionContext(Session& session, void* stream, bool use_grap
   } else {
     cuda_check(cudaStreamCreateWithFlags(&c.stream, cudaStreamNonBlocking), "creating the context's stream");
     c.own_stream = true;
+    cuda_check(cudaEventCreateWithFlags(&c.legacy_ev, cudaEventDisableTiming), "cudaEventCreateWithFlags");
   }
   c.out_buf.assign(c.plan().outputs.size(), nullptr);
   c.out_cap.assign(c.plan().outputs.size(), 0);
@@ -362,6 +364,12 @@ void ExecutionContext::Impl::run(const std::vector<sabre_tensor>& inputs, std::v
   for (int id : p.inputs) io.push_back(ptr[static_cast<size_t>(id)]);
   for (int id : p.outputs) io.push_back(ptr[static_cast<size_t>(id)]);
   stats.graph_replayed = false;
+  if (legacy_ev) {
+    // The context's own stream is non-blocking (graphs cannot be captured on one that syncs with
+    // the legacy stream), so order it after the caller's legacy-stream work explicitly.
+    cuda_check(cudaEventRecord(legacy_ev, cudaStreamLegacy), "cudaEventRecord (legacy default stream)");
+    cuda_check(cudaStreamWaitEvent(stream, legacy_ev, 0), "cudaStreamWaitEvent (legacy default stream)");
+  }
   if (!profile && use_graphs && sig.exec && sig.io == io && sig.epoch == arena_epoch) {
     stats.graph_replayed = true;
     cuda_check(cudaGraphLaunch(sig.exec, stream), "cudaGraphLaunch");

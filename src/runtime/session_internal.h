@@ -81,6 +81,9 @@ struct ExecutionContext::Impl {
   std::shared_ptr<Session::Impl> s;
   cudaStream_t stream = nullptr;
   bool own_stream = false;
+  // On a stream the context owns, each run first waits for what the caller already issued to the
+  // legacy default stream (a plain cudaMemcpy of an input, which may return before its DMA lands).
+  cudaEvent_t legacy_ev = nullptr;
   bool use_graphs = true;
   void* arena = nullptr;
   uint64_t arena_size = 0;
