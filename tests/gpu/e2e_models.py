@@ -69,7 +69,7 @@ UNIT_ROUNDOFF = {"fp16": 2.0 ** -11, "bf16": 2.0 ** -8}
 # ---- models the make_models.py ones leave out ------------------------------------------------
 def misc_ops(seed=5):
     """Data movement, reductions and the ops around them, with no GEMM: softmax, LayerNorm, Reduce
-    Sum/Mean/Max, Concat, Split, Transpose, Slice with a step, Expand, Gather by an index input,
+    Sum/Mean/Max, Concat, Split, Transpose, Slice with a step and to INT64_MAX, Expand, Gather by an index input,
     Where, Range, Shape read as data, an input returned as an output, a no-op ReduceSum."""
     b = mm.Builder(seed)
     width, rows = 20, 50
@@ -85,6 +85,8 @@ def misc_ops(seed=5):
     p1, p2 = b.op("Split", [cat, b.const([15, 25], s)], s, outputs=2, axis=2)
     tr = b.op("Transpose", [p2], s, perm=[0, 2, 1])                           # [batch, 25, seq]
     sl = b.op("Slice", [ln, b.const([1], s), b.const([19], s), b.const([2], s), b.const([3], s)], s)  # every 3rd col
+    # "To the end" as exporters write it: INT64_MAX on a symbolic axis (the plan carries the bound).
+    tail = b.op("Slice", [x, b.const([1], s), b.const([2 ** 63 - 1], s), b.const([1], s)], s)  # [batch, seq-1, 20]
     ex = b.op("Expand", [r_sum, b.const([1, 3, 1], s)], s)                    # [batch, 3, 20]
     table = b.weight("table", (rows, width), 1.0)
     gat = b.op("Gather", [table, idx], s, axis=0)                             # [batch, 3, 20]
@@ -94,7 +96,7 @@ def misc_ops(seed=5):
     pos = b.op("Range", [b.const(0, s), b.op("Squeeze", [seq, b.const([0], s)], s), b.const(1, s)], s)
     pos_f = b.op("Cast", [pos], s, to=F32)
     ramp = b.op("Add", [r_mean, b.op("Mul", [pos_f, b.const(0.125, s)], s)], s)  # [batch, seq]
-    names = {"softmax": sm, "select": sel, "slice": sl, "ramp": ramp, "reduce_max": r_max, "transposed": tr,
+    names = {"softmax": sm, "select": sel, "slice": sl, "slice_tail": tail, "ramp": ramp, "reduce_max": r_max, "transposed": tr,
              "expanded": ex, "gathered": gat}
     for out, v in names.items():
         b.nodes.append(helper.make_node("Identity", [v], [out], name=f"/out_{out}"))
@@ -108,6 +110,7 @@ def misc_ops(seed=5):
     outputs = [helper.make_tensor_value_info("softmax", F32, ["batch", "seq", width]),
                helper.make_tensor_value_info("select", F32, ["batch", "seq", 15]),
                helper.make_tensor_value_info("slice", F32, ["batch", "seq", 6]),
+               helper.make_tensor_value_info("slice_tail", F32, ["batch", None, width]),
                helper.make_tensor_value_info("ramp", F32, ["batch", "seq"]),
                helper.make_tensor_value_info("reduce_max", F32, ["batch", width]),
                helper.make_tensor_value_info("transposed", F32, ["batch", 25, "seq"]),
