@@ -16,14 +16,14 @@ void emit_gather(LowerContext& cx, Node* n) {
   if (auto it = cx.range_gather.find(n); it != cx.range_gather.end()) {
     auto [start, limit, delta] = it->second;
     int x = cx.tensor(n->input(0));
-    cx.step("slice", n->name() + " (gather of a range)", {x}, {cx.define(n->output(0))},
-         JObject{{"starts", jints({start})}, {"ends", jdims({limit})}, {"axes", jints({axis})},
-                 {"steps", jints({delta})}});
+    cx.step(n->name() + " (gather of a range)", {x}, {cx.define(n->output(0))},
+            runtime::SliceParams{.starts = param_numbers({start}), .ends = pdims({limit}), .axes = param_numbers({axis}),
+                                 .steps = param_numbers({delta})});
     return;
   }
   int x = cx.tensor(n->input(0));
   int idx = cx.tensor(n->input(1));
-  cx.step("gather", n->name(), {x, idx}, {cx.define(n->output(0))}, JObject{{"axis", jnum(double(axis))}});
+  cx.step(n->name(), {x, idx}, {cx.define(n->output(0))}, runtime::GatherParams{.axis = ParamDim(axis)});
 }
 
 void emit_slice(LowerContext& cx, Node* n) {
@@ -45,8 +45,8 @@ void emit_slice(LowerContext& cx, Node* n) {
   }
   std::vector<Dim> st = steps ? *steps : std::vector<Dim>(starts->size(), Dim(1));
   int x = cx.tensor(n->input(0));
-  cx.step("slice", n->name(), {x}, {cx.define(n->output(0))},
-       JObject{{"starts", jdims(*starts)}, {"ends", jdims(*ends)}, {"axes", jdims(ax)}, {"steps", jdims(st)}});
+  cx.step(n->name(), {x}, {cx.define(n->output(0))},
+          runtime::SliceParams{.starts = pdims(*starts), .ends = pdims(*ends), .axes = pdims(ax), .steps = pdims(st)});
 }
 
 // Depthwise conv -> native "depthwise_conv": NHWC in and out, the filter [C,1,R,S] as [R,S,C].
@@ -63,15 +63,15 @@ void emit_pool(LowerContext& cx, Node* n) {
   auto pads = n->attr_ints("pads", {0, 0, 0, 0});
   const bool in_nhwc = cx.nhwc.count(n->output(0)) != 0;
   int x = in_nhwc ? cx.tensor_nhwc(n->input(0)) : cx.tensor(n->input(0));
-  cx.step("pool2d", n->name(), {x}, {cx.define(n->output(0))},
-       JObject{{"kind", jstr(n->op() == "MaxPool" ? "max" : "average")},
-               {"layout", jstr(in_nhwc ? "nhwc" : "nchw")},
-               {"kernel", jints(n->attr_ints("kernel_shape"))},
-               {"stride", jints(n->attr_ints("strides", {1, 1}))},
-               {"dilation", jints(n->attr_ints("dilations", {1, 1}))},
-               {"pads", jints(pads)},
-               {"ceil_mode", json::Value(n->attr_int("ceil_mode", 0) != 0)},
-               {"count_include_pad", json::Value(n->attr_int("count_include_pad", 0) != 0)}});
+  cx.step(n->name(), {x}, {cx.define(n->output(0))},
+          runtime::Pool2dParams{.kind = n->op() == "MaxPool" ? "max" : "average",
+                                .layout = in_nhwc ? "nhwc" : "nchw",
+                                .kernel = param_numbers(n->attr_ints("kernel_shape")),
+                                .stride = param_numbers(n->attr_ints("strides", {1, 1})),
+                                .dilation = param_numbers(n->attr_ints("dilations", {1, 1})),
+                                .pads = param_numbers(pads),
+                                .ceil_mode = n->attr_int("ceil_mode", 0) != 0,
+                                .count_include_pad = n->attr_int("count_include_pad", 0) != 0});
 }
 
 // Expand: a strided read with stride 0 on the broadcast dims.
@@ -85,8 +85,8 @@ void emit_expand(LowerContext& cx, Node* n) {
     strides[oi] = (in[ii] == Dim(1) && out[oi] != Dim(1)) ? Dim(0) : dense[ii];
   }
   int x = cx.tensor(n->input(0));
-  cx.step("strided_copy", n->name() + " (expand)", {x}, {cx.define(n->output(0))},
-       JObject{{"offset", jstr("0")}, {"strides", jdims(strides)}});
+  cx.step(n->name() + " (expand)", {x}, {cx.define(n->output(0))},
+          runtime::StridedCopyParams{.offset = ParamDim::text("0"), .strides = pdims(strides)});
 }
 
 void emit_reduce(LowerContext& cx, Node* n) {
@@ -103,11 +103,11 @@ void emit_reduce(LowerContext& cx, Node* n) {
   }
   if (axes.empty() && n->attr_int("noop_with_empty_axes", 0)) {
     int x = cx.tensor(n->input(0));
-    cx.step("copy", n->name(), {x}, {cx.define(n->output(0))}, JObject{});
+    cx.step(n->name(), {x}, {cx.define(n->output(0))}, runtime::CopyParams{});
     return;
   }
   int x = cx.tensor(n->input(0));
-  cx.step("reduce", n->name(), {x}, {cx.define(n->output(0))}, JObject{{"kind", jstr(k->second)}, {"axes", jints(axes)}});
+  cx.step(n->name(), {x}, {cx.define(n->output(0))}, runtime::ReduceParams{.kind = k->second, .axes = param_numbers(axes)});
 }
 
 
@@ -127,7 +127,7 @@ void emit_node(LowerContext& cx, Node* n) {
     // A Cast between float types that store alike (f32 -> f32 softmax casts in an f16 plan): a view.
     if (op == "Cast" && it != cx.group_of.end() && cx.groups[it->second].nodes.size() == 1 &&
         cx.storage(n->input(0)->dtype()) == cx.storage(n->output(0)->dtype())) {
-      cx.step("reshape", n->name(), {cx.tensor(n->input(0))}, {cx.define(n->output(0))}, JObject{});
+      cx.step(n->name(), {cx.tensor(n->input(0))}, {cx.define(n->output(0))}, runtime::ReshapeParams{});
       return;
     }
     if (it != cx.group_of.end() && cx.groups[it->second].nodes.back() == n) emit_group(cx, cx.groups[it->second]);
@@ -135,7 +135,7 @@ void emit_node(LowerContext& cx, Node* n) {
   }
   if (is_view(op)) {
     int x = cx.tensor(n->input(0));
-    cx.step("reshape", n->name(), {x}, {cx.define(n->output(0))}, JObject{});
+    cx.step(n->name(), {x}, {cx.define(n->output(0))}, runtime::ReshapeParams{});
     return;
   }
   if (op == "Softmax") return emit_softmax(cx, n);
@@ -145,7 +145,7 @@ void emit_node(LowerContext& cx, Node* n) {
     if (perm.empty())
       for (int64_t i = static_cast<int64_t>(n->input(0)->shape().size()) - 1; i >= 0; --i) perm.push_back(i);
     int x = cx.tensor(n->input(0));
-    cx.step("permute", n->name(), {x}, {cx.define(n->output(0))}, JObject{{"perm", jints(perm)}});
+    cx.step(n->name(), {x}, {cx.define(n->output(0))}, runtime::PermuteParams{.perm = param_numbers(perm)});
     return;
   }
   if (op == "Gather") return emit_gather(cx, n);
@@ -154,7 +154,7 @@ void emit_node(LowerContext& cx, Node* n) {
     std::vector<int> ins;
     for (Value* v : n->inputs()) ins.push_back(cx.tensor(v));
     int64_t axis = norm_axis(n->attr_int("axis"), n->output(0)->shape().size());
-    cx.step("concat", n->name(), ins, {cx.define(n->output(0))}, JObject{{"axis", jnum(double(axis))}});
+    cx.step(n->name(), ins, {cx.define(n->output(0))}, runtime::ConcatParams{.axis = ParamDim(axis)});
     return;
   }
   if (op == "Split") {
@@ -162,7 +162,7 @@ void emit_node(LowerContext& cx, Node* n) {
     std::vector<int> outs;
     for (Value* v : n->outputs()) outs.push_back(cx.define(v));
     int64_t axis = norm_axis(n->attr_int("axis", 0), n->input(0)->shape().size());
-    cx.step("split", n->name(), {x}, outs, JObject{{"axis", jnum(double(axis))}});
+    cx.step(n->name(), {x}, outs, runtime::SplitParams{.axis = ParamDim(axis)});
     return;
   }
   if (op == "Expand") return emit_expand(cx, n);
@@ -171,8 +171,8 @@ void emit_node(LowerContext& cx, Node* n) {
   if (op == "GlobalAveragePool" && n->input(0)->shape().size() == 4) {
     const bool in_nhwc = cx.nhwc.count(n->output(0)) != 0;
     int x = in_nhwc ? cx.tensor_nhwc(n->input(0)) : cx.tensor(n->input(0));
-    cx.step("global_average_pool", n->name(), {x}, {cx.define(n->output(0))},
-         JObject{{"layout", jstr(in_nhwc ? "nhwc" : "nchw")}});
+    cx.step(n->name(), {x}, {cx.define(n->output(0))},
+            runtime::GlobalAveragePoolParams{.layout = in_nhwc ? "nhwc" : "nchw"});
     return;
   }
   if (op == "Conv") {
@@ -186,7 +186,7 @@ void emit_node(LowerContext& cx, Node* n) {
   }
   if (op == "Range" && cx.range_operands(n)) {
     auto [start, delta] = *cx.range_operands(n);
-    cx.step("iota", n->name(), {}, {cx.define(n->output(0))}, JObject{{"start", jdim(start)}, {"delta", jdim(delta)}});
+    cx.step(n->name(), {}, {cx.define(n->output(0))}, runtime::IotaParams{.start = pdim(start), .delta = pdim(delta)});
     return;
   }
   if (op == "Shape" || op == "Range" || op == "ConstantOfShape" || op == "Size")
