@@ -25,7 +25,8 @@ Step gemm_step() {
 }  // namespace
 
 TEST(RuntimeResolve, DimsFromStringsAndNumbers) {
-  const GemmParams& g = gemm_step().as<GemmParams>();
+  const Step s = gemm_step();
+  const GemmParams& g = s.as<GemmParams>();
   Dims d{{"batch", 4}, {"seq", 100}};
   EXPECT_EQ(g.m.eval(d), 400);
   EXPECT_EQ(g.n.eval(d), 3072);

@@ -72,7 +72,7 @@ Plan gemm_plan(const std::string& epilogue = "linear") {
                {"d", DType::f16, {DimExpr::parse("batch"), 32}, TensorKind::output, 0, 0}};
   p.inputs = {0};
   p.outputs = {2};
-  p.steps = {make_step("gemm", "/fc", {0, 1, -1, -1}, {2},
+  p.steps = {runtime::make_step("gemm", "/fc", {0, 1, -1, -1}, {2},
                        json::parse(R"({"m":"batch","n":32,"k":64,"layout":"tn","dtype":"f16","epilogue":")" + epilogue +
                                    R"(","dispatch":[{"max_m":-1,"kernel":"k"}]})"))};
   return p;
