@@ -2,7 +2,7 @@
 // for programs that compile in-process. Errors come back as a status and a message whose first
 // line says what is wrong and what to do, never as an exception; an exception the progress callback throws is passed on
 // unchanged, which is how a caller stops a compile. No GPU is needed unless tuning is asked for.
-// The header is in-tree only: the compiler libraries are not installed (cmake/SabrePackage.cmake
+// `sabre compile` is a client of this call. The header is in-tree only: the compiler libraries are not installed (cmake/SabrePackage.cmake
 // installs the runtime). Tests: tests/unit/compiler_api_test.cpp
 #pragma once
 
@@ -29,7 +29,26 @@ struct CompileOptions {
   std::string tuned_for;   // pick from the DB's measurements of this GPU ("NVIDIA H200"), timing nothing
   std::string cache_dir;   // kernel compile cache; empty: the default
   int jobs = 0;            // parallel compiler processes; 0: all cores
+  // GPUs that time candidates when tuning, one worker each (sabre compile --gpus): device ids, each
+  // once; empty: GPU 0; {kAllGpus}: every GPU of the machine. They must be of one model.
+  static constexpr int kAllGpus = -1;
+  std::vector<int> gpus;
   bool plan_only = false;  // write the artifact without kernels; compile nothing
+  // How the lowering runs (sabre compile's flags of the same names; the defaults are theirs).
+  int top_k = 4;                // CUTLASS candidates timed per GEMM workload and M bucket
+  bool cublaslt = true;         // deploy a cuBLASLt algorithm where the tuner measured one fastest
+  bool fuse_attention = true;   // attention as one native kernel where it fits
+  bool pointwise_gemm = true;   // 1x1 stride-1 convs as GEMMs over their NHWC tensors
+  // The RGB stem (a conv on NCHW images with C < 8): one native kernel, im2col + GEMM, or a conv on
+  // channels padded to 8.
+  enum class Stem { direct, im2col, conv };
+  Stem stem = Stem::direct;
+  // Conv kernel families: the model ranks CUTLASS 2.x sm80 against 3.x sm90 kernels, or one is insisted on.
+  enum class ConvKernels { automatic, sm80, sm90 };
+  ConvKernels conv_kernels = ConvKernels::automatic;
+  // Print the graph and plan after these lowering passes ("PASS[,PASS]" or "all"); empty reads
+  // $SABRE_DUMP_AFTER. To dump_file, else ($SABRE_DUMP_FILE, else) stderr.
+  std::string dump_after, dump_file;
   // One line per stage ("import ...", "partition: 17 CUTLASS regions, 0 refusals", ...).
   std::function<void(const std::string&)> progress;
 };

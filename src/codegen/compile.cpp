@@ -229,7 +229,8 @@ CompileSummary compile_model(const std::string& model, const std::string& out_di
   } else if (opts.tune != CompileOptions::Tune::never) {
     std::string why;
     tune::Environment env;
-    bool gpu = tune::have_gpu_support() && tune::probe_gpu(env, why);
+    std::vector<int> gpus;  // resolved: the ids to time on
+    bool gpu = tune::have_gpu_support() && tune::probe_gpus(opts.gpus, gpus, env, why);
     if (gpu && env.sm != sm) {
       why = "this machine's GPU is " + env.gpu + " (sm" + std::to_string(env.sm) + "), the artifact is for sm" + std::to_string(sm);
       gpu = false;
@@ -252,7 +253,8 @@ CompileSummary compile_model(const std::string& model, const std::string& out_di
       for (const auto& p : problems)
         for (int64_t m : tune::m_buckets(p.m_min, p.m_max)) tasks.push_back({p, m});
       say("tune: " + std::to_string(problems.size()) + " GEMM workloads, " + std::to_string(tasks.size()) +
-          " (workload, M) points on " + env.gpu + " (DB " + db->path() + ")");
+          " (workload, M) points on " + (gpus.size() > 1 ? std::to_string(gpus.size()) + " x " : "") + env.gpu +
+          " (DB " + db->path() + ")");
       const auto tt = std::chrono::steady_clock::now();
       tune::ProfileOptions po;
       po.top_k = opts.top_k;
@@ -260,6 +262,7 @@ CompileSummary compile_model(const std::string& model, const std::string& out_di
       po.jobs = parallel;
       po.quiet = !opts.progress;
       po.cache_dir = opts.cache_dir;
+      po.gpus = gpus;
       po.compiled_lookup = tune::default_lookup_fn(po);  // compile while timing
       auto reports = tune::tune_tasks(tasks, *db, env, po,
                                       tune::batched_in_children(db->path(), env, po.timeout, tune::gpu_in_process_measure_fn()),

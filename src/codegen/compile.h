@@ -43,6 +43,7 @@ struct CompileOptions {
   std::string dump_file;             // LowerOptions::dump_file; "" reads $SABRE_DUMP_FILE, else stderr
   std::string arch = "sm_90a";       // what kernels are compiled for
   int jobs = 0;                      // parallel compiler processes; 0: all cores
+  std::vector<int> gpus;             // GPUs that time candidates (tune/gpu_pool.h parse_gpus form); empty: GPU 0
   std::string cache_dir;             // compile cache; empty: CompileCache::default_dir()
   std::string nvcc = "nvcc";
   // One line per stage ("import", "partition: 17 regions", ...); nothing when unset.

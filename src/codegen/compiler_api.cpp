@@ -3,10 +3,13 @@
 #include <exception>
 #include <filesystem>
 #include <new>
+#include <set>
+#include <stdexcept>
 
 #include "codegen/compile.h"
 #include "frontend/onnx/importer.h"
 #include "sabre/compiler.h"
+#include "tune/gpu_pool.h"
 
 namespace sabre {
 
@@ -42,7 +45,30 @@ codegen::CompileOptions to_codegen(const CompileOptions& o) {
   c.cache_dir = o.cache_dir;
   if (o.jobs < 0) throw std::invalid_argument("jobs " + std::to_string(o.jobs) + ": give a positive number, or 0 for all cores");
   c.jobs = o.jobs;
+  static_assert(CompileOptions::kAllGpus == tune::kAllGpus, "one spelling of every GPU");
+  if (!(o.gpus.size() == 1 && o.gpus[0] == CompileOptions::kAllGpus)) {
+    std::set<int> seen;
+    for (int d : o.gpus) {
+      if (d < 0) throw std::invalid_argument("gpus: GPU " + std::to_string(d) + " is not an id (0 or more; every GPU: {kAllGpus} alone)");
+      if (!seen.insert(d).second) throw std::invalid_argument("gpus: GPU " + std::to_string(d) + " is listed twice: give each GPU once");
+    }
+  }
+  c.gpus = o.gpus;
   c.plan_only = o.plan_only;
+  if (o.top_k < 1) throw std::invalid_argument("top_k " + std::to_string(o.top_k) + ": give a positive number");
+  c.top_k = o.top_k;
+  c.cublaslt = o.cublaslt;
+  c.fuse_attention = o.fuse_attention;
+  c.pointwise_gemm = o.pointwise_gemm;
+  c.stem = o.stem == CompileOptions::Stem::im2col ? codegen::Stem::im2col
+           : o.stem == CompileOptions::Stem::conv ? codegen::Stem::conv
+                                                  : codegen::Stem::direct;
+  c.conv_kernels = o.conv_kernels == CompileOptions::ConvKernels::sm80   ? codegen::ConvKernels::sm80
+                   : o.conv_kernels == CompileOptions::ConvKernels::sm90 ? codegen::ConvKernels::sm90
+                                                                         : codegen::ConvKernels::automatic;
+  if (!o.dump_after.empty()) codegen::parse_dump_after(o.dump_after);  // std::invalid_argument naming the pass
+  c.dump_after = o.dump_after;
+  c.dump_file = o.dump_file;
   return c;
 }
 
@@ -85,6 +111,8 @@ CompileOutcome compile(const std::string& model, const std::string& artifact_dir
   } catch (const std::filesystem::filesystem_error& e) {
     std::string msg = "cannot access '" + e.path1().string() + "': " + e.code().message();
     return failure(CompileStatus::io_error, msg);
+  } catch (const std::length_error&) {  // a size past what a container can hold: a huge dim
+    return failure(CompileStatus::out_of_memory, "out of memory: the model needs more memory than this machine has");
   } catch (const std::bad_alloc&) {
     return failure(CompileStatus::out_of_memory, "out of memory: the model needs more memory than this machine has");
   } catch (const std::exception& e) {

@@ -91,15 +91,13 @@ struct LowerOptions {
   // graph stays NCHW. Set: conv regions become "conv" steps and the NHWC layout assignment runs.
   ConvKernelPicker pick_conv;
   // Attention (Q·Kᵀ, scale, mask, softmax, ·V between the head reshapes) as one native
-  // "attention" step where head dim 32 or 64 and at most 512 keys. sabre compile sets it unless
-  // --no-fuse-attention (CompileOptions; on the H200 2026-12-02 faster than the unfused plan); off
-  // here so a bare lowering keeps every op as the graph has it.
+  // "attention" step where the kernel takes its head dim (a multiple of 4 up to 128; fuse_attention.cpp).
+  // sabre compile sets it unless --no-fuse-attention (CompileOptions); off here so a bare lowering
+  // keeps every op as the graph has it.
   bool fuse_attention = false;
-  // The RGB stem's path (Stem). direct by default: on the H200 at ResNet-50 batch 32 (2026-12-03)
-  // its one stem_conv kernel took 72 us in the model against 93 + 95 for the im2col step and its
-  // GEMM (whole model untuned 1.095 against 1.201 ms; batch 1 0.562 against 0.581), the padded conv
-  // on the optimized iterator 270 us, and on few_channels kernels 204 us + 15 for its NHWC
-  // conversion. A stem the kernel does not take runs as im2col does.
+  // The RGB stem's path (Stem). direct by default: one native kernel reads the NCHW images and
+  // writes NHWC, with no im2col buffer or channel padding (the measurements that chose it are in
+  // CHANGELOG.md, 2026-12-03). A stem the kernel does not take runs as im2col does.
   Stem stem = Stem::direct;
   // A 1x1 conv with stride 1, no padding, dilation 1 and one group runs as a "gemm" step over its
   // NHWC tensors (A = X [n·h·w, C], B = the filter [K, C], D = Y [n·h·w, K], R = the residual) on

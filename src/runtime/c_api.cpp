@@ -2,6 +2,7 @@
 // tensors, host tensors are staged through device buffers the context keeps, exceptions become
 // status codes and a per-thread message. Tests: tests/unit/runtime_capi_test.cpp,
 // tests/gpu/runtime_session_test.cpp
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -112,11 +113,17 @@ sabre_tensor named(const DLTensor& t, const std::string& name) {
 
 sabre_context::~sabre_context() {
 #if SABRE_RUNTIME_HAVE_CUDA
-  // The context's stream may still read a staged input: finish it before the buffers go.
-  if (session) cudaSetDevice(session->device);
-  if (c) cudaStreamSynchronize(static_cast<cudaStream_t>(c->stream()));
+  // The context's stream may still read a staged input: finish it before the buffers go, on the
+  // session's device (the calling thread may have moved to another GPU since).
+  auto warn = [](cudaError_t e, const char* what) {
+    if (e == cudaSuccess) return;
+    cudaGetLastError();
+    std::fprintf(stderr, "sabre: warning: %s failed: %s\n", what, cudaGetErrorString(e));
+  };
+  if (session) warn(cudaSetDevice(session->device), "cudaSetDevice (freeing a context)");
+  if (c) warn(cudaStreamSynchronize(static_cast<cudaStream_t>(c->stream())), "cudaStreamSynchronize (freeing a context)");
   for (auto& b : staged_in)
-    if (b.p) cudaFree(b.p);
+    if (b.p) warn(cudaFree(b.p), "freeing a staged input");
 #endif
 }
 

@@ -49,7 +49,7 @@ void add_registry(const Entry* (*reg)(int*, int*), size_t lib, const std::string
 support::KernelSignature expected_signature(const Plan& plan, const Step& st, const ManifestInfo& m) {
   support::KernelSignature s;
   s.op = st.op;
-  const bool conv = st.op == "conv";
+  const bool conv = st.kind() == StepKind::conv;
   s.dtype = tensor_dtype(plan, st, st.inputs.empty() ? -1 : st.inputs[0], conv ? "x" : "A");
   s.out = tensor_dtype(plan, st, st.outputs.empty() ? -1 : st.outputs[0], conv ? "y" : "D");
   if (conv) {

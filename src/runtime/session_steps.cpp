@@ -9,6 +9,7 @@
 #include <array>
 #include <stdexcept>
 
+#include "backends/native/index_ops.h"
 #include "runtime/session_internal.h"
 
 namespace sabre {
@@ -112,6 +113,9 @@ struct StepLaunch {
   void run_fill() const;
   void run_iota() const;
   void run_copy() const;
+  void run_gather_elements() const;
+  void run_trilu() const;
+  void run_cumsum() const;
 };
 
 namespace {
@@ -147,6 +151,9 @@ constexpr std::array<StepLaunchFn, kStepKindCount> kLaunch = [] {
   t[k(StepKind::im2col)] = &StepLaunch::run_im2col;
   t[k(StepKind::stem_conv)] = &StepLaunch::run_stem_conv;
   t[k(StepKind::grouped_conv)] = &StepLaunch::run_depthwise_conv;
+  t[k(StepKind::gather_elements)] = &StepLaunch::run_gather_elements;
+  t[k(StepKind::trilu)] = &StepLaunch::run_trilu;
+  t[k(StepKind::cumsum)] = &StepLaunch::run_cumsum;
   return t;
 }();
 static_assert(std::ranges::none_of(kLaunch, [](StepLaunchFn f) { return f == nullptr; }),
@@ -212,6 +219,7 @@ void StepLaunch::run_softmax() const {
   a.q = dim(p.q, a.cols ? numel(xs) / a.cols / (a.b * a.h) : 0);
   a.scale = static_cast<float>(p.scale.value_or(1.0));
   a.causal = p.causal.value_or(false);
+  a.log = p.log.value_or(false);
   a.mask = in(1);
   if (a.mask) {
     a.mask_dtype = tin(1).dtype;
@@ -310,13 +318,13 @@ void StepLaunch::run_cast() const {
 }
 
 void StepLaunch::run_reduce() const {
-  static const std::map<std::string, native::ReduceOp> kinds = {
-      {"sum", native::ReduceOp::sum}, {"mean", native::ReduceOp::mean}, {"max", native::ReduceOp::max},
-      {"min", native::ReduceOp::min}, {"prod", native::ReduceOp::prod}, {"sum_square", native::ReduceOp::sum_square}};
   const ReduceParams& p = params<ReduceParams>();
-  auto kind = kinds.find(p.kind.value_or("sum"));
-  if (kind == kinds.end()) throw PlanError("plan: " + where + " has unknown reduce kind");
-  native_check(native::reduce(kind->second, tin(0).dtype, in(0), shin(0), eval_dims(p.axes, d), out(0), stream));
+  static_assert(static_cast<int>(ReduceKind::count) == static_cast<int>(native::ReduceOp::kCount) &&
+                    static_cast<int>(ReduceKind::log_sum_exp) == static_cast<int>(native::ReduceOp::log_sum_exp) &&
+                    static_cast<int>(ReduceKind::argmin_last) == static_cast<int>(native::ReduceOp::argmin_last),
+                "ReduceKind names native::ReduceOp's reductions in its order");
+  const auto kind = static_cast<native::ReduceOp>(p.kind.value_or(ReduceKind::sum));
+  native_check(native::reduce(kind, tin(0).dtype, in(0), shin(0), eval_dims(p.axes, d), out(0), stream));
 }
 
 void StepLaunch::run_permute() const {
@@ -407,11 +415,28 @@ void StepLaunch::run_gather() const {
                               in(1), tin(1).dtype, numel(shin(1)), out(0), stream));
 }
 
+void StepLaunch::run_gather_elements() const {
+  const GatherElementsParams& p = params<GatherElementsParams>();
+  native_check(native::gather_elements(ir::size_of(tin(0).dtype), in(0), shin(0), axis_of(dim(p.axis, 0), shin(0).size()),
+                                       in(1), tin(1).dtype, shin(1), out(0), stream));
+}
+
+void StepLaunch::run_trilu() const {
+  const TriluParams& p = params<TriluParams>();
+  native_check(native::trilu(ir::size_of(tin(0).dtype), in(0), shin(0), dim(p.k, 0), p.upper.value_or(true), out(0), stream));
+}
+
+void StepLaunch::run_cumsum() const {
+  const CumsumParams& p = params<CumsumParams>();
+  native_check(native::cumsum(tin(0).dtype, in(0), shin(0), axis_of(dim(p.axis, 0), shin(0).size()),
+                              p.exclusive.value_or(false), p.reverse.value_or(false), out(0), stream));
+}
+
 void StepLaunch::run_pool2d() const {
-  const std::optional<std::string>& layout_param = step_kind == StepKind::global_average_pool
-                                                       ? params<GlobalAveragePoolParams>().layout
-                                                       : params<Pool2dParams>().layout;
-  bool nhwc = layout_param.value_or("nchw") == "nhwc";
+  const std::optional<TensorLayout>& layout_param = step_kind == StepKind::global_average_pool
+                                                        ? params<GlobalAveragePoolParams>().layout
+                                                        : params<Pool2dParams>().layout;
+  const bool nhwc = layout_param.value_or(TensorLayout::nchw) == TensorLayout::nhwc;
   const auto& xs = shin(0);
   if (xs.size() != 4) throw PlanError("plan: " + where + " needs a 4-D input");
   int64_t n = xs[0], c = nhwc ? xs[3] : xs[1], h = nhwc ? xs[1] : xs[2], w = nhwc ? xs[2] : xs[3];
@@ -421,7 +446,7 @@ void StepLaunch::run_pool2d() const {
   } else {
     const Pool2dParams& p = params<Pool2dParams>();
     native::PoolArgs a;
-    a.kind = p.kind.value_or("max") == "average" ? native::PoolKind::average : native::PoolKind::max;
+    a.kind = p.kind.value_or(PoolMode::max) == PoolMode::average ? native::PoolKind::average : native::PoolKind::max;
     a.layout = layout;
     a.dtype = tin(0).dtype;
     a.x = in(0);
@@ -475,6 +500,11 @@ void StepLaunch::run_attention() const {
     a.mask = in(3);
     a.mask_dtype = tin(3).dtype;
     three("mask_stride", p.mask_stride, a.mask_stride);
+    if (p.mask_batch) {  // a window mask wrapping over the batch
+      const std::vector<int64_t> mb = eval_dims(*p.mask_batch, d);
+      if (mb[0] < 1) throw PlanError("plan: " + where + " param 'mask_batch' needs [inner >= 1, outer stride]");
+      a.mask_batch_inner = mb[0], a.mask_batch_outer = mb[1];
+    }
     if (a.mask_dtype == DType::i64) {  // a select mask: its two values
       if (!p.mask_true || !p.mask_false)
         throw PlanError("plan: " + where + " has an i64 mask but not both params mask_true and mask_false");
@@ -509,6 +539,11 @@ void StepLaunch::run_depthwise_conv() const {
   a.dil_h = dils[0], a.dil_w = dils[1];
   const Clamp cl = clamp_of(p.clamp);  // a fused Relu/Clip
   a.clamp = cl.on, a.clamp_min = cl.lo, a.clamp_max = cl.hi;
+  if (p.activation) {  // a fused SiLU, sigmoid, hard swish or hard sigmoid
+    a.act = p.activation->op;
+    a.act_alpha = static_cast<float>(p.activation->alpha.value_or(1.0));
+    a.act_beta = static_cast<float>(p.activation->beta.value_or(0.0));
+  }
   native_check(native::depthwise_conv2d(a, stream));
 }
 

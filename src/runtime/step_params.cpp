@@ -130,6 +130,36 @@ void read_value(const json::Value& v, ClampParam& out) {
                      "] has its min above its max");
 }
 
+// An enum field: one of `names`, stored as its index.
+template <class E, size_t N>
+void read_name(const json::Value& v, E& out, const std::array<const char*, N>& names, const char* what) {
+  std::string list;
+  for (size_t i = 0; i < N; ++i) {
+    if (v.is_string() && v.str() == names[i]) {
+      out = static_cast<E>(i);
+      return;
+    }
+    list += (i ? ", " : "") + std::string(names[i]);
+  }
+  throw FieldError("is " + v.dump() + ", not " + what + " (" + list + ")");
+}
+void read_value(const json::Value& v, ReduceKind& out) { read_name(v, out, kReduceKindNames, "a reduce kind"); }
+void read_value(const json::Value& v, PoolMode& out) { read_name(v, out, kPoolModeNames, "a pool kind"); }
+void read_value(const json::Value& v, TensorLayout& out) { read_name(v, out, kTensorLayoutNames, "a layout"); }
+
+void read_value(const json::Value& v, ActivationParam& out) {
+  const FieldError form("must be {\"op\": silu|sigmoid|hard_swish|hard_sigmoid, \"alpha\": number, \"beta\": number}");
+  const json::Value* op = v.is_object() ? v.get("op") : nullptr;
+  const std::optional<native::ConvAct> act = op && op->is_string() ? native::parse_conv_act(op->str()) : std::nullopt;
+  if (!act) throw form;
+  out = ActivationParam{.op = *act};
+  for (auto [key, field] : {std::pair{"alpha", &out.alpha}, {"beta", &out.beta}})
+    if (const json::Value* x = v.get(key); x && !x->is_null()) {
+      if (!x->is_number()) throw form;
+      *field = x->num();
+    }
+}
+
 void read_value(const json::Value& c, native::ElementwiseChain& ch) {
   try {
     ch = native::ElementwiseChain{};
@@ -222,6 +252,15 @@ json::Value write_value(const DispatchTable& t) {
 json::Value write_value(const ClampParam& c) {
   auto bound = [](double v) { return std::isinf(v) ? json::Value() : json::Value(v); };
   return json::Value(json::Array{bound(c.lo), bound(c.hi)});
+}
+json::Value write_value(ReduceKind k) { return json::Value(std::string(kReduceKindNames[static_cast<size_t>(k)])); }
+json::Value write_value(PoolMode k) { return json::Value(std::string(kPoolModeNames[static_cast<size_t>(k)])); }
+json::Value write_value(TensorLayout k) { return json::Value(std::string(kTensorLayoutNames[static_cast<size_t>(k)])); }
+json::Value write_value(const ActivationParam& a) {
+  json::Object o{{"op", json::Value(std::string(native::conv_act_name(a.op)))}};
+  if (a.alpha) o["alpha"] = json::Value(*a.alpha);
+  if (a.beta) o["beta"] = json::Value(*a.beta);
+  return json::Value(std::move(o));
 }
 json::Value write_value(const native::ElementwiseChain& c) {
   json::Array ins, nodes, outs;
@@ -316,12 +355,6 @@ void check_dispatch(const std::string& where, const std::optional<DispatchTable>
 void GemmParams::check(const std::string& where) const { check_dispatch(where, dispatch_aligned, aligned_to); }
 void ConvParams::check(const std::string& where) const { check_dispatch(where, dispatch_aligned, aligned_to); }
 
-void ReduceParams::check(const std::string& where) const {
-  const std::string k = kind.value_or("sum");
-  if (k != "sum" && k != "mean" && k != "max" && k != "min" && k != "prod" && k != "sum_square")
-    throw PlanError("plan: " + where + " has unknown reduce kind '" + k + "'");
-}
-
 void GroupedConvParams::check(const std::string& where) const {
   if (!k) throw PlanError("plan: " + where + " has no param 'k'");
   if (!groups) throw PlanError("plan: " + where + " has no param 'groups'");
@@ -334,6 +367,8 @@ void AttentionParams::check(const std::string& where) const {
   if (mask_stride && mask_stride->size() != 3)
     throw PlanError("plan: " + where + " param 'mask_stride' needs 3 strides");
   if (offsets && offsets->size() != 3) throw PlanError("plan: " + where + " param 'offsets' needs 3 column offsets");
+  if (mask_batch && (mask_batch->size() != 2 || (!(*mask_batch)[0].is_text() && (*mask_batch)[0].eval({}) < 1)))
+    throw PlanError("plan: " + where + " param 'mask_batch' needs [inner >= 1, outer stride]");
 }
 
 }  // namespace sabre::runtime

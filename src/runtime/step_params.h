@@ -21,6 +21,7 @@
 #include <variant>
 #include <vector>
 
+#include "backends/native/conv_act.h"
 #include "backends/native/elementwise.h"
 #include "runtime/plan_dims.h"
 #include "support/json.h"
@@ -56,6 +57,9 @@ enum class StepKind : uint8_t {
   im2col,
   stem_conv,
   grouped_conv,
+  gather_elements,
+  trilu,
+  cumsum,
   count  // not a kind: the number of kinds
 };
 
@@ -67,7 +71,8 @@ inline constexpr std::array<const char*, kStepKindCount> kStepKindNames = {
     "where",  "cast",          "reduce",       "permute",   "slice",           "strided_copy",
     "concat", "split",         "gather",       "pool2d",    "global_average_pool", "copy",
     "reshape", "fill",         "iota",         "depthwise_conv", "attention",  "nchw_to_nhwc",
-    "im2col", "stem_conv",     "grouped_conv"};
+    "im2col", "stem_conv",     "grouped_conv", "gather_elements", "trilu", "cumsum"};
+static_assert(kStepKindNames.size() == kStepKindCount);
 static_assert(kStepKindNames.back() != nullptr, "a StepKind without a name");
 const char* to_string(StepKind k);
 
@@ -136,6 +141,29 @@ struct Window2d {
   }
 };
 
+// A fused activation of a native grouped conv, applied before its clamp (native/conv_act.h):
+// {"op": silu|sigmoid|hard_swish|hard_sigmoid, "alpha": a, "beta": b}; alpha and beta absent: 1, 0.
+struct ActivationParam {
+  native::ConvAct op = native::ConvAct::none;
+  std::optional<double> alpha, beta;
+  bool operator==(const ActivationParam&) const = default;
+};
+
+// A reduce step's reduction, by the names plans use; the order is native::ReduceOp's.
+enum class ReduceKind : uint8_t {
+  sum, mean, max, min, prod, sum_square, l1, l2, log_sum, log_sum_exp, argmax, argmin, argmax_last, argmin_last, count
+};
+inline constexpr std::array<const char*, static_cast<size_t>(ReduceKind::count)> kReduceKindNames = {
+    "sum", "mean", "max",         "min",    "prod",   "sum_square",  "l1",
+    "l2",  "log_sum", "log_sum_exp", "argmax", "argmin", "argmax_last", "argmin_last"};
+static_assert(kReduceKindNames.back() != nullptr, "a ReduceKind without a name");
+
+// A pool2d step's window reduction and the storage order of a pooled tensor.
+enum class PoolMode : uint8_t { max, average, count };
+inline constexpr std::array<const char*, static_cast<size_t>(PoolMode::count)> kPoolModeNames = {"max", "average"};
+enum class TensorLayout : uint8_t { nchw, nhwc, count };
+inline constexpr std::array<const char*, static_cast<size_t>(TensorLayout::count)> kTensorLayoutNames = {"nchw", "nhwc"};
+
 // ---- one struct per kind, in StepKind order ----
 
 // D[m,n] = epilogue(alpha·A[m,k]·B + beta·R + bias) through a kernel library, batched.
@@ -186,12 +214,12 @@ struct ConvParams {
 struct SoftmaxParams {
   std::optional<ParamDim> b, h, q, cols;
   std::optional<double> scale;
-  std::optional<bool> causal;
+  std::optional<bool> causal, log;  // log: LogSoftmax
   std::optional<ParamDims> mask_stride;
   template <class S, class V>
   static void fields(S& s, V& v) {
     v("b", s.b), v("h", s.h), v("q", s.q), v("cols", s.cols), v("scale", s.scale), v("causal", s.causal);
-    v("mask_stride", s.mask_stride);
+    v("log", s.log), v("mask_stride", s.mask_stride);
   }
   bool operator==(const SoftmaxParams&) const = default;
 };
@@ -242,13 +270,12 @@ struct CastParams {
 };
 
 struct ReduceParams {
-  std::optional<std::string> kind;  // sum (default), mean, max, min, prod, sum_square
+  std::optional<ReduceKind> kind;  // absent: sum
   std::optional<ParamDims> axes;
   template <class S, class V>
   static void fields(S& s, V& v) {
     v("kind", s.kind), v("axes", s.axes);
   }
-  void check(const std::string& where) const;
   bool operator==(const ReduceParams&) const = default;
 };
 
@@ -307,7 +334,8 @@ struct GatherParams {
 
 // Max or average pooling over a 2-D window, NCHW or NHWC.
 struct Pool2dParams {
-  std::optional<std::string> kind, layout;  // max (default) | average; nchw (default) | nhwc
+  std::optional<PoolMode> kind;        // absent: max
+  std::optional<TensorLayout> layout;  // absent: nchw
   std::optional<ParamDims> kernel, stride, dilation, pads;
   std::optional<bool> ceil_mode, count_include_pad;
   template <class S, class V>
@@ -318,7 +346,7 @@ struct Pool2dParams {
   bool operator==(const Pool2dParams&) const = default;
 };
 struct GlobalAveragePoolParams {
-  std::optional<std::string> layout;
+  std::optional<TensorLayout> layout;  // absent: nchw
   template <class S, class V>
   static void fields(S& s, V& v) {
     v("layout", s.layout);
@@ -360,11 +388,12 @@ struct DepthwiseConvParams {
   std::optional<ParamDim> k, groups;
   std::optional<ParamDims> pads, strides, dilations;  // pads: [top, left]
   std::optional<ClampParam> clamp;
+  std::optional<ActivationParam> activation;  // before the clamp
   template <class S, class V>
   static void fields(S& s, V& v) {
     v("n", s.n), v("h", s.h), v("w", s.w), v("c", s.c), v("r", s.r), v("s", s.s), v("p", s.p), v("q", s.q);
     v("k", s.k), v("groups", s.groups), v("pads", s.pads), v("strides", s.strides), v("dilations", s.dilations);
-    v("clamp", s.clamp);
+    v("clamp", s.clamp), v("activation", s.activation);
   }
   bool operator==(const DepthwiseConvParams&) const = default;
 };
@@ -378,15 +407,18 @@ struct AttentionParams {
   ParamDim b, h, sq, sk, d;
   std::optional<ParamDim> kv_group;
   ParamDims q_stride, k_stride, v_stride, o_stride;
-  std::optional<ParamDims> mask_stride, offsets;
+  // mask element (b, h, q, k) at mask_offset(b) + h·mask_stride[1] + q·mask_stride[2] + k, where
+  // mask_offset(b) = (b % inner)·mask_stride[0] + (b / inner)·outer with mask_batch [inner, outer]
+  // (a window mask wrapping over the images), else b·mask_stride[0].
+  std::optional<ParamDims> mask_stride, mask_batch, offsets;
   std::optional<double> scale, mask_true, mask_false;
   std::optional<bool> causal;
   template <class S, class V>
   static void fields(S& s, V& v) {
     v("b", s.b), v("h", s.h), v("sq", s.sq), v("sk", s.sk), v("d", s.d), v("kv_group", s.kv_group);
     v("q_stride", s.q_stride), v("k_stride", s.k_stride), v("v_stride", s.v_stride), v("o_stride", s.o_stride);
-    v("mask_stride", s.mask_stride), v("offsets", s.offsets), v("scale", s.scale), v("mask_true", s.mask_true);
-    v("mask_false", s.mask_false), v("causal", s.causal);
+    v("mask_stride", s.mask_stride), v("mask_batch", s.mask_batch), v("offsets", s.offsets), v("scale", s.scale);
+    v("mask_true", s.mask_true), v("mask_false", s.mask_false), v("causal", s.causal);
   }
   void check(const std::string& where) const;
   bool operator==(const AttentionParams&) const = default;
@@ -421,13 +453,43 @@ struct StemConvParams : Im2colParams {
   bool operator==(const StemConvParams&) const = default;
 };
 
+// y[i] = x[i with index[i] along axis] (ONNX GatherElements); x, then the indices.
+struct GatherElementsParams {
+  std::optional<ParamDim> axis;  // absent: 0
+  template <class S, class V>
+  static void fields(S& s, V& v) {
+    v("axis", s.axis);
+  }
+  bool operator==(const GatherElementsParams&) const = default;
+};
+// The upper (default) or lower triangle of the last two dims from diagonal k (ONNX Trilu).
+struct TriluParams {
+  std::optional<ParamDim> k;
+  std::optional<bool> upper;
+  template <class S, class V>
+  static void fields(S& s, V& v) {
+    v("k", s.k), v("upper", s.upper);
+  }
+  bool operator==(const TriluParams&) const = default;
+};
+// Running sums along axis (ONNX CumSum).
+struct CumsumParams {
+  std::optional<ParamDim> axis;
+  std::optional<bool> exclusive, reverse;
+  template <class S, class V>
+  static void fields(S& s, V& v) {
+    v("axis", s.axis), v("exclusive", s.exclusive), v("reverse", s.reverse);
+  }
+  bool operator==(const CumsumParams&) const = default;
+};
+
 // Indexed by StepKind: a step's params are the alternative of its kind.
 using StepParams =
     std::variant<GemmParams, ConvParams, SoftmaxParams, LayerNormParams, EmbedLayerNormParams, ElementwiseParams,
                  WhereParams, CastParams, ReduceParams, PermuteParams, SliceParams, StridedCopyParams, ConcatParams,
                  SplitParams, GatherParams, Pool2dParams, GlobalAveragePoolParams, CopyParams, ReshapeParams, FillParams,
                  IotaParams, DepthwiseConvParams, AttentionParams, NchwToNhwcParams, Im2colParams, StemConvParams,
-                 GroupedConvParams>;
+                 GroupedConvParams, GatherElementsParams, TriluParams, CumsumParams>;
 static_assert(std::variant_size_v<StepParams> == kStepKindCount, "a StepKind without its params struct");
 
 inline StepKind kind_of(const StepParams& p) { return static_cast<StepKind>(p.index()); }

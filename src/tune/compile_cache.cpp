@@ -17,6 +17,7 @@
 #include "support/hash.h"
 #include "support/subprocess.h"
 #include "support/thread_pool.h"
+#include "tune/compile_batch.h"
 
 namespace fs = std::filesystem;
 
@@ -97,6 +98,22 @@ CompileCache::CompileCache(std::string dir, std::string compiler) : dir_(std::mo
   support::sweep_stale_temps(dir_);
   if (support::run_process({compiler_, "--version"}, &compiler_version_) != 0)
     throw std::runtime_error("kernel cache: cannot run '" + compiler_ + " --version' (is the CUDA toolkit on PATH?)");
+  if (const char* b = std::getenv("SABRE_KERNEL_BATCH"); b && *b) {
+    const std::string v = b;
+    const bool digits = v.size() <= 2 && v.find_first_not_of("0123456789") == std::string::npos;
+    const int n = digits ? std::stoi(v) : 0;
+    if (n < 1 || n > kMaxBatch)
+      throw std::runtime_error("SABRE_KERNEL_BATCH='" + v.substr(0, 20) + "' is not a batch size: give 1 to " +
+                               std::to_string(kMaxBatch) + " kernels a translation unit (1 builds each alone)");
+    max_batch_ = n;
+  }
+}
+
+void CompileCache::set_max_batch(int n) {
+  if (n < 1 || n > kMaxBatch)
+    throw std::invalid_argument("kernel batch size " + std::to_string(n) + " is out of range: give 1 to " +
+                                std::to_string(kMaxBatch) + " kernels a translation unit (1 builds each alone)");
+  max_batch_ = n;
 }
 
 std::string CompileCache::key(const CompileJob& job) const {
@@ -173,6 +190,91 @@ CompileResult CompileCache::compile_one(const CompileJob& job) const {
   return r;
 }
 
+std::optional<std::vector<CompileResult>> CompileCache::compile_batch(const std::vector<const CompileJob*>& batch) const {
+  auto t0 = std::chrono::steady_clock::now();
+  const std::string thread = std::to_string(std::hash<std::thread::id>{}(std::this_thread::get_id()) % 100000);
+  // Temp names as compile_one's, so a later run sweeps what a sabre killed with -9 left.
+  const std::string tmp = dir_ + "/batch-" + batch.front()->name + ".tmp-" + support::temp_tag() + "-" + thread;
+  support::TempFiles temps({tmp + ".cu", tmp + ".o", tmp + ".log"});
+  std::string members;
+  for (const CompileJob* j : batch) members += (members.empty() ? "" : ",") + j->name;
+  {
+    std::ofstream src(tmp + ".cu");
+    src << batch_source(batch);
+    if (!src) throw std::runtime_error("kernel cache: cannot write " + tmp + ".cu");
+  }
+  // One object for the batch; sections per function, so each kernel's library keeps only its own host code.
+  std::vector<std::string> argv = {compiler_, "-c", "-Xcompiler", "-fPIC", "-Xcompiler", "-ffunction-sections",
+                                   "-Xcompiler", "-fdata-sections"};
+  const std::vector<std::string>& flags = batch.front()->flags;
+  argv.insert(argv.end(), flags.begin(), flags.end());
+  argv.insert(argv.end(), {tmp + ".cu", "-o", tmp + ".o"});
+  std::string cmd;
+  for (const auto& a : argv) cmd += (cmd.empty() ? "" : " ") + shell_quote(a);
+  const int rc = support::run_process(argv, nullptr, {tmp + ".log", temps.paths()});
+  if (rc != 0 || !fs::exists(tmp + ".o")) return std::nullopt;
+  std::string batch_log;
+  {
+    std::ifstream in(tmp + ".log");
+    batch_log.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  const double compile_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::vector<CompileResult> results;
+  for (const CompileJob* j : batch) {
+    const auto tl = std::chrono::steady_clock::now();
+    CompileResult r;
+    r.name = j->name;
+    r.batch = members;
+    const std::string stem = dir_ + "/" + j->name + "-" + key(*j);
+    const std::string ktmp = stem + ".tmp-" + support::temp_tag() + "-" + thread;
+    const std::string log_tmp = stem + ".log.tmp-" + support::temp_tag() + "-" + thread;
+    support::TempFiles ktemps({ktmp + ".map", ktmp + ".so", ktmp + ".log", log_tmp});
+    const BatchExports exports = batch_exports(*j);
+    {
+      std::ofstream map(ktmp + ".map");
+      map << version_script(exports);
+      if (!map) throw std::runtime_error("kernel cache: cannot write " + ktmp + ".map");
+    }
+    std::vector<std::string> link = {compiler_, "-shared"};
+    link.insert(link.end(), flags.begin(), flags.end());
+    link.insert(link.end(), {tmp + ".o", "-o", ktmp + ".so", "-Xlinker", "--gc-sections", "-Xlinker",
+                             "--version-script=" + ktmp + ".map"});
+    for (const auto& [alias, def] : exports.aliases) link.insert(link.end(), {"-Xlinker", "--defsym=" + alias + "=" + def});
+    std::string link_cmd;
+    for (const auto& a : link) link_cmd += (link_cmd.empty() ? "" : " ") + shell_quote(a);
+    std::vector<std::string> cleanup = temps.paths();
+    cleanup.insert(cleanup.end(), ktemps.paths().begin(), ktemps.paths().end());
+    const int lrc = support::run_process(link, nullptr, {ktmp + ".log", cleanup});
+    std::string link_log;
+    {
+      std::ifstream in(ktmp + ".log");
+      link_log.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    }
+    if (lrc != 0 || !fs::exists(ktmp + ".so")) {
+      // Not cached as a failure: the caller builds this kernel alone, which names the fault.
+      r.log = link_log;
+      results.push_back(std::move(r));
+      continue;
+    }
+    std::error_code ec;
+    {
+      std::ofstream log(log_tmp);
+      log << "# built in one translation unit with: " << members << "\n" << batch_log << "\n# command: " << cmd
+          << "\n# exit status: 0\n" << link_log << "# link: " << link_cmd << "\n# exit status: 0\n";
+    }
+    fs::rename(log_tmp, stem + ".log", ec);
+    fs::rename(ktmp + ".so", stem + ".so", ec);
+    if (ec) throw std::runtime_error("kernel cache: cannot move " + ktmp + ".so into place: " + ec.message());
+    r.ok = true;
+    r.library = stem + ".so";
+    r.log = stem + ".log";
+    r.seconds = compile_seconds / static_cast<double>(batch.size()) +
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - tl).count();
+    results.push_back(std::move(r));
+  }
+  return results;
+}
+
 std::vector<CompileResult> CompileCache::compile_all(const std::vector<CompileJob>& jobs, int parallel, bool quiet) {
   std::vector<CompileResult> results(jobs.size());
   std::vector<size_t> todo;
@@ -181,7 +283,7 @@ std::vector<CompileResult> CompileCache::compile_all(const std::vector<CompileJo
     if (!results[i].cached) todo.push_back(i);
   }
   if (todo.empty()) return results;
-  parallel = std::max(1, std::min<int>(parallel, static_cast<int>(todo.size())));
+  parallel = std::max(1, parallel);
   const bool tty = isatty(fileno(stderr));
   const auto t0 = std::chrono::steady_clock::now();
   std::mutex mu;
@@ -200,27 +302,50 @@ std::vector<CompileResult> CompileCache::compile_all(const std::vector<CompileJo
                    format_duration(elapsed).c_str(), format_duration(eta).c_str());
       if (done == todo.size()) std::fprintf(stderr, "\n");
     } else {
-      std::fprintf(stderr, "compiled %zu/%zu: %s %s (%.1f s)%s\n", done, todo.size(), r.name.c_str(),
-                   r.ok ? "ok" : "FAILED", r.seconds, r.ok ? "" : (", log: " + r.log).c_str());
+      std::fprintf(stderr, "compiled %zu/%zu: %s %s (%.1f s%s)%s\n", done, todo.size(), r.name.c_str(),
+                   r.ok ? "ok" : "FAILED", r.seconds, r.batch.empty() ? "" : ", in one translation unit with its batch",
+                   r.ok ? "" : (", log: " + r.log).c_str());
     }
     std::fflush(stderr);
   };
-  // Its own pool: `parallel` is the user's --jobs, nvcc processes that may outnumber the cores.
-  support::ThreadPool pool(static_cast<size_t>(parallel));
-  pool.parallel_for(todo.size(), [&](size_t t) {
+  const std::vector<std::vector<size_t>> units = plan_compile_units(jobs, todo, max_batch_, parallel);
+  auto finish = [&](size_t i, CompileResult r) {
+    std::lock_guard<std::mutex> lock(mu);
+    results[i] = std::move(r);
+    ++done;
+    if (!results[i].ok) ++failed;
+    report(results[i]);
+  };
+  auto alone = [&](size_t i) {
     CompileResult r;
     try {
-      r = compile_one(jobs[todo[t]]);
+      r = compile_one(jobs[i]);
     } catch (const std::exception& e) {  // a full disk must not take the other compiles down
-      r.name = jobs[todo[t]].name;
+      r.name = jobs[i].name;
       r.ok = false;
       r.log = e.what();
     }
-    std::lock_guard<std::mutex> lock(mu);
-    results[todo[t]] = r;
-    ++done;
-    if (!r.ok) ++failed;
-    report(r);
+    finish(i, std::move(r));
+  };
+  // Its own pool: `parallel` is the user's --jobs, nvcc processes that may outnumber the cores.
+  support::ThreadPool pool(static_cast<size_t>(std::min(parallel, static_cast<int>(units.size()))));
+  pool.parallel_for(units.size(), [&](size_t u) {
+    const std::vector<size_t>& unit = units[u];
+    if (unit.size() == 1) return alone(unit.front());
+    std::vector<const CompileJob*> batch;
+    for (size_t i : unit) batch.push_back(&jobs[i]);
+    std::optional<std::vector<CompileResult>> built;
+    try {
+      built = compile_batch(batch);
+    } catch (const std::exception&) {
+      built.reset();  // built alone below, where the error is reported against its kernel
+    }
+    for (size_t k = 0; k < unit.size(); ++k) {
+      if (built && (*built)[k].ok)
+        finish(unit[k], std::move((*built)[k]));
+      else
+        alone(unit[k]);  // the batch failed: each kernel alone, so a failure names its kernel
+    }
   });
   return results;
 }

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,9 @@ struct CompileJob {
   std::string name;                // the kernel's name: its identity, and the file stem
   std::string source;              // the whole translation unit
   std::vector<std::string> flags;  // compiler flags (arch, includes, defines)
+  // Jobs of one family with equal flags and preprocessor preamble may be compiled in one
+  // translation unit (compile_batch.h); empty: always alone. Not part of the key.
+  std::string batch_family = {};
 };
 
 struct CompileResult {
@@ -27,7 +31,8 @@ struct CompileResult {
   bool cached = false;  // no compiler ran
   std::string library;  // the .so, when ok
   std::string log;      // the compiler log's path, kept for failures
-  double seconds = 0;
+  double seconds = 0;    // compiler wall time; a batch's is shared among its kernels
+  std::string batch = {};  // built in one translation unit with these kernels (comma-separated); empty: alone
 };
 
 class CompileCache {
@@ -45,18 +50,30 @@ class CompileCache {
   // directories by content).
   std::string key(const CompileJob& job) const;
 
-  // Compiles what is not cached, `parallel` at a time; progress goes to stderr (a bar with ETA on
-  // a terminal, plain lines otherwise; nothing when quiet). Results in the order of `jobs`.
+  // Compiles what is not cached, `parallel` compiler processes at a time, kernels of one family
+  // batched up to max_batch() a unit (compile_batch.h); a batch that fails is built again one kernel
+  // at a time, so a failure names its kernel. Progress goes to stderr (a bar with ETA on a terminal,
+  // plain lines otherwise; nothing when quiet). Results in the order of `jobs`.
   std::vector<CompileResult> compile_all(const std::vector<CompileJob>& jobs, int parallel, bool quiet = false);
 
   // The cached result of a job, without compiling (ok=false, cached=false when absent).
   CompileResult lookup(const CompileJob& job) const;
 
+  // At most this many kernels a translation unit (1: each alone). Default: $SABRE_KERNEL_BATCH, else 4.
+  int max_batch() const { return max_batch_; }
+  // Throws std::invalid_argument outside 1..kMaxBatch.
+  void set_max_batch(int n);
+  static constexpr int kMaxBatch = 16;
+
  private:
   CompileResult compile_one(const CompileJob& job) const;
+  // Compiles the jobs in one translation unit and links each one's library; nullopt when the
+  // compiler failed (the caller builds them one by one).
+  std::optional<std::vector<CompileResult>> compile_batch(const std::vector<const CompileJob*>& batch) const;
   std::string dir_;
   std::string compiler_;
   std::string compiler_version_;
+  int max_batch_ = 4;
 };
 
 // The flags of a compiler command line built with the placeholders @SRC@ (source) and @LIB@

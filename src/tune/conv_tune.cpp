@@ -12,6 +12,7 @@
 #include "backends/cutlass/conv_sm90.h"
 #include "backends/cutlass/conv_spec.h"
 #include "backends/cutlass/nvcc.h"
+#include "tune/gpu_pool.h"
 
 namespace sabre::tune {
 
@@ -21,9 +22,11 @@ CompileJob conv_compile_job(const std::string& name, int target_sm) {
   NvccOptions o;
   o.target_sm = target_sm;
   if (auto s90 = parse_sm90_conv_kernel_name(name))
-    return {name, emit_sm90_conv_kernel(*s90, target_sm), cache_flags(nvcc_sm90_conv_command("@SRC@", "@LIB@", o))};
+    return {name, emit_sm90_conv_kernel(*s90, target_sm), cache_flags(nvcc_sm90_conv_command("@SRC@", "@LIB@", o)),
+            "cutlass_conv_sm90"};
   if (auto s80 = parse_conv_kernel_name(name))
-    return {name, emit_conv_kernel(*s80, target_sm), cache_flags(nvcc_conv_command("@SRC@", "@LIB@", o))};
+    return {name, emit_conv_kernel(*s80, target_sm), cache_flags(nvcc_conv_command("@SRC@", "@LIB@", o)),
+            "cutlass_conv_sm80"};
   throw std::invalid_argument("'" + name + "' is not a conv kernel name (conv_spec.h, conv_sm90.h)");
 }
 
@@ -65,14 +68,14 @@ std::vector<ConvTuneReport> tune_convs(const std::vector<ConvProblem>& problems,
                              " results for " + std::to_string(names.size()) + " kernels (invariant: one each)");
     for (size_t i = 0; i < names.size(); ++i) built[names[i]] = results[i];
   }
-  std::vector<ConvTuneReport> out;
+  std::vector<ConvTuneReport> out(problems.size());
+  std::vector<std::vector<std::pair<std::string, std::string>>> todos(problems.size());
   for (size_t i = 0; i < problems.size(); ++i) {
     const ConvProblem& p = problems[i];
-    ConvTuneReport rep;
+    ConvTuneReport& rep = out[i];
     rep.problem = p;
     rep.workload = conv_workload_key(p);
     rep.analytic_pick = cands[i].front().name;
-    std::vector<std::pair<std::string, std::string>> todo;
     for (const ConvCandidate& c : cands[i]) {
       if (db.find(env, rep.workload, c.name)) {
         ++rep.reused;
@@ -85,26 +88,44 @@ std::vector<ConvTuneReport> tune_convs(const std::vector<ConvProblem>& problems,
         ++rep.measured;
         continue;
       }
-      todo.push_back({c.name, it->second.library});
+      todos[i].push_back({c.name, it->second.library});
     }
-    const auto t0 = std::chrono::steady_clock::now();
-    if (!todo.empty())
-      measure_in_children(db.path(), env, rep.workload, todo, opts.timeout,
-                          [&](const std::string& kernel, const std::string& library) { return in_child(p, kernel, library); });
-    rep.measured += int(todo.size());
-    for (const ConvCandidate& c : cands[i]) {
-      auto m = db.find(env, rep.workload, c.name);
-      if (!m) continue;
-      if (c.name == rep.analytic_pick) rep.analytic = m;
-      if (m->status == Status::ok && (!rep.winner || m->time_us < rep.winner->time_us)) rep.winner = m;
-    }
-    if (!opts.quiet)
-      std::fprintf(stderr, "[%zu/%zu] %s: timed %zu candidates in %.1f s%s%s\n", i + 1, problems.size(),
-                   rep.workload.c_str(), todo.size(),
-                   std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
-                   rep.winner ? ", fastest " : ", none correct", rep.winner ? rep.winner->kernel.c_str() : "");
-    out.push_back(std::move(rep));
+    rep.measured += int(todos[i].size());
   }
+  // One timing worker per GPU (gpu_pool.h), each taking the next problem as it becomes free.
+  PoolOptions pool;
+  if (!opts.gpus.empty()) pool.devices = opts.gpus;
+  run_pool(
+      problems.size(), pool,
+      [&](size_t i) -> std::optional<std::string> {
+        if (todos[i].empty()) return std::nullopt;
+        return encode_candidates(todos[i]);
+      },
+      [&](size_t, size_t i, const std::string& payload) {
+        measure_in_children(db.path(), env, out[i].workload, decode_candidates(payload), opts.timeout,
+                            [&](const std::string& kernel, const std::string& library) {
+                              return in_child(problems[i], kernel, library);
+                            });
+      },
+      [&](size_t i, size_t worker, bool ok, double took) {
+        ConvTuneReport& rep = out[i];
+        for (const auto& kv : todos[i])
+          if (!db.find(env, rep.workload, kv.first))
+            db.record(env, {rep.workload, kv.first, Status::crashed, std::numeric_limits<double>::infinity(), 0,
+                            ok ? "the measuring children left it unmeasured"
+                               : "its timing worker (GPU " + std::to_string(pool.devices[worker]) + ") died"});
+        for (const ConvCandidate& c : cands[i]) {
+          auto m = db.find(env, rep.workload, c.name);
+          if (!m) continue;
+          if (c.name == rep.analytic_pick) rep.analytic = m;
+          if (m->status == Status::ok && (!rep.winner || m->time_us < rep.winner->time_us)) rep.winner = m;
+        }
+        if (!opts.quiet)
+          std::fprintf(stderr, "[%zu/%zu] %s: timed %zu candidates in %.1f s%s%s%s\n", i + 1, problems.size(),
+                       rep.workload.c_str(), todos[i].size(), took, rep.winner ? ", fastest " : ", none correct",
+                       rep.winner ? rep.winner->kernel.c_str() : "",
+                       pool.devices.size() > 1 ? (" (GPU " + std::to_string(pool.devices[worker]) + ")").c_str() : "");
+      });
   return out;
 }
 

@@ -145,10 +145,15 @@ int64_t TuningDb::env_id(const Environment& env, bool create) const {
   q.bind(1, env.gpu).bind(2, static_cast<int64_t>(env.sm)).bind(3, env.cuda).bind(4, env.cutlass).bind(5, env.template_version);
   if (q.step()) return q.i64(0);
   if (!create) return -1;
-  Stmt ins(db_, "INSERT INTO environments (gpu, sm, cuda, cutlass, template_version) VALUES (?,?,?,?,?)");
+  // OR IGNORE: another process (a timing worker on another GPU) may add the same environment between
+  // the look-up above and this insert; either way the row exists after it.
+  Stmt ins(db_, "INSERT OR IGNORE INTO environments (gpu, sm, cuda, cutlass, template_version) VALUES (?,?,?,?,?)");
   ins.bind(1, env.gpu).bind(2, static_cast<int64_t>(env.sm)).bind(3, env.cuda).bind(4, env.cutlass).bind(5, env.template_version);
   ins.step();
-  return sqlite3_last_insert_rowid(db_);
+  Stmt again(db_, "SELECT id FROM environments WHERE gpu=? AND sm=? AND cuda=? AND cutlass=? AND template_version=?");
+  again.bind(1, env.gpu).bind(2, static_cast<int64_t>(env.sm)).bind(3, env.cuda).bind(4, env.cutlass).bind(5, env.template_version);
+  if (!again.step()) throw DbError("tuning db: the environment row just inserted is missing (invariant: inserts are durable)");
+  return again.i64(0);
 }
 
 void TuningDb::record(const Environment& env, const Measurement& m) {

@@ -10,6 +10,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "tune/gpu_pool.h"
 #include "tune/watchdog.h"
 
 #ifdef SABRE_TUNE_HAVE_CUDA
@@ -546,7 +547,7 @@ bool measure_conv_in_child(const ConvProblem& p, const std::string& kernel, cons
 
 bool have_gpu_support() { return true; }
 
-bool probe_gpu(Environment& env, std::string& why) {
+bool probe_gpus(const std::vector<int>& ids, std::vector<int>& resolved, Environment& env, std::string& why) {
   ChildResult r = run_in_child(
       [](const std::function<void(const std::string&)>& report) {
         int count = 0;
@@ -557,14 +558,22 @@ bool probe_gpu(Environment& env, std::string& why) {
           report(std::string("no CUDA device: ") + (err != cudaSuccess ? cudaGetErrorString(err) : "the driver reports 0 GPUs"));
           return false;
         }
-        cudaDeviceProp prop;
         int rt = 0;
-        if ((err = cudaGetDeviceProperties(&prop, 0)) != cudaSuccess || (err = cudaRuntimeGetVersion(&rt)) != cudaSuccess) {
+        if ((err = cudaRuntimeGetVersion(&rt)) != cudaSuccess) {
           report(cudaGetErrorString(err));
           return false;
         }
-        report(std::string(prop.name) + "\n" + std::to_string(prop.major * 10 + prop.minor) + "\n" +
-               std::to_string(rt / 1000) + "." + std::to_string((rt % 1000) / 10));
+        // The CUDA version, then each GPU's name and SM, in device order.
+        std::string out = std::to_string(rt / 1000) + "." + std::to_string((rt % 1000) / 10);
+        for (int d = 0; d < count; ++d) {
+          cudaDeviceProp prop;
+          if ((err = cudaGetDeviceProperties(&prop, d)) != cudaSuccess) {
+            report("GPU " + std::to_string(d) + ": " + cudaGetErrorString(err));
+            return false;
+          }
+          out += "\n" + std::string(prop.name) + "\n" + std::to_string(prop.major * 10 + prop.minor);
+        }
+        report(out);
         return true;
       },
       std::chrono::milliseconds(60000));
@@ -573,14 +582,22 @@ bool probe_gpu(Environment& env, std::string& why) {
     return false;
   }
   std::istringstream in(r.payload);
-  std::string sm;
-  std::getline(in, env.gpu);
-  std::getline(in, sm);
-  std::getline(in, env.cuda);
-  env.sm = std::stoi(sm);
+  std::string cuda, name, sm;
+  std::getline(in, cuda);
+  std::vector<std::string> names, sms;
+  while (std::getline(in, name) && std::getline(in, sm)) names.push_back(name), sms.push_back(sm);
+  resolved = resolve_gpus(ids, names);  // std::invalid_argument: an id past the count, a mixed list
+  env.gpu = names[size_t(resolved[0])];
+  env.sm = std::stoi(sms[size_t(resolved[0])]);
+  env.cuda = cuda;
   env.cutlass = cutlass_version();
   env.template_version = template_version();
   return true;
+}
+
+bool probe_gpu(Environment& env, std::string& why) {
+  std::vector<int> resolved;
+  return probe_gpus({}, resolved, env, why);
 }
 
 MeasureFn gpu_in_process_measure_fn() {
@@ -630,6 +647,10 @@ bool have_gpu_support() { return false; }
 bool probe_gpu(Environment&, std::string& why) {
   why = "this build of sabre has no CUDA support (the CUDA toolkit was not found when it was configured)";
   return false;
+}
+
+bool probe_gpus(const std::vector<int>&, std::vector<int>&, Environment& env, std::string& why) {
+  return probe_gpu(env, why);
 }
 
 MeasureFn gpu_in_process_measure_fn() {

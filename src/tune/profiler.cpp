@@ -18,6 +18,7 @@
 #include "backends/cutlass/emitter.h"
 #include "backends/cutlass/nvcc.h"
 #include "support/subprocess.h"
+#include "tune/gpu_pool.h"
 #include "tune/rank.h"
 
 namespace sabre::tune {
@@ -151,10 +152,12 @@ namespace {
 
 using TodoFn = std::function<void(const TuneTask& t, const std::string& workload,
                                   const std::vector<std::pair<std::string, std::string>>& todo)>;
+using Todo = std::vector<std::pair<std::string, std::string>>;
+
 
 std::vector<WorkloadReport> tune_impl(const std::vector<TuneTask>& tasks, TuningDb& db, const Environment& env,
                                       const ProfileOptions& opts, const TodoFn& run_todo, const CompileFn& compile,
-                                      TuneStats* stats) {
+                                      TuneStats* stats, bool pooled) {
   using Clock = std::chrono::steady_clock;
   auto seconds_since = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
   TuneStats st;
@@ -246,8 +249,8 @@ std::vector<WorkloadReport> tune_impl(const std::vector<TuneTask>& tasks, Tuning
   }
   st.compiled = int(to_compile.size());
 
-  std::vector<WorkloadReport> out;
-  for (size_t i = 0; i < tasks.size(); ++i) {
+  // What task i's worker must time: its candidates less those that failed to compile (recorded here).
+  auto runnable_of = [&](size_t i) {
     Plan& p = plans[i];
     std::vector<std::pair<std::string, std::string>> runnable;
     for (const std::string& kernel : p.todo) {
@@ -260,14 +263,57 @@ std::vector<WorkloadReport> tune_impl(const std::vector<TuneTask>& tasks, Tuning
         runnable.push_back({kernel, b != built.end() ? b->second.library : ""});
       }
     }
-    const auto t0 = Clock::now();
-    if (!runnable.empty()) run_todo(tasks[i], p.workload, runnable);
-    const double took = seconds_since(t0);
-    st.timing_s += took;
-    const int measured = int(p.todo.size());
+    return runnable;
+  };
+  const std::vector<int> devices = opts.gpus.empty() ? std::vector<int>{0} : opts.gpus;
+  auto progress = [&](size_t i, double took, size_t worker) {
+    const int measured = int(plans[i].todo.size());
     if (!opts.quiet && measured)
-      std::fprintf(stderr, "[%zu/%zu] %s: timed %d candidates in %.1f s\n", i + 1, tasks.size(), p.workload.c_str(),
-                   measured, took);
+      std::fprintf(stderr, "[%zu/%zu] %s: timed %d candidates in %.1f s%s\n", i + 1, tasks.size(),
+                   plans[i].workload.c_str(), measured, took,
+                   devices.size() > 1 ? (" on GPU " + std::to_string(devices[worker])).c_str() : "");
+  };
+  if (!pooled) {
+    for (size_t i = 0; i < tasks.size(); ++i) {
+      auto runnable = runnable_of(i);
+      const auto t0 = Clock::now();
+      if (!runnable.empty()) run_todo(tasks[i], plans[i].workload, runnable);
+      const double took = seconds_since(t0);
+      st.timing_s += took;
+      progress(i, took, 0);
+    }
+  } else {
+    // One worker per GPU, each taking the next (workload, M) point as it becomes free; the points
+    // are handed out in order, so compiles overlap timing as with one GPU.
+    std::vector<std::vector<std::pair<std::string, std::string>>> handed(tasks.size());
+    const double waited_before = waited_s;
+    const auto t0 = Clock::now();
+    PoolOptions pool;
+    pool.devices = devices;
+    run_pool(
+        tasks.size(), pool,
+        [&](size_t i) -> std::optional<std::string> {
+          handed[i] = runnable_of(i);
+          if (handed[i].empty()) return std::nullopt;
+          return encode_candidates(handed[i]);
+        },
+        [&](size_t, size_t i, const std::string& payload) {
+          run_todo(tasks[i], plans[i].workload, decode_candidates(payload));
+        },
+        [&](size_t i, size_t worker, bool ok, double took) {
+          for (const auto& kv : handed[i])
+            if (!db.find(env, plans[i].workload, kv.first))
+              db.record(env, {plans[i].workload, kv.first, Status::crashed, std::numeric_limits<double>::infinity(), 0,
+                              ok ? "the batch measurer left it unmeasured"
+                                 : "its timing worker (GPU " + std::to_string(devices[worker]) + ") died"});
+          progress(i, took, worker);
+        });
+    st.timing_s = std::max(0.0, seconds_since(t0) - (waited_s - waited_before));
+  }
+  std::vector<WorkloadReport> out;
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    Plan& p = plans[i];
+    const int measured = int(p.todo.size());
     WorkloadReport r = summarize(tasks[i], p.workload, p.cutlass.empty() ? "" : p.cutlass[0].name, db, env, opts);
     r.measured = measured;
     r.reused = int(p.cutlass.size() + lt_candidates(tasks[i].problem, opts.lt_algos).size()) - measured;
@@ -304,7 +350,7 @@ std::vector<WorkloadReport> tune_tasks(const std::vector<TuneTask>& tasks, Tunin
           db.record(env, m);  // at once: a kill after this line loses nothing
         }
       },
-      compile, stats);
+      compile, stats, false);
 }
 
 std::vector<WorkloadReport> tune_tasks(const std::vector<TuneTask>& tasks, TuningDb& db, const Environment& env,
@@ -313,13 +359,9 @@ std::vector<WorkloadReport> tune_tasks(const std::vector<TuneTask>& tasks, Tunin
   return tune_impl(
       tasks, db, env, opts,
       [&](const TuneTask& t, const std::string& workload, const std::vector<std::pair<std::string, std::string>>& todo) {
-        measure(t.problem, t.m, todo);
-        for (const auto& kv : todo)
-          if (!db.find(env, workload, kv.first))
-            db.record(env, {workload, kv.first, Status::crashed, std::numeric_limits<double>::infinity(), 0,
-                            "the batch measurer left it unmeasured"});
+        measure(t.problem, t.m, todo);  // in a timing worker; the parent records what it left unmeasured
       },
-      compile, stats);
+      compile, stats, true);
 }
 
 void measure_in_children(const std::string& db_path, const Environment& env, const std::string& workload,
@@ -379,7 +421,8 @@ BatchMeasureFn batched_in_children(std::string db_path, Environment env, std::ch
 CompileJob gemm_compile_job(const KernelSpec& s, int target_sm) {
   NvccOptions nv;
   nv.target_sm = target_sm;
-  return {kernel_name(s), emit_kernel(s, target_sm), cache_flags(nvcc_command(s, "@SRC@", "@LIB@", nv))};
+  return {kernel_name(s), emit_kernel(s, target_sm), cache_flags(nvcc_command(s, "@SRC@", "@LIB@", nv)),
+          s.config.family == Family::sm90 ? "cutlass_gemm_sm90" : "cutlass_gemm_sm80"};
 }
 
 CompileJob lt_compile_job(const cublaslt_backend::LtKernelSpec& s) {

@@ -35,6 +35,9 @@ struct ProfileOptions {
   bool quiet = false;     // no progress output
   std::chrono::milliseconds timeout{60000};  // per candidate (compile excluded)
   std::string cache_dir;  // kernel cache; empty: CompileCache::default_dir()
+  // GPUs the batch measurers time on, one worker each (ids resolved by resolve_gpus); empty: GPU 0.
+  // The workers take (workload, M) points from one queue; every measurement goes to the one DB.
+  std::vector<int> gpus;
   // Set (default_lookup_fn): the compile batch runs in a child process while the tuner times each
   // (workload, M) point as soon as its kernels are in the cache; unset: compile all, then time.
   std::function<std::optional<CompileResult>(const cutlass_backend::KernelSpec&)> compiled_lookup;
@@ -106,8 +109,10 @@ std::vector<WorkloadReport> tune_tasks(const std::vector<TuneTask>& tasks, Tunin
 using BatchMeasureFn = std::function<void(const GemmProblem& p, int64_t m,
                                           const std::vector<std::pair<std::string, std::string>>& todo)>;
 
-// tune_tasks with one batch call per task; candidates the batch left unmeasured are recorded as
-// crashed. Saves a process and CUDA context per candidate.
+// tune_tasks with one batch call per task, made in a timing worker process per GPU of
+// ProfileOptions::gpus (gpu_pool.h: one queue, work goes to whichever worker is free); candidates the
+// batch left unmeasured, or whose worker died, are recorded as crashed. Saves a process and CUDA
+// context per candidate.
 std::vector<WorkloadReport> tune_tasks(const std::vector<TuneTask>& tasks, TuningDb& db, const Environment& env,
                                        const ProfileOptions& opts, const BatchMeasureFn& measure,
                                        const CompileFn& compile, TuneStats* stats = nullptr);
@@ -152,6 +157,10 @@ MeasureFn gpu_measure_fn(const ProfileOptions& opts);
 // Probes GPU 0 in a child process (the parent never creates a CUDA context: fork would break it).
 // Fills env (gpu name, SM, CUDA runtime version) and returns true, or returns false with `why`.
 bool probe_gpu(Environment& env, std::string& why);
+// The same for the GPUs `ids` (parse_gpus's form; empty: GPU 0): `resolved` gets their ids
+// (resolve_gpus), env describes them. Throws std::invalid_argument for an id past the machine's
+// count or GPUs of different models (the message names the count or the models).
+bool probe_gpus(const std::vector<int>& ids, std::vector<int>& resolved, Environment& env, std::string& why);
 
 // A watchdog outcome as a measurement: ok payload "ok TIME_US REL_ERR", failed payload
 // "STATUS detail", crashed and hung as themselves (time +inf). Tests: tests/unit/tune_profiler_test.cpp

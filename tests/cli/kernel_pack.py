@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """sabre kernels pack end to end with a stand-in nvcc (no CUDA compile: each 'kernel' is its source copied):
---dry-run, bad lists (missing, an unknown name named by its line, two names a line, empty), a pack run that
-builds, a failing kernel reported while the others build, a second run that builds nothing (resumable:
-what the cache holds is skipped), --retry-failed, and sabre compile naming the pack's cache hits.
+--dry-run, bad lists (missing, an unknown name named by its line, two names a line, empty), a bad --batch,
+a pack run that builds, a failing kernel reported while the others build, a second run that builds nothing
+(resumable: what the cache holds is skipped), --retry-failed, two kernels of one family built in one
+translation unit (--batch 1: each alone), and sabre compile naming the pack's cache hits.
 
 usage: kernel_pack.py SABRE MODEL.onnx WORK_DIR"""
 import json
@@ -19,7 +20,7 @@ from cli_check import error_problems, report, run
 FAKE_NVCC = """#!/bin/sh
 if [ "$1" = --version ]; then echo "stand-in nvcc for kernel_pack.py"; exit 0; fi
 echo run >> "$(dirname "$0")/runs"
-out=; src=; while [ $# -gt 0 ]; do case "$1" in -o) out=$2; shift;; *.cu) src=$1;; esac; shift; done
+out=; src=; while [ $# -gt 0 ]; do case "$1" in -o) out=$2; shift;; *.cu|*.o) src=$1;; esac; shift; done
 if [ -n "$FAKE_NVCC_SLOW" ] && grep -q "$FAKE_NVCC_SLOW" "$src"; then sleep 60; fi
 if [ -n "$FAKE_NVCC_FAIL" ] && grep -q "$FAKE_NVCC_FAIL" "$src"; then echo "$src: error: boom" >&2; exit 1; fi
 cp "$src" "$out"
@@ -67,6 +68,8 @@ def main():
         ("no names", ["--list", write("empty.txt", "# nothing\n\n")], ["holds no kernel names"]),
         ("kernel names as arguments", [A], ["--list FILE"]),
         ("a flag of another action", ["--names"], ["--names"]),
+        ("batch size 0", ["--list", good, "--batch", "0"], ["--batch", "1 to 16"]),
+        ("batch size not a number", ["--list", good, "--batch", "four"], ["--batch", "1 to 16"]),
     ]:
         r = run(sabre, ["kernels", "pack", "--cache-dir", cache] + argv, env=env)
         report(f"pack: {name}", r, error_problems(r, needles=needles))
@@ -107,6 +110,21 @@ def main():
     r = run(sabre, ["kernels", "pack", "--list", good, "--cache-dir", cache, "--retry-failed"], env=env)
     check("--retry-failed compiles the failed kernel again, only it", runs() == before + 1 and r.code == 0 and
           "1 built, 1 cached, 0 failed" in r.out, r.out + r.err)
+
+    # ---- two kernels of one family: one translation unit, one library each; --batch 1: each alone ----
+    A2 = "sm90_ws_pingpong_tn_f16_f16_f32_64x64x128_c1x1_a8_bias"
+    pair = write("pair.txt", f"{A}\n{A2}\n")
+    for batch, want_runs, want_batch in [("4", 3, f"{A},{A2}"), ("1", 2, None)]:
+        before = runs()
+        r = run(sabre, ["kernels", "pack", "--list", pair, "--cache-dir", w("cache_b" + batch), "-j", "1", "--batch", batch,
+                        "--json"], env=env)
+        doc = json.loads(r.out) if r.code == 0 else {}
+        ks = doc.get("kernels", [])
+        libs = [f for f in os.listdir(w("cache_b" + batch)) if f.endswith(".so")] if r.code == 0 else []
+        check(f"--batch {batch}: {want_runs} compiler runs, both built, one library each",
+              r.code == 0 and runs() - before == want_runs and [k["state"] for k in ks] == ["built", "built"] and
+              all(k.get("batch") == want_batch for k in ks) and sorted(lb.split("-")[0] for lb in libs) == sorted([A, A2]),
+              f"{runs() - before} runs; " + r.out + r.err)
 
     # ---- stopped half way: what was built stays, the next run builds only the rest ----
     c3 = w("cache3")

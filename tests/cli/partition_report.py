@@ -9,6 +9,8 @@ transposes the GPU lowering puts at the edges of the conv regions (issue 7).
   and makes the second dense; 2 transposes.
 - a grouped conv of 6 channels in 3 groups, which no regrouping fits to a kernel's access width: the
   CUTLASS table leaves it out and the report says the native grouped-conv kernel runs it.
+- the conv routes section names each conv's route (cutlass dense or grouped, native grouped-tiled or
+  depthwise) and why (issue 34).
 - bert_tiny: no conv, nothing NHWC.
 - --dot on the grouped convs: well-formed Graphviz text with both regions as boxes.
 
@@ -50,13 +52,16 @@ def main():
     narrow_groups(narrow)
     bert = os.path.join(ROOT, "models", "bert_tiny.onnx")
     cases = [
-        ("resnet_block", resnet, [r"every GEMM and conv is in a region",
+        ("resnet_block", resnet, [r"every GEMM and conv is in a region", r"^conv routes \(\d+\):\n  \S+: cutlass dense \(one group: pattern cutlass\.conv2d",
                                   r"^layout: NHWC inside conv regions: \d+ values stored NHWC, 1 NCHW<->NHWC conversion at the region edges"]),
         ("grouped convs", grouped, [r"nodes: grouped3x3, relu\n.*W: f32\[64,32,3,3\].*\n.*epilogue=bias_relu alignment=\d+ groups=2",
                                     r"nodes: grouped1x1\n.*W: f32\[32,64,1,1\]",
                                     r"every GEMM and conv is in a region",
+                                    r"^  grouped3x3: cutlass grouped \(2 groups of 32 input and 32 output channels.*regroup_convs widened",
+                                    r"^  grouped1x1: cutlass dense \(",
                                     r"^layout: NHWC inside conv regions: 2 values stored NHWC, 2 NCHW<->NHWC conversions at the region edges"]),
-        ("narrow groups", narrow, [r"narrow3x3 .*group=3.*\n\s+-> runs on sabre's native NHWC grouped-conv kernel"]),
+        ("narrow groups", narrow, [r"narrow3x3 .*group=3.*\n\s+-> runs on sabre's native NHWC grouped-conv kernel",
+                                   r"^conv routes \(1\):\n  narrow3x3: native grouped-tiled \(not taken by CUTLASS: "]),
         ("bert_tiny", bert, [r"^layout: nothing runs NHWC \(no conv regions\): no transposes$"]),
     ]
     failures = 0

@@ -38,7 +38,7 @@ def main():
         if o["gpu"] in ("cutlass", "cutlass+native"):
             check(bool(o["cutlass_patterns"]), f"{o['op']}: a CUTLASS route, so a pattern names it")
     expect = {"MatMul": "cutlass", "Gemm": "cutlass", "Conv": "cutlass+native", "Add": "native",
-              "Softmax": "native", "LayerNormalization": "native", "Reshape": "view", "Trilu": "compile time",
+              "Softmax": "native", "LayerNormalization": "native", "Reshape": "view", "BatchNormalization": "compile time", "Trilu": "native",
               "TopK": "refused"}
     for op, route in expect.items():
         check(by_op.get(op, {}).get("gpu") == route, f"{op} runs as {route} (got {by_op.get(op, {}).get('gpu')})")

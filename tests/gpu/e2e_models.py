@@ -162,6 +162,50 @@ def resnext_convs(seed=7):
     return mm.make_model(b, "e2e_resnext_convs", inputs, outputs, 17, 8)
 
 
+def regnet_convs(seed=8):
+    """RegNet-style grouped convs that neither CUTLASS's grouped kernels nor regrouping take, on the
+    native tiled kernel: a 1x1 in, a grouped 3x3/2 of 66 groups of 8 channels (no divisor of 66 widens
+    them to 32 outputs, and 66 groups are past regroup_convs's dense limit) with Relu, a depthwise 3x3
+    with dilation 2 and ReLU6 (528 channels: the vector body), a 1x1 out; odd sizes."""
+    b = mm.Builder(seed)
+    c, groups = 528, 66
+    x = "images"
+    h = b.op("Conv", [x, b.weight("in.weight", (c, 16, 1, 1), 0.25), b.bias("in.bias", c, 0.1)], "/in",
+             kernel_shape=[1, 1], pads=[0, 0, 0, 0], strides=[1, 1], dilations=[1, 1], group=1)
+    w_g = b.weight("g.weight", (c, c // groups, 3, 3), 1.0 / np.sqrt(9 * c // groups))
+    h = b.op("Conv", [h, w_g, b.bias("g.bias", c, 0.1)], "/grouped", kernel_shape=[3, 3], pads=[1, 1, 1, 1],
+             strides=[2, 2], dilations=[1, 1], group=groups)
+    h = b.op("Relu", [h], "/grouped")
+    w_dw = b.weight("dw.weight", (c, 1, 3, 3), 1.0 / 3.0)
+    h = b.op("Conv", [h, w_dw, b.bias("dw.bias", c, 0.1)], "/dw", kernel_shape=[3, 3], pads=[2, 2, 2, 2],
+             strides=[1, 1], dilations=[2, 2], group=c)
+    h = b.op("Clip", [h, b.const(0.0, "/dw"), b.const(6.0, "/dw")], "/dw")
+    h = b.op("Conv", [h, b.weight("out.weight", (16, c, 1, 1), 1.0 / np.sqrt(c)), b.bias("out.bias", 16, 0.1)],
+             "/out", kernel_shape=[1, 1], pads=[0, 0, 0, 0], strides=[1, 1], dilations=[1, 1], group=1)
+    b.nodes.append(helper.make_node("Identity", [h], ["features"], name="/out_features"))
+    inputs = [helper.make_tensor_value_info(x, F32, ["batch", 16, 13, 11])]
+    outputs = [helper.make_tensor_value_info("features", F32, ["batch", 16, 7, 6])]
+    return mm.make_model(b, "e2e_regnet_convs", inputs, outputs, 17, 8)
+
+
+def index_ops(seed=9):
+    """The index ops issue 29 gave native steps: GatherElements along the last axis by an index input,
+    Trilu (lower, k = -1) of the last two axes, CumSum along seq (a constant axis)."""
+    b = mm.Builder(seed)
+    width = 12
+    x, idx = "x", "idx"
+    s = "/index"
+    ge = b.op("GatherElements", [x, idx], s, axis=2)                          # [batch, seq, 12]
+    tl = b.op("Trilu", [x, b.const(-1, s)], s, upper=0)                       # [batch, seq, 12]
+    cs = b.op("CumSum", [x, b.const(1, s)], s)                                # [batch, seq, 12]
+    for out, v in {"gathered": ge, "lower": tl, "cumsum": cs}.items():
+        b.nodes.append(helper.make_node("Identity", [v], [out], name=f"/out_{out}"))
+    inputs = [helper.make_tensor_value_info(x, F32, ["batch", "seq", width]),
+              helper.make_tensor_value_info(idx, I64, ["batch", "seq", width])]
+    outputs = [helper.make_tensor_value_info(o, F32, ["batch", "seq", width]) for o in ("gathered", "lower", "cumsum")]
+    return mm.make_model(b, "e2e_index_ops", inputs, outputs, 17, 8)
+
+
 MODELS = {
     "bert_tiny": mm.MODELS["bert_tiny"],
     "gpt2_block": mm.MODELS["gpt2_block"],
@@ -170,6 +214,8 @@ MODELS = {
     "misc_ops": misc_ops,
     "grouped_convs": grouped_convs,
     "resnext_convs": resnext_convs,
+    "regnet_convs": regnet_convs,
+    "index_ops": index_ops,
 }
 
 # Integer inputs: ("index", rows) uniform over a table; ("mask",) ones with a padded tail per row.
@@ -178,6 +224,7 @@ INT_INPUTS = {
     ("bert_tiny", "attention_mask"): ("mask",),
     ("gpt2_block", "input_ids"): ("index", 256),
     ("misc_ops", "idx"): ("index", 50),
+    ("index_ops", "idx"): ("index", 12),
 }
 
 
@@ -210,6 +257,12 @@ VARIANTS = [
          cases=cases({"batch": 3, "seq": 5}, {"batch": 6, "seq": 40})),
     dict(name="grouped_convs", model="grouped_convs", dtype="fp16", dynamic="batch=1..5", flags=[],
          cases=cases({"batch": 3}, {"batch": 1}, {"batch": 5})),
+    dict(name="regnet_convs", model="regnet_convs", dtype="fp16", dynamic="batch=1..4", flags=[],
+         cases=cases({"batch": 3}, {"batch": 1}, {"batch": 4})),
+    dict(name="regnet_convs_bf16", model="regnet_convs", dtype="bf16", dynamic="batch=1..4", flags=[],
+         cases=cases({"batch": 2}, {"batch": 4})),
+    dict(name="index_ops", model="index_ops", dtype="fp16", dynamic="batch=1..4,seq=1..24", flags=[],
+         cases=cases({"batch": 2, "seq": 9}, {"batch": 1, "seq": 1}, {"batch": 4, "seq": 24})),
     dict(name="resnext_convs_bf16", model="resnext_convs", dtype="bf16", dynamic="batch=1..4", flags=[],
          cases=cases({"batch": 3}, {"batch": 1}, {"batch": 4})),
 ]

@@ -25,6 +25,7 @@
 #include <utility>
 #include <vector>
 
+#include "backends/native/index_ops.h"
 #include "backends/native/native.h"
 #include "ir/graph.h"
 #include "reference/reference.h"
@@ -518,7 +519,28 @@ void softmax_case(DType dt, int64_t b, int64_t h, int64_t q, int64_t k, int mask
   check(name, dy.get(dt, {b, h, q, k}), want);
 }
 
+// LogSoftmax (SoftmaxArgs::log) on each kernel path: logits wide enough that the smallest
+// probabilities underflow f16, so the log of a rounded probability would be -inf.
+void log_softmax_case(DType dt, int64_t rows, int64_t k) {
+  const std::string name = "LogSoftmax_" + dts(dt) + "_" + shp({rows, k});
+  if (!selected(name)) return;
+  const Tensor x = rnd(dt, {rows, k}, -30, 30);
+  const Tensor want = ref_op("LogSoftmax", {x}, {{"axis", int64_t{-1}}})[0];
+  Dev dx(x), dy(x.nbytes());
+  native::SoftmaxArgs a;
+  a.dtype = dt;
+  a.x = dx.p;
+  a.y = dy.p;
+  a.q = rows;
+  a.cols = k;
+  a.log = true;
+  CK(native::softmax(a, nullptr));
+  check(name, dy.get(dt, {rows, k}), want);
+}
+
 void softmax_tests() {
+  for (DType dt : {DType::f32, DType::f16, DType::bf16})
+    for (int64_t k : {5, 1000, 4096, 20000}) log_softmax_case(dt, 3, k);
   for (DType dt : {DType::f32, DType::f16, DType::bf16}) {
     softmax_case(dt, 2, 12, 128, 128, 1, 0.125f, false);  // BERT
     softmax_case(dt, 2, 3, 37, 37, 0, 1.f, true);         // causal, odd
@@ -714,14 +736,42 @@ void reduce_case(native::ReduceOp op, const std::string& onnx, DType dt, std::ve
                  std::vector<int64_t> axes) {
   const std::string name = "Reduce_" + onnx + "_" + dts(dt) + "_" + shp(dims) + "_axes" + shp(axes);
   if (!selected(name)) return;
-  const Tensor x = op == native::ReduceOp::prod ? rnd(dt, dims, 0.8, 1.25) : rnd(dt, dims);
+  // prod near 1 (no overflow), log_sum of positives; log_sum_exp far above exp's f32 range (88), so
+  // only a max-shifted sum stays finite.
+  const Tensor x = op == native::ReduceOp::prod      ? rnd(dt, dims, 0.8, 1.25)
+                   : op == native::ReduceOp::log_sum ? rnd(dt, dims, 0.1, 2.0)
+                   : op == native::ReduceOp::log_sum_exp ? rnd(dt, dims, 90.0, 100.0)
+                                                          : rnd(dt, dims);
   const Tensor want = ref_op(onnx, {x, i64s(axes)}, {{"keepdims", int64_t{0}}})[0];
   Dev dx(x), dy(want.nbytes());
   CK(native::reduce(op, dt, dx.p, dims, axes, dy.p, nullptr));
   check(name, dy.get(dt, want.dims()), want);
 }
 
+// ArgMax / ArgMin: inputs rounded to a few values, so ties decide between first and last index.
+void arg_case(bool is_max, bool last, DType dt, std::vector<int64_t> dims, int64_t axis) {
+  const std::string onnx = is_max ? "ArgMax" : "ArgMin";
+  const std::string name = "Reduce_" + onnx + (last ? "_last" : "") + "_" + dts(dt) + "_" + shp(dims) + "_axis" +
+                           std::to_string(axis);
+  if (!selected(name)) return;
+  Tensor x = rnd(dt, dims, -3, 3);
+  for (int64_t i = 0; i < x.numel(); ++i) x.set_f64(i, std::round(x.get_f64(i)));
+  const Tensor want = ref_op(onnx, {x}, {{"axis", axis}, {"keepdims", int64_t{0}}, {"select_last_index", int64_t{last}}})[0];
+  using R = native::ReduceOp;
+  const R op = is_max ? (last ? R::argmax_last : R::argmax) : (last ? R::argmin_last : R::argmin);
+  Dev dx(x), dy(want.nbytes());
+  CK(native::reduce(op, dt, dx.p, dims, {axis}, dy.p, nullptr));
+  check(name, dy.get(DType::i64, want.dims()), want);
+}
+
 void reduce_tests() {
+  for (DType dt : {DType::f32, DType::f16, DType::bf16})
+    for (bool is_max : {true, false})
+      for (bool last : {false, true}) {
+        arg_case(is_max, last, dt, {8, 16, 33}, 2);
+        arg_case(is_max, last, dt, {8, 16, 33}, 0);
+        arg_case(is_max, last, dt, {5, 1, 7}, 1);  // a size-1 axis: every index 0
+      }
   using R = native::ReduceOp;
   for (DType dt : {DType::f32, DType::f16, DType::bf16}) {
     reduce_case(R::mean, "ReduceMean", dt, {8, 16, 33}, {2});
@@ -732,7 +782,69 @@ void reduce_tests() {
     reduce_case(R::prod, "ReduceProd", dt, {6, 40}, {1});
     reduce_case(R::mean, "ReduceMean", dt, {256, 768}, {-1});
     reduce_case(R::sum, "ReduceSum", dt, {3, 5, 7}, {0, 1, 2});
+    for (const std::vector<int64_t>& axes : {std::vector<int64_t>{2}, std::vector<int64_t>{0, 2}}) {  // warp, thread per output
+      reduce_case(R::l1, "ReduceL1", dt, {8, 16, 33}, axes);
+      reduce_case(R::l2, "ReduceL2", dt, {8, 16, 33}, axes);
+      reduce_case(R::log_sum, "ReduceLogSum", dt, {8, 16, 33}, axes);
+      reduce_case(R::log_sum_exp, "ReduceLogSumExp", dt, {8, 16, 33}, axes);
+    }
   }
+}
+
+// ---- GatherElements, Trilu, CumSum ---------------------------------------------------------
+void gather_elements_case(DType dt, std::vector<int64_t> xdims, std::vector<int64_t> idims, int64_t axis, DType it) {
+  const std::string name = "GatherElements_" + dts(dt) + "_" + shp(xdims) + "_idx" + shp(idims) + "_axis" +
+                           std::to_string(axis) + "_" + dts(it);
+  if (!selected(name)) return;
+  const Tensor x = rnd(dt, xdims);
+  const int64_t ad = xdims[size_t(axis)];
+  Tensor idx(it, idims);  // negative indices count from the end
+  std::uniform_int_distribution<int64_t> u(-ad, ad - 1);
+  for (int64_t i = 0; i < idx.numel(); ++i) idx.set_f64(i, double(u(g_rng)));
+  const Tensor want = ref_op("GatherElements", {x, idx}, {{"axis", axis}})[0];
+  Dev dx(x), di(idx), dy(want.nbytes());
+  CK(native::gather_elements(ir::size_of(dt), dx.p, xdims, axis, di.p, it, idims, dy.p, nullptr));
+  check(name, dy.get(dt, idims), want);
+}
+
+void trilu_case(DType dt, std::vector<int64_t> dims, int64_t k, bool upper) {
+  const std::string name = std::string("Trilu_") + (upper ? "upper_" : "lower_") + dts(dt) + "_" + shp(dims) + "_k" +
+                           std::to_string(k);
+  if (!selected(name)) return;
+  const Tensor x = rnd(dt, dims, 0.5, 2.0);  // no zeros: a kept element reads as kept
+  const Tensor want = ref_op("Trilu", {x, Tensor::from_i64({k}, {})}, {{"upper", int64_t{upper}}})[0];
+  Dev dx(x), dy(x.nbytes());
+  CK(native::trilu(ir::size_of(dt), dx.p, dims, k, upper, dy.p, nullptr));
+  check(name, dy.get(dt, dims), want);
+}
+
+void cumsum_case(DType dt, std::vector<int64_t> dims, int64_t axis, bool exclusive, bool reverse) {
+  const std::string name = "CumSum_" + dts(dt) + "_" + shp(dims) + "_axis" + std::to_string(axis) +
+                           (exclusive ? "_exclusive" : "") + (reverse ? "_reverse" : "");
+  if (!selected(name)) return;
+  const Tensor x = ir::is_float(dt) ? rnd(dt, dims) : rnd(dt, dims, -50, 50);
+  const Tensor want = ref_op("CumSum", {x, Tensor::from_i64({axis}, {})},
+                             {{"exclusive", int64_t{exclusive}}, {"reverse", int64_t{reverse}}})[0];
+  Dev dx(x), dy(x.nbytes());
+  CK(native::cumsum(dt, dx.p, dims, axis, exclusive, reverse, dy.p, nullptr));
+  check(name, dy.get(dt, dims), want);
+}
+
+void index_ops_tests() {
+  for (DType dt : {DType::f32, DType::f16, DType::i64, DType::u8}) {
+    gather_elements_case(dt, {4, 5, 6}, {4, 3, 6}, 1, DType::i64);
+    gather_elements_case(dt, {4, 5, 6}, {2, 5, 7}, 2, DType::i32);  // more indices than x has along the axis
+    gather_elements_case(dt, {7, 3}, {9, 3}, 0, DType::i64);
+  }
+  for (DType dt : {DType::f32, DType::bf16, DType::i32})
+    for (int64_t k : {-2, 0, 1, 7}) {
+      trilu_case(dt, {2, 5, 7}, k, true);
+      trilu_case(dt, {3, 6, 4}, k, false);
+    }
+  for (DType dt : {DType::f32, DType::f16, DType::bf16, DType::i32, DType::i64})
+    for (int64_t axis : {0, 2})
+      for (bool excl : {false, true})
+        for (bool rev : {false, true}) cumsum_case(dt, {6, 5, 40}, axis, excl, rev);
 }
 
 // ---- data movement -------------------------------------------------------------------------
@@ -1055,12 +1167,146 @@ void attention_case(DType dt, int64_t b, int64_t h, int64_t sq, int64_t sk, int 
   }
 }
 
+// Additive biases, long key sequences and padded head dims: Q, K, V and O as [b, s, h, d] (packed:
+// one [b, s, 3, h, d] tensor), against a double reference on the rounded inputs, output poisoned
+// first, the automatic kernel (every block shape forced too where d is 32 or 64 and the fast path
+// runs). bias: 0 none; 1 a relative position bias [h, sq, sk] (strides {0, sq·sk, sk}); 2 a window
+// shift mask [nW, sq, sk] of 0 and -100 wrapping over the batch (b % nW, mask_batch_inner = nW);
+// 3 their sum [nW, h, sq, sk], wrapping, as fuse_attention folds Swin's two constants. The bias is in
+// bias_dt (f32 or the dtype).
+void attention_bias_case(DType dt, int64_t b, int64_t h, int64_t sq, int64_t sk, int64_t d, int bias, bool packed = false,
+                         int64_t nw = 1, DType bias_dt = DType::f32, bool causal = false) {
+  const std::string name = "AttentionBias_" + dts(dt) + "_b" + std::to_string(b) + "h" + std::to_string(h) + "_q" +
+                           std::to_string(sq) + "k" + std::to_string(sk) + "d" + std::to_string(d) + "_bias" +
+                           std::to_string(bias) + (bias ? dts(bias_dt) : "") + (nw > 1 ? "_nw" + std::to_string(nw) : "") +
+                           (packed ? "_packedqkv" : "") + (causal ? "_causal" : "");
+  const bool fast = d == 32 || d == 64;
+  bool any = false;
+  for (const auto& kn : native::kAttentionKernelNames) any = any || selected(name + "_" + kn.second);
+  if (!any) return;
+  const Tensor q = rnd(dt, {b, sq, h, d}), k = rnd(dt, {b, sk, h, d}), v = rnd(dt, {b, sk, h, d});
+  const Tensor rel = rnd(bias_dt, {h, sq, sk}, -2, 2);
+  Tensor shift(bias_dt, {nw, sq, sk});
+  for (int64_t i = 0; i < shift.numel(); ++i) shift.set_f64(i, (i * 7919 + i / sk * 13) % 5 == 0 ? -100.0 : 0.0);
+  Tensor sum(bias_dt, {nw, h, sq, sk});
+  for (int64_t w = 0; w < nw; ++w)
+    for (int64_t hi = 0; hi < h; ++hi)
+      for (int64_t e = 0; e < sq * sk; ++e)
+        sum.set_f64((w * h + hi) * sq * sk + e, rel.get_f64(hi * sq * sk + e) + shift.get_f64(w * sq * sk + e));
+  const Tensor& mask = bias == 1 ? rel : bias == 2 ? shift : sum;
+  auto addend = [&](int64_t bi, int64_t hi, int64_t i, int64_t j) -> double {
+    const int64_t w = bi % nw;
+    if (bias == 1) return rel.get_f64((hi * sq + i) * sk + j);
+    if (bias == 2) return shift.get_f64((w * sq + i) * sk + j);
+    if (bias == 3) return sum.get_f64(((w * h + hi) * sq + i) * sk + j);
+    return 0.0;
+  };
+  const float scale = 1.f / std::sqrt(float(d));
+  std::vector<double> want(static_cast<size_t>(b * sq * h * d));
+  std::vector<double> s(static_cast<size_t>(sk));
+  for (int64_t bi = 0; bi < b; ++bi)
+    for (int64_t hi = 0; hi < h; ++hi)
+      for (int64_t i = 0; i < sq; ++i) {
+        double mx = -INFINITY;
+        for (int64_t j = 0; j < sk; ++j) {
+          double acc = 0;
+          for (int64_t c = 0; c < d; ++c)
+            acc += q.get_f64(((bi * sq + i) * h + hi) * d + c) * k.get_f64(((bi * sk + j) * h + hi) * d + c);
+          acc = acc * scale + addend(bi, hi, i, j);
+          if (causal && j > i + (sk - sq)) acc = -INFINITY;
+          s[size_t(j)] = acc;
+          mx = std::max(mx, acc);
+        }
+        double total = 0;
+        for (double& x : s) total += (x = mx == -INFINITY ? 0.0 : std::exp(x - mx));
+        for (int64_t c = 0; c < d; ++c) {
+          double o = 0;
+          for (int64_t j = 0; j < sk; ++j) o += s[size_t(j)] * v.get_f64(((bi * sk + j) * h + hi) * d + c);
+          want[size_t(((bi * sq + i) * h + hi) * d + c)] = total > 0 ? o / total : 0.0;
+        }
+      }
+  const int64_t hd = h * d;
+  Tensor qkv(dt, packed ? std::vector<int64_t>{b, sq, 3, h, d} : std::vector<int64_t>{1});
+  if (packed)
+    for (int64_t r = 0; r < b * sq; ++r)
+      for (int64_t c = 0; c < hd; ++c) {
+        qkv.set_f64((r * 3 + 0) * hd + c, q.get_f64(r * hd + c));
+        qkv.set_f64((r * 3 + 1) * hd + c, k.get_f64(r * hd + c));
+        qkv.set_f64((r * 3 + 2) * hd + c, v.get_f64(r * hd + c));
+      }
+  const size_t out_bytes = size_t(b * sq * h * d) * ir::size_of(dt);
+  Dev dq(q), dk(k), dv(v), dqkv(qkv), dm(mask), dout(out_bytes);
+  native::AttentionArgs a;
+  a.dtype = dt;
+  a.q = dq.p, a.k = dk.p, a.v = dv.p, a.o = dout.p;
+  if (packed) {  // d·h elements apart: only 8-byte aligned where d is not a multiple of 8
+    uint8_t* base = static_cast<uint8_t*>(dqkv.p);
+    a.q = base, a.k = base + hd * ir::size_of(dt), a.v = base + 2 * hd * ir::size_of(dt);
+  }
+  a.b = b, a.h = h, a.sq = sq, a.sk = sk, a.d = d;
+  for (int i = 0; i < 3; ++i) {
+    const int64_t qs[3] = {sq * hd, d, hd}, ks[3] = {sk * hd, d, hd}, ps[3] = {sq * 3 * hd, d, 3 * hd};
+    a.o_stride[i] = qs[i];
+    a.q_stride[i] = packed ? ps[i] : qs[i];
+    a.k_stride[i] = a.v_stride[i] = packed ? ps[i] : ks[i];
+  }
+  a.scale = scale;
+  a.causal = causal;
+  if (bias) {
+    a.mask = dm.p;
+    a.mask_dtype = bias_dt;
+    if (bias == 1) a.mask_stride[0] = 0, a.mask_stride[1] = sq * sk, a.mask_stride[2] = sk;
+    if (bias == 2) a.mask_stride[0] = sq * sk, a.mask_stride[1] = 0, a.mask_stride[2] = sk;
+    if (bias == 3) a.mask_stride[0] = h * sq * sk, a.mask_stride[1] = sq * sk, a.mask_stride[2] = sk;
+    if (bias >= 2) a.mask_batch_inner = nw;
+  }
+  for (const auto& [kernel, kname] : native::kAttentionKernelNames) {
+    const std::string full = name + "_" + kname;
+    if (!selected(full) || (!fast && kernel != native::AttentionKernel::automatic)) continue;
+    CK(cudaMemset(dout.p, 0xFF, out_bytes));  // poison: unwritten elements read as NaN
+    a.kernel = kernel;
+    CK(native::attention(a, nullptr));
+    const Tensor got = dout.get(dt, {b, sq, h, d});
+    double num = 0, den = 0;
+    bool finite = true;
+    for (int64_t i = 0; i < got.numel(); ++i) {
+      const double g = got.get_f64(i), w = want[size_t(i)];
+      finite = finite && std::isfinite(g);
+      num += (g - w) * (g - w);
+      den += w * w;
+    }
+    const double err = std::sqrt(num / std::max(den, 1e-30)), tol = dt == DType::f16 ? 3e-3 : 2e-2;
+    const bool ok = finite && err <= tol;
+    std::printf("%s %-66s rel_l2=%.3g tol=%.0e%s\n", ok ? "PASS" : "FAIL", full.c_str(), err, tol,
+                finite ? "" : " (non-finite output: unwritten?)");
+    ok ? ++g_pass : ++g_fail;
+  }
+}
+
 void attention_tests() {
   for (DType dt : {DType::f16, DType::bf16}) {
+    // Whisper-tiny's encoder (1500 keys, 24 key tiles), ViT at 384 px (577), a relative bias on both.
+    attention_bias_case(dt, 1, 2, 1500, 1500, 64, 0);
+    attention_bias_case(dt, 1, 2, 577, 577, 64, 1);
+    attention_bias_case(dt, 2, 3, 100, 1500, 32, 1, false, 1, dt, true);
+    // MobileViT-S's head dims (36, 48, 60: padded in shared memory), packed Q/K/V only 8-byte aligned.
+    for (int64_t d : {36, 48, 60}) {
+      attention_bias_case(dt, 4, 4, 256, 256, d, 0, true);
+      attention_bias_case(dt, 2, 4, 77, 77, d, 1, false, 1, dt);
+    }
+    // Other multiples of 4 up to 128; a 1500-key sequence with a padded head dim.
+    for (int64_t d : {4, 40, 52, 80, 100, 128}) attention_bias_case(dt, 2, 3, 77, 100, d, 1);
+    attention_bias_case(dt, 1, 2, 1500, 1500, 48, 0, false, 1, DType::f32, true);
+    // Swin's shifted windows: 2 images x 4 windows of 49 tokens, 3 heads of 32; the shift mask alone
+    // and summed with the relative position bias, wrapping every 4 windows; in f32 and the dtype.
+    attention_bias_case(dt, 8, 3, 49, 49, 32, 2, false, 4);
+    attention_bias_case(dt, 8, 3, 49, 49, 32, 3, false, 4);
+    attention_bias_case(dt, 8, 3, 49, 49, 32, 3, true, 4, dt);
+    attention_bias_case(dt, 8, 3, 49, 49, 36, 3, false, 4);
     attention_case(dt, 2, 12, 128, 128, 1, false);  // BERT-base, padding mask
     attention_case(dt, 1, 12, 77, 77, 0, true);     // GPT-2, causal, ragged tile
     attention_case(dt, 3, 2, 9, 300, 2, false);     // more keys than queries, [B,1,Q,K] mask
-    attention_case(dt, 1, 2, 130, 512, 1, true);    // the most keys the kernel takes
+    attention_case(dt, 1, 2, 130, 512, 1, true);    // eight key tiles
     attention_case(dt, 2, 2, 16, 16, 1, false, 32);  // head dim 32 (the bundled bert_tiny)
     // Grids the automatic choice gives other block shapes (every case also runs each shape forced).
     attention_case(dt, 8, 12, 128, 128, 2, true);
@@ -1110,18 +1356,18 @@ void attention_tests() {
     attention_case(dt, 2, 12, 197, 197, 0, false);
     attention_case(dt, 3, 12, 50, 50, 0, false, 32);
   }
-  // Refusals: head dim 48, too many keys, a misaligned stride, an unknown kernel, heads that are no
-  // multiple of the K/V group.
+  // Refusals: head dim 50 (not a multiple of 4), too many keys, a stride not a multiple of 4, an
+  // unknown kernel, heads that are no multiple of the K/V group.
   native::AttentionArgs a;
   a.q = a.k = a.v = reinterpret_cast<void*>(256);
   a.sq = a.sk = 16;
   for (int i = 0; i < 3; ++i) a.q_stride[i] = a.k_stride[i] = a.v_stride[i] = 64;
   int refused = 0;
-  a.d = 48;
+  a.d = 50;
   refused += native::attention(a, nullptr) == cudaErrorNotSupported;
-  a.d = 64, a.sk = 513;
+  a.d = 64, a.sk = native::kMaxAttentionKeys + 1;
   refused += native::attention(a, nullptr) == cudaErrorNotSupported;
-  a.sk = 16, a.q_stride[2] = 60;
+  a.sk = 16, a.q_stride[2] = 62;
   refused += native::attention(a, nullptr) == cudaErrorNotSupported;
   a.q_stride[2] = 64, a.kernel = static_cast<native::AttentionKernel>(99);
   refused += native::attention(a, nullptr) == cudaErrorInvalidValue;
@@ -1164,7 +1410,51 @@ void depthwise_case(DType dt, int64_t n, int64_t c, int64_t hw, int64_t k, int64
   check(name, dy.get(dt, want.dims()), want);
 }
 
+// A fused activation (native::ConvAct) after conv + bias, against the reference's ops in their ONNX
+// spellings: SiLU as x·Sigmoid(x), Swish(1.5) as x·Sigmoid(1.5·x), Sigmoid, HardSwish, HardSigmoid(0.3, 0.4).
+void depthwise_act_case(DType dt, int64_t c, native::ConvAct act, float alpha, float beta) {
+  const int64_t n = 2, hw = 9, k = 3;
+  const std::string name = "Depthwise_" + dts(dt) + "_c" + std::to_string(c) + "_" +
+                           std::string(native::conv_act_name(act)) + (alpha == 1.5f ? "_alpha1p5" : "");
+  if (!selected(name)) return;
+  const Tensor x = rnd(dt, {n, c, hw, hw}), w = rnd(dt, {c, 1, k, k}), b = rnd(dt, {c});
+  const std::vector<int64_t> pads = {1, 1, 1, 1}, ks = {k, k};
+  const Tensor conv = ref_op("Conv", {x, w, b}, {{"group", c}, {"pads", pads}, {"kernel_shape", ks}})[0];
+  Tensor y;
+  switch (act) {
+    case native::ConvAct::silu: {
+      const Tensor scaled = ref_op("Mul", {conv, Tensor::scalar_f32(alpha).cast(dt)})[0];
+      y = ref_op("Mul", {conv, ref_op("Sigmoid", {scaled})[0]})[0];
+      break;
+    }
+    case native::ConvAct::sigmoid: y = ref_op("Sigmoid", {conv})[0]; break;
+    case native::ConvAct::hard_swish: y = ref_op("HardSwish", {conv})[0]; break;
+    default: y = ref_op("HardSigmoid", {conv}, {{"alpha", double(alpha)}, {"beta", double(beta)}})[0]; break;
+  }
+  const Tensor want = to_nhwc(y), xn = to_nhwc(x);
+  Tensor rsc(dt, {k, k, c});
+  for (int64_t ch = 0; ch < c; ++ch)
+    for (int64_t i = 0; i < k * k; ++i) rsc.set_f64(i * c + ch, w.get_f64(ch * k * k + i));
+  Dev dx(xn), dw(rsc), db(b), dy(want.nbytes());
+  native::DepthwiseArgs a;
+  a.dtype = dt;
+  a.x = dx.p, a.w = dw.p, a.bias = db.p, a.y = dy.p;
+  a.n = n, a.h = hw, a.w_ = hw, a.c = c, a.r = k, a.s = k, a.p = hw, a.q = hw;
+  a.pad_h = a.pad_w = 1;
+  a.act = act, a.act_alpha = alpha, a.act_beta = beta;
+  CK(native::depthwise_conv2d(a, nullptr));
+  check(name, dy.get(dt, want.dims()), want);
+}
+
 void depthwise_tests() {
+  for (DType dt : {DType::f32, DType::f16, DType::bf16})
+    for (int64_t c : {32, 5}) {  // the vector kernel and the scalar one
+      depthwise_act_case(dt, c, native::ConvAct::silu, 1.f, 0.f);
+      depthwise_act_case(dt, c, native::ConvAct::silu, 1.5f, 0.f);
+      depthwise_act_case(dt, c, native::ConvAct::sigmoid, 1.f, 0.f);
+      depthwise_act_case(dt, c, native::ConvAct::hard_swish, 1.f / 6.f, 0.5f);
+      depthwise_act_case(dt, c, native::ConvAct::hard_sigmoid, 0.3f, 0.4f);
+    }
   for (DType dt : {DType::f32, DType::f16, DType::bf16}) {
     depthwise_case(dt, 2, 32, 28, 3, 1, 1);   // MobileNetV2 block
     depthwise_case(dt, 1, 96, 56, 3, 2, 1);   // the stride-2 ones
@@ -1646,7 +1936,7 @@ int main(int argc, char** argv) {
       {"layernorm", layernorm_tests}, {"embed_layernorm", embed_ln_tests}, {"reduce", reduce_tests},        {"movement", movement_tests},
       {"where_cast", where_cast_tests}, {"pool", pool_tests},  {"fill_iota", fill_iota_tests},
       {"attention", attention_tests},   {"depthwise", depthwise_tests}, {"grouped", grouped_tests}, {"im2col", im2col_tests},
-      {"stem_conv", stem_conv_tests}, {"prefetch", prefetch_tests}};
+      {"stem_conv", stem_conv_tests}, {"prefetch", prefetch_tests}, {"index_ops", index_ops_tests}};
   for (auto [name, fn] : groups) {
     try {
       fn();

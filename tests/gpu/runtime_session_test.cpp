@@ -3,13 +3,17 @@
 // error case (unknown input, wrong dtype, wrong shape, dim outside its range, host memory), each
 // followed by a good run that must still be right; graph replay per shape signature; four
 // contexts on four threads at once; the C API; an nchw_to_nhwc step (fused cast, padded channels).
-// Exits 77 without a GPU.
+// With --every-device: the artifact on every GPU at once (every_device below). Exits 77 without a GPU.
+#include <cuda.h>
+#include <dlfcn.h>
 #include <cuda_runtime_api.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmath>
 #include <cstring>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <random>
 #include <string>
@@ -213,9 +217,167 @@ std::string error_of(sabre::ExecutionContext& ctx, std::vector<sabre_tensor> ins
   return "no error";
 }
 
+
+// ---- --every-device: one artifact on every GPU at once (issue 35) ----------------------------
+// The same artifact loaded on devices 0..N-1 from one process (a thread per device) and from one
+// process per device, all at once: each runs several random inputs through captured and replayed
+// CUDA graphs into poisoned outputs, and through the C API with host tensors (the staging path),
+// and compares with host_reference. A process whose sessions are on device d > 0 must never have
+// touched device 0: its primary context there stays inactive. Returns failures as text lines.
+std::string run_on_device(const std::string& dir, const std::vector<float>& w, int device, int reps, unsigned seed0) {
+  std::string fails;
+  auto fail = [&](const std::string& what) { fails += "device " + std::to_string(device) + ": " + what + "\n"; };
+  const sabre::gpu_test::Bound tol{2e-4, 0, std::numeric_limits<double>::infinity()};
+  try {
+    sabre::Session session(dir, device);
+    sabre::ExecutionContext ctx(session);
+    if (cudaSetDevice(device) != cudaSuccess) return fail("cudaSetDevice"), fails;  // the test's own buffers
+    for (int64_t batch : {4, 16}) {
+      const size_t n = size_t(batch * kCols);
+      void *dx = nullptr, *dy = nullptr;
+      if (cudaMalloc(&dx, n * 4) != cudaSuccess || cudaMalloc(&dy, n * 4) != cudaSuccess) return fail("cudaMalloc"), fails;
+      int64_t shape[2] = {batch, kCols};
+      for (int rep = 0; rep < reps; ++rep) {
+        auto x = random_floats(n, seed0 + unsigned(rep * 31 + batch), -2.f, 2.f);
+        std::vector<float> y(n);
+        if (cudaMemcpy(dx, x.data(), n * 4, cudaMemcpyHostToDevice) != cudaSuccess ||
+            cudaMemset(dy, 0xff, n * 4) != cudaSuccess)  // NaN poison
+          return fail("copying the input"), fails;
+        std::vector<sabre_tensor> outs = {{"y", dy, SABRE_DEVICE_CUDA, device, {SABRE_DTYPE_FLOAT, 32, 1}, 2, shape, nullptr}};
+        ctx.run({{"x", dx, SABRE_DEVICE_CUDA, device, {SABRE_DTYPE_FLOAT, 32, 1}, 2, shape, nullptr}}, outs);
+        if (ctx.last_stats().graph_replayed != (rep > 0))
+          fail("batch " + std::to_string(batch) + " run " + std::to_string(rep) + ": graph_replayed " +
+               std::to_string(ctx.last_stats().graph_replayed));
+        if (cudaMemcpy(y.data(), dy, n * 4, cudaMemcpyDeviceToHost) != cudaSuccess) return fail("copying the output"), fails;
+        const auto c = sabre::gpu_test::compare(y, host_reference(x, w, batch), tol);
+        if (!c.ok()) fail("batch " + std::to_string(batch) + " run " + std::to_string(rep) + ": " + c.summary());
+      }
+      if (cudaFree(dx) != cudaSuccess || cudaFree(dy) != cudaSuccess) fail("cudaFree");
+    }
+  } catch (const std::exception& e) {
+    fail(std::string("C++ API: ") + e.what());
+  }
+  sabre_session* cs = nullptr;
+  sabre_context* cc = nullptr;
+  if (sabre_session_load(dir.c_str(), device, &cs) != SABRE_SUCCESS || sabre_context_create(cs, nullptr, &cc) != SABRE_SUCCESS) {
+    fail(std::string("C API: ") + sabre_last_error());
+  } else {
+    int64_t shape[2] = {4, kCols};
+    for (int rep = 0; rep < reps; ++rep) {
+      auto x = random_floats(4 * kCols, seed0 + 1000 + unsigned(rep), -1.f, 1.f);
+      std::vector<float> y(x.size(), std::numeric_limits<float>::quiet_NaN());
+      DLTensor hx{}, hy{};
+      hx.data = x.data();
+      hx.device = {kDLCPU, 0};
+      hx.ndim = 2;
+      hx.dtype = {kDLFloat, 32, 1};
+      hx.shape = shape;
+      hy = hx;
+      hy.data = y.data();
+      if (sabre_run(cc, &hx, 1, &hy, 1, 0) != SABRE_SUCCESS) {
+        fail(std::string("C API run: ") + sabre_last_error());
+        break;
+      }
+      const auto c = sabre::gpu_test::compare(y, host_reference(x, w, 4), tol);
+      if (!c.ok()) fail("C API, host tensors, run " + std::to_string(rep) + ": " + c.summary());
+    }
+  }
+  sabre_context_free(cc);
+  sabre_session_free(cs);
+  return fails;
+}
+
+// Whether this process has a primary context on device 0 (the driver's view: cudart cannot ask).
+// The driver library is opened here rather than linked, so the binary still starts (and skips) on a
+// machine without a GPU driver.
+bool touched_device0() {
+  using GetFn = CUresult (*)(CUdevice*, int);
+  using StateFn = CUresult (*)(CUdevice, unsigned*, int*);
+  static void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  auto get = lib ? reinterpret_cast<GetFn>(dlsym(lib, "cuDeviceGet")) : nullptr;
+  auto state = lib ? reinterpret_cast<StateFn>(dlsym(lib, "cuDevicePrimaryCtxGetState")) : nullptr;
+  if (!get || !state) return true;
+  CUdevice d0 = 0;
+  unsigned flags = 0;
+  int active = 0;
+  if (get(&d0, 0) != CUDA_SUCCESS || state(d0, &flags, &active) != CUDA_SUCCESS) return true;
+  return active != 0;
+}
+
+// A child process: sessions on one device; exit 0 when every output matched and, for d > 0,
+// device 0 was never touched.
+int every_device_child(int device, const std::string& dir, unsigned seed0) {
+  std::vector<float> w = random_floats(3 * 256, 11, -1.f, 1.f);  // build_artifact's weights
+  std::string fails = run_on_device(dir, w, device, 4, seed0);
+  if (device > 0 && touched_device0()) fails += "device " + std::to_string(device) + ": a context was made on device 0\n";
+  std::fputs(fails.c_str(), stdout);
+  return fails.empty() ? 0 : 1;
+}
+
+int every_device(const char* self) {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
+    std::printf("no GPU: skipped\n");
+    return 77;
+  }
+  cudaDeviceProp prop{};
+  if (cudaGetDeviceProperties(&prop, 0) != cudaSuccess) return std::printf("FAIL cudaGetDeviceProperties\n"), 1;
+  const int sm = prop.major * 10 + prop.minor;
+  std::vector<float> w;
+  const std::string dir = build_artifact(w, sm);
+  std::vector<int> devices;
+  for (int d = 0; d < count; ++d) {
+    cudaDeviceProp p{};
+    if (cudaGetDeviceProperties(&p, d) == cudaSuccess && p.major * 10 + p.minor == sm) devices.push_back(d);
+    else std::printf("GPU %d is not sm%d like GPU 0: left out\n", d, sm);
+  }
+  // One process per device, started first so they run beside the threads below.
+  std::vector<std::pair<int, pid_t>> children;
+  for (int d : devices) {
+    pid_t pid = fork();
+    if (pid == 0) {  // exec at once: no CUDA state crosses the fork
+      const std::string dev = std::to_string(d), seed = std::to_string(7000 + 100 * d);
+      execl(self, self, "--device-child", dev.c_str(), dir.c_str(), seed.c_str(), static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    children.push_back({d, pid});
+  }
+  std::vector<std::string> fails(devices.size());
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < devices.size(); ++i)
+    threads.emplace_back([&, i] { fails[i] = run_on_device(dir, w, devices[i], 4, 3000 + 100 * unsigned(devices[i])); });
+  for (auto& t : threads) t.join();
+  int failures = 0;
+  for (const std::string& f : fails)
+    if (!f.empty()) ++failures, std::printf("FAIL (threads) %s", f.c_str());
+  // One thread serving every device in turn (a thread pool in front of several GPUs): whatever the
+  // runtime keeps per thread must follow the device.
+  for (int round = 0; round < 2; ++round)
+    for (int d : devices)
+      if (std::string f = run_on_device(dir, w, d, 2, 9000 + 100 * unsigned(d) + unsigned(round)); !f.empty())
+        ++failures, std::printf("FAIL (one thread, every device) %s", f.c_str());
+  for (const auto& [d, pid] : children) {
+    int st = 0;
+    if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+      ++failures, std::printf("FAIL (process on device %d): exit %d\n", d, WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+  }
+  std::printf("%s: one artifact on %zu device(s) (%s), a thread and a process each, at once: %d failure(s)\n",
+              failures ? "FAILED" : "PASSED", devices.size(), prop.name, failures);
+  fs::remove_all(dir);
+  if (failures) return 1;
+  if (devices.size() < 2) {
+    std::printf("skipped: this machine has %zu GPU(s) of one model; sessions on devices 1..N need at least 2 "
+                "(the one-device case above passed)\n", devices.size());
+    return 77;
+  }
+  return 0;
+}
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  if (argc == 2 && std::string(argv[1]) == "--every-device") return every_device("/proc/self/exe");
+  if (argc == 5 && std::string(argv[1]) == "--device-child")
+    return every_device_child(std::atoi(argv[2]), argv[3], unsigned(std::atoi(argv[4])));
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
     std::printf("no GPU: skipped\n");

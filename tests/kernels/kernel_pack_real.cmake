@@ -1,24 +1,35 @@
-# sabre kernels pack with the real nvcc on one quick sm80 kernel: the first run builds it into the
-# cache (one .so under its key), the second finds it there and builds nothing.
-# cmake -DSABRE=... -DKERNEL=... -DWORK=... -P kernel_pack_real.cmake
+# sabre kernels pack with the real nvcc on two quick sm80 kernels of one family: the first run builds
+# them in one translation unit into the cache (one .so each under its own key), the second finds them
+# there and builds nothing; then CHECK (batch_abi_check) loads each library and its entry points.
+# cmake -DSABRE=... -DKERNELS=a,b -DCHECK=... -DWORK=... -P kernel_pack_real.cmake
+string(REPLACE "," ";" KERNELS "${KERNELS}")
 file(REMOVE_RECURSE "${WORK}")
 file(MAKE_DIRECTORY "${WORK}")
-file(WRITE "${WORK}/list.txt" "# one quick kernel\n${KERNEL}\n")
+string(REPLACE ";" "\n" _lines "${KERNELS}")
+file(WRITE "${WORK}/list.txt" "# quick kernels of one family\n${_lines}\n")
+list(LENGTH KERNELS _count)
 foreach(_run first second)
-  execute_process(COMMAND "${SABRE}" kernels pack --list "${WORK}/list.txt" --cache-dir "${WORK}/cache" -j 1
+  execute_process(COMMAND "${SABRE}" kernels pack --list "${WORK}/list.txt" --cache-dir "${WORK}/cache" -j 1 --batch 4
                   RESULT_VARIABLE _rc OUTPUT_VARIABLE _out ERROR_VARIABLE _err)
   if(_run STREQUAL "first")
-    set(_want "1 built, 0 cached, 0 failed")
+    set(_want "${_count} built, 0 cached, 0 failed")
   else()
-    set(_want "0 built, 1 cached, 0 failed")
+    set(_want "0 built, ${_count} cached, 0 failed")
   endif()
   if(NOT _rc EQUAL 0 OR NOT _out MATCHES "${_want}")
     message(FATAL_ERROR "${_run} pack run: exit ${_rc}, expected '${_want}':\n${_out}\n${_err}")
   endif()
   message(STATUS "${_run} run: ${_out}")
 endforeach()
-file(GLOB _libs "${WORK}/cache/${KERNEL}-*.so")
-list(LENGTH _libs _n)
-if(NOT _n EQUAL 1)
-  message(FATAL_ERROR "expected one ${KERNEL}-KEY.so in the cache, found ${_n}: ${_libs}")
+foreach(_k IN LISTS KERNELS)
+  file(GLOB _libs "${WORK}/cache/${_k}-*.so")
+  list(LENGTH _libs _n)
+  if(NOT _n EQUAL 1)
+    message(FATAL_ERROR "expected one ${_k}-KEY.so in the cache, found ${_n}: ${_libs}")
+  endif()
+endforeach()
+execute_process(COMMAND "${CHECK}" "${WORK}/cache" ${KERNELS} RESULT_VARIABLE _rc OUTPUT_VARIABLE _out ERROR_VARIABLE _err)
+if(NOT _rc EQUAL 0)
+  message(FATAL_ERROR "batch_abi_check: exit ${_rc}:\n${_out}\n${_err}")
 endif()
+message(STATUS "${_out}")

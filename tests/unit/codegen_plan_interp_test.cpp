@@ -164,6 +164,9 @@ class Interp {
       auto qs = dims_list(P.get("q_stride")), ks = dims_list(P.get("k_stride")), vs = dims_list(P.get("v_stride")),
            os = dims_list(P.get("o_stride"));
       std::vector<int64_t> ms = mask ? dims_list(P.get("mask_stride")) : std::vector<int64_t>{0, 0, 0};
+      // A window mask wrapping over the batch: [inner, outer stride] (fuse_attention_bias.cpp).
+      std::vector<int64_t> mb = P.get("mask_batch") ? dims_list(P.get("mask_batch")) : std::vector<int64_t>{0, 0};
+      auto mask_batch = [&](int64_t b) { return mb[0] ? b % mb[0] * ms[0] + b / mb[0] * mb[1] : b * ms[0]; };
       double scale = P.get("scale")->num();
       bool causal = P.get("causal")->boolean();
       // An i64 mask selects mask_true where nonzero, else mask_false (lower.cpp: select_masks).
@@ -190,7 +193,7 @@ class Interp {
                 acc += q.v[off[0] + b * qs[0] + h * qs[1] + i * qs[2] + c] *
                        k.v[off[1] + b * ks[0] + h / G * ks[1] + j * ks[2] + c];
               acc = static_cast<float>(acc) * scale;
-              if (mask) acc += mask_at(b * ms[0] + h * ms[1] + i * ms[2] + j);
+              if (mask) acc += mask_at(mask_batch(b) + h * ms[1] + i * ms[2] + j);
               if (causal && j > i + (SK - SQ)) acc = -INFINITY;
               sc[j] = acc;
               mx = std::max(mx, acc);
@@ -226,6 +229,13 @@ class Interp {
                   for (int64_t j = 0; j < CG; ++j)
                     acc += x.v[((n * H + ih) * W + iw) * C + (c / KG) * CG + j] * w.v[((r * S + t) * CG + j) * K + c];
                 }
+              if (const json::Value* ac = P.get("activation")) {  // a fused SiLU, sigmoid, hard swish or hard sigmoid
+                const std::string f = ac->get("op")->str();
+                const double al = ac->get("alpha")->num(), be = ac->get("beta")->num();
+                const double hs = std::min(std::max(al * acc + be, 0.0), 1.0);
+                acc = f == "silu" ? acc / (1 + std::exp(-al * acc)) : f == "sigmoid" ? 1 / (1 + std::exp(-acc))
+                      : f == "hard_swish" ? acc * hs : f == "hard_sigmoid" ? hs : NAN;
+              }
               if (const json::Value* cl = P.get("clamp")) {  // a fused Relu/Clip: [min, max], null unbounded
                 if (!cl->arr()[0].is_null()) acc = std::max(acc, cl->arr()[0].num());
                 if (!cl->arr()[1].is_null()) acc = std::min(acc, cl->arr()[1].num());
@@ -373,24 +383,73 @@ class Interp {
       const std::string kind = P.get("kind")->str();
       std::vector<bool> red(x.dims.size(), P.get("axes")->arr().empty());
       for (int64_t a : dims_list(P.get("axes"))) red[size_t(a < 0 ? a + int64_t(x.dims.size()) : a)] = true;
-      const double init = kind == "max" ? -INFINITY : kind == "min" ? INFINITY : kind == "prod" ? 1 : 0;
+      const bool arg = kind.rfind("arg", 0) == 0, arg_max = kind.rfind("argmax", 0) == 0;
+      const bool arg_last = arg && kind.find("_last") != std::string::npos;
+      const double init = kind == "max" || arg_max ? -INFINITY : kind == "min" || arg ? INFINITY : kind == "prod" ? 1 : 0;
       std::vector<double> acc(y.v.size(), init);
       std::vector<int64_t> count(y.v.size(), 0);
       const auto xs = strides_of(x.dims);
       for (int64_t i = 0; i < numel(x.dims); ++i) {
-        int64_t o = 0;
+        int64_t o = 0, along = 0;  // along: the position on the (one) reduced axis, for argmax/argmin
         for (size_t a = 0; a < x.dims.size(); ++a) {
           const int64_t c = (i / xs[a]) % x.dims[a];
           if (!red[a]) o = o * x.dims[a] + c;  // a kept size-1 axis adds nothing to the index
+          else along = c;
         }
         const double v = x.v[i];
         double& r = acc[size_t(o)];
+        if (arg) {  // elements of one output come in axis order
+          if ((arg_max ? v > r : v < r) || (arg_last && v == r)) {
+            r = v;
+            y.v[size_t(o)] = double(along);
+          }
+          continue;
+        }
         r = kind == "max" ? std::max(r, v) : kind == "min" ? std::min(r, v) : kind == "prod" ? r * v
-            : kind == "sum_square"                                                        ? r + v * v
+            : kind == "sum_square" || kind == "l2"                                        ? r + v * v
+            : kind == "l1"                                                                ? r + std::fabs(v)
+            : kind == "log_sum_exp"                                                       ? r + std::exp(v)
                                                                                            : r + v;
         ++count[size_t(o)];
       }
-      for (size_t o = 0; o < acc.size(); ++o) y.v[o] = kind == "mean" ? acc[o] / double(count[o]) : acc[o];
+      for (size_t o = 0; o < acc.size() && !arg; ++o)
+        y.v[o] = kind == "mean" ? acc[o] / double(count[o])
+                 : kind == "l2" ? std::sqrt(acc[o])
+                 : kind == "log_sum" || kind == "log_sum_exp" ? std::log(acc[o])
+                                                              : acc[o];
+    } else if (op == "gather_elements") {
+      Buf &x = in(s, 0), &idx = in(s, 1), &y = out(s);
+      const int64_t axis = dim(P.get("axis"));
+      const auto ys = strides_of(y.dims), xs = strides_of(x.dims);
+      for (int64_t e = 0; e < numel(y.dims); ++e) {
+        int64_t a = int64_t(idx.v[e]), src = 0;
+        if (a < 0) a += x.dims[axis];
+        for (size_t d = 0; d < y.dims.size(); ++d) src += (int64_t(d) == axis ? a : (e / ys[d]) % y.dims[d]) * xs[d];
+        y.v[e] = x.v[src];
+      }
+    } else if (op == "trilu") {
+      Buf &x = in(s, 0), &y = out(s);
+      const int64_t k = dim(P.get("k")), rows = x.dims[x.dims.size() - 2], cols = x.dims.back();
+      const bool upper = P.get("upper")->boolean();
+      for (int64_t e = 0; e < numel(x.dims); ++e) {
+        const int64_t j = e % cols, i = (e / cols) % rows;
+        y.v[e] = (upper ? j - i >= k : j - i <= k) ? x.v[e] : 0;
+      }
+    } else if (op == "cumsum") {
+      Buf &x = in(s, 0), &y = out(s);
+      const int64_t axis = dim(P.get("axis"));
+      const bool excl = P.get("exclusive")->boolean(), rev = P.get("reverse")->boolean();
+      const int64_t len = x.dims[axis], inner = strides_of(x.dims)[axis];
+      for (int64_t line = 0; line < numel(x.dims) / len; ++line) {
+        const int64_t base = line / inner * len * inner + line % inner;
+        double acc = 0;
+        for (int64_t t = 0; t < len; ++t) {
+          const int64_t e = base + (rev ? len - 1 - t : t) * inner;
+          if (excl) y.v[e] = acc;
+          acc += x.v[e];
+          if (!excl) y.v[e] = acc;
+        }
+      }
     } else {
       FAIL() << "the plan interpreter has no op " << op;
     }
@@ -472,8 +531,9 @@ class Interp {
             mx = std::max(mx, v);
           }
           double sum = 0;
-          for (auto& v : t) sum += (v = std::exp(v - mx));
-          for (int64_t k = 0; k < cols; ++k) y.v[row + k] = t[k] / sum;
+          for (double v : t) sum += std::exp(v - mx);
+          const bool log = P.get("log") && P.get("log")->boolean();  // LogSoftmax
+          for (int64_t k = 0; k < cols; ++k) y.v[row + k] = log ? t[k] - mx - std::log(sum) : std::exp(t[k] - mx) / sum;
         }
   }
 
@@ -1580,6 +1640,61 @@ TEST(CodegenLayoutNhwc, CnnStemModelRunsItsStemAsIm2colGemm) {
   EXPECT_NE(im->name.find("/conv1/Conv (im2col, 147 -> 152 columns)"), std::string::npos) << im->name;
 }
 
+// Layout propagation through Transposes and reductions (tests/golden/lower/assign_layouts/, every
+// case): each plan computes what its graph does, in f16. ConvNeXt's block keeps the conv's NHWC
+// bytes through its channels-last LayerNorm and Linear layers: no permute or conversion inside (one
+// conversion in, one permute out at the graph's edges), the layer-scale's [C,1,1] constant stored
+// [1,1,1,C]. A Transpose pair cancels (no step); a mean over H and W reads the NHWC tensor in place;
+// a Transpose that is no NCHW/NHWC swap, or whose output is a model output, is one permute step
+// reading the NHWC tensor.
+TEST(CodegenLayoutNhwc, LayoutsPropagateThroughTransposesAndReductions) {
+  transform::register_ops();
+  const fs::path dir = fs::path(SABRE_SOURCE_DIR) / "tests" / "golden" / "lower" / "assign_layouts";
+  std::map<std::string, codegen::Lowered> plans;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    if (e.path().extension() != ".ir") continue;
+    std::ifstream f(e.path());
+    std::stringstream text;
+    text << f.rdbuf();
+    ir::Graph g = ir::parse_graph(text.str());
+    ir::infer_types(g);
+    const std::string stem = e.path().stem().string();
+    check_graph(stem, g, ir::DType::f16, 4e-3, &plans[stem]);
+    if (HasFatalFailure()) return;
+  }
+  ASSERT_EQ(plans.count("fires_channels_last_block"), 1u);
+  const runtime::Plan& block = plans["fires_channels_last_block"].plan;
+  EXPECT_EQ(count_steps(block, "nchw_to_nhwc"), 1) << "x enters NHWC";
+  EXPECT_EQ(count_steps(block, "permute"), 1) << "y leaves NHWC";
+  EXPECT_EQ(plans["fires_channels_last_block"].layout_permutes, 2);
+  EXPECT_EQ(count_steps(block, "layernorm"), 1);
+  EXPECT_EQ(count_steps(block, "gemm"), 2);
+  const runtime::Step* mul = only_step(block, "elementwise");
+  ASSERT_NE(mul, nullptr);
+  bool layer_scale = false;
+  for (int t : mul->inputs) {
+    const runtime::TensorInfo& ti = block.tensors[static_cast<size_t>(t)];
+    if (ti.kind != runtime::TensorKind::weight) continue;
+    layer_scale = true;
+    ASSERT_EQ(ti.shape.size(), 4u) << ti.name;
+    EXPECT_EQ(ti.shape[3].str(), "8") << ti.name << ": the per-channel constant broadcasts over NHWC's last dim";
+    EXPECT_EQ(ti.shape[1].str(), "1") << ti.name;
+  }
+  EXPECT_TRUE(layer_scale) << "the Mul reads the layer scale";
+  EXPECT_EQ(count_steps(plans["fires_transpose_pair_cancels"].plan, "permute"), 0);
+  const runtime::Step* mean = only_step(plans["fires_reduce_mean_reads_nhwc"].plan, "reduce");
+  ASSERT_NE(mean, nullptr);
+  EXPECT_EQ(count_steps(plans["fires_reduce_mean_reads_nhwc"].plan, "permute"), 0);
+  std::vector<int64_t> axes;
+  for (const auto& a : pj(*mean).get("axes")->arr()) axes.push_back(static_cast<int64_t>(a.num()));
+  EXPECT_EQ(axes, (std::vector<int64_t>{1, 2})) << "H and W of [N,H,W,C]";
+  const runtime::Plan& swap = plans["refused_permute_not_a_swap"].plan;
+  ASSERT_EQ(count_steps(swap, "permute"), 1) << "the Transpose reads the NHWC tensor, no conversion first";
+  for (const auto& st : swap.steps)
+    if (st.op == "permute") EXPECT_EQ(perm_of(st), (std::vector<int64_t>{0, 3, 2, 1})) << "[N,H,W,C] -> [N,C,W,H]";
+  EXPECT_EQ(count_steps(plans["refused_transpose_is_a_model_output"].plan, "permute"), 1) << "no conversion first";
+}
+
 // ---- the stem as one stem_conv kernel (Stem::direct) ----------------------------------------------
 
 // The shapes of a step's tensors at `dims`.
@@ -1855,13 +1970,18 @@ TEST(CodegenPlanInterp, TorchvisionExportsMatchReference) {
 // The zoo's attention forms on the real exports (bench/zoo.py export writes them; too big to ship):
 // SABRE_ZOO_MODELS=DIR runs DIR/onnx/NAME.onnx with attention fused against the reference, NAME from
 // SABRE_ZOO_ATTENTION (comma-separated; default llama_gqa,clip_vit_b32,vit_b16), each attention
-// layer one step (Llama's grouped-query heads after rotary and its causal mask included).
+// layer one step (Llama's grouped-query heads after rotary and its causal mask included). Prints the
+// plan's step count beside each output's error.
 TEST(CodegenPlanInterp, ZooAttentionMatchesReference) {
   const char* dir = std::getenv("SABRE_ZOO_MODELS");
   if (!dir) GTEST_SKIP() << "set SABRE_ZOO_MODELS to the folder bench/zoo.py export wrote into";
   const char* names = std::getenv("SABRE_ZOO_ATTENTION");
   std::stringstream list(names ? names : "llama_gqa,clip_vit_b32,vit_b16");
-  const std::map<std::string, int> layers = {{"llama_gqa", 4}, {"clip_vit_b32", 12}, {"vit_b16", 12}};
+  // Swin-T's 12 include its 5 shifted windows (bias + shift mask folded), Whisper's 1500 keys,
+  // MobileViT-S's head dims 36/48/60.
+  const std::map<std::string, int> layers = {{"llama_gqa", 4},        {"clip_vit_b32", 12}, {"vit_b16", 12},
+                                             {"swin_t", 12},          {"bert_base", 12},    {"whisper_tiny_enc", 4},
+                                             {"mobilevit_s", 9}};
   for (std::string m; std::getline(list, m, ',');) {
     const std::string p = std::string(dir) + "/onnx/" + m + ".onnx";
     ASSERT_TRUE(fs::exists(p)) << p << " is missing";
@@ -1870,6 +1990,7 @@ TEST(CodegenPlanInterp, ZooAttentionMatchesReference) {
     check_model(fs::absolute(p).string(), ir::DType::f16, 1e-2, true, &low);
     int attention = 0;
     for (const auto& st : low.plan.steps) attention += st.op == "attention";
+    std::printf("%s: %zu steps, %d attention\n", m.c_str(), low.plan.steps.size(), attention);
     if (layers.count(m)) EXPECT_EQ(attention, layers.at(m)) << m;
   }
 }
@@ -1932,14 +2053,9 @@ TEST(CodegenPlanInterp, BertTinyWhereMaskIsReadByTheAttention) {
   check_model("bert_tiny_where", ir::DType::bf16, 2.5e-2, true);
 }
 
-// Attention as each exporter writes it (the fires cases of tests/golden/lower/fuse_attention: ViT/
-// CLIP's double cast, Llama's grouped-query heads with rotary, SDPA's scale on Q and K, timm's
-// gathered QKV, multi-query broadcast): one attention step each, and the plan computes what the
-// graph does (the reference runs it unfused) at 7 queries and keys, in f16 and bf16.
-TEST(CodegenPlanInterp, FusedAttentionFormsMatchReference) {
-  transform::register_ops();
-  const fs::path dir = fs::path(SABRE_SOURCE_DIR) / "tests" / "golden" / "lower" / "fuse_attention";
-  int cases = 0;
+// The fires_*.ir cases of a lowering pass's golden folder, parsed and typed, with their stems.
+std::vector<std::pair<std::string, ir::Graph>> golden_fires_cases(const fs::path& dir) {
+  std::vector<std::pair<std::string, ir::Graph>> out;
   for (const auto& e : fs::directory_iterator(dir)) {
     const std::string stem = e.path().stem().string();
     if (e.path().extension() != ".ir" || stem.rfind("fires_", 0) != 0) continue;
@@ -1948,6 +2064,20 @@ TEST(CodegenPlanInterp, FusedAttentionFormsMatchReference) {
     text << f.rdbuf();
     ir::Graph g = ir::parse_graph(text.str());
     ir::infer_types(g);
+    out.emplace_back(stem, std::move(g));
+  }
+  return out;
+}
+
+// Attention as each exporter writes it (the fires cases of tests/golden/lower/fuse_attention: ViT/
+// CLIP's double cast, Llama's grouped-query heads with rotary, SDPA's scale on Q and K, timm's
+// gathered QKV, multi-query broadcast): one attention step each, and the plan computes what the
+// graph does (the reference runs it unfused) at 7 queries and keys, in f16 and bf16.
+TEST(CodegenPlanInterp, FusedAttentionFormsMatchReference) {
+  transform::register_ops();
+  const fs::path dir = fs::path(SABRE_SOURCE_DIR) / "tests" / "golden" / "lower" / "fuse_attention";
+  int cases = 0;
+  for (auto& [stem, g] : golden_fires_cases(dir)) {
     for (auto [dt, tol] : {std::pair{ir::DType::f16, 4e-3}, {ir::DType::bf16, 2.5e-2}}) {
       codegen::Lowered low;
       check_graph(stem, g, dt, tol, &low, true);
@@ -1963,6 +2093,14 @@ TEST(CodegenPlanInterp, FusedAttentionFormsMatchReference) {
 TEST(CodegenPlanInterp, BertTinyF16MatchesReference) { check_model("bert_tiny", ir::DType::f16, 4e-3); }
 TEST(CodegenPlanInterp, BertTinyBf16MatchesReference) { check_model("bert_tiny", ir::DType::bf16, 2.5e-2); }
 TEST(CodegenPlanInterp, Gpt2BlockF16MatchesReference) { check_model("gpt2_block", ir::DType::f16, 4e-3); }
+// Its head dim is 16: fused since the kernel pads head dims (one attention step, causal).
+TEST(CodegenPlanInterp, Gpt2BlockFusedHeadDim16MatchesReference) {
+  codegen::Lowered low;
+  check_model("gpt2_block", ir::DType::f16, 4e-3, true, &low);
+  int attention = 0;
+  for (const auto& st : low.plan.steps) attention += st.op == "attention";
+  EXPECT_EQ(attention, 1);
+}
 
 // The elementwise ops issue 29 added (rotary Sin/Cos, Swin's Mod, MobileViT's Ceil, the rest of the
 // math and activation ops) lower to fused elementwise chains, no other step, and compute what the
@@ -2001,6 +2139,152 @@ TEST(CodegenPlanInterp, Issue29ElementwiseOpsLowerToChains) {
   check_graph("issue29_elementwise", g, ir::DType::f16, 5e-3, &low);
   for (const auto& s : low.plan.steps)
     EXPECT_TRUE(s.op == "elementwise" || s.op == "reshape" || s.name == "x.cast") << s.op << " step " << s.name;
+}
+
+// Each exporter's spelling of the activation after a depthwise conv (the fires cases of
+// tests/golden/lower/fuse_depthwise_activation: SiLU in both operand orders, Swish with a scale,
+// sigmoid, HardSwish, x·HardSigmoid(x), HardSigmoid, ReLU6) runs in the depthwise step (no
+// elementwise step is left), and the plan computes what the graph does, in f16 and bf16.
+TEST(CodegenPlanInterp, DepthwiseActivationFormsMatchReference) {
+  transform::register_ops();
+  const fs::path dir = fs::path(SABRE_SOURCE_DIR) / "tests" / "golden" / "lower" / "fuse_depthwise_activation";
+  int cases = 0;
+  for (auto& [stem, g] : golden_fires_cases(dir)) {
+    for (auto [dt, tol] : {std::pair{ir::DType::f16, 4e-3}, {ir::DType::bf16, 2.5e-2}}) {
+      codegen::Lowered low;
+      check_graph(stem, g, dt, tol, &low);
+      EXPECT_EQ(count_steps(low.plan, "depthwise_conv"), 1) << stem;
+      EXPECT_EQ(count_steps(low.plan, "elementwise"), 0) << stem << ": the activation ran as a step";
+    }
+    ++cases;
+  }
+  EXPECT_GE(cases, 8);
+}
+
+// EfficientNet's MBConv block at toy size: expand 1x1 + SiLU, depthwise 3x3 + SiLU (in the step),
+// squeeze-excite (pool, 1x1 + SiLU, 1x1 + sigmoid: GEMM epilogues), the scale, project 1x1 + x.
+// The scale is the one elementwise step (fuse_se_scale: no GEMM kernel takes it as a prologue).
+TEST(CodegenPlanInterp, SqueezeExciteBlockMatchesReference) {
+  transform::register_ops();
+  ir::Graph g = ir::parse_graph(R"(graph mbconv(%x: f32[batch,16,6,6]) -> (%y) {
+    %we = const f32[32,16,1,1] @0101010101010101
+    %be = const f32[32] @0202020202020202
+    %wd = const f32[32,1,3,3] @0303030303030303
+    %bd = const f32[32] @0404040404040404
+    %w1 = const f32[8,32,1,1] @0505050505050505
+    %b1 = const f32[8] @0606060606060606
+    %w2 = const f32[32,8,1,1] @0707070707070707
+    %b2 = const f32[32] @0808080808080808
+    %wp = const f32[16,32,1,1] @0909090909090909
+    %bp = const f32[16] @0a0a0a0a0a0a0a0a
+    %e = Conv(%x, %we, %be) {kernel_shape=[1, 1]}
+    %es = Sigmoid(%e)
+    %ea = Mul(%e, %es)
+    %d = Conv(%ea, %wd, %bd) {group=32, kernel_shape=[3, 3], pads=[1, 1, 1, 1]}
+    %ds = Sigmoid(%d)
+    %da = Mul(%ds, %d)
+    %p = GlobalAveragePool(%da)
+    %f1 = Conv(%p, %w1, %b1) {kernel_shape=[1, 1]}
+    %f1s = Sigmoid(%f1)
+    %f1a = Mul(%f1, %f1s)
+    %f2 = Conv(%f1a, %w2, %b2) {kernel_shape=[1, 1]}
+    %gate = Sigmoid(%f2)
+    %m = Mul(%da, %gate)
+    %pr = Conv(%m, %wp, %bp) {kernel_shape=[1, 1]}
+    %y = Add(%pr, %x)
+  })");
+  ir::infer_types(g);
+  codegen::Lowered low;
+  check_graph("mbconv", g, ir::DType::f16, 4e-3, &low);
+  EXPECT_EQ(count_steps(low.plan, "depthwise_conv"), 1);
+  EXPECT_EQ(count_steps(low.plan, "elementwise"), 1) << "only the squeeze-excite scale";
+  EXPECT_EQ(count_steps(low.plan, "gemm"), 4);
+  for (const auto& st : low.plan.steps)
+    if (st.op == "depthwise_conv") {
+      const auto& p = st.as<runtime::DepthwiseConvParams>();
+      ASSERT_TRUE(p.activation);
+      EXPECT_EQ(p.activation->op, native::ConvAct::silu);
+      EXPECT_FALSE(p.clamp);
+    }
+}
+
+// The zoo's CNNs on the real exports (bench/zoo.py export writes them): SABRE_ZOO_MODELS=DIR runs
+// DIR/onnx/NAME.onnx against the reference, NAME from SABRE_ZOO_CNN (comma-separated; default
+// efficientnet_b0,regnet_y_400mf,mobilenet_v2): depthwise activations fused, squeeze-excite scales.
+// RegNetY-400MF with random weights is ill-conditioned in f16 (bench/models/zoo_models.py: PyTorch's
+// own fp16 output is far from its fp32), so it gets a wider tolerance than the others.
+TEST(CodegenPlanInterp, ZooConvNetsMatchReference) {
+  const char* dir = std::getenv("SABRE_ZOO_MODELS");
+  if (!dir) GTEST_SKIP() << "set SABRE_ZOO_MODELS to the folder bench/zoo.py export wrote into";
+  const char* names = std::getenv("SABRE_ZOO_CNN");
+  std::stringstream list(names ? names : "efficientnet_b0,regnet_y_400mf,mobilenet_v2");
+  for (std::string m; std::getline(list, m, ',');) {
+    const std::string p = std::string(dir) + "/onnx/" + m + ".onnx";
+    ASSERT_TRUE(fs::exists(p)) << p << " is missing";
+    SCOPED_TRACE(p);
+    codegen::Lowered low;
+    check_model(fs::absolute(p).string(), ir::DType::f16, m == "regnet_y_400mf" ? 5e-2 : 1e-2, false, &low);
+    std::printf("%s: %zu steps, %d elementwise, %d depthwise_conv\n", m.c_str(), low.plan.steps.size(),
+                count_steps(low.plan, "elementwise"), count_steps(low.plan, "depthwise_conv"));
+  }
+}
+
+// The data movement, reduction and normalization ops issue 29 lowers onto existing step kinds:
+// DepthToSpace (both modes), SpaceToDepth and Tile as one strided_copy each, GlobalMaxPool and
+// the L1/L2/LogSum/LogSumExp reductions and ArgMax/ArgMin as reduce steps, LogSoftmax as a softmax step, and Xor,
+// Mean and CastLike inside elementwise chains, GatherElements, Trilu and CumSum on their own native
+// steps. Each computes what the reference does.
+TEST(CodegenPlanInterp, Issue29MovementAndReductionOpsLowerOntoExistingSteps) {
+  ir::Graph g;
+  ir::Value* x = g.add_input("x", {ir::DType::f32, {ir::Dim::symbol("batch"), ir::Dim(8), ir::Dim(4), ir::Dim(6)}, true});
+  auto op = [&](const std::string& o, std::vector<ir::Value*> in, std::map<std::string, ir::AttrValue> a = {}) {
+    return g.add_node(o, std::move(in), 1, std::move(a))->output(0);
+  };
+  auto ints = [&](std::vector<int64_t> v) {
+    return g.add_constant("", ir::Tensor::from_i64(v, {static_cast<int64_t>(v.size())}));
+  };
+  g.add_output(op("DepthToSpace", {x}, {{"blocksize", int64_t{2}}}));
+  g.add_output(op("DepthToSpace", {x}, {{"blocksize", int64_t{2}}, {"mode", std::string("CRD")}}));
+  g.add_output(op("SpaceToDepth", {x}, {{"blocksize", int64_t{2}}}));
+  g.add_output(op("Tile", {x, ints({1, 2, 1, 3})}));
+  g.add_output(op("GlobalMaxPool", {x}));
+  g.add_output(op("ReduceL1", {x, ints({1, 3})}, {{"keepdims", int64_t{0}}}));
+  g.add_output(op("ReduceL2", {x, ints({2})}));
+  ir::Value* pos = op("Add", {op("Mul", {x, x}), g.add_constant("", ir::Tensor::scalar_f32(0.5f))});
+  g.add_output(op("ReduceLogSum", {pos, ints({3})}));
+  g.add_output(op("ReduceLogSumExp", {x, ints({1, 2})}, {{"keepdims", int64_t{0}}}));
+  g.add_output(op("LogSoftmax", {x}, {{"axis", int64_t{-1}}}));
+  g.add_output(op("LogSoftmax", {x}, {{"axis", int64_t{0}}}));  // other axes: permuted around the step
+  g.add_output(op("Softmax", {x}, {{"axis", int64_t{1}}}));
+  // Ties: x's values are multiples of 1e-3, so an axis of 8 often repeats one.
+  ir::Value* xr = op("Round", {op("Mul", {x, g.add_constant("", ir::Tensor::scalar_f32(3.f))})});
+  g.add_output(op("ArgMax", {xr}, {{"axis", int64_t{1}}}));
+  g.add_output(op("ArgMin", {xr}, {{"axis", int64_t{-1}}, {"keepdims", int64_t{0}}, {"select_last_index", int64_t{1}}}));
+  ir::Value* zero = g.add_constant("", ir::Tensor::scalar_f32(0.f));
+  ir::Value* y = op("Sin", {x});
+  g.add_output(op("Where", {op("Xor", {op("Greater", {x, zero}), op("Greater", {y, zero})}), x, y}));
+  g.add_output(op("Mean", {x, y, op("Cos", {x})}));
+  // GatherElements with indices computed in the graph (negative ones too), Trilu both ways, CumSum.
+  ir::Value* idx = op("Cast", {xr}, {{"to", std::string("i64")}});  // in [-3, 3] on an axis of 4
+  g.add_output(op("GatherElements", {x, idx}, {{"axis", int64_t{2}}}));
+  g.add_output(op("Trilu", {x, g.add_constant("", ir::Tensor::from_i64({-1}, {}))}, {{"upper", int64_t{0}}}));
+  g.add_output(op("Trilu", {x, g.add_constant("", ir::Tensor::from_i64({2}, {}))}));
+  g.add_output(op("CumSum", {x, g.add_constant("", ir::Tensor::from_i64({-1}, {}))}));
+  g.add_output(op("CumSum", {x, g.add_constant("", ir::Tensor::from_i64({1}, {}))},
+                  {{"exclusive", int64_t{1}}, {"reverse", int64_t{1}}}));
+  g.add_output(op("CastLike", {op("Mul", {x, g.add_constant("", ir::Tensor::scalar_f32(3.f))}),
+                               g.add_constant("", ir::Tensor::from_i64({0}, {1}))}));
+  ir::infer_types(g);
+  codegen::Lowered low;
+  check_graph("issue29_movement_reductions", g, ir::DType::f16, 5e-3, &low);
+  std::map<std::string, int> kinds;
+  for (const auto& s : low.plan.steps) ++kinds[s.op];
+  EXPECT_EQ(kinds["strided_copy"], 4);
+  EXPECT_EQ(kinds["reduce"], 7);
+  EXPECT_EQ(kinds["softmax"], 3);
+  EXPECT_EQ(kinds["gather_elements"], 1);
+  EXPECT_EQ(kinds["trilu"], 2);
+  EXPECT_EQ(kinds["cumsum"], 2);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <stdexcept>
 
 #include "runtime/artifact.h"
@@ -74,8 +75,44 @@ TEST(CompilerApi, FailuresComeBackAsAStatus) {
   o = plan;
   o.jobs = -1;
   EXPECT_EQ(status_of(kBert, o), CompileStatus::invalid_argument);
+  o = plan;
+  o.top_k = 0;
+  EXPECT_EQ(status_of(kBert, o), CompileStatus::invalid_argument);
+  o = plan;
+  o.dump_after = "no_such_pass";
+  EXPECT_EQ(status_of(kBert, o), CompileStatus::invalid_argument);
+  for (const std::vector<int>& gpus : std::vector<std::vector<int>>{{1, 1}, {-2}, {0, CompileOptions::kAllGpus}}) {
+    o = plan;
+    o.gpus = gpus;  // checked before anything runs, even where nothing is timed
+    EXPECT_EQ(status_of(kBert, o), CompileStatus::invalid_argument) << gpus.size();
+  }
   EXPECT_EQ(compile(kBert, "", plan).status, CompileStatus::invalid_argument);
   EXPECT_FALSE(fs::exists(out));
+}
+
+// The lowering options `sabre compile` has reach the lowering through the API (the CLI is a client of it).
+TEST(CompilerApi, LoweringOptionsReachTheLowering) {
+  const fs::path out = scratch("lowering");
+  CompileOptions o;
+  o.plan_only = true;
+  CompileOutcome fused = compile(kBert, out.string(), o);
+  ASSERT_TRUE(fused.ok()) << fused.message;
+  EXPECT_GT(fused.steps_by_op["attention"], 0);
+  o.fuse_attention = false;
+  CompileOutcome unfused = compile(kBert, out.string(), o);
+  ASSERT_TRUE(unfused.ok()) << unfused.message;
+  EXPECT_EQ(unfused.steps_by_op.count("attention"), 0u);
+  EXPECT_GT(unfused.steps_by_op["softmax"], 0);
+
+  const fs::path dump = out.string() + ".dump.txt";
+  o.dump_after = "fuse_softmax";
+  o.dump_file = dump.string();
+  ASSERT_TRUE(compile(kBert, out.string(), o).ok());
+  std::ifstream in(dump);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("fuse_softmax"), std::string::npos);
+  fs::remove(dump);
+  fs::remove_all(out);
 }
 
 TEST(CompilerApi, AProgressCallbacksExceptionStopsTheCompileUnchanged) {

@@ -56,6 +56,7 @@ TEST(LtKernelEmitter, FixesTheAlgorithmAndExportsTheKernelAbi) {
            "struct Matmul {",                  // lt_matmul.h pasted in: the tuner's own call
            "cublasLtMatmulAlgoCheck(",         // the fixed algorithm checked at each shape
            "pr->mm.heuristics(t.handle, 0, 1", // and cuBLASLt's own first choice where it refuses it
+           "ThreadState& t = t_states[device];", // a handle per device: one thread may serve several GPUs
            "int " + n + "_can_implement(const sabre_gemm_args* p)",
            "size_t " + n + "_workspace_size(const sabre_gemm_args* p)",
            "int " + n + "_run(const sabre_gemm_args* p, sabre_stream_t stream)",

@@ -33,7 +33,7 @@ StepParams full(StepKind kind) {
                         .dispatch_aligned = DispatchTable{{-1, "conv_k8"}}, .aligned_to = 8};
     case StepKind::softmax:
       return SoftmaxParams{.b = kDim, .h = 12, .q = ParamDim::text("seq"), .cols = ParamDim::text("seq"),
-                           .scale = 0.125, .causal = true, .mask_stride = kTriple};
+                           .scale = 0.125, .causal = true, .log = true, .mask_stride = kTriple};
     case StepKind::layernorm:
       return LayerNormParams{.rows = kDim, .cols = 768, .eps = 1e-12, .f32_copy = true};
     case StepKind::embed_layernorm:
@@ -51,7 +51,7 @@ StepParams full(StepKind kind) {
     }
     case StepKind::where: return WhereParams{};
     case StepKind::cast: return CastParams{};
-    case StepKind::reduce: return ReduceParams{.kind = "mean", .axes = param_numbers({1, 2})};
+    case StepKind::reduce: return ReduceParams{.kind = ReduceKind::log_sum_exp, .axes = param_numbers({1, 2})};
     case StepKind::permute: return PermuteParams{.perm = param_numbers({0, 2, 1, 3})};
     case StepKind::slice:
       return SliceParams{.starts = param_numbers({0}), .ends = ParamDims{ParamDim::text("seq")},
@@ -61,10 +61,10 @@ StepParams full(StepKind kind) {
     case StepKind::split: return SplitParams{.axis = 2};
     case StepKind::gather: return GatherParams{.axis = 0};
     case StepKind::pool2d:
-      return Pool2dParams{.kind = "average", .layout = "nhwc", .kernel = param_numbers({3, 3}),
+      return Pool2dParams{.kind = PoolMode::average, .layout = TensorLayout::nhwc, .kernel = param_numbers({3, 3}),
                           .stride = param_numbers({2, 2}), .dilation = param_numbers({1, 1}),
                           .pads = param_numbers({1, 1, 1, 1}), .ceil_mode = true, .count_include_pad = false};
-    case StepKind::global_average_pool: return GlobalAveragePoolParams{.layout = "nhwc"};
+    case StepKind::global_average_pool: return GlobalAveragePoolParams{.layout = TensorLayout::nhwc};
     case StepKind::copy: return CopyParams{};
     case StepKind::reshape: return ReshapeParams{};
     case StepKind::fill: return FillParams{.values = ParamDims{ParamDim::text("batch"), ParamDim::text("seq")}};
@@ -72,12 +72,14 @@ StepParams full(StepKind kind) {
     case StepKind::depthwise_conv:
       return DepthwiseConvParams{.n = ParamDim::text("batch"), .h = 28, .w = 28, .c = 96, .r = 3, .s = 3, .p = 28,
                                  .q = 28, .pads = param_numbers({1, 1}), .strides = param_numbers({1, 1}),
-                                 .dilations = param_numbers({1, 1}), .clamp = ClampParam{0, 6}};
+                                 .dilations = param_numbers({1, 1}), .clamp = ClampParam{0, 6},
+                                 .activation = ActivationParam{.op = sabre::native::ConvAct::hard_swish,
+                                                               .alpha = 0.25, .beta = 0.5}};
     case StepKind::attention:
       return AttentionParams{.b = ParamDim::text("batch"), .h = 12, .sq = ParamDim::text("seq"),
                              .sk = ParamDim::text("seq"), .d = 64, .kv_group = 4, .q_stride = kTriple,
                              .k_stride = kTriple, .v_stride = kTriple, .o_stride = kTriple, .mask_stride = kTriple,
-                             .offsets = ParamDims{0, 768, 1536}, .scale = 0.125, .mask_true = 0, .mask_false = -65504,
+                             .mask_batch = ParamDims{ParamDim::text("4"), ParamDim::text("12*seq*seq")}, .offsets = ParamDims{0, 768, 1536}, .scale = 0.125, .mask_true = 0, .mask_false = -65504,
                              .causal = false};
     case StepKind::nchw_to_nhwc: return NchwToNhwcParams{};
     case StepKind::im2col:
@@ -95,6 +97,9 @@ StepParams full(StepKind kind) {
       p.k = 192, p.groups = 32, p.clamp = ClampParam{-INFINITY, 6};
       return p;
     }
+    case StepKind::gather_elements: return GatherElementsParams{.axis = 2};
+    case StepKind::trilu: return TriluParams{.k = -1, .upper = false};
+    case StepKind::cumsum: return CumsumParams{.axis = 1, .exclusive = true, .reverse = true};
     case StepKind::count: break;
   }
   ADD_FAILURE() << "no sample for kind " << static_cast<int>(kind);
@@ -191,7 +196,13 @@ TEST(StepParams, MistypedFieldsAreLoadErrorsNamingStepAndField) {
             "plan: step '/x' (softmax) param 'scale' must be a number");
   EXPECT_EQ(load_error(StepKind::softmax, R"({"causal":"yes"})"),
             "plan: step '/x' (softmax) param 'causal' must be true or false");
-  EXPECT_EQ(load_error(StepKind::pool2d, R"({"layout":7})"), "plan: step '/x' (pool2d) param 'layout' must be a string");
+  EXPECT_EQ(load_error(StepKind::pool2d, R"({"layout":7})"),
+            "plan: step '/x' (pool2d) param 'layout' is 7, not a layout (nchw, nhwc)");
+  EXPECT_EQ(load_error(StepKind::pool2d, R"({"kind":"median"})"),
+            "plan: step '/x' (pool2d) param 'kind' is \"median\", not a pool kind (max, average)");
+  EXPECT_EQ(load_error(StepKind::global_average_pool, R"({"layout":"NHWC"})"),
+            "plan: step '/x' (global_average_pool) param 'layout' is \"NHWC\", not a layout (nchw, nhwc)");
+  EXPECT_EQ(load_error(StepKind::pool2d, R"({"dtype":"f16"})"), "loaded") << "keys a kind does not list are ignored";
   // Dim text the grammar refuses loads as written (ONNX's INT64_MAX slice end) and is refused if evaluated.
   EXPECT_EQ(load_error(StepKind::iota, R"({"start":"2*"})"), "loaded");
   const StepParams big = parse_step_params(StepKind::slice, sabre::json::parse(R"({"ends":["9223372036854775807"]})"),
@@ -205,7 +216,12 @@ TEST(StepParams, MistypedFieldsAreLoadErrorsNamingStepAndField) {
             "plan: step '/x' (gemm) param 'dispatch' has an entry without max_m or kernel");
   EXPECT_EQ(load_error(StepKind::gemm, R"({"m":1,"n":1,"k":1,"dispatch":[{"max_m":-1,"kernel":"k"}],"aligned_to":3.5})"),
             "plan: step '/x' (gemm) param 'aligned_to' is 3.5, not an element count");
-  EXPECT_EQ(load_error(StepKind::reduce, R"({"kind":"median"})"), "plan: step '/x' (reduce) has unknown reduce kind 'median'");
+  EXPECT_NE(load_error(StepKind::reduce, R"({"kind":"median"})")
+                .find("plan: step '/x' (reduce) param 'kind' is \"median\", not a reduce kind (sum, mean,"),
+            std::string::npos);
+  EXPECT_EQ(load_error(StepKind::attention, R"({"b":1,"h":1,"sq":1,"sk":1,"d":64,"q_stride":[1,2,3],"k_stride":[1,2,3],)"
+                                            R"("v_stride":[1,2,3],"o_stride":[1,2,3],"mask_batch":[0,8]})"),
+            "plan: step '/x' (attention) param 'mask_batch' needs [inner >= 1, outer stride]");
   EXPECT_EQ(load_error(StepKind::attention, R"({"b":1,"h":1,"sq":1,"sk":1,"d":64,"q_stride":[1,2],"k_stride":[1,2,3],)"
                                             R"("v_stride":[1,2,3],"o_stride":[1,2,3]})"),
             "plan: step '/x' (attention) param 'q_stride' needs 3 strides");
@@ -256,4 +272,28 @@ TEST(StepParams, Window2dIsTheOneConvGeometry) {
   EXPECT_EQ(asym->out_extent(0, 9, 3), 9);
   EXPECT_EQ(asym->out_extent(1, 9, 3), 8);
   EXPECT_FALSE(Window2d::from_lists({1, 1}, {1, 1}, {1, 1}));
+}
+
+// A native grouped conv's fused activation: absent is none; each name with its alpha and beta; a
+// malformed one is a load error naming the step and the form it must take.
+TEST(StepParams, DepthwiseActivation) {
+  const std::string geometry = R"("n":1,"h":8,"w":8,"c":8,"r":3,"s":3,"p":8,"q":8)";
+  auto load = [&](const std::string& extra) {
+    return std::get<DepthwiseConvParams>(parse_step_params(
+        StepKind::depthwise_conv, sabre::json::parse("{" + geometry + extra + "}"), where(StepKind::depthwise_conv)));
+  };
+  EXPECT_FALSE(load("").activation);
+  DepthwiseConvParams p = load(R"(,"activation":{"op":"silu","alpha":1.5,"beta":0})");
+  ASSERT_TRUE(p.activation);
+  EXPECT_EQ(p.activation->op, sabre::native::ConvAct::silu);
+  EXPECT_EQ(p.activation->alpha, 1.5);
+  p = load(R"(,"activation":{"op":"hard_sigmoid"})");
+  EXPECT_EQ(p.activation->op, sabre::native::ConvAct::hard_sigmoid);
+  EXPECT_FALSE(p.activation->alpha);  // 1 when it runs
+  for (const char* bad : {R"("silu")", R"({"op":"gelu"})", R"({"op":"none"})", R"({"op":"silu","alpha":"1"})"}) {
+    const std::string e = load_error(StepKind::depthwise_conv, "{" + geometry + R"(,"activation":)" + bad + "}");
+    EXPECT_NE(e.find("plan: step '/x' (depthwise_conv) param 'activation' must be {\"op\": silu|sigmoid|"),
+              std::string::npos)
+        << bad << ": " << e;
+  }
 }

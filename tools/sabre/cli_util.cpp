@@ -12,6 +12,7 @@
 
 #include "command.h"
 #include "support/files.h"
+#include "tune/gpu_pool.h"
 
 #if SABRE_RUNTIME_HAVE_CUDA
 #include <cuda_runtime_api.h>
@@ -299,6 +300,22 @@ int jobs_value(const ParsedArgs& args, int def) {
   return std::stoi(*v);
 }
 
+FlagSpec gpus_flag(const std::string& help) {
+  return {"--gpus", "", "all|N|LIST",
+          help + ": all, the first N (--gpus 2), or ids (--gpus 0,2,3; one GPU by id: --gpus device=1); default GPU 0",
+          false};
+}
+
+std::vector<int> gpus_value(const ParsedArgs& args) {
+  auto v = args.value("--gpus");
+  if (!v) return {};
+  try {
+    return tune::parse_gpus(*v);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
+  }
+}
+
 nlohmann::ordered_json json_header(const std::string& command) {
   nlohmann::ordered_json j;
   j["schema"] = "sabre." + command + "/1";
@@ -420,7 +437,11 @@ std::string describe(const std::exception& e) {
   }
   if (dynamic_cast<const std::bad_alloc*>(&e) || dynamic_cast<const std::length_error*>(&e))
     return "out of memory: the model or an input needs more memory than this machine has (a huge dim or tensor?)";
-  std::string w = one_line(e.what());
+  return describe_message(e.what());
+}
+
+std::string describe_message(const std::string& what) {
+  std::string w = one_line(what);
   // A bare library message ("stoll", "vector::_M_range_check: ...", "map::at") says nothing to a user.
   bool library = w.empty() || w.find("::") != std::string::npos || w.find(' ') == std::string::npos;
   if (library) return "internal error (" + (w.empty() ? std::string("no message") : w) + "); please report it with the command line";

@@ -72,6 +72,11 @@ std::string normalize_dtype(const std::string& text, const std::vector<std::stri
 std::string dtype_choice(const ParsedArgs& args, const std::vector<std::string>& allowed, const std::string& def);
 // -j/--jobs as a positive count, `def` when absent.
 int jobs_value(const ParsedArgs& args, int def);
+// --gpus all|N|LIST (tune and compile: the GPUs that time candidates, one worker each).
+FlagSpec gpus_flag(const std::string& help);
+// --gpus as tune::parse_gpus reads it (empty when absent: GPU 0); UsageError for a bad list. Ids past
+// the machine's GPU count are found where the GPUs are probed.
+std::vector<int> gpus_value(const ParsedArgs& args);
 
 // The first keys of every --json document: {"schema": "sabre.COMMAND/1", "sabre_version": ...}.
 // The schema number changes only when a key changes meaning or goes away (docs/USAGE.md).
@@ -105,6 +110,8 @@ std::string sanitize_filename(const std::string& name);
 // "cannot access 'PATH': REASON", bad_alloc/length_error -> "out of memory: ...", a bare library
 // message -> "internal error (...)"; others their what().
 std::string describe(const std::exception& e);
+// The same for a message that arrived as text (a status's message from the compile API).
+std::string describe_message(const std::string& what);
 
 // Runs `body`, then checks that standard output took everything printed (a full disk, /dev/full:
 // exit 1, not 0), mapping UsageError to "sabre CMD: error: MSG (see sabre CMD --help)" and exit 2, and

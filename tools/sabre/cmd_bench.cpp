@@ -1,8 +1,7 @@
 // sabre bench MODEL.sabre: latency percentiles and throughput of a compiled artifact on the GPU at
 // given dims (docs/RUNTIME.md section 6), and the GPU's clock and power meanwhile. Tests:
 // tests/gpu/runtime_session_test.cpp covers the runtime it times, tests/unit/gpu_clocks_test.cpp the
-// clock report; the command ran on the H200 for every bench/results BERT and CNN latency, its
-// `gpu clocks` and `l2 prefetch` lines since 2026-12-04.
+// clock report; bench/results holds what it measured.
 #include <algorithm>
 #include <cstdlib>
 #include <chrono>

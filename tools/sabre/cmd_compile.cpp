@@ -7,6 +7,7 @@
 #include "cli_util.h"
 #include "codegen/compile.h"
 #include "command.h"
+#include "sabre/compiler.h"
 
 namespace sabre::cli {
 namespace {
@@ -36,7 +37,7 @@ const std::vector<FlagSpec> kFlags = {
     {"--top-k", "", "N", "CUTLASS candidates timed per GEMM workload and M bucket (default 4)", false},
     {"--no-cublaslt", "", "", "deploy CUTLASS GEMM kernels only (default: where the tuner measured one of cuBLASLt's algorithms fastest, that algorithm runs, as a cuBLASLt kernel named by its configuration)", false},
     {"--plan-only", "", "", "write plan, weights and manifest without compiling any kernel", false},
-    {"--no-fuse-attention", "", "", "keep attention as GEMMs, softmax and permutes (default: attention with head dim 32/64 and <= 512 keys is one native kernel reading Q/K/V from one joined projection GEMM)", false},
+    {"--no-fuse-attention", "", "", "keep attention as GEMMs, softmax and permutes (default: attention with head dim a multiple of 4 up to 128 is one native kernel reading Q/K/V from one joined projection GEMM)", false},
     {"--fuse-attention", "", "", "the default; kept so older scripts run", false},
     {"--stem", "", "direct|im2col|conv", "how a conv at the NCHW input with C < 8 (the RGB stem) runs: direct (default) is one native stem_conv kernel reading the NCHW images and writing NHWC (bias and relu/relu6 fused), where it takes the conv, else im2col; im2col is an im2col step reading the NCHW images into [n*p*q, R*S*C rounded up to 8] and a GEMM over it; conv zero-pads C to 8 in the NHWC conversion and runs an implicit-GEMM conv, on few_channels kernels (GEMM K = R*S*8 = 392 for a 7x7 stem, no padding to the tile's K). The notes say which path each stem took", false},
     {"--no-im2col-stem", "", "", "the same as --stem conv (the older spelling)", false},
@@ -44,6 +45,7 @@ const std::vector<FlagSpec> kFlags = {
     {"--conv-kernels", "", "auto|sm80|sm90", "conv kernel families: auto (default) lets the model rank CUTLASS 2.x sm80 implicit GEMMs (with split-K) against 3.x sm90 TMA/wgmma kernels on sm_90a; sm80 or sm90 insists on one (sm90 where C and K are multiples of 8)", false},
     arch_flag("what kernels are compiled for (default sm_90a)"),
     jobs_flag("compiler processes at a time (default: all cores)"),
+    gpus_flag("the GPUs that time candidates when tuning, one worker each, all of one model"),
     {"--cache-dir", "", "DIR", "compiled-kernel cache (default $XDG_CACHE_HOME/sabre/kernels)", false},
     {"--dump-after", "", "PASS[,PASS]|all", "print the graph and plan after these lowering passes to stderr (the pass names are in docs/COMPILE.md; also $SABRE_DUMP_AFTER)", false},
     json_flag(),
@@ -82,8 +84,9 @@ int run(const std::vector<std::string>& argv) {
                                                : "one model at a time: sabre compile MODEL.onnx -o MODEL.sabre");
     auto out = args.value("--output");
     if (!out) throw UsageError("where to? give the artifact directory with -o MODEL.sabre");
-    codegen::CompileOptions o;
-    o.dtype = dtype_choice(args, {"f16", "bf16"}, "f16") == "bf16" ? ir::DType::bf16 : ir::DType::f16;
+    // The public compile API (include/sabre/compiler.h) does the work; this command reads its flags.
+    CompileOptions o;
+    o.dtype = dtype_choice(args, {"f16", "bf16"}, "f16");
     for (const auto& t : dim_texts(args))
       if (is_input_shape(t))
         throw UsageError("--shapes '" + t + "' gives one input's shape, which inspect, partition, run and bench take; " +
@@ -92,15 +95,15 @@ int run(const std::vector<std::string>& argv) {
       std::string ranges;
       for (const auto& t : dim_texts(args)) ranges += (ranges.empty() ? "" : ",") + t;
       try {
-        o.ranges = codegen::parse_dynamic(ranges);
+        o.dynamic_dims = codegen::parse_dynamic(ranges);
       } catch (const std::invalid_argument& e) {
         throw UsageError(e.what());
       }
     }
     if (args.has("--tune") && args.has("--no-tune")) throw UsageError("--tune and --no-tune contradict each other");
-    o.tune = args.has("--tune") ? codegen::CompileOptions::Tune::always
-             : args.has("--no-tune") ? codegen::CompileOptions::Tune::never
-                                     : codegen::CompileOptions::Tune::automatic;
+    o.tune = args.has("--tune")      ? CompileOptions::Tune::always
+             : args.has("--no-tune") ? CompileOptions::Tune::never
+                                     : CompileOptions::Tune::automatic;
     if (auto d = args.value("--db")) o.tuning_db = *d;
     if (auto g = args.value("--tuned-for")) {
       if (g->empty()) throw UsageError("--tuned-for needs a GPU's name as the DB has it, e.g. \"NVIDIA H200\"");
@@ -108,6 +111,11 @@ int run(const std::vector<std::string>& argv) {
       if (args.has("--no-tune")) throw UsageError("--tuned-for picks from the DB, --no-tune from the analytic model: give one");
       o.tuned_for = *g;
     }
+    o.gpus = gpus_value(args);
+    if (args.has("--gpus") && (args.has("--no-tune") || args.has("--tuned-for") || args.has("--plan-only")))
+      throw UsageError(std::string("--gpus names GPUs to time on, but ") +
+                       (args.has("--no-tune") ? "--no-tune" : args.has("--tuned-for") ? "--tuned-for" : "--plan-only") +
+                       " times nothing: give one");
     // A positive number of at most 3 digits, or `def` when the flag is absent.
     auto positive = [&](const char* flag, int def) {
       auto v = args.value(flag);
@@ -130,15 +138,19 @@ int run(const std::vector<std::string>& argv) {
     if (args.has("--fuse-attention") && args.has("--no-fuse-attention"))
       throw UsageError("--fuse-attention and --no-fuse-attention contradict each other: give one");
     o.fuse_attention = !args.has("--no-fuse-attention");
-    o.stem = stem_flag(args);
+    switch (stem_flag(args)) {
+      case codegen::Stem::direct: o.stem = CompileOptions::Stem::direct; break;
+      case codegen::Stem::im2col: o.stem = CompileOptions::Stem::im2col; break;
+      case codegen::Stem::conv: o.stem = CompileOptions::Stem::conv; break;
+    }
     o.pointwise_gemm = !args.has("--no-pointwise-gemm");
     const std::string ck = args.value("--conv-kernels").value_or("auto");
     if (ck == "auto")
-      o.conv_kernels = codegen::ConvKernels::automatic;
+      o.conv_kernels = CompileOptions::ConvKernels::automatic;
     else if (ck == "sm80")
-      o.conv_kernels = codegen::ConvKernels::sm80;
+      o.conv_kernels = CompileOptions::ConvKernels::sm80;
     else if (ck == "sm90")
-      o.conv_kernels = codegen::ConvKernels::sm90;
+      o.conv_kernels = CompileOptions::ConvKernels::sm90;
     else
       throw UsageError("--conv-kernels '" + ck + "': give auto, sm80 or sm90");
     o.arch = normalize_arch(args.value("--arch").value_or("sm_90a"));
@@ -146,7 +158,11 @@ int run(const std::vector<std::string>& argv) {
     if (auto c = args.value("--cache-dir")) o.cache_dir = *c;
     o.progress = [](const std::string& line) { std::fprintf(stderr, "sabre compile: %s\n", line.c_str()); };
 
-    codegen::CompileSummary s = codegen::compile_model(args.positional[0], *out, o);
+    const CompileOutcome s = compile(args.positional[0], *out, o);
+    if (!s.ok()) {
+      std::fprintf(stderr, "sabre compile: error: %s\n", describe_message(s.message).c_str());
+      return kExitError;
+    }
     int total = 0;
     std::string by_op;
     for (const auto& [op, n] : s.steps_by_op) {
@@ -157,7 +173,7 @@ int run(const std::vector<std::string>& argv) {
       nlohmann::ordered_json j = json_header("compile");
       j["model"] = args.positional[0];
       j["artifact"] = *out;
-      j["dtype"] = std::string(ir::name(o.dtype));
+      j["dtype"] = o.dtype;
       j["arch"] = o.arch;
       j["plan_only"] = o.plan_only;
       j["steps"] = {{"total", total}, {"by_op", s.steps_by_op}};

@@ -31,7 +31,7 @@ const char* kUsage =
     "                          [--target-sm 90|80] [--names]\n"
     "       sabre kernels emit NAME [-o FILE.cu] [--target-sm 90|80]\n"
     "       sabre kernels build NAME... -o DIR [-j N] [--target-sm 90|80]\n"
-    "       sabre kernels pack [--list FILE] [--arch sm_90a] [--cache-dir DIR] [-j N] [--dry-run] [--json]\n"
+    "       sabre kernels pack [--list FILE] [--arch sm_90a] [--cache-dir DIR] [-j N] [--batch N] [--dry-run] [--json]\n"
     "EPI is an epilogue name such as linear, bias, bias_gelu, bias_res_relu (residual before act),\n"
     "gelu_res (after); default bias. Activations: relu gelu gelutanh silu sigmoid hardswish relu6.\n"
     "emit and build also take conv kernel names (docs/KERNELS.md), e.g.\n"
@@ -43,7 +43,9 @@ const char* kUsage =
     "pack builds, once per machine and toolchain, the kernels sabre compile picks most across the model zoo\n"
     "(data/kernel_pack.txt, built into sabre; --list FILE for another list, one name a line) into the kernel\n"
     "cache that sabre compile reads. A kernel already in the cache is skipped, a stopped run keeps what it\n"
-    "built, a kernel that fails is reported and the others go on (docs/KERNELS.md).\n";
+    "built, a kernel that fails is reported and the others go on (docs/KERNELS.md).\n"
+    "Kernels of one family are compiled up to --batch N in one translation unit (fewer where that finishes\n"
+    "sooner with -j N compilers), each still cached on its own; SABRE_KERNEL_BATCH sets it for compile and tune.\n";
 
 // Every catalog kernel for target_sm with epilogue `epi`, filtered.
 std::vector<cb::KernelSpec> list_specs(int target_sm, std::optional<cb::Family> fam, std::optional<cb::Elem> dtype,
@@ -91,6 +93,7 @@ const std::vector<FlagSpec> kFlags = {
     {"--cache-dir", "", "DIR", "pack: the compiled-kernel cache (default $XDG_CACHE_HOME/sabre/kernels, as sabre compile)", false},
     {"--dry-run", "", "", "pack: say which kernels are cached and which would be built; build nothing", false},
     {"--retry-failed", "", "", "pack: compile again the kernels an earlier run failed on (default: report them)", false},
+    {"--batch", "", "N", "pack: at most N kernels of one family a translation unit, 1 to 16 (default $SABRE_KERNEL_BATCH, else 4; 1: each alone)", false},
     json_flag(),
 };
 
@@ -99,7 +102,7 @@ const std::map<std::string, std::vector<std::string>> kActionFlags = {
     {"list", {"--arch", "--epilogue", "--dtype", "--layout", "--target-sm", "--names"}},
     {"emit", {"--output", "--target-sm"}},
     {"build", {"--output", "--jobs", "--target-sm"}},
-    {"pack", {"--list", "--arch", "--cache-dir", "--jobs", "--dry-run", "--retry-failed", "--json"}},
+    {"pack", {"--list", "--arch", "--cache-dir", "--jobs", "--batch", "--dry-run", "--retry-failed", "--json"}},
 };
 
 int target_sm_flag(const ParsedArgs& args) {

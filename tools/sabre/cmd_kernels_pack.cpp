@@ -79,6 +79,14 @@ int kernels_pack(const ParsedArgs& args) {
 
   const std::string dir = args.value("--cache-dir").value_or(tune::CompileCache::default_dir());
   tune::CompileCache cache(dir, cutlass_backend::find_nvcc());
+  if (auto b = args.value("--batch")) {
+    const bool digits = !b->empty() && b->size() <= 2 && b->find_first_not_of("0123456789") == std::string::npos;
+    const int n = digits ? std::stoi(*b) : 0;
+    if (n < 1 || n > tune::CompileCache::kMaxBatch)
+      throw UsageError("bad --batch '" + b->substr(0, 20) + "': give 1 to " + std::to_string(tune::CompileCache::kMaxBatch) +
+                       " kernels a translation unit (1 builds each alone)");
+    cache.set_max_batch(n);
+  }
   std::vector<Item> items;
   std::vector<std::pair<std::string, std::string>> record;
   for (const auto& e : entries) {
@@ -142,8 +150,10 @@ int kernels_pack(const ParsedArgs& args) {
 
   // Recorded before building: a pack stopped half way still names its kernels to sabre compile.
   tune::write_pack_record(dir, arch, origin, record);
-  std::fprintf(stderr, "sabre kernels pack: %zu kernels from %s for %s: %zu cached, %zu to build (%d at a time) into %s\n",
-               items.size(), origin.c_str(), arch.c_str(), n_cached, n_build, jobs, dir.c_str());
+  std::fprintf(stderr,
+               "sabre kernels pack: %zu kernels from %s for %s: %zu cached, %zu to build (%d at a time, up to %d a "
+               "translation unit) into %s\n",
+               items.size(), origin.c_str(), arch.c_str(), n_cached, n_build, jobs, cache.max_batch(), dir.c_str());
   for (const auto& it : items)
     if (it.state == State::unsupported)
       std::fprintf(stderr, "sabre kernels pack: skipped %s: cannot run on %s: %s\n", it.entry.name.c_str(), arch.c_str(),
@@ -187,6 +197,7 @@ int kernels_pack(const ParsedArgs& args) {
       } else {
         k["state"] = !it.result.ok ? "failed" : it.state == State::build ? "built" : "cached";
         k["seconds"] = it.result.seconds;
+        if (!it.result.batch.empty()) k["batch"] = it.result.batch;  // the kernels of its translation unit
         if (!it.result.ok) k["log"] = it.result.log;
       }
       j["kernels"].push_back(k);

@@ -36,6 +36,7 @@ const std::vector<FlagSpec> kFlags = {json_flag()};
 // knows. Elementwise ops and views come from the lowering's own tables (passes::ew_ops, is_view).
 const std::map<std::string, std::vector<std::string>> kStepOps = {
     {"Softmax", {"softmax"}},
+    {"LogSoftmax", {"softmax"}},
     {"LayerNormalization", {"layernorm"}},
     {"Transpose", {"permute"}},
     {"Gather", {"gather", "slice"}},
@@ -43,15 +44,28 @@ const std::map<std::string, std::vector<std::string>> kStepOps = {
     {"Concat", {"concat"}},
     {"Split", {"split"}},
     {"Expand", {"strided_copy"}},
+    {"DepthToSpace", {"strided_copy"}},
+    {"SpaceToDepth", {"strided_copy"}},
+    {"Tile", {"strided_copy"}},
     {"ReduceSum", {"reduce"}},
     {"ReduceMean", {"reduce"}},
     {"ReduceMax", {"reduce"}},
     {"ReduceMin", {"reduce"}},
     {"ReduceProd", {"reduce"}},
     {"ReduceSumSquare", {"reduce"}},
+    {"ReduceL1", {"reduce"}},
+    {"ReduceL2", {"reduce"}},
+    {"ReduceLogSum", {"reduce"}},
+    {"ReduceLogSumExp", {"reduce"}},
+    {"GlobalMaxPool", {"reduce"}},
+    {"ArgMax", {"reduce"}},
+    {"ArgMin", {"reduce"}},
+    {"GatherElements", {"gather_elements"}},
+    {"Trilu", {"trilu"}},
+    {"CumSum", {"cumsum"}},
     {"MaxPool", {"pool2d"}},
     {"AveragePool", {"pool2d"}},
-    {"GlobalAveragePool", {"global_average_pool"}},
+    {"GlobalAveragePool", {"global_average_pool", "reduce"}},
     {"Range", {"iota"}},
     {"Conv", {"grouped_conv", "depthwise_conv"}},
 };
@@ -63,7 +77,6 @@ const std::map<std::string, std::string> kBeforeLowering = {
     {"Shape", "folded to a constant where its value is static (fold_shapes); refused as run-time data"},
     {"Size", "folded to a constant where its value is static (fold_shapes); refused as run-time data"},
     {"ConstantOfShape", "folded to a constant where its shape is static (fold_shapes); refused as run-time data"},
-    {"Trilu", "the causal mask of a Softmax, absorbed into it (fuse_softmax); refused elsewhere"},
 };
 
 void pattern_ops(const partition::PatternNode* n, std::set<std::string>& out) {

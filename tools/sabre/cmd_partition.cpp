@@ -12,6 +12,7 @@
 #include "ir/printer.h"
 #include "partition/partitioner.h"
 #include "codegen/compile.h"
+#include "codegen/conv_routes.h"
 #include "codegen/lower.h"
 #include "codegen/lowering_summary.h"
 #include "partition/report.h"
@@ -146,6 +147,9 @@ int run(const std::vector<std::string>& argv) {
                     {"share_is_exact", f.exact},
                     {"total_polynomial", f.overflow ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(f.total.str())},
                     {"offloaded_polynomial", f.overflow ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(f.offloaded.str())}};
+      j["conv_routes"] = nlohmann::ordered_json::array();
+      for (const auto& cr : codegen::conv_routes(rep, r.graph))
+        j["conv_routes"].push_back({{"node", cr.node}, {"route", cr.route}, {"why", cr.why}});
       const codegen::LoweringSummary low = codegen::lowering_summary(r.graph, lo);
       j["layout"] = low.layout;
       j["fusions_not_fired"] = nlohmann::ordered_json::array();
@@ -156,6 +160,7 @@ int run(const std::vector<std::string>& argv) {
     }
     std::printf("model %s, backend %s\n%s", name.c_str(), backend.c_str(),
                 partition::format_report(rep, backend).c_str());
+    std::printf("%s", codegen::format_conv_routes(codegen::conv_routes(rep, r.graph)).c_str());
     const codegen::LoweringSummary low = codegen::lowering_summary(r.graph, lo);
     if (!low.not_fired.empty()) {
       std::printf("fusions that did not fire (%zu):\n", low.not_fired.size());

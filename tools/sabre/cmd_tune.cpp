@@ -55,6 +55,7 @@ const std::vector<FlagSpec> kFlags = {
     {"--no-tune", "", "", "no timing: print the analytic model's picks (no GPU needed)", false},
     {"--no-gpu-check", "", "", "the same as --no-tune: do not look for a GPU at all", false},
     jobs_flag("parallel nvcc processes (default: all cores)"),
+    gpus_flag("the GPUs that time candidates, one worker each, all of one model"),
     {"--quiet", "", "", "no compile progress", false},
 };
 
@@ -62,12 +63,13 @@ void print_help() {
   std::printf(
       "usage: sabre tune MODEL.onnx [--db PATH] [--top-k N] [--max-kernels N] [--dtype fp16|bf16] [--dim NAME=LO..HI ...]\n"
       "                  [--no-fuse-attention] [--stem direct|im2col|conv] [--no-pointwise-gemm] [--no-tune]\n"
-      "                  [--arch sm_90a] [-j N]\n\n"
+      "                  [--arch sm_90a] [-j N] [--gpus all|N|LIST]\n\n"
       "Partitions and lowers MODEL.onnx as sabre compile does and collects the GEMM workloads compile would tune\n"
       "(dtype, layout, epilogue, N, K, batch, M range) and its conv workloads at each batch bucket (with the same\n"
       "--dtype, dims, attention and stem flags a model tuned here compiles without new measurements). It ranks the\n"
       "CUTLASS catalog for each with the analytic model and times the top-k candidates (and, for GEMMs,\n"
-      "cuBLASLt's heuristic algorithms) on GPU 0 (compiles cached, each candidate in a watchdog child, checked\n"
+      "cuBLASLt's heuristic algorithms) on GPU 0, or on each GPU of --gpus at once (compiles cached and shared, one\n"
+      "timing worker per GPU taking the next point as it is free, each candidate in a watchdog child, checked\n"
       "against a reference, timed by CUDA graph replay). The table compares the fastest CUTLASS kernel with\n"
       "cuBLASLt; where one of cuBLASLt's algorithms is faster, sabre compile deploys that algorithm (the\n"
       "dispatch tables say so). Every measurement goes to the database at once; a rerun measures only what is\n"
@@ -148,6 +150,10 @@ int run(const std::vector<std::string>& argv) {
     if (args.has("--fuse-attention") && args.has("--no-fuse-attention"))
       throw UsageError("--fuse-attention and --no-fuse-attention contradict each other: give one");
     const bool fuse = !args.has("--no-fuse-attention");
+    const std::vector<int> gpus_asked = gpus_value(args);
+    if (args.has("--gpus") && (args.has("--no-tune") || args.has("--no-gpu-check")))
+      throw UsageError(std::string("--gpus names GPUs to time on, but ") +
+                       (args.has("--no-tune") ? "--no-tune" : "--no-gpu-check") + " times nothing: give one");
 
     const auto t0 = std::chrono::steady_clock::now();
     ir::Graph g = codegen::canonicalize_model(onnx_frontend::import_model(args.positional[0]), fuse);
@@ -175,7 +181,14 @@ int run(const std::vector<std::string>& argv) {
     tune::Environment env;
     std::string why;
     const bool no_tune = args.has("--no-tune") || args.has("--no-gpu-check");
-    const bool gpu = !no_tune && tune::probe_gpu(env, why);
+    bool gpu = false;
+    if (!no_tune) {
+      try {
+        gpu = tune::probe_gpus(gpus_asked, po.gpus, env, why);
+      } catch (const std::invalid_argument& e) {
+        throw UsageError(std::string("--gpus: ") + e.what());
+      }
+    }
     if (!gpu) {
       if (!no_tune)
         std::fprintf(stderr, "sabre tune: timing needs a GPU (%s); printing the analytic model's picks instead\n",
@@ -194,9 +207,13 @@ int run(const std::vector<std::string>& argv) {
     }
     po.target_sm = env.sm;
     tune::TuningDb db(args.value("--db").value_or(tune::TuningDb::default_path()));
-    std::printf("GPU %s (sm%d), CUDA %s, CUTLASS %s\n", env.gpu.c_str(), env.sm, env.cuda.c_str(), env.cutlass.c_str());
+    std::string ids;
+    for (int d : po.gpus) ids += (ids.empty() ? "" : ",") + std::to_string(d);
+    std::printf("GPU %s (sm%d), CUDA %s, CUTLASS %s%s\n", env.gpu.c_str(), env.sm, env.cuda.c_str(), env.cutlass.c_str(),
+                po.gpus.size() > 1 ? (", timing on GPUs " + ids).c_str() : "");
     if (std::string note = db.other_builds_note(env); !note.empty()) std::fprintf(stderr, "note: %s\n", note.c_str());
-    // One child (and CUDA context) per workload, restarted past a crashing or hanging candidate.
+    // One timing worker per GPU; per workload one child (and CUDA context), restarted past a crashing
+    // or hanging candidate.
     tune::BatchMeasureFn measure = tune::batched_in_children(db.path(), env, po.timeout, tune::gpu_in_process_measure_fn());
     tune::TuneStats stats;
     po.compiled_lookup = tune::default_lookup_fn(po);  // compile while timing

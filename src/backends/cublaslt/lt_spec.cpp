@@ -147,7 +147,9 @@ std::string emit_lt_kernel(const LtKernelSpec& s) {
        "    if (handle) cublasLtDestroy(handle);\n"
        "  }\n"
        "};\n"
-       "thread_local ThreadState t_state;\n\n";
+       "// Per device: a cuBLASLt handle, and the algorithms checked through it, serve the device that was\n"
+       "// current when it was made, and one thread may run sessions on several GPUs.\n"
+       "thread_local std::map<int, ThreadState> t_states;\n\n";
   o += "std::string shape_key(const sabre_gemm_args* p) {\n"
        "  char buf[320];\n"
        "  std::snprintf(buf, sizeof buf, \"%lld %lld %lld %lld %lld %lld %lld %lld %lld %lld %lld %lld\", (long long)p->m,\n"
@@ -172,11 +174,15 @@ std::string emit_lt_kernel(const LtKernelSpec& s) {
        "}\n\n";
   o += "// This shape's descriptors and algorithm: kAlgo where cuBLASLt accepts it here, else (another M of\n"
        "// the dispatch bucket than the one tuned) cuBLASLt's heuristic first choice, with no workspace as tuned.\n";
-  o += "int prepare(const sabre_gemm_args* p, Prepared** out) {\n"
-       "  ThreadState& t = t_state;\n"
+  o += "int prepare(const sabre_gemm_args* p, Prepared** out, cublasLtHandle_t* handle = nullptr) {\n"
+       "  int device = 0;\n"
+       "  if (cudaError_t e = cudaGetDevice(&device); e != cudaSuccess)\n"
+       "    return fail(SABRE_CUDA_ERROR, std::string(\"cudaGetDevice: \") + cudaGetErrorString(e));\n"
+       "  ThreadState& t = t_states[device];\n"
        "  const std::string key = shape_key(p);\n"
        "  if (auto it = t.shapes.find(key); it != t.shapes.end()) {\n"
        "    *out = it->second.get();\n"
+       "    if (handle) *handle = t.handle;\n"
        "    return SABRE_OK;\n"
        "  }\n"
        "  const char* what = \"\";\n"
@@ -205,6 +211,7 @@ std::string emit_lt_kernel(const LtKernelSpec& s) {
        "    pr->workspace = r.workspaceSize;\n"
        "  }\n"
        "  *out = pr.get();\n"
+       "  if (handle) *handle = t.handle;\n"
        "  t.shapes.emplace(key, std::move(pr));\n"
        "  return SABRE_OK;\n"
        "}\n\n";
@@ -226,13 +233,14 @@ std::string emit_lt_kernel(const LtKernelSpec& s) {
        "  if (const char* why = refuse(p)) return fail(SABRE_NOT_SUPPORTED, why);\n"
        "  if (p->m == 0 || p->n == 0 || p->batch == 0) return SABRE_OK;\n"
        "  Prepared* pr = nullptr;\n"
-       "  if (int st = prepare(p, &pr)) return st;\n"
+       "  cublasLtHandle_t handle = nullptr;\n"
+       "  if (int st = prepare(p, &pr, &handle)) return st;\n"
        "  const size_t need = pr->workspace;\n";
   o += "  if (need > 0 && (!p->workspace || p->workspace_size < need))\n"
        "    return fail(SABRE_BAD_ARGS, \"workspace of \" + std::to_string(need) + \" bytes needed, \" +\n"
        "                                    std::to_string(p->workspace ? p->workspace_size : 0) + \" given\");\n";
   o += "  const char* what = \"\";\n"
-       "  if (cublasStatus_t st = pr->mm.run(t_state.handle, kProblem, *p, pr->algo, reinterpret_cast<cudaStream_t>(stream), &what);\n"
+       "  if (cublasStatus_t st = pr->mm.run(handle, kProblem, *p, pr->algo, reinterpret_cast<cudaStream_t>(stream), &what);\n"
        "      st != CUBLAS_STATUS_SUCCESS)\n"
        "    return fail(SABRE_LIBRARY_ERROR, sabre_lt::status_text(what, st));\n"
        "  if (cudaError_t e = cudaGetLastError(); e != cudaSuccess)\n"

@@ -356,6 +356,9 @@ PatternTable build() {
   e.push_back(entry("bias_relu6", C, "Y = min(max(conv(X, W) + bias, 0), 6)", relu6(conv(true)), check_conv, "bias_relu6"));
   e.push_back(entry("bias", C, "Y = conv(X, W) + bias", conv(true), check_conv, "bias"));
   e.push_back(entry("relu", C, "Y = relu(conv(X, W))", relu(conv(false)), check_conv, "relu"));
+  e.push_back(entry("silu", C, "Y = silu(conv(X, W))", silu(conv(false)), check_conv, "silu"));
+  e.push_back(entry("sigmoid", C, "Y = sigmoid(conv(X, W))", sigmoid(conv(false)), check_conv, "sigmoid"));
+  e.push_back(entry("hardswish", C, "Y = hardswish(conv(X, W))", hardswish(conv(false)), check_conv, "hardswish"));
   e.push_back(entry("relu6", C, "Y = min(max(conv(X, W), 0), 6)", relu6(conv(false)), check_conv, "relu6"));
   e.push_back(entry("", C, "Y = conv(X, W)", conv(false), check_conv, ""));
   return t;

@@ -32,6 +32,11 @@
 // instructions a 32-key step, 32 of them HMMA.
 // Fully masked rows give zeros; a row whose scores so far are all huge finite mask values
 // (finfo(f32).min) subtracts its maximum before the exponent instead of overflowing m·log2 e.
+// Head dims other than 32 and 64, or Q/K/V only 8-byte aligned (MobileViT's 36, 48 and 60), take the
+// same kernel with kPad: rows of p.d elements copied 8 bytes at a time into tiles of kD = 48, 64, 96
+// or 128 columns, the rest zero-filled, so the MMAs run unchanged and only p.d columns are stored;
+// one block shape (64 rows, four warps), whatever AttentionArgs::kernel asks.
+// Keys have no limit but int indices: every block walks all its key tiles with the online softmax.
 // AttentionArgs::kernel forces a block shape (bench/native_bench prints each). The earlier kernels
 // this one replaced, and the timings that chose it, are in CHANGELOG.md and bench/results.
 // Tests: tests/gpu/native_kernels_test.cpp (Attention_*, every variant) against a double-precision reference.
@@ -63,6 +68,10 @@ struct AttnParams {
   float scale;
   const void* mask;  // float, T or long long (a select mask), as the kernel's M says; null without one
   long long ms[3];
+  // mb_inner > 0: the mask's batch offset is (b % mb_inner)·ms[0] + (b / mb_inner)·mb_outer (a window
+  // mask [nW, ...] repeating over the batch's images); 0: b·ms[0].
+  long long mb_inner, mb_outer;
+  int d;  // the head dim read and written; the padded kernels' kD is larger, their extra columns zero
   float mask_true, mask_false;  // a select mask's values where its element is nonzero / zero
   int mask_pairs;  // the mask pointer and strides are even: two adjacent keys' values are one load
   int causal;
@@ -95,6 +104,21 @@ __device__ __forceinline__ void copy_tile(unsigned dst, const T* src, long long 
   }
 }
 
+// The padded-head-dim kernels' copy (kPad): rows of d elements (a multiple of 4, d <= kD) at 8-byte
+// aligned addresses, 8 bytes a cp.async; columns d..kD-1 and rows at or past rows_left are zeros.
+template <class T, int kD, int kRows, int kThreads, int kLdT>
+__device__ __forceinline__ void copy_tile_pad(unsigned dst, const T* src, long long rows_left, long long stride, int d) {
+  constexpr int kCpr = kD / 4, kChunks = kRows * kCpr;  // 8-byte chunks a padded row, a tile
+#pragma unroll
+  for (int it = 0; it < (kChunks + kThreads - 1) / kThreads; ++it) {
+    const int i = static_cast<int>(threadIdx.x) + it * kThreads;
+    if (kChunks % kThreads != 0 && i >= kChunks) break;
+    const int r = i / kCpr, c = i % kCpr * 4;
+    const bool in = r < rows_left && c < d;
+    cp_async8(dst + sizeof(T) * (r * kLdT + c), in ? src + r * stride + c : src, in ? 8 : 0);
+  }
+}
+
 // Shared memory of a block: its Q rows, then two buffers of one K and one V tile, rows padded to kLdT.
 template <class T, int kD, int kBQ>
 constexpr size_t smem_bytes() {
@@ -123,8 +147,12 @@ __device__ __forceinline__ Mv mask_zero() {
 // their independent MMA and softmax chains hide each other's latency.
 // 512 threads an SM's worth of blocks (four of 128 threads, two of 256): ptxas keeps to 128
 // registers; with two row tiles a warp, 384 (three blocks of 128 threads), 168 registers.
-template <class T, int kD, int kRowWarps, int kSplit, class M, bool kQBcast = false, int kMT = 1>
-__global__ void __launch_bounds__(32 * kRowWarps * kSplit, (kMT == 1 ? 512 : 384) / (32 * kRowWarps * kSplit))
+// kPad: head dims other than 32 and 64, or Q/K/V only 8-byte aligned: p.d columns read 8 bytes a
+// copy into rows of kD (48, 64, 96 or 128) whose other columns are zeros, and only p.d written; above
+// 64, 256 threads an SM (up to 255 registers: the O accumulator alone is kD / 2 a thread).
+template <class T, int kD, int kRowWarps, int kSplit, class M, bool kQBcast = false, int kMT = 1, bool kPad = false>
+__global__ void __launch_bounds__(32 * kRowWarps * kSplit,
+                                  (kPad && kD > 64 ? 256 : kMT == 1 ? 512 : 384) / (32 * kRowWarps * kSplit))
     attention_kernel(const AttnParams p) {
   detail::pdl_enter();
   static_assert(kMT == 1 || (kMT == 2 && kSplit == 1), "two row tiles a warp only without split warps");
@@ -172,11 +200,19 @@ __global__ void __launch_bounds__(32 * kRowWarps * kSplit, (kMT == 1 ? 512 : 384
     asm volatile("" : "+l"(ks), "+l"(vs));
     const T* K = static_cast<const T*>(p.k) + bi * p.ks[0] + kvh * p.ks[1] + k0 * ks;
     const T* V = static_cast<const T*>(p.v) + bi * p.vs[0] + kvh * p.vs[1] + k0 * vs;
-    copy_tile<T, kD, kBK, kThreads, kLdT>(s_kv + (2 * buf) * kTileBytes, K, p.sk - k0, ks);
-    copy_tile<T, kD, kBK, kThreads, kLdT>(s_kv + (2 * buf + 1) * kTileBytes, V, p.sk - k0, vs);
+    if constexpr (kPad) {
+      copy_tile_pad<T, kD, kBK, kThreads, kLdT>(s_kv + (2 * buf) * kTileBytes, K, p.sk - k0, ks, p.d);
+      copy_tile_pad<T, kD, kBK, kThreads, kLdT>(s_kv + (2 * buf + 1) * kTileBytes, V, p.sk - k0, vs, p.d);
+    } else {
+      copy_tile<T, kD, kBK, kThreads, kLdT>(s_kv + (2 * buf) * kTileBytes, K, p.sk - k0, ks);
+      copy_tile<T, kD, kBK, kThreads, kLdT>(s_kv + (2 * buf + 1) * kTileBytes, V, p.sk - k0, vs);
+    }
   };
-  copy_tile<T, kD, kBQ, kThreads, kLdT>(s_q, static_cast<const T*>(p.q) + bi * p.qs[0] + hi * p.qs[1] + q0 * p.qs[2],
-                                        p.sq - q0, p.qs[2]);
+  {
+    const T* Q = static_cast<const T*>(p.q) + bi * p.qs[0] + hi * p.qs[1] + q0 * p.qs[2];
+    if constexpr (kPad) copy_tile_pad<T, kD, kBQ, kThreads, kLdT>(s_q, Q, p.sq - q0, p.qs[2], p.d);
+    else copy_tile<T, kD, kBQ, kThreads, kLdT>(s_q, Q, p.sq - q0, p.qs[2]);
+  }
   load_kv(0, 0);
   cp_async_commit();
   if (tiles > 1) load_kv(1, 1);
@@ -190,10 +226,11 @@ __global__ void __launch_bounds__(32 * kRowWarps * kSplit, (kMT == 1 ? 512 : 384
   // where a causal row sees none.
   const Mv* mrow[kR];
   int last_key[kR];  // keys past it are masked out
+  const long long mb = p.mb_inner ? (bi % p.mb_inner) * p.ms[0] + (bi / p.mb_inner) * p.mb_outer : bi * p.ms[0];
 #pragma unroll
   for (int i = 0; i < kR; ++i) {
     const long long qrow = r0 + 16 * (i / 2) + g + 8 * (i % 2), qm = qrow < p.sq ? qrow : p.sq - 1;
-    if constexpr (kMasked) mrow[i] = static_cast<const Mv*>(p.mask) + bi * p.ms[0] + hi * p.ms[1] + qm * p.ms[2];
+    if constexpr (kMasked) mrow[i] = static_cast<const Mv*>(p.mask) + mb + hi * p.ms[1] + qm * p.ms[2];
     const long long lk = p.causal ? qm + (p.sk - p.sq) : p.sk - 1;
     last_key[i] = static_cast<int>(lk < -1 ? -1 : lk);
   }
@@ -476,7 +513,21 @@ __global__ void __launch_bounds__(32 * kRowWarps * kSplit, (kMT == 1 ? 512 : 384
   }
   T* O = static_cast<T*>(p.o) + bi * p.os[0] + hi * p.os[1];
   const int gt = sp * 32 + lane;  // the thread in its row group
-  if (p.os[2] % 8 == 0 && reinterpret_cast<uintptr_t>(O) % 16 == 0) {
+  if constexpr (kPad) {
+    // The first p.d columns, 8 bytes a store where O's rows allow it.
+    if (p.os[2] % 4 == 0 && reinterpret_cast<uintptr_t>(O) % 8 == 0) {
+      for (int i = gt; i < kWR * kD / 4; i += 32 * kSplit) {
+        const int r = i / (kD / 4), c = (i % (kD / 4)) * 4;
+        if (r0 + r < p.sq && c < p.d)
+          *reinterpret_cast<uint2*>(O + (r0 + r) * p.os[2] + c) = *reinterpret_cast<const uint2*>(stage + r * kLdT + c);
+      }
+    } else {
+      for (int i = gt; i < kWR * kD; i += 32 * kSplit) {
+        const int r = i / kD, c = i % kD;
+        if (r0 + r < p.sq && c < p.d) O[(r0 + r) * p.os[2] + c] = stage[r * kLdT + c];
+      }
+    }
+  } else if (p.os[2] % 8 == 0 && reinterpret_cast<uintptr_t>(O) % 16 == 0) {
 #pragma unroll
     for (int i = gt; i < kWR * kD / 8; i += 32 * kSplit) {
       const int r = i / (kD / 8), c = (i % (kD / 8)) * 8;
@@ -503,12 +554,12 @@ cudaError_t opt_in_smem(Kernel kernel, size_t bytes, std::atomic<unsigned long l
   return cudaSuccess;
 }
 
-template <class T, int kD, int kRowWarps, int kSplit, int kMT, class M, bool kQBcast = false>
+template <class T, int kD, int kRowWarps, int kSplit, int kMT, class M, bool kQBcast = false, bool kPad = false>
 cudaError_t launch_kernel(const AttnParams& p, long long bh, cudaStream_t stream) {
   constexpr int kBQ = 16 * kMT * kRowWarps, kThreads = 32 * kRowWarps * kSplit;
   constexpr size_t kSmem = smem_bytes<T, kD, kBQ>();
   const dim3 grid(static_cast<unsigned>((p.sq + kBQ - 1) / kBQ), static_cast<unsigned>(bh));
-  auto* kernel = attention_kernel<T, kD, kRowWarps, kSplit, M, kQBcast, kMT>;
+  auto* kernel = attention_kernel<T, kD, kRowWarps, kSplit, M, kQBcast, kMT, kPad>;
   if constexpr (kSmem > 48 * 1024) {
     static std::atomic<unsigned long long> opted{0};
     SABRE_CUDA_TRY(opt_in_smem(kernel, kSmem, opted));
@@ -556,8 +607,7 @@ AttentionKernel forced_kernel() {
   return k;
 }
 
-template <class T, int kD>
-cudaError_t launch(const AttentionArgs& a, AttentionKernel kernel, cudaStream_t stream) {
+AttnParams params_of(const AttentionArgs& a) {
   AttnParams p{};
   p.q = a.q, p.k = a.k, p.v = a.v, p.o = a.o;
   p.h = static_cast<int>(a.h), p.kv_group = static_cast<int>(a.kv_group), p.sq = a.sq, p.sk = a.sk;
@@ -565,6 +615,8 @@ cudaError_t launch(const AttentionArgs& a, AttentionKernel kernel, cudaStream_t 
     p.qs[i] = a.q_stride[i], p.ks[i] = a.k_stride[i], p.vs[i] = a.v_stride[i], p.os[i] = a.o_stride[i];
     p.ms[i] = a.mask_stride[i];
   }
+  p.mb_inner = a.mask_batch_inner, p.mb_outer = a.mask_batch_outer;
+  p.d = static_cast<int>(a.d);
   p.scale = a.scale;
   p.mask = a.mask;
   p.mask_true = a.mask_true, p.mask_false = a.mask_false;
@@ -572,6 +624,24 @@ cudaError_t launch(const AttentionArgs& a, AttentionKernel kernel, cudaStream_t 
   p.mask_pairs = a.mask && reinterpret_cast<uintptr_t>(a.mask) % pair_bytes == 0 && a.mask_stride[0] % 2 == 0 &&
                  a.mask_stride[1] % 2 == 0 && a.mask_stride[2] % 2 == 0;
   p.causal = a.causal;
+  return p;
+}
+
+// Head dims other than 32 and 64 (or Q/K/V only 8-byte aligned): 64-row blocks of four warps, the
+// head dim padded to kD in shared memory (attention_kernel's kPad).
+template <class T, int kD>
+cudaError_t launch_padded(const AttentionArgs& a, cudaStream_t stream) {
+  const AttnParams p = params_of(a);
+  const long long bh = a.b * a.h;
+  if (!p.mask) return launch_kernel<T, kD, 4, 1, 1, void, false, true>(p, bh, stream);
+  if (a.mask_dtype == DType::f32) return launch_kernel<T, kD, 4, 1, 1, float, false, true>(p, bh, stream);
+  if (a.mask_dtype == DType::i64) return launch_kernel<T, kD, 4, 1, 1, long long, false, true>(p, bh, stream);
+  return launch_kernel<T, kD, 4, 1, 1, T, false, true>(p, bh, stream);
+}
+
+template <class T, int kD>
+cudaError_t launch(const AttentionArgs& a, AttentionKernel kernel, cudaStream_t stream) {
+  const AttnParams p = params_of(a);
   // The largest block whose grid still gives half the SMs a block (132 SMs: the H200's), as many
   // warps sharing each K/V tile as the grid allows; small grids (BERT-base at batch 1: 96 blocks of
   // 16 rows) split each tile's keys between warps to have more of them in flight. This beat a
@@ -602,9 +672,24 @@ cudaError_t launch(const AttentionArgs& a, AttentionKernel kernel, cudaStream_t 
 
 }  // namespace
 
+namespace {
+// The unpadded kernels' contract: head dim 32 or 64, Q/K/V 16-byte aligned with strides in multiples of 8.
+bool fast_path(const AttentionArgs& a) {
+  if (a.d != 32 && a.d != 64) return false;
+  for (const int64_t* s : {a.q_stride, a.k_stride, a.v_stride})
+    for (int i = 0; i < 3; ++i)
+      if (s[i] % 8) return false;
+  for (const void* ptr : {a.q, a.k, a.v})
+    if (reinterpret_cast<uintptr_t>(ptr) % 16) return false;
+  return true;
+}
+}  // namespace
+
 std::string attention_unsupported(const AttentionArgs& a) {
   if (a.dtype != DType::f16 && a.dtype != DType::bf16) return "attention: f16 or bf16 only";
-  if (a.d != 32 && a.d != 64) return "attention: head dim " + std::to_string(a.d) + ", the kernel has 32 and 64";
+  if (a.d < 4 || a.d > kMaxAttentionHeadDim || a.d % 4)
+    return "attention: head dim " + std::to_string(a.d) + ", the kernel takes multiples of 4 up to " +
+           std::to_string(kMaxAttentionHeadDim);
   if (a.sk < 1 || a.sk > kMaxAttentionKeys) return "attention: " + std::to_string(a.sk) + " keys, at most " +
                                                    std::to_string(kMaxAttentionKeys);
   if (a.sq < 1 || a.b < 1 || a.h < 1 || a.b * a.h > 65535) return "attention: empty or too many (batch x heads)";
@@ -613,16 +698,25 @@ std::string attention_unsupported(const AttentionArgs& a) {
            std::to_string(a.kv_group);
   if (a.mask && a.mask_dtype != DType::f32 && a.mask_dtype != a.dtype && a.mask_dtype != DType::i64)
     return "attention: mask must be f32, the dtype or i64 (a select mask)";
+  if (a.mask && (a.mask_batch_inner < 0 || (a.mask_batch_inner == 0 && a.mask_batch_outer != 0)))
+    return "attention: mask_batch_outer without mask_batch_inner";
   for (const int64_t* s : {a.q_stride, a.k_stride, a.v_stride})
     for (int i = 0; i < 3; ++i)
-      if (s[i] % 8) return "attention: Q/K/V strides must be multiples of 8 elements";
+      if (s[i] % 4) return "attention: Q/K/V strides must be multiples of 4 elements";
   for (const void* ptr : {a.q, a.k, a.v})
-    if (reinterpret_cast<uintptr_t>(ptr) % 16) return "attention: Q/K/V must be 16-byte aligned";
+    if (reinterpret_cast<uintptr_t>(ptr) % 8) return "attention: Q/K/V must be 8-byte aligned";
   return "";
 }
 
 cudaError_t attention(const AttentionArgs& a, cudaStream_t stream) {
   if (std::string why = attention_unsupported(a); !why.empty()) return fail(cudaErrorNotSupported, why);
+  if (!fast_path(a)) {
+    const bool f16 = a.dtype == DType::f16;
+    if (a.d <= 48) return f16 ? launch_padded<half, 48>(a, stream) : launch_padded<bf16, 48>(a, stream);
+    if (a.d <= 64) return f16 ? launch_padded<half, 64>(a, stream) : launch_padded<bf16, 64>(a, stream);
+    if (a.d <= 96) return f16 ? launch_padded<half, 96>(a, stream) : launch_padded<bf16, 96>(a, stream);
+    return f16 ? launch_padded<half, 128>(a, stream) : launch_padded<bf16, 128>(a, stream);
+  }
   if (a.d == 32) return a.dtype == DType::f16 ? launch<half, 32>(a, a.kernel, stream) : launch<bf16, 32>(a, a.kernel, stream);
   return a.dtype == DType::f16 ? launch<half, 64>(a, a.kernel, stream) : launch<bf16, 64>(a, a.kernel, stream);
 }

@@ -23,6 +23,12 @@ __device__ __forceinline__ void cp_async16(unsigned dst, const void* src, int sr
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(__cvta_generic_to_global(src)),
                "r"(src_bytes));
 }
+// 8 bytes global -> shared (the padded-head-dim kernels: rows of 4·k elements, 8-byte aligned);
+// src_bytes = 0 writes zeros and reads nothing.
+__device__ __forceinline__ void cp_async8(unsigned dst, const void* src, int src_bytes) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;\n" ::"r"(dst), "l"(__cvta_generic_to_global(src)),
+               "r"(src_bytes));
+}
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 // Until at most kPending of this thread's committed groups are still in flight.
 template <int kPending>

@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "backends/native/conv_act.h"
 #include "backends/native/elementwise.h"
 #include "backends/native/stem_conv.h"
 #include "ir/dtype.h"
@@ -66,10 +67,11 @@ struct SoftmaxArgs {
   DType mask_dtype = DType::f32;
   int64_t mask_stride[3] = {0, 0, 0};
   bool causal = false;
+  bool log = false;  // LogSoftmax: y = (scale * x + mask) - log(sum of exp) along cols
 };
 cudaError_t softmax(const SoftmaxArgs& a, cudaStream_t stream);
 
-// ---- Depthwise and grouped convolution (depthwise.cu) ------------------------------------------
+// ---- Grouped and depthwise convolution (grouped_conv.cu) -------------------------------------
 // y[n,p,q,c] = bias[c] + sum_{r,s} x[n, p*stride_h - pad_h + r*dil_h, q*stride_w - pad_w + s*dil_w, c]
 // * w[r,s,c]: NHWC x and y, the filter [R,S,C] (ONNX's [C,1,R,S] transposed at compile time),
 // out-of-range taps zero, f32 accumulation. Bias optional.
@@ -77,6 +79,17 @@ cudaError_t softmax(const SoftmaxArgs& a, cudaStream_t stream);
 // group g = k / (K/G) sums over the group's C/G input channels g*C/G + j,
 // y[n,p,q,k] = bias[k] + sum_{r,s,j} x[n, ih, iw, g*C/G + j] * w[r,s,j,k], the filter [R,S,C/G,K]
 // (ONNX's [K,C/G,R,S] transposed at compile time; for depthwise the same bytes as [R,S,C]).
+// Epilogue on the f32 sum v: y = act(v + residual) or, with residual_after_act, act(v) + residual;
+// residual (optional) is NHWC [n,p,q,K] in the same dtype.
+// One kernel template runs both: a tiled body for every shape (a block stages an input window and
+// its groups' filter slice in shared memory and reuses them over a tile of output pixels x output
+// channels) and, specialised from it, a vector body for depthwise convs whose C is a multiple of
+// 16 bytes with aligned pointers.
+// tensor_core: the implicit GEMM of one group on WMMA fragments (f16/bf16, multiples of 8 channels a
+// group in and out); only where asked for (here, or SABRE_GROUPED_TC=1 in the environment for
+// automatic) until it has passed its GPU tests.
+enum class GroupedConvKernel { automatic, depthwise_vec, tiled, tensor_core };
+const char* grouped_conv_kernel_name(GroupedConvKernel k);  // "auto", "depthwise_vec", "tiled", "tensor_core"
 struct DepthwiseArgs {
   DType dtype = DType::f16;
   const void *x = nullptr, *w = nullptr, *bias = nullptr;
@@ -85,9 +98,19 @@ struct DepthwiseArgs {
   int64_t k = 0, groups = 0;  // 0: depthwise (k = groups = c)
   int64_t pad_h = 0, pad_w = 0, stride_h = 1, stride_w = 1, dil_h = 1, dil_w = 1;
   // A fused activation y = min(max(conv + bias, clamp_min), clamp_max) (Relu: 0, +inf; ReLU6: 0, 6),
-  // applied only when `clamp` is set (so an unfused conv passes NaN through as the reference does).
+  // applied only when `clamp` is set (so an unfused conv passes NaN through as the reference does);
+  // or silu: v * sigmoid(v). At most one of the two.
   bool clamp = false;
   float clamp_min = 0.f, clamp_max = 0.f;
+  // A fused activation of v = conv + bias, applied before the clamp: SiLU/Swish v·sigmoid(alpha·v),
+  // sigmoid(v), hard_swish v·clamp(alpha·v + beta, 0, 1), hard_sigmoid clamp(alpha·v + beta, 0, 1).
+  ConvAct act = ConvAct::none;
+  float act_alpha = 1.f, act_beta = 0.f;
+  const void* residual = nullptr;
+  bool residual_after_act = false;
+  // automatic: the vector body where it applies, else the tiled one. The others force one (tests,
+  // benchmarks); depthwise_vec where it does not apply is refused.
+  GroupedConvKernel kernel = GroupedConvKernel::automatic;
 };
 cudaError_t depthwise_conv2d(const DepthwiseArgs& a, cudaStream_t stream);
 
@@ -100,9 +123,16 @@ cudaError_t depthwise_conv2d(const DepthwiseArgs& a, cudaStream_t stream);
 // An i64 mask selects instead of adding its value: mask_true where the element is nonzero, else
 // mask_false (ONNX Where(Cast<bool>(mask), t, f), the additive mask HF models build from their
 // attention_mask input, read from that input as it is: the elementwise step before it goes).
-// Head dim 32 or 64, at most kMaxAttentionKeys keys, f16/bf16, Q/K/V 16-byte aligned with strides in
-// multiples of 8; attention_unsupported says why not ("" when supported).
-constexpr int64_t kMaxAttentionKeys = 512;
+// A window mask that repeats over a batch of images (Swin's [nW, Q, K] shift mask under scores
+// [B·nW, h, Q, K]): mask_batch_inner = nW makes the batch offset (b % nW)·mask_stride[0] +
+// (b / nW)·mask_batch_outer instead of b·mask_stride[0].
+// Head dim a multiple of 4 up to kMaxAttentionHeadDim, f16/bf16, Q/K/V 8-byte aligned with strides in
+// multiples of 4 (head dims 32 and 64 16-byte aligned with strides in multiples of 8 take the
+// unpadded kernels; the others are padded in shared memory to 48, 64, 96 or 128); keys up to
+// kMaxAttentionKeys, walked in tiles with an online softmax (key indices are ints);
+// attention_unsupported says why not ("" when supported).
+constexpr int64_t kMaxAttentionKeys = int64_t{1} << 20;
+constexpr int64_t kMaxAttentionHeadDim = 128;
 // Which kernel attention() runs. automatic: attention.cu's, its block shape by grid size; the plan
 // and the runtime always ask for it. The others force one, for tests and benchmarks: rowsN_splitS a
 // block of N query rows whose warps split each key tile S ways. SABRE_ATTN=r16x4|r32x2|r64|r128|r128w4 in the
@@ -125,6 +155,7 @@ struct AttentionArgs {
   const void* mask = nullptr;
   DType mask_dtype = DType::f32;  // f32, the dtype, or i64 (a select mask)
   int64_t mask_stride[3] = {0, 0, 0};
+  int64_t mask_batch_inner = 0, mask_batch_outer = 0;  // a window mask repeating over the batch (above)
   float mask_true = 0.f, mask_false = 0.f;  // an i64 mask's values where it is nonzero / zero
   bool causal = false;
   AttentionKernel kernel = AttentionKernel::automatic;
@@ -181,7 +212,11 @@ struct EmbedLayerNormArgs {
 cudaError_t embed_layernorm(const EmbedLayerNormArgs& a, cudaStream_t stream);
 
 // ---- Reductions ----------------------------------------------------------------------------
-enum class ReduceOp : uint8_t { sum, mean, max, min, prod, sum_square, kCount };
+// l1 = sum |x|, l2 = sqrt(sum x^2), log_sum = log(sum x), log_sum_exp = log(sum e^x) (shifted by the max).
+// argmax / argmin (one axis; *_last: the last of equal extremes) write y as int64 indices.
+enum class ReduceOp : uint8_t {
+  sum, mean, max, min, prod, sum_square, l1, l2, log_sum, log_sum_exp, argmax, argmin, argmax_last, argmin_last, kCount
+};
 // Reduces x (dense, `dims`) over `axes` (any order, negative allowed; empty = all) into a dense
 // y whose dims are x's without the reduced axes (keepdims changes no bytes). f32/f16/bf16.
 cudaError_t reduce(ReduceOp op, DType dt, const void* x, const std::vector<int64_t>& dims,

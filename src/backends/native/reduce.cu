@@ -1,4 +1,4 @@
-// Reductions (sum, mean, max, min, prod, sum of squares) over any set of axes, and global average
+// Reductions (sum, mean, max, min, prod, sum of squares, L1, L2, log-sum, log-sum-exp) over any set of axes, and global average
 // pooling (NHWC with aligned channel vectors: its own kernel; otherwise a mean), via a view that
 // splits x into kept and reduced dims. Reduced axes innermost and contiguous: a warp per output
 // reading the run coalesced. Otherwise: a thread per output looping over the reduced dims, which
@@ -33,22 +33,37 @@ __device__ __forceinline__ float init_of(int op) {
     default: return 0.f;
   }
 }
-__device__ __forceinline__ float combine(int op, float acc, float v) {
+// log_sum_exp adds exp(v - shift), shift being the run's max (found in a first pass), so no exp overflows.
+__device__ __forceinline__ float combine(int op, float acc, float v, float shift = 0.f) {
   switch (static_cast<ReduceOp>(op)) {
     case ReduceOp::max: return fmaxf(acc, v);
     case ReduceOp::min: return fminf(acc, v);
     case ReduceOp::prod: return acc * v;
-    case ReduceOp::sum_square: return acc + v * v;
+    case ReduceOp::sum_square: case ReduceOp::l2: return acc + v * v;
+    case ReduceOp::l1: return acc + fabsf(v);
+    case ReduceOp::log_sum_exp: return acc + __expf(v - shift);
     default: return acc + v;
   }
 }
-// Combines two partial results (sum_square partials are already squared).
+// Combines two partial results (partials of sums of squares, absolutes and exps are already sums).
 __device__ __forceinline__ float merge(int op, float a, float b) {
-  return static_cast<ReduceOp>(op) == ReduceOp::sum_square ? a + b : combine(op, a, b);
+  switch (static_cast<ReduceOp>(op)) {
+    case ReduceOp::max: case ReduceOp::min: case ReduceOp::prod: return combine(op, a, b);
+    default: return a + b;
+  }
 }
-__device__ __forceinline__ float finish(const RedParams& p, float acc) {
-  return static_cast<ReduceOp>(p.op) == ReduceOp::mean ? acc / static_cast<float>(p.n_red) : acc;
+__device__ __forceinline__ float finish(const RedParams& p, float acc, float shift) {
+  switch (static_cast<ReduceOp>(p.op)) {
+    case ReduceOp::mean: return acc / static_cast<float>(p.n_red);
+    case ReduceOp::l2: return sqrtf(acc);
+    case ReduceOp::log_sum: return logf(acc);
+    case ReduceOp::log_sum_exp: return shift + logf(acc);
+    default: return acc;
+  }
 }
+// The shift of a run whose max is m: m itself where finite (an infinite max gives 0, and the sum of
+// exps is then inf or 0 as the result must be).
+__device__ __forceinline__ float lse_shift(float m) { return isfinite(m) ? m : 0.f; }
 
 __device__ __forceinline__ long long kept_offset(const RedParams& p, long long o) {
   long long off = 0;
@@ -68,11 +83,19 @@ __global__ void __launch_bounds__(256) reduce_inner(const RedParams p) {
   const long long nwarps = static_cast<long long>(gridDim.x) * blockDim.x / 32;
   for (long long o = warp; o < p.n_out; o += nwarps) {
     const T* x = static_cast<const T*>(p.x) + kept_offset(p, o);
+    float shift = 0.f;
+    if (static_cast<ReduceOp>(p.op) == ReduceOp::log_sum_exp) {
+      float m = -INFINITY;
+      for (long long k = lane; k < p.n_red; k += 32) m = fmaxf(m, to_float(x[k]));
+#pragma unroll
+      for (int s = 16; s > 0; s >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, s));
+      shift = lse_shift(m);
+    }
     float acc = init_of(p.op);
-    for (long long k = lane; k < p.n_red; k += 32) acc = combine(p.op, acc, to_float(x[k]));
+    for (long long k = lane; k < p.n_red; k += 32) acc = combine(p.op, acc, to_float(x[k]), shift);
 #pragma unroll
     for (int s = 16; s > 0; s >>= 1) acc = merge(p.op, acc, __shfl_xor_sync(0xffffffffu, acc, s));
-    if (lane == 0) static_cast<T*>(p.y)[o] = from_float<T>(finish(p, acc));
+    if (lane == 0) static_cast<T*>(p.y)[o] = from_float<T>(finish(p, acc, shift));
   }
 }
 
@@ -83,16 +106,47 @@ __global__ void __launch_bounds__(256) reduce_outer(const RedParams p) {
   const long long step = static_cast<long long>(gridDim.x) * blockDim.x;
   for (long long o = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; o < p.n_out; o += step) {
     const T* x = static_cast<const T*>(p.x) + kept_offset(p, o);
-    float acc = init_of(p.op);
-    for (long long k = 0; k < p.n_red; ++k) {
-      long long off = 0, r = k;
-      for (int d = p.red_rank - 1; d >= 0; --d) {
-        off += (r % p.red_dims[d]) * p.red_strides[d];
-        r /= p.red_dims[d];
+    const bool lse = static_cast<ReduceOp>(p.op) == ReduceOp::log_sum_exp;
+    float shift = 0.f, m = -INFINITY;
+    for (int pass = lse ? 0 : 1; pass < 2; ++pass) {  // log_sum_exp: pass 0 finds the max
+      float acc = init_of(p.op);
+      for (long long k = 0; k < p.n_red; ++k) {
+        long long off = 0, r = k;
+        for (int d = p.red_rank - 1; d >= 0; --d) {
+          off += (r % p.red_dims[d]) * p.red_strides[d];
+          r /= p.red_dims[d];
+        }
+        if (pass == 0) m = fmaxf(m, to_float(x[off]));
+        else acc = combine(p.op, acc, to_float(x[off]), shift);
       }
-      acc = combine(p.op, acc, to_float(x[off]));
+      if (pass == 0) shift = lse_shift(m);
+      else static_cast<T*>(p.y)[o] = from_float<T>(finish(p, acc, shift));
     }
-    static_cast<T*>(p.y)[o] = from_float<T>(finish(p, acc));
+  }
+}
+
+// ArgMax / ArgMin over one axis: a thread per output, y the int64 index of the first (or, with
+// `last`, the last) extreme element along the run; NaNs are skipped.
+template <class T>
+__global__ void __launch_bounds__(256) reduce_arg(const RedParams p, bool is_max, bool last) {
+  detail::pdl_enter();
+  const long long step = static_cast<long long>(gridDim.x) * blockDim.x;
+  const long long stride = p.red_rank ? p.red_strides[0] : 1;
+  for (long long o = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; o < p.n_out; o += step) {
+    const T* x = static_cast<const T*>(p.x) + kept_offset(p, o);
+    float best = is_max ? -INFINITY : INFINITY;
+    long long at = 0;
+    bool found = false;
+    for (long long k = 0; k < p.n_red; ++k) {
+      const float v = to_float(x[k * stride]);
+      if (isnan(v)) continue;
+      if (!found || (is_max ? v > best : v < best) || (last && v == best)) {
+        best = v;
+        at = k;
+        found = true;
+      }
+    }
+    static_cast<long long*>(p.y)[o] = at;
   }
 }
 
@@ -194,6 +248,17 @@ cudaError_t reduce(ReduceOp op, DType dt, const void* x, const std::vector<int64
   if (p.n_out == 0) return cudaSuccess;
   if (p.kept_rank == 0) p.kept_dims[p.kept_rank++] = 1;
   const bool inner = p.red_rank == 1 && p.red_strides[0] == 1;
+  if (op == ReduceOp::argmax || op == ReduceOp::argmin || op == ReduceOp::argmax_last || op == ReduceOp::argmin_last) {
+    // One axis only: its run is one dim (or none, a size-1 axis), so the run position is the index.
+    if (axes.size() != 1) return detail::fail(cudaErrorInvalidValue, "reduce: argmax/argmin take exactly one axis");
+    const bool is_max = op == ReduceOp::argmax || op == ReduceOp::argmax_last;
+    const bool last = op == ReduceOp::argmax_last || op == ReduceOp::argmin_last;
+    SABRE_FLOAT_DISPATCH(dt, T, {
+      SABRE_CUDA_TRY(detail::launch(reduce_arg<T>, blocks_for(p.n_out, 256), 256, 0, stream, p, is_max, last));
+      SABRE_LAUNCH_CHECK();
+      return cudaSuccess;
+    });
+  }
   SABRE_FLOAT_DISPATCH(dt, T, {
     if (inner && p.n_red >= 16) {
       SABRE_CUDA_TRY(detail::launch(reduce_inner<T>, blocks_for(p.n_out, 8), 256, 0, stream, p));

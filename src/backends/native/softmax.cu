@@ -1,4 +1,5 @@
-// Softmax over the last axis with scale, additive broadcast mask and causal masking.
+// Softmax over the last axis with scale, additive broadcast mask and causal masking; with `log`,
+// LogSoftmax (logit - max - log(sum), never the log of a rounded probability).
 // Tests: tests/gpu/native_kernels_test.cpp (Softmax_*)
 #include "backends/native/rows.cuh"
 
@@ -15,6 +16,7 @@ struct SmParams {
   long long ms0, ms1, ms2;
   float scale;
   int causal;
+  int log;
 };
 
 // The logit of element k of row `row`, or -inf where masked.
@@ -71,18 +73,20 @@ __global__ void __launch_bounds__(256) softmax_rows(const SmParams p) {
   for (int j = 0; j < NCH; ++j)
 #pragma unroll
     for (int e = 0; e < VEC; ++e) {
-      v[j][e] = dead ? 0.f : __expf(v[j][e] - mx);
-      sum += v[j][e];
+      const float ex = dead ? 0.f : __expf(v[j][e] - mx);
+      sum += ex;
+      if (!p.log) v[j][e] = ex;
     }
   sum = row_sum<TPR>(sum, red);
   const float inv = dead ? 0.f : 1.f / sum;
+  const float lse = mx + logf(sum);  // log: y = logit - lse (-inf where masked)
   T* y = static_cast<T*>(p.y) + row * p.cols;
 #pragma unroll
   for (int j = 0; j < NCH; ++j) {
     const long long k0 = static_cast<long long>(t + j * TPR) * VEC;
     if (k0 < p.cols && live) {
 #pragma unroll
-      for (int e = 0; e < VEC; ++e) v[j][e] *= inv;
+      for (int e = 0; e < VEC; ++e) v[j][e] = p.log ? v[j][e] - lse : v[j][e] * inv;
       store_chunk<T, VEC>(y + k0, v[j]);
     }
   }
@@ -107,8 +111,11 @@ __global__ void __launch_bounds__(256) softmax_loop(const SmParams p) {
     sum += __expf(logit(p, mrow, qi, k, to_float(x[k])) - mx);
   sum = block_sum(sum, red);
   const float inv = dead ? 0.f : 1.f / sum;
-  for (long long k = threadIdx.x; k < p.cols; k += blockDim.x)
-    y[k] = from_float<T>(dead ? 0.f : __expf(logit(p, mrow, qi, k, to_float(x[k])) - mx) * inv);
+  const float lse = mx + logf(sum);
+  for (long long k = threadIdx.x; k < p.cols; k += blockDim.x) {
+    const float v = logit(p, mrow, qi, k, to_float(x[k]));
+    y[k] = from_float<T>(p.log ? v - lse : dead ? 0.f : __expf(v - mx) * inv);
+  }
 }
 
 template <class T, class M, int VEC>
@@ -145,7 +152,7 @@ cudaError_t softmax(const SoftmaxArgs& a, cudaStream_t stream) {
   if (a.mask && a.mask_dtype != a.dtype && a.mask_dtype != DType::f32)
     return detail::fail(cudaErrorNotSupported, "softmax: the mask must be f32 or the input's dtype");
   SmParams p{a.x, a.y, a.mask, a.b * a.h * a.q, a.cols, a.h, a.q,
-             a.mask_stride[0], a.mask_stride[1], a.mask_stride[2], a.scale, a.causal ? 1 : 0};
+             a.mask_stride[0], a.mask_stride[1], a.mask_stride[2], a.scale, a.causal ? 1 : 0, a.log ? 1 : 0};
   const bool mf32 = !a.mask || a.mask_dtype == DType::f32;
   SABRE_FLOAT_DISPATCH(a.dtype, T, return mf32 ? launch<T, float>(a, p, stream) : launch<T, T>(a, p, stream));
 }

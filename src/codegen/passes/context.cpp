@@ -64,14 +64,36 @@ const std::map<std::string, native::EwOp>& ew_ops() {
       {"IsInf", EwOp::isinf},       {"Mod", EwOp::mod},
       {"BitShift", EwOp::shl},      {"PRelu", EwOp::prelu},
       {"Sum", EwOp::add},
+      // Composed in emit_group: Xor = not(a == b) on bools, Mean = (a + b + ...) / n, CastLike = Cast.
+      {"Xor", EwOp::equal},         {"Mean", EwOp::add},
+      {"CastLike", EwOp::cast},
   };
   return m;
 }
 
 bool is_ew(const Node* n) {
   if (n->domain() != "" || !ew_ops().count(n->op())) return false;
-  if ((n->op() == "Min" || n->op() == "Max" || n->op() == "Sum") && n->num_inputs() != 2) return false;
+  // Variadic ops fold over their inputs up to what one kernel takes.
+  if ((n->op() == "Min" || n->op() == "Max" || n->op() == "Sum" || n->op() == "Mean") &&
+      (n->num_inputs() < 1 || n->num_inputs() > SABRE_EW_MAX_INPUTS))
+    return false;
   return true;
+}
+
+std::vector<Value*> ew_operands(const Node* n) {
+  if (n->op() == "CastLike") return {n->input(0)};  // input 1 gives only its dtype
+  std::vector<Value*> out;
+  for (Value* v : n->inputs())
+    if (v) out.push_back(v);
+  return out;
+}
+
+int ew_chain_nodes(const Node* n) {
+  const int k = static_cast<int>(n->num_inputs());
+  if (n->op() == "Xor") return 2;
+  if (n->op() == "Mean") return std::max(k - 1, 0) + 2;  // the adds, the constant n, the division
+  if (n->op() == "Min" || n->op() == "Max" || n->op() == "Sum") return std::max(k - 1, 1);
+  return 1;
 }
 
 bool is_view(const std::string& op) {
@@ -150,6 +172,13 @@ std::map<std::string, Value*> roles_of(const Node* n) {
 
 bool is_conv_region(const Node* n) {
   return n->domain() == "sabre" && n->op() == "Composite" && n->attr_string("kind", "") == "conv2d_fprop";
+}
+
+std::vector<int64_t> transpose_perm(const Node* n) {
+  std::vector<int64_t> perm = n->attr_ints("perm", {});
+  if (perm.empty())
+    for (int64_t i = static_cast<int64_t>(n->input(0)->shape().size()) - 1; i >= 0; --i) perm.push_back(i);
+  return perm;
 }
 
 std::string where(const Node* n) { return n->name() + " (" + n->op() + ")"; }

@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "backends/native/conv_act.h"
 #include "backends/native/elementwise.h"
 #include "codegen/lower.h"
 
@@ -43,6 +44,10 @@ std::vector<Dim> contiguous_strides(const std::vector<Dim>& dims);
 // Elementwise ops the fused chain kernels take (binary ops broadcast).
 const std::map<std::string, native::EwOp>& ew_ops();
 bool is_ew(const Node* n);
+// The inputs an elementwise node's chain reads (CastLike's second input only gives a dtype).
+std::vector<Value*> ew_operands(const Node* n);
+// The chain nodes an elementwise node becomes (variadic ops fold; Xor and Mean take more than one).
+int ew_chain_nodes(const Node* n);
 bool is_view(const std::string& op);
 bool scalar_constant(const Value* v);
 // A Clip's [min, max] (inputs 1 and 2; an absent one is -inf / +inf), or nullopt where a bound is
@@ -58,6 +63,11 @@ bool is_depthwise(const Node* n);
 // A Composite's inputs by role (docs/IR.md: comma-joined when one value plays two roles).
 std::map<std::string, Value*> roles_of(const Node* n);
 bool is_conv_region(const Node* n);
+// A Transpose's perm (its attribute, or the reversal it defaults to).
+std::vector<int64_t> transpose_perm(const Node* n);
+// NHWC storage: physical dim i holds logical dim kNhwcOrder[i] ([N,C,H,W] -> [N,H,W,C]).
+inline constexpr int64_t kNhwcOrder[4] = {0, 2, 3, 1};
+inline constexpr int64_t kNhwcPos[4] = {0, 3, 1, 2};  // where NHWC storage puts logical dim d
 // [N,C,H,W] -> [N,H,W,C].
 template <typename T>
 std::vector<T> nhwc_shape(const std::vector<T>& s) {
@@ -95,6 +105,17 @@ struct AttentionFusion {
   // mask is an i64 tensor m read as Where(Cast<bool>(m), mask_true, mask_false) (fuse_attention_mask).
   bool select = false;
   double mask_true = 0, mask_false = 0;
+  // Additive terms the step reads through explicit strides (fuse_attention_bias.cpp) rather than
+  // `mask` broadcast right-aligned to [b, h, q, k]: element (b, h, q, k) at mask_offset(b) +
+  // h·mask_stride[1] + q·mask_stride[2] + k, mask_offset(b) = (b % mask_batch_inner)·mask_stride[0] +
+  // (b / mask_batch_inner)·mask_batch_outer where mask_batch_inner > 0 (a window mask repeating over
+  // the images), else b·mask_stride[0]. folded_mask: constant terms summed at compile time, read
+  // instead of `mask` (a weight of the step).
+  bool mask_strided = false;
+  Dim mask_stride[3] = {Dim(0), Dim(0), Dim(0)};
+  int64_t mask_batch_inner = 0;
+  Dim mask_batch_outer{0};
+  std::optional<ir::Tensor> folded_mask;
   Dim b, sq, sk;
   int64_t heads = 0, d = 0;
 };
@@ -108,9 +129,12 @@ struct EmbeddingTerm {
   std::vector<Dim> strides;
 };
 
+// What a depthwise step applies in its store (fuse_depthwise_activation): y = clamp(act(conv + bias)).
 struct DwActivation {
-  const Node* node;  // the absorbed Relu or Clip
-  double lo, hi;     // its bounds; +-inf where unbounded
+  const Node* node;  // the last absorbed node (the Relu, Clip, Sigmoid, or SiLU's Mul): the step writes its output
+  double lo, hi;     // the clamp's bounds (Relu, Clip); +-inf where unbounded
+  native::ConvAct act = native::ConvAct::none;
+  double alpha = 1, beta = 0;  // act's (native/conv_act.h)
 };
 
 struct RowGather {
@@ -164,8 +188,14 @@ struct LowerContext {
   // group_elementwise
   std::vector<EwGroup> groups;
   std::map<const Node*, int> group_of;
+  // fuse_se_scale: the squeeze-excite scale's Mul -> its feature map and gate
+  std::map<const Node*, std::pair<Value*, Value*>> se_scale;
   // assign_layouts
   std::set<const Value*> nhwc;  // values stored NHWC
+  // Transposes whose output is the tensor of a value before them (its input, or the input of the
+  // Transposes it cancels, which are absorbed): the storage orders agree, so no step runs.
+  std::map<const Node*, const Value*> layout_views;
+  std::set<const Node*> nhwc_reads;  // reductions that read their NHWC input in place, axes remapped
   bool emitted = false;         // emit_steps ran (the dump shows the plan)
 
   // ---- analysis helpers ----

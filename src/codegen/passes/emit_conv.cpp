@@ -262,8 +262,10 @@ void emit_depthwise(LowerContext& cx, Node* n) {
   std::string name = n->name();
   if (act != cx.dw_act.end()) {
     const DwActivation& a = act->second;
-    p.clamp = runtime::ClampParam{a.lo, a.hi};
-    name += " + " + a.node->op() + " " + a.node->name();
+    if (a.act == native::ConvAct::none || !std::isinf(a.lo) || !std::isinf(a.hi)) p.clamp = runtime::ClampParam{a.lo, a.hi};
+    if (a.act != native::ConvAct::none) p.activation = runtime::ActivationParam{.op = a.act, .alpha = a.alpha, .beta = a.beta};
+    name += " + " + (a.act == native::ConvAct::none ? a.node->op() : std::string(native::conv_act_name(a.act))) + " " +
+            a.node->name();
   }
   cx.step(name, {x, wt, b}, {cx.define(y)},
           depthwise ? runtime::StepParams(std::move(p)) : runtime::StepParams(runtime::GroupedConvParams{std::move(p)}));

@@ -41,10 +41,18 @@ void emit_group(LowerContext& cx, const EwGroup& gr) {
     EwOp op = ew_ops().at(m->op());
     std::vector<int> a;
     const bool clip = m->op() == "Clip";
-    for (size_t i = 0; i < (clip ? 1 : m->num_inputs()); ++i) a.push_back(operand(m->input(i)));
+    if (clip) a.push_back(operand(m->input(0)));
+    else
+      for (const Value* v : ew_operands(m)) a.push_back(operand(v));
     DType dt = cx.storage(m->output(0)->dtype());
     int r;
-    if (op == EwOp::cast) {
+    if (m->op() == "Xor") {
+      r = ch.unary(EwOp::logical_not, ch.binary(EwOp::equal, a[0], a[1]));
+    } else if (m->op() == "Mean" || (a.size() != 2 && (m->op() == "Sum" || m->op() == "Min" || m->op() == "Max"))) {
+      r = a.size() == 1 ? ch.cast(a[0], dt) : ch.binary(op, a[0], a[1]);
+      for (size_t i = 2; i < a.size(); ++i) r = ch.binary(op, r, a[i]);
+      if (m->op() == "Mean") r = ch.binary(EwOp::div, r, ch.constant(static_cast<float>(a.size()), DType::f32));
+    } else if (op == EwOp::cast) {
       r = ch.cast(a[0], dt);
     } else if (op == EwOp::where) {
       r = ch.where(a[0], a[1], a[2]);
@@ -123,19 +131,60 @@ void emit_attention(LowerContext& cx, Node* n, const AttentionFusion& a) {
   p.v_stride = three(a.v_stride), p.o_stride = three(a.o_stride);
   p.scale = a.scale, p.causal = a.causal;
   if (a.kv_group > 1) p.kv_group = ParamDim(a.kv_group);
-  if (a.mask) p.mask_stride = pdims(mask_strides(a.mask));
+  if (a.mask_strided) p.mask_stride = three(a.mask_stride);
+  else if (a.mask) p.mask_stride = pdims(mask_strides(a.mask));
+  if (a.mask_batch_inner) p.mask_batch = pdims({Dim(a.mask_batch_inner), a.mask_batch_outer});
   if (a.select) p.mask_true = a.mask_true, p.mask_false = a.mask_false;
   if (a.offset[0] != Dim(0) || a.offset[1] != Dim(0) || a.offset[2] != Dim(0)) p.offsets = three(a.offset);
   std::vector<int> ins{cx.tensor(a.q), cx.tensor(a.k), cx.tensor(a.v)};
-  if (a.mask) ins.push_back(cx.tensor(a.mask));
+  if (a.folded_mask) {  // constant additive terms summed (fuse_attention_bias.cpp)
+    runtime::TensorInfo t;
+    t.name = n->name() + ".bias";
+    t.kind = runtime::TensorKind::weight;
+    for (int64_t d : a.folded_mask->dims()) t.shape.push_back(runtime::DimExpr::parse(std::to_string(d)));
+    ins.push_back(cx.add_weight(*a.folded_mask, std::move(t)));
+  } else if (a.mask) {
+    ins.push_back(cx.tensor(a.mask));
+  }
   cx.step(n->name() + " (attention)", ins, {cx.define(n->output(0))}, std::move(p));
 }
+// (Log)Softmax over another axis: permuted to the last axis and back, around a softmax step.
+static void emit_softmax_other_axis(LowerContext& cx, Node* n, int64_t axis) {
+  const auto& sh = n->input(0)->shape();
+  std::vector<int64_t> perm;  // axis to the end; the same perm maps back with its inverse
+  for (int64_t i = 0; i < static_cast<int64_t>(sh.size()); ++i)
+    if (i != axis) perm.push_back(i);
+  perm.push_back(axis);
+  std::vector<int64_t> back(perm.size());
+  for (size_t i = 0; i < perm.size(); ++i) back[static_cast<size_t>(perm[i])] = static_cast<int64_t>(i);
+  std::vector<Dim> moved;
+  for (int64_t p : perm) moved.push_back(sh[static_cast<size_t>(p)]);
+  auto temp = [&](const std::string& suffix) {
+    runtime::TensorInfo t;
+    t.name = n->output(0)->name() + suffix;
+    t.dtype = cx.storage(n->output(0)->dtype());
+    for (const Dim& d : moved) t.shape.push_back(runtime::DimExpr::parse(d.str()));
+    return cx.add_tensor(std::move(t));
+  };
+  const int x = cx.tensor(n->input(0)), xt = temp(".in_last"), yt = temp(".out_last");
+  cx.step(n->name() + " (axis to last)", {x}, {xt}, runtime::PermuteParams{.perm = param_numbers(perm)});
+  runtime::SoftmaxParams p;
+  p.b = pdim(Dim(1)), p.h = pdim(Dim(1)), p.q = pdim(product(moved, 0, moved.size() - 1)), p.cols = pdim(moved.back());
+  p.scale = 1.0, p.causal = false;
+  if (n->op() == "LogSoftmax") p.log = true;
+  cx.step(n->name(), {xt}, {yt}, std::move(p));
+  cx.step(n->name() + " (axis back)", {yt}, {cx.define(n->output(0))}, runtime::PermuteParams{.perm = param_numbers(back)});
+}
+
 void emit_softmax(LowerContext& cx, Node* n) {
   SoftmaxFusion f;
   if (auto it = cx.softmax.find(n); it != cx.softmax.end()) f = it->second;
   else f.x = n->input(0);
   const auto& sh = f.x->shape();
-  if (sh.empty() || norm_axis(n->attr_int("axis", -1), sh.size()) != static_cast<int64_t>(sh.size()) - 1)
+  const int64_t axis = sh.empty() ? 0 : norm_axis(n->attr_int("axis", -1), sh.size());
+  if (!sh.empty() && axis != static_cast<int64_t>(sh.size()) - 1 && !cx.softmax.count(n))
+    return emit_softmax_other_axis(cx, n, axis);
+  if (sh.empty() || axis != static_cast<int64_t>(sh.size()) - 1)
     throw UnsupportedError(where(n) + ": softmax over an axis other than the last");
   int x = cx.tensor(f.x);
   int mask = cx.tensor(f.mask);
@@ -148,6 +197,7 @@ void emit_softmax(LowerContext& cx, Node* n) {
   runtime::SoftmaxParams p;
   p.b = pdim(b), p.h = pdim(h), p.q = pdim(q), p.cols = pdim(sh.back()), p.scale = f.scale, p.causal = f.causal;
   if (f.mask) p.mask_stride = pdims(mask_strides(f.mask));
+  if (n->op() == "LogSoftmax") p.log = true;
   cx.step(n->name(), {x, mask}, {cx.define(n->output(0))}, std::move(p));
   if (!f.mask) cx.out.plan.steps.back().inputs.pop_back();
 }

@@ -3,6 +3,7 @@
 // cannot run is collected and reported all at once. The simple ops are emitted here; fused steps,
 // GEMM and conv regions in emit_*.cpp. Tests: tests/unit/codegen_lower_test.cpp,
 // tests/unit/codegen_plan_interp_test.cpp
+#include <algorithm>
 #include <map>
 
 #include "codegen/passes/emit.h"
@@ -64,8 +65,8 @@ void emit_pool(LowerContext& cx, Node* n) {
   const bool in_nhwc = cx.nhwc.count(n->output(0)) != 0;
   int x = in_nhwc ? cx.tensor_nhwc(n->input(0)) : cx.tensor(n->input(0));
   cx.step(n->name(), {x}, {cx.define(n->output(0))},
-          runtime::Pool2dParams{.kind = n->op() == "MaxPool" ? "max" : "average",
-                                .layout = in_nhwc ? "nhwc" : "nchw",
+          runtime::Pool2dParams{.kind = n->op() == "MaxPool" ? runtime::PoolMode::max : runtime::PoolMode::average,
+                                .layout = in_nhwc ? runtime::TensorLayout::nhwc : runtime::TensorLayout::nchw,
                                 .kernel = param_numbers(n->attr_ints("kernel_shape")),
                                 .stride = param_numbers(n->attr_ints("strides", {1, 1})),
                                 .dilation = param_numbers(n->attr_ints("dilations", {1, 1})),
@@ -89,10 +90,111 @@ void emit_expand(LowerContext& cx, Node* n) {
           runtime::StridedCopyParams{.offset = ParamDim::text("0"), .strides = pdims(strides)});
 }
 
+// out = x read through `strides` into a dense temporary of `view` dims (a finer view of the output's
+// elements), then the output as a reshape of it: one strided_copy kernel for the data movement ops
+// whose output index splits into the input's (DepthToSpace, SpaceToDepth, Tile).
+void emit_view_copy(LowerContext& cx, Node* n, const std::vector<Dim>& view, const std::vector<Dim>& strides) {
+  int x = cx.tensor(n->input(0));
+  runtime::TensorInfo t;
+  t.name = n->output(0)->name() + ".view";
+  t.dtype = cx.storage(n->output(0)->dtype());
+  t.kind = runtime::TensorKind::activation;
+  for (const Dim& d : view) t.shape.push_back(runtime::DimExpr::parse(d.str()));
+  const int tmp = cx.add_tensor(std::move(t));
+  cx.step(n->name(), {x}, {tmp}, runtime::StridedCopyParams{.offset = ParamDim::text("0"), .strides = pdims(strides)});
+  cx.step(n->name() + " (view)", {tmp}, {cx.define(n->output(0))}, runtime::ReshapeParams{});
+}
+
+// DepthToSpace / SpaceToDepth on NCHW with blocksize b, as a view copy (ONNX's reshape-transpose-reshape).
+void emit_depth_space(LowerContext& cx, Node* n) {
+  const auto& sh = n->input(0)->shape();
+  if (sh.size() != 4) throw UnsupportedError(where(n) + ": only 4-D (NCHW) inputs run on the GPU");
+  const Dim b(n->attr_int("blocksize"));
+  const Dim &N = sh[0], &C = sh[1], &H = sh[2], &W = sh[3];
+  const Dim HW = H * W, CHW = C * HW;
+  if (n->op() == "DepthToSpace") {
+    // output viewed as [N, C/b², H, b(i), W, b(j)]; DCR reads channel (i*b + j)*C/b² + c, CRD c*b² + i*b + j
+    const Dim Co = n->output(0)->shape()[1];
+    const bool crd = n->attr_string("mode", "DCR") == "CRD";
+    emit_view_copy(cx, n, {N, Co, H, b, W, b},
+                   crd ? std::vector<Dim>{CHW, b * b * HW, W, b * HW, Dim(1), HW}
+                       : std::vector<Dim>{CHW, HW, W, b * Co * HW, Dim(1), Co * HW});
+    return;
+  }
+  // SpaceToDepth: output viewed as [N, b(i), b(j), C, H/b, W/b], reading x[n, c, h*b + i, w*b + j]
+  const Dim Ho = n->output(0)->shape()[2], Wo = n->output(0)->shape()[3];
+  emit_view_copy(cx, n, {N, b, b, C, Ho, Wo}, {CHW, W, Dim(1), HW, b * W, b});
+}
+
+// Tile with known repeats: the output viewed as [r0, d0, r1, d1, ...], stride 0 over each r.
+void emit_tile(LowerContext& cx, Node* n) {
+  auto reps = cx.dims_of(n->input(1));
+  if (!reps) throw UnsupportedError(where(n) + ": repeats computed from data at run time");
+  const auto& in = n->input(0)->shape();
+  const std::vector<Dim> dense = contiguous_strides(in);
+  std::vector<Dim> view, strides;
+  for (size_t i = 0; i < in.size(); ++i) {
+    view.insert(view.end(), {(*reps)[i], in[i]});
+    strides.insert(strides.end(), {Dim(0), dense[i]});
+  }
+  emit_view_copy(cx, n, view, strides);
+}
+
+// GatherElements, Trilu and CumSum: one native step each (backends/native/index_ops.h).
+void emit_index_op(LowerContext& cx, Node* n) {
+  const std::string& op = n->op();
+  const size_t rank = n->input(0)->shape().size();
+  int x = cx.tensor(n->input(0));
+  if (op == "GatherElements") {
+    const int64_t axis = norm_axis(n->attr_int("axis", 0), rank);
+    int idx = cx.tensor(n->input(1));
+    cx.step(n->name(), {x, idx}, {cx.define(n->output(0))}, runtime::GatherElementsParams{.axis = axis});
+    return;
+  }
+  if (op == "Trilu") {
+    int64_t k = 0;  // a constant (negative ones too)
+    if (n->num_inputs() > 1 && n->input(1)) {
+      if (!scalar_constant(n->input(1))) throw UnsupportedError(where(n) + ": k computed from data at run time");
+      k = n->input(1)->constant().to_i64_vector().at(0);
+    }
+    cx.step(n->name(), {x}, {cx.define(n->output(0))},
+            runtime::TriluParams{.k = k, .upper = n->attr_int("upper", 1) != 0});
+    return;
+  }
+  // CumSum: the axis is a scalar input.
+  if (!scalar_constant(n->input(1))) throw UnsupportedError(where(n) + ": axis computed from data at run time");
+  const int64_t axis = n->input(1)->constant().to_i64_vector().at(0);
+  const DType dt = n->input(0)->dtype();
+  if (!ir::is_float(dt) && dt != DType::i32 && dt != DType::i64)
+    throw UnsupportedError(where(n) + ": dtype " + std::string(ir::name(dt)) + " (the GPU takes floats, i32 and i64)");
+  cx.step(n->name(), {x}, {cx.define(n->output(0))},
+          runtime::CumsumParams{.axis = norm_axis(axis, rank),
+                                .exclusive = n->attr_int("exclusive", 0) != 0,
+                                .reverse = n->attr_int("reverse", 0) != 0});
+}
+
+// ArgMax / ArgMin: a reduce step writing int64 indices along the one axis.
+void emit_arg_reduce(LowerContext& cx, Node* n) {
+  if (!ir::is_float(n->input(0)->dtype()))
+    throw UnsupportedError(where(n) + ": only float inputs run on the GPU (this one is " +
+                           std::string(ir::name(n->input(0)->dtype())) + ")");
+  const int64_t axis = norm_axis(n->attr_int("axis", 0), n->input(0)->shape().size());
+  const bool last = n->attr_int("select_last_index", 0) != 0;
+  using runtime::ReduceKind;
+  const ReduceKind kind = n->op() == "ArgMax" ? (last ? ReduceKind::argmax_last : ReduceKind::argmax)
+                                              : (last ? ReduceKind::argmin_last : ReduceKind::argmin);
+  int x = cx.tensor(n->input(0));
+  cx.step(n->name(), {x}, {cx.define(n->output(0))}, runtime::ReduceParams{.kind = kind, .axes = param_numbers({axis})});
+}
+
 void emit_reduce(LowerContext& cx, Node* n) {
-  static const std::map<std::string, std::string> kinds = {
-      {"ReduceSum", "sum"}, {"ReduceMean", "mean"}, {"ReduceMax", "max"},
-      {"ReduceMin", "min"}, {"ReduceProd", "prod"}, {"ReduceSumSquare", "sum_square"}};
+  using runtime::ReduceKind;
+  static const std::map<std::string, ReduceKind> kinds = {
+      {"ReduceSum", ReduceKind::sum},        {"ReduceMean", ReduceKind::mean},
+      {"ReduceMax", ReduceKind::max},        {"ReduceMin", ReduceKind::min},
+      {"ReduceProd", ReduceKind::prod},      {"ReduceSumSquare", ReduceKind::sum_square},
+      {"ReduceL1", ReduceKind::l1},          {"ReduceL2", ReduceKind::l2},
+      {"ReduceLogSum", ReduceKind::log_sum}, {"ReduceLogSumExp", ReduceKind::log_sum_exp}};
   auto k = kinds.find(n->op());
   if (k == kinds.end()) throw UnsupportedError(where(n) + ": no GPU lowering for this op");
   std::vector<int64_t> axes;
@@ -106,7 +208,12 @@ void emit_reduce(LowerContext& cx, Node* n) {
     cx.step(n->name(), {x}, {cx.define(n->output(0))}, runtime::CopyParams{});
     return;
   }
-  int x = cx.tensor(n->input(0));
+  const bool nhwc = cx.nhwc_reads.count(n) != 0;  // assign_layouts: reduce the NHWC bytes, axes remapped
+  if (nhwc) {
+    for (int64_t& a : axes) a = kNhwcPos[a];
+    std::sort(axes.begin(), axes.end());
+  }
+  int x = nhwc ? cx.tensor_nhwc(n->input(0)) : cx.tensor(n->input(0));
   cx.step(n->name(), {x}, {cx.define(n->output(0))}, runtime::ReduceParams{.kind = k->second, .axes = param_numbers(axes)});
 }
 
@@ -138,13 +245,20 @@ void emit_node(LowerContext& cx, Node* n) {
     cx.step(n->name(), {x}, {cx.define(n->output(0))}, runtime::ReshapeParams{});
     return;
   }
-  if (op == "Softmax") return emit_softmax(cx, n);
+  if (op == "Softmax" || op == "LogSoftmax") return emit_softmax(cx, n);
   if (op == "LayerNormalization") return emit_layernorm(cx, n);
   if (op == "Transpose") {
-    std::vector<int64_t> perm = n->attr_ints("perm", {});
-    if (perm.empty())
-      for (int64_t i = static_cast<int64_t>(n->input(0)->shape().size()) - 1; i >= 0; --i) perm.push_back(i);
-    int x = cx.tensor(n->input(0));
+    if (auto it = cx.layout_views.find(n); it != cx.layout_views.end()) {  // assign_layouts: no step
+      const int x = cx.nhwc.count(it->second) ? cx.tensor_nhwc(it->second) : cx.tensor(it->second);
+      if (x < 0) throw AfterRefusal{};
+      cx.tid[n->output(0)] = x;
+      return;
+    }
+    std::vector<int64_t> perm = transpose_perm(n);
+    const bool nhwc = cx.nhwc.count(n->input(0)) != 0;
+    if (nhwc)  // read the NHWC bytes in place
+      for (int64_t& d : perm) d = kNhwcPos[d];
+    int x = nhwc ? cx.tensor_nhwc(n->input(0)) : cx.tensor(n->input(0));
     cx.step(n->name(), {x}, {cx.define(n->output(0))}, runtime::PermuteParams{.perm = param_numbers(perm)});
     return;
   }
@@ -166,13 +280,26 @@ void emit_node(LowerContext& cx, Node* n) {
     return;
   }
   if (op == "Expand") return emit_expand(cx, n);
+  if (op == "DepthToSpace" || op == "SpaceToDepth") return emit_depth_space(cx, n);
+  if (op == "Tile") return emit_tile(cx, n);
   if (op.rfind("Reduce", 0) == 0) return emit_reduce(cx, n);
+  if (op == "ArgMax" || op == "ArgMin") return emit_arg_reduce(cx, n);
+  if (op == "GatherElements" || op == "Trilu" || op == "CumSum") return emit_index_op(cx, n);
   if (op == "MaxPool" || op == "AveragePool") return emit_pool(cx, n);
   if (op == "GlobalAveragePool" && n->input(0)->shape().size() == 4) {
     const bool in_nhwc = cx.nhwc.count(n->output(0)) != 0;
     int x = in_nhwc ? cx.tensor_nhwc(n->input(0)) : cx.tensor(n->input(0));
     cx.step(n->name(), {x}, {cx.define(n->output(0))},
-            runtime::GlobalAveragePoolParams{.layout = in_nhwc ? "nhwc" : "nchw"});
+            runtime::GlobalAveragePoolParams{.layout = in_nhwc ? runtime::TensorLayout::nhwc : runtime::TensorLayout::nchw});
+    return;
+  }
+  if (op == "GlobalMaxPool" || (op == "GlobalAveragePool" && n->input(0)->shape().size() != 4)) {
+    std::vector<int64_t> axes;  // every spatial axis: the output is [N, C, 1, ...]
+    for (size_t a = 2; a < n->input(0)->shape().size(); ++a) axes.push_back(static_cast<int64_t>(a));
+    int x = cx.tensor(n->input(0));
+    cx.step(n->name(), {x}, {cx.define(n->output(0))},
+            runtime::ReduceParams{.kind = op == "GlobalMaxPool" ? runtime::ReduceKind::max : runtime::ReduceKind::mean,
+                                  .axes = param_numbers(axes)});
     return;
   }
   if (op == "Conv") {

@@ -6,12 +6,16 @@
 // Expands, scalings) to the tensors a step writes, and read from those in place through strides
 // (from the furthest back the kernel can read; view ops left out of the step still run); the
 // output is followed forward through its head merge the same way. Whatever the exporter put
-// between, only the kernel's contract is checked (native::attention_unsupported): head dim 32 or
-// 64, 1..512 keys, the head dim contiguous, 16-byte strides and offsets, K/V heads shared by
-// groups of query heads. Tests: tests/golden/lower/fuse_attention/, tests/unit/codegen_passes_test.cpp,
+// between, only the kernel's contract is checked (native::attention_unsupported): head dim a
+// multiple of 4 up to 128, keys up to 2^20, the head dim contiguous, 16-byte strides and offsets
+// (8-byte where the head dim is not 32 or 64: the padded kernels), K/V heads shared by groups of
+// query heads. The scores may pass Reshapes, Adds of terms that broadcast to them and constant
+// scalings on their way to the softmax (Swin's shifted windows): fuse_attention_bias.cpp makes the
+// terms one mask the step reads. An attention-shaped softmax that does not fuse says why. Tests: tests/golden/lower/fuse_attention/, tests/unit/codegen_passes_test.cpp,
 // tests/unit/codegen_plan_interp_test.cpp (FusedAttentionForms*)
 #include <set>
 
+#include "codegen/passes/fuse_attention_bias.h"
 #include "codegen/passes/pass.h"
 
 namespace sabre::codegen::passes {
@@ -334,20 +338,20 @@ View swap_last(View v) {
   return v;
 }
 
-bool multiple_of_8(const Dim& d) { return d == Dim(0) || d.divide(Dim(8)).has_value(); }
+bool multiple_of(const Dim& d, int64_t n) { return d == Dim(0) || d.divide(Dim(n)).has_value(); }
 
 // "" where Q, K or V (`what`) is read as the kernel reads it (head dim contiguous, 16-byte strides
 // and offset, grouping only on K/V heads), else why not.
-std::string operand_problem(const char* what, const View& v, bool grouped_heads) {
+std::string operand_problem(const char* what, const View& v, bool grouped_heads, int64_t align) {
   const std::string w = what;
   if (v.stride[3] != Dim(1))
     return w + "'s head dim is not contiguous in " + v.base->name() + " (stride " + v.stride[3].str() + ")";
   for (int a = 0; a < 3; ++a)
-    if (!multiple_of_8(v.stride[static_cast<size_t>(a)]))
+    if (!multiple_of(v.stride[static_cast<size_t>(a)], align))
       return w + " is read from " + v.base->name() + " with stride " + v.stride[static_cast<size_t>(a)].str() +
-             ", not a multiple of 8 elements (16 bytes)";
-  if (!multiple_of_8(v.offset))
-    return w + " starts at element " + v.offset.str() + " of " + v.base->name() + ", not 16-byte aligned";
+             ", not a multiple of " + std::to_string(align) + " elements (" + std::to_string(2 * align) + " bytes)";
+  if (!multiple_of(v.offset, align))
+    return w + " starts at element " + v.offset.str() + " of " + v.base->name() + ", not " + std::to_string(2 * align) + "-byte aligned";
   for (size_t a = 0; a < 4; ++a)
     if (v.group[a] != 1 && !(a == 1 && grouped_heads))
       return w + " repeats axis " + std::to_string(a) + " of " + v.base->name() + " (only K/V heads may be shared)";
@@ -355,6 +359,104 @@ std::string operand_problem(const char* what, const View& v, bool grouped_heads)
 }
 
 constexpr const char* kNotAttention = "-";
+// The kernel's limits (native::kMaxAttentionKeys, native::kMaxAttentionHeadDim; codegen does not
+// include the CUDA headers native.h needs).
+constexpr int64_t kMaxKeys = int64_t{1} << 20, kMaxHeadDim = 128;
+
+bool is_reshape(const std::string& op) {
+  return op == "Reshape" || op == "Flatten" || op == "Squeeze" || op == "Unsqueeze";
+}
+
+// The scores between the Q·Kᵀ product and the softmax: the product, the scale on it, the additive
+// terms on the way (fuse_softmax's mask, and Adds the walk passed) and the ops walked.
+struct ScoresPath {
+  std::optional<Product> qk;
+  Value* scores = nullptr;  // the product's output
+  double scale = 1.0;
+  std::vector<BiasTerm> terms;
+  std::vector<Node*> nodes;
+  Node* stopped = nullptr;  // where the walk found neither a product nor an op it passes
+};
+
+// From the softmax's input (after what fuse_softmax absorbed) back to a product, through Reshapes
+// (the scores' elements keep their order), Adds of a term that broadcasts to them, and constant
+// scalings, each read only on this path (Shape/Size readers aside). "" when it reached a product.
+std::string scores_path(const LowerContext& cx, Node* s, const SoftmaxFusion& f, ScoresPath& sp) {
+  sp.scale = f.scale;
+  double coef = f.scale;  // what a term added before this point is multiplied by on its way
+  if (f.mask) sp.terms.push_back({f.mask, f.x->shape(), 1.0});
+  Value* v = f.x;
+  const Node* reader = f.absorbed.empty() ? s : f.absorbed.back();
+  auto only_reader = [&](const Value* x, const Node* r) {
+    if (cx.g.is_graph_output(x)) return false;
+    for (const Node* u : x->users())
+      if (u != r && !(u->domain().empty() && (u->op() == "Shape" || u->op() == "Size"))) return false;
+    return true;
+  };
+  for (;;) {
+    Node* p = v->producer();
+    std::string why;
+    if (auto pr = product_at(p, &why)) {
+      sp.qk = pr;
+      sp.scores = v;
+      return "";
+    }
+    if (!why.empty()) return "Q·Kᵀ " + why;
+    if (!p || !p->domain().empty()) return kNotAttention;
+    Value* next = nullptr;
+    if (is_reshape(p->op())) {
+      next = p->input(0);
+    } else if (p->op() == "Add") {
+      // The operand carrying the scores has their full shape; the other broadcasts to it. Where both
+      // do, the scores are the one that comes from a product.
+      auto broadcasts = [&](const Value* m) {
+        const auto& ms = m->shape();
+        if (ms.size() > v->shape().size()) return false;
+        for (size_t k = 0; k < ms.size(); ++k)
+          if (!(ms[k] == v->shape()[v->shape().size() - ms.size() + k]) && !(ms[k] == Dim(1))) return false;
+        return true;
+      };
+      auto from_product = [&](Value* x) {
+        for (int depth = 0; depth < 8 && x->producer(); ++depth) {
+          Node* q = x->producer();
+          std::string w;
+          if (product_at(q, &w)) return true;
+          if (!q->domain().empty() || !(is_reshape(q->op()) || q->op() == "Add" || q->op() == "Mul" || q->op() == "Div"))
+            return false;
+          x = q->input(0);
+        }
+        return false;
+      };
+      int side = -1;
+      for (int i = 0; i < 2 && side < 0; ++i)
+        if (p->input(i)->shape() == v->shape() && broadcasts(p->input(1 - i)) &&
+            (!(p->input(1 - i)->shape() == v->shape()) || from_product(p->input(i))))
+          side = i;
+      if (side < 0) {
+        sp.stopped = p;
+        return kNotAttention;
+      }
+      sp.terms.push_back({p->input(1 - side), v->shape(), coef});
+      next = p->input(side);
+    } else if ((p->op() == "Mul" || p->op() == "Div") && data_operand(p) >= 0 &&
+               p->input(static_cast<size_t>(data_operand(p)))->shape() == v->shape()) {
+      const Value* c = p->input(static_cast<size_t>(1 - data_operand(p)));
+      const double x = c->constant().get_f64(0);
+      if (p->op() == "Div" && x == 0) return "the scores are divided by zero at " + where(p);
+      coef *= p->op() == "Div" ? 1.0 / x : x;
+      sp.scale *= p->op() == "Div" ? 1.0 / x : x;
+      next = p->input(static_cast<size_t>(data_operand(p)));
+    } else {
+      sp.stopped = p;
+      return kNotAttention;
+    }
+    if (!only_reader(v, reader))
+      return "the scores' " + where(p) + " output is read outside the attention";
+    sp.nodes.push_back(p);
+    reader = p;
+    v = next;
+  }
+}
 
 // "" where the softmax `s` became part of an attention step, kNotAttention where it does not
 // begin to look like one (its scores are no Q·Kᵀ product), else why it was refused.
@@ -363,9 +465,8 @@ std::string attention_fusion(LowerContext& cx, Node* s) {
   if (it == cx.softmax.end()) return kNotAttention;
   const SoftmaxFusion& f = it->second;
   std::string why;
-  auto qk = product_at(f.x->producer(), &why);
-  if (!qk) return why.empty() ? kNotAttention : "Q·Kᵀ " + why;
-  if (f.x->users().size() != 1) return "the scores are read outside the softmax";
+  ScoresPath sp;
+  const std::string walk = scores_path(cx, s, f, sp);
   // The probabilities, through Casts between float types (ViT, CLIP and Llama exports cast twice).
   std::vector<Node*> casts;
   Value* p = s->output(0);
@@ -376,13 +477,19 @@ std::string attention_fusion(LowerContext& cx, Node* s) {
     pv_node = cx.sole_user(p);
   }
   auto pv = product_at(pv_node, &why);
+  if (walk == kNotAttention && pv && pv->a == p && sp.stopped)  // attention-shaped but for the scores' path
+    return "the scores reach the softmax through " + where(sp.stopped) +
+           ", not through Reshapes, Adds of a broadcast term or constant scalings of a Q·Kᵀ product";
+  if (!walk.empty()) return walk;
+  const std::optional<Product>& qk = sp.qk;
+  if (sp.scores->users().size() != 1) return "the scores are read outside the softmax";
   if (!pv || pv->a != p) {
     if (!why.empty()) return "·V " + why;
     return "the probabilities are not the A of one product with V (" +
            (pv_node ? "read by " + where(pv_node) : std::string(p->users().empty() ? "unread" : "read more than once")) + ")";
   }
   if (pv->b_transposed) return "V reaches the ·V product transposed";
-  const std::vector<Dim>& sc = f.x->shape();
+  const std::vector<Dim>& sc = sp.scores->shape();
   const std::vector<Dim>& os = pv->node->output(0)->shape();
   // Candidate views of each operand, reading furthest back first (K as [b, h, keys, d]).
   auto candidates = [&](Value* x, bool scales, const std::vector<Dim>& batch, bool swap) {
@@ -403,25 +510,31 @@ std::string attention_fusion(LowerContext& cx, Node* s) {
     return "Q, K and V differ in head dim";
   // What the native kernel takes (native::attention_unsupported).
   const int64_t d = q0.size[3].value(), sk_hi = cx.eval_hi(k0.size[2]);
-  if (d != 32 && d != 64) return "head dim " + std::to_string(d) + " (the kernel takes 32 or 64)";
-  if (sk_hi < 1 || sk_hi > 512)
-    return "up to " + std::to_string(sk_hi) + " keys (" + k0.size[2].str() + "; the kernel takes 1..512)";
+  if (d % 4 || d < 4 || d > kMaxHeadDim)
+    return "head dim " + std::to_string(d) + " (the kernel takes multiples of 4 up to " +
+           std::to_string(kMaxHeadDim) + ")";
+  if (sk_hi < 1 || sk_hi > kMaxKeys)
+    return "up to " + std::to_string(sk_hi) + " keys (" + k0.size[2].str() + "; the kernel takes 1.." +
+           std::to_string(kMaxKeys) + ")";
+  // Head dims 32 and 64 keep the unpadded kernels' 16-byte alignment (a view they cannot read is left
+  // out, to run as a step); the padded kernels read 8-byte aligned rows.
+  const int64_t align = d == 32 || d == 64 ? 8 : 4;
   if (!h.is_static()) return "the number of heads (" + h.str() + ") is not static";
   // The view reading furthest back that the kernel can read (what is left out of it still runs);
   // K and V with their heads shared alike. Else the reason of the one reading furthest back.
   const View* q = nullptr;
   for (const View& w : qs)
-    if (!q && operand_problem("Q", w, false).empty()) q = &w;
-  if (!q) return operand_problem("Q", qs.front(), false);
+    if (!q && operand_problem("Q", w, false, align).empty()) q = &w;
+  if (!q) return operand_problem("Q", qs.front(), false, align);
   const View *kp = nullptr, *vp = nullptr;
   for (const View& kw : ks)
     for (const View& vw : vs)
-      if (!kp && kw.group[1] == vw.group[1] && operand_problem("K", kw, true).empty() &&
-          operand_problem("V", vw, true).empty())
+      if (!kp && kw.group[1] == vw.group[1] && operand_problem("K", kw, true, align).empty() &&
+          operand_problem("V", vw, true, align).empty())
         kp = &kw, vp = &vw;
   if (!kp) {
     for (auto [what, w] : {std::pair{"K", &ks.front()}, {"V", &vs.front()}})
-      if (std::string pr = operand_problem(what, *w, true); !pr.empty()) return pr;
+      if (std::string pr = operand_problem(what, *w, true, align); !pr.empty()) return pr;
     return "K and V share their heads in different groups";
   }
   const View &k = *kp, *v = vp;
@@ -471,9 +584,14 @@ std::string attention_fusion(LowerContext& cx, Node* s) {
   a.d = d;
   a.sq = q->size[2];
   a.sk = k.size[2];
-  if (f.mask && f.mask->shape().size() > 4) return "the mask has rank " + std::to_string(f.mask->shape().size());
-  if (f.mask && !ir::is_float(f.mask->dtype())) return "the mask is " + std::string(ir::name(f.mask->dtype()));
-  if (f.mask && sc.size() != 4) return "a mask on " + std::to_string(sc.size()) + "-D scores";
+  if (sp.nodes.empty()) {  // the mask fuse_softmax took, broadcast right-aligned (emit_attention)
+    if (f.mask && f.mask->shape().size() > 4) return "the mask has rank " + std::to_string(f.mask->shape().size());
+    if (f.mask && !ir::is_float(f.mask->dtype())) return "the mask is " + std::string(ir::name(f.mask->dtype()));
+    if (f.mask && sc.size() != 4) return "a mask on " + std::to_string(sc.size()) + "-D scores";
+    a.mask = f.mask;
+  } else if (std::string bias = attach_bias(sp.terms, a); !bias.empty()) {
+    return bias;
+  }
   a.kv_group = k.group[1];
   if (a.heads % a.kv_group) return std::to_string(a.heads) + " heads do not share K/V heads in groups of " + std::to_string(a.kv_group);
   a.q = q->base, a.k = k.base, a.v = v->base;
@@ -485,14 +603,14 @@ std::string attention_fusion(LowerContext& cx, Node* s) {
     for (size_t x = 0; x < 3; ++x) strides[i][x] = ops[i]->stride[x];
   }
   for (size_t x = 0; x < 3; ++x) a.o_stride[x] = ov->stride[x];
-  a.mask = f.mask;
-  a.scale = f.scale * q->scale * k.scale;
+  a.scale = sp.scale * q->scale * k.scale;
   a.causal = f.causal;
 
   // Absorbed: the products, the softmax, the casts, the output chain before the key, and each view
   // op whose outputs only nodes absorbed here read (the others still run for their other readers),
   // never one that writes a tensor the step reads.
   std::set<Node*> core{qk->node, s, pv->node};
+  core.insert(sp.nodes.begin(), sp.nodes.end());
   core.insert(casts.begin(), casts.end());
   for (size_t i = 0; i + 1 < len; ++i) core.insert(out_chain[i]);
   if (key != pv->node) core.insert(pv->node);

@@ -13,16 +13,15 @@ PassResult group_elementwise(LowerContext& cx) {
   for (Node* n : cx.order) {
     if (!cx.needed.count(n) || cx.absorbed.count(n) || !is_ew(n)) continue;
     std::set<const Value*> ext;
-    int own = 1;
-    for (Value* v : n->inputs()) {
-      if (!v) continue;
+    int own = ew_chain_nodes(n);
+    for (Value* v : ew_operands(n)) {
       if (scalar_constant(v)) ++own;
       else ext.insert(v);
     }
     // Producer groups that only n reads: merge them into one.
     std::vector<int> merge;
-    for (Value* v : n->inputs()) {
-      Node* p = v ? v->producer() : nullptr;
+    for (Value* v : ew_operands(n)) {
+      Node* p = v->producer();
       if (!p || !cx.group_of.count(p) || !only_user(cx.g, v, n)) continue;
       int gi = cx.group_of[p];
       if (cx.groups[gi].nodes.back() != p || std::count(merge.begin(), merge.end(), gi)) continue;

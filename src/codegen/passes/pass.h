@@ -35,7 +35,8 @@ PassResult fuse_embed_layernorm(LowerContext& cx);
 PassResult fuse_layernorm_residual(LowerContext& cx);
 // Gather(data, Range(...)) runs as a slice.
 PassResult slice_range_gather(LowerContext& cx);
-// A depthwise conv absorbs the Relu or constant Clip after it.
+// A depthwise conv absorbs the activation after it: Relu, constant Clip, SiLU and Swish in any
+// operand order, Sigmoid, HardSwish, x·HardSigmoid(x), HardSigmoid.
 PassResult fuse_depthwise_activation(LowerContext& cx);
 // Q·Kᵀ, softmax and ·V between the head reshapes become one attention step.
 PassResult fuse_attention(LowerContext& cx);
@@ -46,7 +47,11 @@ PassResult fuse_attention_mask(LowerContext& cx);
 PassResult eliminate_dead_code(LowerContext& cx);
 // Maximal single-consumer chains of elementwise ops become one generated kernel each.
 PassResult group_elementwise(LowerContext& cx);
-// Conv regions and what reads them inside (pooling, elementwise chains) are stored NHWC.
+// The squeeze-excite scale x·gate (gate [N,C,1,1], a sigmoid) runs in one elementwise step with what
+// follows it; where a GEMM or conv reads it instead, the refusal says why it is a step of its own.
+PassResult fuse_se_scale(LowerContext& cx);
+// Conv regions and what reads them inside (pooling, elementwise chains) are stored NHWC; a Transpose
+// between NCHW and NHWC orders (or one that cancels the Transposes before it) is a view, no step.
 PassResult assign_layouts(LowerContext& cx);
 // Every remaining node becomes plan steps; the model's inputs and outputs are bound.
 PassResult emit_steps(LowerContext& cx);

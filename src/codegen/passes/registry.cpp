@@ -18,6 +18,7 @@ const std::vector<Pass>& lowering_passes() {
       {"fuse_attention_mask", fuse_attention_mask},
       {"eliminate_dead_code", eliminate_dead_code},
       {"group_elementwise", group_elementwise},
+      {"fuse_se_scale", fuse_se_scale},
       {"assign_layouts", assign_layouts},
       {"emit_steps", emit_steps},
   };
@@ -61,8 +62,14 @@ std::string decisions(LowerContext& cx, const Node* n) {
   if (auto it = cx.range_gather.find(n); it != cx.range_gather.end())
     d.push_back("slice " + std::to_string(it->second.start) + ":" + it->second.limit.str() + ":" +
                 std::to_string(it->second.delta));
-  if (auto it = cx.dw_act.find(n); it != cx.dw_act.end())
-    d.push_back("clamp [" + fnum(it->second.lo) + ", " + fnum(it->second.hi) + "] of " + it->second.node->name());
+  if (auto it = cx.dw_act.find(n); it != cx.dw_act.end()) {
+    const DwActivation& a = it->second;
+    if (a.act == native::ConvAct::none)
+      d.push_back("clamp [" + fnum(a.lo) + ", " + fnum(a.hi) + "] of " + a.node->name());
+    else
+      d.push_back(std::string(native::conv_act_name(a.act)) + " alpha " + fnum(a.alpha) + " beta " + fnum(a.beta) +
+                  " of " + a.node->name());
+  }
   if (auto it = cx.attention.find(n); it != cx.attention.end()) {
     const AttentionFusion& a = it->second;
     std::string s = "attention q " + val(a.q) + " k " + val(a.k) + " v " + val(a.v) + " heads " +
@@ -75,13 +82,21 @@ std::string decisions(LowerContext& cx, const Node* n) {
     s += " strides q " + strides(a.q_stride) + " k " + strides(a.k_stride) + " v " + strides(a.v_stride) + " o " +
          strides(a.o_stride);
     if (a.mask) s += " mask " + val(a.mask) + (a.select ? " selecting " + fnum(a.mask_true) + "/" + fnum(a.mask_false) : "");
+    if (a.folded_mask) s += " mask folded " + ir::str(std::vector<Dim>(a.folded_mask->dims().begin(), a.folded_mask->dims().end()));
+    if (a.mask_strided) s += " mask strides " + strides(a.mask_stride);
+    if (a.mask_batch_inner) s += " wrapping every " + std::to_string(a.mask_batch_inner) + " (outer " + a.mask_batch_outer.str() + ")";
     if (a.causal) s += ", causal";
     d.push_back(s);
   }
+  if (auto it = cx.se_scale.find(n); it != cx.se_scale.end())
+    d.push_back("SE scale of " + val(it->second.first) + " by gate " + val(it->second.second));
   if (!cx.needed.empty() && !cx.needed.count(n) && !cx.absorbed.count(n)) d.push_back("dead");
   if (auto it = cx.group_of.find(n); it != cx.group_of.end())
     d.push_back("ew group " + std::to_string(it->second) + " (" + std::to_string(cx.groups[it->second].nodes.size()) +
                 " nodes)");
+  if (auto it = cx.layout_views.find(n); it != cx.layout_views.end())
+    d.push_back("view of " + val(it->second) + "'s tensor (no step)");
+  if (cx.nhwc_reads.count(n)) d.push_back("reads " + val(n->input(0)) + " NHWC in place");
   for (const Value* v : n->outputs()) {
     if (cx.nhwc.count(v)) d.push_back(val(v) + " NHWC");
     if (cx.materialized.count(v)) d.push_back(val(v) + " filled from its dims");
