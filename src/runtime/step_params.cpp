@@ -179,7 +179,17 @@ void read_value(const json::Value& c, native::ElementwiseChain& ch) {
       if (!dt) throw PlanError("unknown dtype '" + n.get("dtype")->str() + "'");
       node.dtype = *dt;
       auto geti = [&](const char* k) { const json::Value* v = n.get(k); return v ? static_cast<int>(v->num()) : -1; };
-      auto getf = [&](const char* k) { const json::Value* v = n.get(k); return v ? static_cast<float>(v->num()) : 0.f; };
+      auto getf = [&](const char* k) {
+        const json::Value* v = n.get(k);
+        if (!v) return 0.f;
+        if (v->is_string()) {  // a non-finite constant or bound (write_value: JSON has no infinity)
+          if (v->str() == "inf") return INFINITY;
+          if (v->str() == "-inf") return -INFINITY;
+          if (v->str() == "nan") return NAN;
+          throw PlanError(std::string("node param '") + k + "' is \"" + v->str() + "\", not a number, inf, -inf or nan");
+        }
+        return static_cast<float>(v->num());
+      };
       node.a = geti("a");
       node.b = geti("b");
       node.c = geti("c");
@@ -262,6 +272,13 @@ json::Value write_value(const ActivationParam& a) {
   if (a.beta) o["beta"] = json::Value(*a.beta);
   return json::Value(std::move(o));
 }
+// A chain node's alpha or beta: a number, or "inf", "-inf", "nan" where it is not finite (a Clip
+// without a bound, a -inf mask constant), which JSON would otherwise write as an unreadable null.
+json::Value chain_number(float v) {
+  if (std::isnan(v)) return json::Value(std::string("nan"));
+  if (std::isinf(v)) return json::Value(std::string(v > 0 ? "inf" : "-inf"));
+  return json::Value(static_cast<double>(v));
+}
 json::Value write_value(const native::ElementwiseChain& c) {
   json::Array ins, nodes, outs;
   for (ir::DType d : c.inputs) ins.push_back(json::Value(std::string(ir::name(d))));
@@ -271,8 +288,8 @@ json::Value write_value(const native::ElementwiseChain& c) {
                                              {"a", json::Value(static_cast<double>(n.a))},
                                              {"b", json::Value(static_cast<double>(n.b))},
                                              {"c", json::Value(static_cast<double>(n.c))},
-                                             {"alpha", json::Value(static_cast<double>(n.alpha))},
-                                             {"beta", json::Value(static_cast<double>(n.beta))}}));
+                                             {"alpha", chain_number(n.alpha)},
+                                             {"beta", chain_number(n.beta)}}));
   for (int o : c.outputs) outs.push_back(json::Value(static_cast<double>(o)));
   return json::Value(json::Object{{"inputs", json::Value(std::move(ins))},
                                   {"nodes", json::Value(std::move(nodes))},

@@ -297,3 +297,28 @@ TEST(StepParams, DepthwiseActivation) {
         << bad << ": " << e;
   }
 }
+
+// A chain's non-finite constants and bounds (ONNX Clip without min or max, a -inf mask constant)
+// are written as "inf"/"-inf"/"nan" and read back: JSON has no infinity, and the null it would
+// otherwise hold made such a plan fail to load ("malformed chain").
+TEST(StepParams, ChainKeepsNonFiniteConstants) {
+  sabre::native::ElementwiseChain c;
+  c.inputs = {DType::f32};
+  int clip = c.unary(sabre::native::EwOp::clip, c.input(0), -INFINITY, INFINITY);
+  int low = c.binary(sabre::native::EwOp::add, clip, c.constant(-INFINITY, DType::f32));
+  c.outputs = {c.binary(sabre::native::EwOp::add, low, c.constant(NAN, DType::f32))};
+  const StepParams p = ElementwiseParams{.chain = c};
+  const std::string text = to_json(p).dump();
+  EXPECT_NE(text.find(R"("alpha":"-inf")"), std::string::npos) << text;
+  EXPECT_NE(text.find(R"("beta":"inf")"), std::string::npos) << text;
+  EXPECT_NE(text.find(R"("alpha":"nan")"), std::string::npos) << text;
+  const StepParams back = reread(StepKind::elementwise, p);
+  const auto& ch = std::get<ElementwiseParams>(back).chain;
+  EXPECT_EQ(to_json(back).dump(), text);
+  EXPECT_TRUE(std::isinf(ch.nodes[1].alpha) && ch.nodes[1].alpha < 0);
+  EXPECT_TRUE(std::isinf(ch.nodes[1].beta) && ch.nodes[1].beta > 0);
+  EXPECT_NE(load_error(StepKind::elementwise, R"({"chain":{"inputs":["f32"],"nodes":[{"op":"input","dtype":"f32","a":0},)"
+                                              R"({"op":"constant","dtype":"f32","alpha":"big"}],"outputs":[1]}})")
+                .find("not a number, inf, -inf or nan"),
+            std::string::npos);
+}
