@@ -49,11 +49,17 @@ void add_registry(const Entry* (*reg)(int*, int*), size_t lib, const std::string
 support::KernelSignature expected_signature(const Plan& plan, const Step& st, const ManifestInfo& m) {
   support::KernelSignature s;
   s.op = st.op;
-  const bool conv = st.op == "conv";
+  const bool conv = st.kind() == StepKind::conv;
   s.dtype = tensor_dtype(plan, st, st.inputs.empty() ? -1 : st.inputs[0], conv ? "x" : "A");
   s.out = tensor_dtype(plan, st, st.outputs.empty() ? -1 : st.outputs[0], conv ? "y" : "D");
-  s.layout = conv ? "nhwc" : param_str(st, "layout", "tn");
-  s.epilogue = param_str(st, "epilogue", "");
+  if (conv) {
+    s.layout = "nhwc";
+    s.epilogue = st.as<ConvParams>().epilogue.value_or("");
+  } else {
+    const GemmParams& g = st.as<GemmParams>();
+    s.layout = g.layout.value_or("tn");
+    s.epilogue = g.epilogue.value_or("");
+  }
   if (s.epilogue.empty())
     throw PlanError("plan: step '" + st.name + "' (" + st.op + ") names no epilogue, so its kernels cannot be checked; recompile the model");
   s.alignment = 1;
@@ -116,49 +122,36 @@ std::unique_ptr<KernelLibraries> open_kernel_libraries(const LoadedArtifact& art
       add_registry(reg, i, file, "conv kernel", k->conv, conv_owner);
   }
   for (const Step& st : art.plan.steps) {
-    if (st.op == "elementwise") {
+    if (st.kind() == StepKind::elementwise) {
       // A generated elementwise kernel's name is the hash of the chain it was generated from
       // (native::kernel_name): the launcher a step names must be its own chain's.
-      const std::string k = param_str(st, "kernel", "");
+      const ElementwiseParams& ep = st.as<ElementwiseParams>();
+      const std::string k = ep.kernel.value_or("");
       if (k.empty()) continue;
-      std::string want;
-      try {
-        want = native::kernel_name(parse_chain(st));
-      } catch (const PlanError&) {
-        throw;
-      } catch (const std::exception& e) {
-        throw PlanError("plan: step '" + st.name + "' (elementwise): " + e.what());
-      }
+      const std::string want = native::kernel_name(ep.chain);
       if (k != want)
         throw PlanError("plan: step '" + st.name + "' (elementwise) names kernel '" + k + "', but its chain is kernel '" +
                         want + "'; the artifact does not hold what its plan runs, recompile the model");
       continue;
     }
-    if (st.op != "gemm" && st.op != "conv") continue;
-    const bool conv = st.op == "conv";
+    if (st.kind() != StepKind::gemm && st.kind() != StepKind::conv) continue;
+    const bool conv = st.kind() == StepKind::conv;
     const std::string where = "step '" + st.name + "' (" + st.op + ")";
-    const json::Value* d = st.params.get("dispatch");
-    if (!d || !d->is_array() || d->arr().empty()) throw PlanError("plan: " + where + " has no dispatch table");
-    const double at = param_num(st, "aligned_to", 0);
-    if (!(at >= 0 && at <= 1024) || at != static_cast<double>(static_cast<int>(at)))
-      throw PlanError("plan: " + where + " has aligned_to " + json::Value(at).dump() + ", not an element count");
-    const int aligned_to = static_cast<int>(at);
-    for (const char* table : {"dispatch", "dispatch_aligned"}) {
-      const json::Value* t = st.params.get(table);
-      if (!t || !t->is_array()) continue;
-      for (const auto& e : t->arr()) {
-        const json::Value* kv = e.get("kernel");
-        const std::string name = kv && kv->is_string() ? kv->str() : "?";
-        const auto& owner = conv ? conv_owner : gemm_owner;
-        auto it = owner.find(name);
-        if (it == owner.end())
-          throw PlanError("plan: " + where + " dispatches to " + (conv ? "conv kernel '" : "kernel '") + name +
-                          "', which no library in kernels/ defines" + (conv ? " (sabre_conv_registry)" : ""));
-        const void* sym = dlsym(k->handles[it->second], (name + "_signature").c_str());
-        const char* text = sym ? reinterpret_cast<const char* (*)(void)>(const_cast<void*>(sym))() : nullptr;
-        check_kernel_signature(art.plan, st, art.manifest, name, text,
-                               std::string(table) == "dispatch_aligned" ? aligned_to : 0);
-      }
+    // The tables and aligned_to were checked when the plan loaded (step_params.cpp).
+    const int aligned_to = static_cast<int>(conv ? st.as<ConvParams>().aligned_to.value_or(0)
+                                                 : st.as<GemmParams>().aligned_to.value_or(0));
+    const std::vector<std::string> names = gemm_step_kernels(st);  // dispatch, then dispatch_aligned
+    const size_t plain = conv ? st.as<ConvParams>().dispatch.size() : st.as<GemmParams>().dispatch.size();
+    for (size_t e = 0; e < names.size(); ++e) {
+      const std::string& name = names[e];
+      const auto& owner = conv ? conv_owner : gemm_owner;
+      auto it = owner.find(name);
+      if (it == owner.end())
+        throw PlanError("plan: " + where + " dispatches to " + (conv ? "conv kernel '" : "kernel '") + name +
+                        "', which no library in kernels/ defines" + (conv ? " (sabre_conv_registry)" : ""));
+      const void* sym = dlsym(k->handles[it->second], (name + "_signature").c_str());
+      const char* text = sym ? reinterpret_cast<const char* (*)(void)>(const_cast<void*>(sym))() : nullptr;
+      check_kernel_signature(art.plan, st, art.manifest, name, text, e >= plain ? aligned_to : 0);
     }
   }
   return k;

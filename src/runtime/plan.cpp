@@ -188,7 +188,7 @@ std::string Plan::to_json() const {
                                                  {"name", json::Value(s.name)},
                                                  {"inputs", ints(s.inputs)},
                                                  {"outputs", ints(s.outputs)},
-                                                 {"params", s.params}}));
+                                                 {"params", s.params_json()}}));
   json::Object root{{"format_version", json::Value(static_cast<double>(format_version))},
                     {"symbols", json::Value(std::move(syms))},
                     {"tensors", json::Value(std::move(tens))},
@@ -268,7 +268,10 @@ Plan Plan::from_json(const std::string& text) {
       std::string where = "step '" + st.name + "' (" + st.op + ")";
       st.inputs = read_ids(need(s, "inputs", where), n, where, true);
       st.outputs = read_ids(need(s, "outputs", where), n, where, false);
-      st.params = need(s, "params", where);
+      const std::optional<StepKind> kind = step_kind(st.op);
+      if (!kind)
+        throw PlanError("plan: " + where + " is an op this runtime does not know; run it with the sabre that compiled it");
+      st.params = parse_step_params(*kind, need(s, "params", where), where);
       p.steps.push_back(std::move(st));
     }
   } catch (const PlanError&) {
@@ -277,6 +280,21 @@ Plan Plan::from_json(const std::string& text) {
     throw PlanError(std::string("plan: malformed: ") + e.what());
   }
   return p;
+}
+
+Step make_step(std::string op, std::string name, std::vector<int> inputs, std::vector<int> outputs) {
+  Step s{std::move(op), std::move(name), std::move(inputs), std::move(outputs), {}};
+  if (auto k = step_kind(s.op)) s.params = default_step_params(*k);
+  return s;
+}
+
+Step make_step(std::string op, std::string name, std::vector<int> inputs, std::vector<int> outputs,
+               const json::Value& params) {
+  Step s = make_step(std::move(op), std::move(name), std::move(inputs), std::move(outputs));
+  const std::optional<StepKind> k = step_kind(s.op);
+  if (!k) throw PlanError("plan: step '" + s.name + "' (" + s.op + ") is an op this runtime does not know");
+  s.params = parse_step_params(*k, params, "step '" + s.name + "' (" + s.op + ")");
+  return s;
 }
 
 std::map<std::string, int64_t> Plan::bind_dims(const std::vector<std::vector<int64_t>>& shapes) const {

@@ -3,8 +3,8 @@
 //
 // A plan is a list of steps over numbered tensors. Shapes are polynomials in the model's symbolic
 // dims ("batch*seq", "seq+1"), evaluated once per call from the input shapes. Each step names an
-// op the runtime knows (a native kernel, or "gemm" through a kernel library) and its parameters as
-// JSON, documented per op in docs/RUNTIME.md. The runtime links only the CUDA runtime (and
+// op the runtime knows (a native kernel, or "gemm" through a kernel library) and its parameters, a
+// typed struct per kind (step_params.h) written as JSON, documented per op in docs/RUNTIME.md. The runtime links only the CUDA runtime (and
 // cuBLASLt where a plan uses it): nothing here depends on the compiler's IR.
 // Tests: tests/unit/plan_test.cpp
 #pragma once
@@ -17,43 +17,14 @@
 #include <vector>
 
 #include "ir/dtype.h"  // header-only: the DType enum and its names
+#include "runtime/plan_dims.h"
+#include "runtime/step_kind.h"
+#include "runtime/step_params.h"
 #include "support/json.h"
 
 namespace sabre::runtime {
 
 using ir::DType;
-
-// A user-facing problem with an artifact's plan: what is wrong, and where.
-struct PlanError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
-// A whole number in [lo, hi] read from a plan or manifest (a JSON double), or PlanError saying
-// `what` is not one: a forged value never reaches an out-of-range (undefined) conversion.
-int64_t whole_number(const json::Value& v, int64_t lo, int64_t hi, const std::string& what);
-
-// A dimension: integer polynomial in symbol names. Same text form as the compiler's ir::Dim
-// ("768", "batch*seq", "2*seq+1"), evaluated without the compiler's code.
-class DimExpr {
- public:
-  DimExpr() = default;
-  DimExpr(int64_t v);  // NOLINT
-  static DimExpr parse(const std::string& text);  // throws PlanError on bad text
-  bool is_static() const;
-  int64_t value() const;  // requires is_static()
-  // Throws PlanError naming the first unbound symbol.
-  int64_t eval(const std::map<std::string, int64_t>& dims) const;
-  std::string str() const;
-  bool operator==(const DimExpr&) const = default;
-
- private:
-  struct Term {
-    int64_t coeff;
-    std::vector<std::string> symbols;
-    bool operator==(const Term&) const = default;
-  };
-  std::vector<Term> terms_;
-};
 
 // A symbolic dim and the range the artifact was compiled for (--dynamic batch=1..256).
 struct SymbolRange {
@@ -74,12 +45,29 @@ struct TensorInfo {
 };
 
 struct Step {
-  std::string op;            // "gemm", "softmax", "layernorm", "elementwise", "gather", ...
+  std::string op;            // the kind's name (step_kind.h): to_string(kind()); a plan whose op
+                             // disagrees with its params does not load
   std::string name;          // the node or region it came from, for errors and profiles
   std::vector<int> inputs;   // tensor ids; -1 for an absent optional input
   std::vector<int> outputs;  // tensor ids
-  json::Value params;        // op-specific (docs/RUNTIME.md)
+  StepParams params;         // the kind's params, read once at load (step_params.h, docs/RUNTIME.md)
+
+  StepKind kind() const { return kind_of(params); }
+  // The kind's params; throws std::bad_variant_access where they are another kind's.
+  template <class P>
+  const P& as() const {
+    return std::get<P>(params);
+  }
+  json::Value params_json() const { return to_json(params); }
 };
+
+// A step for a plan built by hand (tests, tools): of the kind `op` names, its params the kind's
+// defaults, or read from `params` as a plan load reads them (PlanError where they do not fit the
+// kind or the op is unknown). An unknown op without params keeps the default params, so a test
+// can write a plan that names one.
+Step make_step(std::string op, std::string name, std::vector<int> inputs, std::vector<int> outputs);
+Step make_step(std::string op, std::string name, std::vector<int> inputs, std::vector<int> outputs,
+               const json::Value& params);
 
 struct Plan {
   static constexpr int kFormatVersion = 1;

@@ -33,7 +33,8 @@ MemoryPlan plan_memory(const Plan& plan, const std::vector<uint64_t>& bytes) {
   auto is_act = [&](int t) { return plan.tensors[static_cast<size_t>(t)].kind == TensorKind::activation; };
   // A reshape into an activation is a view of its source (whatever the source's kind).
   for (const auto& s : plan.steps)
-    if (s.op == "reshape" && s.inputs.size() == 1 && s.outputs.size() == 1 && s.inputs[0] >= 0 && is_act(s.outputs[0]))
+    if (s.kind() == StepKind::reshape && s.inputs.size() == 1 && s.outputs.size() == 1 && s.inputs[0] >= 0 &&
+        is_act(s.outputs[0]))
       mp.alias_of[static_cast<size_t>(s.outputs[0])] = root(s.inputs[0]);
 
   const int kNone = -1;
@@ -99,10 +100,10 @@ std::vector<std::vector<int>> prefetch_schedule(const Plan& plan, int lead, uint
   if (lead <= 0) return out;
   std::vector<size_t> kernels;  // indices of the steps that launch work
   for (size_t i = 0; i < n; ++i)
-    if (plan.steps[i].op != "reshape") kernels.push_back(i);
+    if (plan.steps[i].kind() != StepKind::reshape) kernels.push_back(i);
   for (size_t k = 0; k < kernels.size(); ++k) {
     const Step& st = plan.steps[kernels[k]];
-    if ((st.op != "gemm" && st.op != "conv") || k < static_cast<size_t>(lead)) continue;
+    if ((st.kind() != StepKind::gemm && st.kind() != StepKind::conv) || k < static_cast<size_t>(lead)) continue;
     const size_t at = kernels[k - static_cast<size_t>(lead)];
     for (int t : st.inputs) {
       if (t < 0) continue;
@@ -131,8 +132,8 @@ std::vector<std::vector<int>> prefetch_at_shapes(const Plan& plan, const std::ve
       double flops = 0, rows = 0;  // of the first GEMM or conv after step i that reads t
       for (size_t j = i + 1; j < plan.steps.size(); ++j) {
         const Step& st = plan.steps[j];
-        if ((st.op != "gemm" && st.op != "conv") || std::find(st.inputs.begin(), st.inputs.end(), t) == st.inputs.end() ||
-            st.outputs.empty())
+        if ((st.kind() != StepKind::gemm && st.kind() != StepKind::conv) ||
+            std::find(st.inputs.begin(), st.inputs.end(), t) == st.inputs.end() || st.outputs.empty())
           continue;
         const auto& y = shapes[static_cast<size_t>(st.outputs[0])];
         const double n = y.empty() ? 1.0 : static_cast<double>(y.back());

@@ -1,6 +1,6 @@
-// Host-side pieces of running a plan that need no GPU: reading dims out of step params,
-// choosing a GEMM kernel from a dispatch table by M, elementwise chains from JSON, and the
-// DLPack dtype mapping. Tests: tests/unit/runtime_resolve_test.cpp
+// Host-side pieces of running a plan that need no GPU: choosing a GEMM kernel from a step's
+// dispatch tables by M, a conv-like step's geometry from its typed params at a call's dims, and
+// the DLPack dtype mapping. Tests: tests/unit/runtime_resolve_test.cpp
 #pragma once
 
 #include <cmath>
@@ -10,7 +10,6 @@
 #include <string>
 #include <vector>
 
-#include "backends/native/conv_act.h"
 #include "backends/native/elementwise.h"
 #include "runtime/plan.h"
 #include "sabre/kernel_abi.h"
@@ -18,21 +17,10 @@
 
 namespace sabre::runtime {
 
-using Dims = std::map<std::string, int64_t>;
-
-// params[key] as a dim (a dim string or a JSON number) evaluated at `dims`; `def` when absent
-// (nullopt: required, throws PlanError naming the step).
-int64_t param_dim(const Step& s, const char* key, const Dims& dims, std::optional<int64_t> def = std::nullopt);
-// params[key] as a list of dims (absent: empty).
-std::vector<int64_t> param_dims(const Step& s, const char* key, const Dims& dims);
-double param_num(const Step& s, const char* key, double def);
-bool param_bool(const Step& s, const char* key, bool def);
-std::string param_str(const Step& s, const char* key, const std::string& def);
-
-// The kernel of a gemm step's "dispatch" table for this M: the first entry with m <= max_m
-// (max_m -1: unbounded). Throws PlanError when the table is missing or no entry covers m.
-// The kernel a gemm step runs at row count m; `alignment` is what gemm_alignment says of the
-// step's arguments (elements), which selects the step's dispatch_aligned table when it has one.
+// The kernel a gemm or conv step runs at row count m: the first entry of its "dispatch" table with
+// m <= max_m (max_m -1: unbounded); `alignment` is what gemm_alignment says of the step's arguments
+// (elements), which selects the step's dispatch_aligned table when it has one. Throws PlanError
+// when no entry covers m.
 std::string select_gemm_kernel(const Step& s, int64_t m, int alignment = 1);
 // Every kernel a gemm step may dispatch to (both tables).
 std::vector<std::string> gemm_step_kernels(const Step& s);
@@ -54,24 +42,13 @@ struct Im2colGeometry {
 };
 Im2colGeometry im2col_geometry(const Step& s, const Dims& dims, const std::vector<int64_t>& a_shape);
 
-// A fused Relu/Clip as a step's optional "clamp" param (depthwise_conv, stem_conv): [min, max],
-// each a number or null (unbounded: JSON has no infinity). Absent: no clamp. Throws PlanError naming
-// the step where it is not such a pair or min is above max.
+// A fused Relu/Clip as the kernels take it, from a step's optional "clamp" param (depthwise_conv,
+// grouped_conv, stem_conv; checked when the plan loaded). Absent: no clamp.
 struct Clamp {
   bool on = false;
   float lo = -INFINITY, hi = INFINITY;
 };
-Clamp clamp_param(const Step& s);
-
-// A fused activation as a depthwise_conv step's optional "activation" param, applied before the
-// clamp: {"op": NAME, "alpha": a, "beta": b}, NAME one of native::ConvAct's (conv_act.h: silu,
-// sigmoid, hard_swish, hard_sigmoid), alpha and beta numbers (absent: 1 and 0). Absent: none.
-// Throws PlanError naming the step where it is not such an object.
-struct ConvActivation {
-  native::ConvAct act = native::ConvAct::none;
-  float alpha = 1.f, beta = 0.f;
-};
-ConvActivation activation_param(const Step& s);
+Clamp clamp_of(const std::optional<ClampParam>& c);
 
 // A "stem_conv" step's geometry and clamp at these dims (docs/RUNTIME.md): x [n,c,h,w] NCHW,
 // w [k, cols] with cols >= r·s·CP (native::stem_conv_channel_pitch), y [n,p,q,k] NHWC; pads [4]
@@ -84,12 +61,6 @@ struct StemConvGeometry : Im2colGeometry {
 };
 StemConvGeometry stem_conv_geometry(const Step& s, const Dims& dims, const std::vector<int64_t>& x_shape,
                                     const std::vector<int64_t>& w_shape, const std::vector<int64_t>& y_shape);
-
-// An elementwise step's "chain" param as a native chain; throws PlanError on unknown op names,
-// bad operands or dtypes (what native::validate rejects).
-native::ElementwiseChain parse_chain(const Step& s);
-// Inverse, for writers and tests.
-json::Value chain_to_json(const native::ElementwiseChain& c);
 
 sabre_dtype to_dlpack(DType t);
 std::optional<DType> from_dlpack(sabre_dtype d);

@@ -412,33 +412,34 @@ sabre_gemm_args ExecutionContext::Impl::gemm_args(const Step& st, const Signatur
   const Dims& d = sig.dims;
   sabre_gemm_args a{};
   try {
-    a.m = param_dim(st, "m", d);
-    a.n = param_dim(st, "n", d);
-    a.k = param_dim(st, "k", d);
-    a.batch = param_dim(st, "batch", d, 1);
-    a.lda = param_dim(st, "lda", d, a.k);
-    const std::string layout = param_str(st, "layout", "tn");
-    a.ldb = param_dim(st, "ldb", d, layout == "tt" ? a.n : a.k);
-    a.ldd = param_dim(st, "ldd", d, a.n);
-    a.ldr = param_dim(st, "ldr", d, a.n);
-    a.stride_a = param_dim(st, "stride_a", d, a.m * a.lda);
-    a.stride_b = param_dim(st, "stride_b", d, 0);
-    a.stride_d = param_dim(st, "stride_d", d, a.m * a.ldd);
-    a.stride_r = param_dim(st, "stride_r", d, a.m * a.ldr);
-    a.alpha = static_cast<float>(param_num(st, "alpha", 1.0));
-    a.beta = static_cast<float>(param_num(st, "beta", 0.0));
-    auto at = [&](size_t slot, const char* off_key) -> void* {
+    const GemmParams& g = st.as<GemmParams>();
+    auto dim = [&](const std::optional<ParamDim>& v, int64_t def) { return v ? v->eval(d) : def; };
+    a.m = g.m.eval(d);
+    a.n = g.n.eval(d);
+    a.k = g.k.eval(d);
+    a.batch = dim(g.batch, 1);
+    a.lda = dim(g.lda, a.k);
+    a.ldb = dim(g.ldb, g.layout.value_or("tn") == "tt" ? a.n : a.k);
+    a.ldd = dim(g.ldd, a.n);
+    a.ldr = dim(g.ldr, a.n);
+    a.stride_a = dim(g.stride_a, a.m * a.lda);
+    a.stride_b = dim(g.stride_b, 0);
+    a.stride_d = dim(g.stride_d, a.m * a.ldd);
+    a.stride_r = dim(g.stride_r, a.m * a.ldr);
+    a.alpha = static_cast<float>(g.alpha.value_or(1.0));
+    a.beta = static_cast<float>(g.beta.value_or(0.0));
+    auto at = [&](size_t slot, const std::optional<ParamDim>& offset) -> void* {
       if (slot >= st.inputs.size() || st.inputs[slot] < 0) return nullptr;
       auto id = static_cast<size_t>(st.inputs[slot]);
       size_t es = ir::size_of(plan().tensors[id].dtype);
-      return static_cast<char*>(ptr[id]) + param_dim(st, off_key, d, 0) * static_cast<int64_t>(es);
+      return static_cast<char*>(ptr[id]) + dim(offset, 0) * static_cast<int64_t>(es);
     };
-    a.a = at(0, "a_offset");
-    a.b = at(1, "b_offset");
-    a.bias = at(2, "bias_offset");
-    a.residual = at(3, "r_offset");
+    a.a = at(0, g.a_offset);
+    a.b = at(1, g.b_offset);
+    a.bias = at(2, g.bias_offset);
+    a.residual = at(3, g.r_offset);
     auto out = static_cast<size_t>(st.outputs.at(0));
-    a.d = static_cast<char*>(ptr[out]) + param_dim(st, "d_offset", d, 0) * static_cast<int64_t>(ir::size_of(plan().tensors[out].dtype));
+    a.d = static_cast<char*>(ptr[out]) + dim(g.d_offset, 0) * static_cast<int64_t>(ir::size_of(plan().tensors[out].dtype));
   } catch (const PlanError& e) {
     throw Error(SABRE_ERR_INTERNAL, e.what());
   }

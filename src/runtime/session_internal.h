@@ -65,8 +65,7 @@ struct Session::Impl {
   std::unique_ptr<KernelLibraries> kernels;  // dlopened after load_artifact verified every file
   std::map<std::string, sabre_kernel_entry> gemm;
   std::map<std::string, sabre_conv_entry> conv;
-  // Per step index: the parsed chain and program (elementwise), the generated launcher or null.
-  std::map<size_t, native::ElementwiseChain> chains;
+  // Per step index: the chain's program (elementwise), the generated launcher or null.
   std::map<size_t, SabreEwProgram> programs;
   std::map<size_t, EwLaunchFn> launchers;
   // Per step: its kind and launch function, resolved once at load (session_load.cpp).

@@ -58,11 +58,8 @@ Session::Session(const std::string& dir, int device_id) : impl_(std::make_shared
   } catch (const PlanError& e) {
     throw Error(SABRE_ERR_ARTIFACT, e.what());
   }
-  // What can be checked without a GPU first, so a broken artifact says so on any machine.
-  for (const Step& st : s.art.plan.steps)
-    if (!is_known_op(st.op))
-      throw Error(SABRE_ERR_ARTIFACT, "plan: step '" + st.name + "' (" + st.op +
-                                          ") is an op this runtime does not know; run it with the sabre that compiled it");
+  // What can be checked without a GPU first, so a broken artifact says so on any machine: every
+  // step's op and params were read when the plan loaded (Plan::from_json).
   // Kernel libraries: loaded only now that every file matched the manifest, and every GEMM and
   // conv kernel a step dispatches to checked against the step by its signature, before any CUDA call.
   try {
@@ -96,19 +93,17 @@ Session::Session(const std::string& dir, int device_id) : impl_(std::make_shared
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     const Step& st = plan.steps[i];
     std::string where = "step '" + st.name + "' (" + st.op + ")";
-    const std::optional<StepKind> kind = step_kind(st.op);
-    if (!kind)
-      throw Error(SABRE_ERR_ARTIFACT, "plan: " + where + " is an op this runtime does not know; use the sabre that compiled it");
+    const std::optional<StepKind> kind = st.kind();  // Plan::from_json refused any op it does not know
     s.kinds.push_back(*kind);
     s.launch.push_back(step_launch_fn(*kind));
     try {
       // gemm and conv steps: dispatch tables and kernels checked by open_kernel_libraries.
       if (*kind == StepKind::elementwise) {
-        s.chains[i] = parse_chain(st);
-        s.programs[i] = native::compile_program(s.chains[i]);
-        std::string k = param_str(st, "kernel", "");
+        const ElementwiseParams& ep = st.as<ElementwiseParams>();
+        s.programs[i] = native::compile_program(ep.chain);
+        const std::string k = ep.kernel.value_or("");
         if (!k.empty()) {
-          void* fn = s.find_symbol(k + "_launch", param_str(st, "library", ""));
+          void* fn = s.find_symbol(k + "_launch", ep.library.value_or(""));
           if (!fn) throw PlanError("plan: " + where + " names kernel '" + k + "' but no kernels/*.so exports " + k + "_launch");
           s.launchers[i] = reinterpret_cast<EwLaunchFn>(fn);
         }

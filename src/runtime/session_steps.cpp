@@ -66,6 +66,13 @@ struct StepLaunch {
                 where + " failed: " + cudaGetErrorName(e) + (msg.empty() ? "" : ": " + msg));
   }
   static int64_t axis_of(int64_t axis, size_t rank) { return axis < 0 ? axis + static_cast<int64_t>(rank) : axis; }
+  // The step's params, typed (read when the plan loaded), and an optional dim of them at this
+  // call's dims or its default.
+  template <class P>
+  const P& params() const {
+    return st.as<P>();
+  }
+  int64_t dim(const std::optional<ParamDim>& v, int64_t def) const { return v ? v->eval(d) : def; }
 
   sabre_gemm_args gemm_args(const Step& step, const ExecutionContext::Impl::Signature& g, const std::vector<void*>& p) const {
     return c.gemm_args(step, g, p);
@@ -203,19 +210,20 @@ void StepLaunch::run_softmax() const {
   a.dtype = tin(0).dtype;
   a.x = in(0);
   a.y = out(0);
+  const SoftmaxParams& p = params<SoftmaxParams>();
   const auto& xs = shin(0);
   int64_t cols_def = xs.empty() ? 1 : xs.back();
-  a.cols = param_dim(st, "cols", d, cols_def);
-  a.b = param_dim(st, "b", d, 1);
-  a.h = param_dim(st, "h", d, 1);
-  a.q = param_dim(st, "q", d, a.cols ? numel(xs) / a.cols / (a.b * a.h) : 0);
-  a.scale = static_cast<float>(param_num(st, "scale", 1.0));
-  a.causal = param_bool(st, "causal", false);
-  a.log = param_bool(st, "log", false);
+  a.cols = dim(p.cols, cols_def);
+  a.b = dim(p.b, 1);
+  a.h = dim(p.h, 1);
+  a.q = dim(p.q, a.cols ? numel(xs) / a.cols / (a.b * a.h) : 0);
+  a.scale = static_cast<float>(p.scale.value_or(1.0));
+  a.causal = p.causal.value_or(false);
+  a.log = p.log.value_or(false);
   a.mask = in(1);
   if (a.mask) {
     a.mask_dtype = tin(1).dtype;
-    auto ms = param_dims(st, "mask_stride", d);
+    auto ms = eval_dims(p.mask_stride, d);
     if (ms.size() != 3) throw PlanError("plan: " + where + " has a mask but no 3-element mask_stride");
     std::copy(ms.begin(), ms.end(), a.mask_stride);
   }
@@ -225,16 +233,17 @@ void StepLaunch::run_softmax() const {
 void StepLaunch::run_layernorm() const {
   native::LayerNormArgs a;
   a.dtype = tin(0).dtype;
+  const LayerNormParams& p = params<LayerNormParams>();
   const auto& xs = shin(0);
-  a.cols = param_dim(st, "cols", d, xs.empty() ? 1 : xs.back());
-  a.rows = param_dim(st, "rows", d, a.cols ? numel(xs) / a.cols : 0);
-  a.eps = static_cast<float>(param_num(st, "eps", 1e-5));
+  a.cols = dim(p.cols, xs.empty() ? 1 : xs.back());
+  a.rows = dim(p.rows, a.cols ? numel(xs) / a.cols : 0);
+  a.eps = static_cast<float>(p.eps.value_or(1e-5));
   a.x = in(0);
   a.gamma = in(1);
   a.beta = in(2);
   a.residual = in(3);
   a.y = out(0);
-  if (param_bool(st, "f32_copy", false)) {
+  if (p.f32_copy.value_or(false)) {
     if (st.outputs.size() != 2 || plan().tensors[static_cast<size_t>(st.outputs[1])].dtype != DType::f32)
       throw PlanError("plan: " + where + " has f32_copy but no f32 second output");
     a.y_f32 = static_cast<float*>(out(1));
@@ -248,8 +257,8 @@ void StepLaunch::run_embed_layernorm() const {
   // inputs: gamma, beta (-1: none), then (table, ids) per term; docs/RUNTIME.md.
   native::EmbedLayerNormArgs a;
   a.dtype = plan().tensors[static_cast<size_t>(st.outputs.at(0))].dtype;
-  const auto rows = param_dims(st, "row_dims", d), offsets = param_dims(st, "offsets", d),
-             strides = param_dims(st, "strides", d);
+  const EmbedLayerNormParams& p = params<EmbedLayerNormParams>();
+  const auto rows = eval_dims(p.row_dims, d), offsets = eval_dims(p.offsets, d), strides = eval_dims(p.strides, d);
   const size_t terms = st.inputs.size() >= 2 ? (st.inputs.size() - 2) / 2 : 0;
   if (rows.empty() || rows.size() > static_cast<size_t>(native::kMaxEmbedRank) || terms < 1 ||
       terms > static_cast<size_t>(native::kMaxEmbedTerms) || st.inputs.size() != 2 + 2 * terms ||
@@ -271,8 +280,8 @@ void StepLaunch::run_embed_layernorm() const {
     std::copy(strides.begin() + static_cast<std::ptrdiff_t>(t * rows.size()),
               strides.begin() + static_cast<std::ptrdiff_t>((t + 1) * rows.size()), m.strides);
   }
-  a.cols = param_dim(st, "cols", d);
-  a.eps = static_cast<float>(param_num(st, "eps", 1e-5));
+  a.cols = p.cols.eval(d);
+  a.eps = static_cast<float>(p.eps.value_or(1e-5));
   a.gamma = in(0);
   a.beta = in(1);
   a.y = out(0);
@@ -288,7 +297,7 @@ void StepLaunch::run_elementwise() const {
     ins.push_back(in(k));
   }
   for (size_t k = 0; k < st.outputs.size(); ++k) outs.push_back(out(k));
-  const auto& chain = s->chains.at(i);
+  const auto& chain = params<ElementwiseParams>().chain;
   SabreEwParams prm = native::prepare_params(chain, shout(0), in_dims, ins, outs);
   auto l = s->launchers.find(i);
   if (l != s->launchers.end()) {
@@ -309,20 +318,17 @@ void StepLaunch::run_cast() const {
 }
 
 void StepLaunch::run_reduce() const {
-  static const std::map<std::string, native::ReduceOp> kinds = {
-      {"sum", native::ReduceOp::sum}, {"mean", native::ReduceOp::mean}, {"max", native::ReduceOp::max},
-      {"min", native::ReduceOp::min}, {"prod", native::ReduceOp::prod}, {"sum_square", native::ReduceOp::sum_square},
-      {"l1", native::ReduceOp::l1}, {"l2", native::ReduceOp::l2}, {"log_sum", native::ReduceOp::log_sum},
-      {"log_sum_exp", native::ReduceOp::log_sum_exp}, {"argmax", native::ReduceOp::argmax},
-      {"argmin", native::ReduceOp::argmin}, {"argmax_last", native::ReduceOp::argmax_last},
-      {"argmin_last", native::ReduceOp::argmin_last}};
-  auto kind = kinds.find(param_str(st, "kind", "sum"));
-  if (kind == kinds.end()) throw PlanError("plan: " + where + " has unknown reduce kind");
-  native_check(native::reduce(kind->second, tin(0).dtype, in(0), shin(0), param_dims(st, "axes", d), out(0), stream));
+  const ReduceParams& p = params<ReduceParams>();
+  static_assert(static_cast<int>(ReduceKind::count) == static_cast<int>(native::ReduceOp::kCount) &&
+                    static_cast<int>(ReduceKind::log_sum_exp) == static_cast<int>(native::ReduceOp::log_sum_exp) &&
+                    static_cast<int>(ReduceKind::argmin_last) == static_cast<int>(native::ReduceOp::argmin_last),
+                "ReduceKind names native::ReduceOp's reductions in its order");
+  const auto kind = static_cast<native::ReduceOp>(p.kind.value_or(ReduceKind::sum));
+  native_check(native::reduce(kind, tin(0).dtype, in(0), shin(0), eval_dims(p.axes, d), out(0), stream));
 }
 
 void StepLaunch::run_permute() const {
-  native_check(native::permute(ir::size_of(tin(0).dtype), in(0), shin(0), param_dims(st, "perm", d), out(0), stream));
+  native_check(native::permute(ir::size_of(tin(0).dtype), in(0), shin(0), eval_dims(params<PermuteParams>().perm, d), out(0), stream));
 }
 
 void StepLaunch::run_nchw_to_nhwc() const {
@@ -370,14 +376,16 @@ void StepLaunch::run_stem_conv() const {
 }
 
 void StepLaunch::run_slice() const {
-  auto starts = param_dims(st, "starts", d), ends = param_dims(st, "ends", d), axes = param_dims(st, "axes", d),
-       steps = param_dims(st, "steps", d);
+  const SliceParams& p = params<SliceParams>();
+  auto starts = eval_dims(p.starts, d), ends = eval_dims(p.ends, d), axes = eval_dims(p.axes, d),
+       steps = eval_dims(p.steps, d);
   native_check(native::slice(ir::size_of(tin(0).dtype), in(0), shin(0), starts, ends, axes, steps, out(0), stream));
 }
 
 void StepLaunch::run_strided_copy() const {
-  native_check(native::strided_copy(ir::size_of(tin(0).dtype), in(0), param_dim(st, "offset", d, 0), shout(0),
-                                    param_dims(st, "strides", d), out(0), stream));
+  const StridedCopyParams& p = params<StridedCopyParams>();
+  native_check(native::strided_copy(ir::size_of(tin(0).dtype), in(0), dim(p.offset, 0), shout(0),
+                                    eval_dims(p.strides, d), out(0), stream));
 }
 
 void StepLaunch::run_concat() const {
@@ -387,12 +395,12 @@ void StepLaunch::run_concat() const {
     xs.push_back(in(k));
     dims.push_back(shin(k));
   }
-  native_check(native::concat(ir::size_of(tin(0).dtype), xs, dims, axis_of(param_dim(st, "axis", d), shout(0).size()),
+  native_check(native::concat(ir::size_of(tin(0).dtype), xs, dims, axis_of(params<ConcatParams>().axis.eval(d), shout(0).size()),
                               out(0), stream));
 }
 
 void StepLaunch::run_split() const {
-  int64_t axis = axis_of(param_dim(st, "axis", d), shin(0).size());
+  int64_t axis = axis_of(params<SplitParams>().axis.eval(d), shin(0).size());
   std::vector<int64_t> sizes;
   std::vector<void*> ys;
   for (size_t k = 0; k < st.outputs.size(); ++k) {
@@ -403,28 +411,32 @@ void StepLaunch::run_split() const {
 }
 
 void StepLaunch::run_gather() const {
-  native_check(native::gather(ir::size_of(tin(0).dtype), in(0), shin(0), axis_of(param_dim(st, "axis", d, 0), shin(0).size()),
+  native_check(native::gather(ir::size_of(tin(0).dtype), in(0), shin(0), axis_of(dim(params<GatherParams>().axis, 0), shin(0).size()),
                               in(1), tin(1).dtype, numel(shin(1)), out(0), stream));
 }
 
 void StepLaunch::run_gather_elements() const {
-  native_check(native::gather_elements(ir::size_of(tin(0).dtype), in(0), shin(0),
-                                       axis_of(param_dim(st, "axis", d, 0), shin(0).size()), in(1), tin(1).dtype,
-                                       shin(1), out(0), stream));
+  const GatherElementsParams& p = params<GatherElementsParams>();
+  native_check(native::gather_elements(ir::size_of(tin(0).dtype), in(0), shin(0), axis_of(dim(p.axis, 0), shin(0).size()),
+                                       in(1), tin(1).dtype, shin(1), out(0), stream));
 }
 
 void StepLaunch::run_trilu() const {
-  native_check(native::trilu(ir::size_of(tin(0).dtype), in(0), shin(0), param_dim(st, "k", d, 0),
-                             param_bool(st, "upper", true), out(0), stream));
+  const TriluParams& p = params<TriluParams>();
+  native_check(native::trilu(ir::size_of(tin(0).dtype), in(0), shin(0), dim(p.k, 0), p.upper.value_or(true), out(0), stream));
 }
 
 void StepLaunch::run_cumsum() const {
-  native_check(native::cumsum(tin(0).dtype, in(0), shin(0), axis_of(param_dim(st, "axis", d, 0), shin(0).size()),
-                              param_bool(st, "exclusive", false), param_bool(st, "reverse", false), out(0), stream));
+  const CumsumParams& p = params<CumsumParams>();
+  native_check(native::cumsum(tin(0).dtype, in(0), shin(0), axis_of(dim(p.axis, 0), shin(0).size()),
+                              p.exclusive.value_or(false), p.reverse.value_or(false), out(0), stream));
 }
 
 void StepLaunch::run_pool2d() const {
-  bool nhwc = param_str(st, "layout", "nchw") == "nhwc";
+  const std::optional<TensorLayout>& layout_param = step_kind == StepKind::global_average_pool
+                                                        ? params<GlobalAveragePoolParams>().layout
+                                                        : params<Pool2dParams>().layout;
+  const bool nhwc = layout_param.value_or(TensorLayout::nchw) == TensorLayout::nhwc;
   const auto& xs = shin(0);
   if (xs.size() != 4) throw PlanError("plan: " + where + " needs a 4-D input");
   int64_t n = xs[0], c = nhwc ? xs[3] : xs[1], h = nhwc ? xs[1] : xs[2], w = nhwc ? xs[2] : xs[3];
@@ -432,26 +444,27 @@ void StepLaunch::run_pool2d() const {
   if (step_kind == StepKind::global_average_pool) {
     native_check(native::global_average_pool(tin(0).dtype, layout, in(0), n, c, h, w, out(0), stream));
   } else {
+    const Pool2dParams& p = params<Pool2dParams>();
     native::PoolArgs a;
-    a.kind = param_str(st, "kind", "max") == "average" ? native::PoolKind::average : native::PoolKind::max;
+    a.kind = p.kind.value_or(PoolMode::max) == PoolMode::average ? native::PoolKind::average : native::PoolKind::max;
     a.layout = layout;
     a.dtype = tin(0).dtype;
     a.x = in(0);
     a.y = out(0);
     a.n = n, a.c = c, a.h = h, a.w = w;
-    auto two = [&](const char* key, int64_t def, int64_t* dst) {
-      auto v = param_dims(st, key, d);
+    auto two = [&](const std::optional<ParamDims>& list, int64_t def, int64_t* dst) {
+      auto v = eval_dims(list, d);
       dst[0] = v.size() > 0 ? v[0] : def;
       dst[1] = v.size() > 1 ? v[1] : def;
     };
-    two("kernel", 1, a.kernel);
-    two("stride", 1, a.stride);
-    two("dilation", 1, a.dilation);
-    auto pads = param_dims(st, "pads", d);
+    two(p.kernel, 1, a.kernel);
+    two(p.stride, 1, a.stride);
+    two(p.dilation, 1, a.dilation);
+    auto pads = eval_dims(p.pads, d);
     pads.resize(4, 0);
     a.pad_begin[0] = pads[0], a.pad_begin[1] = pads[1], a.pad_end[0] = pads[2], a.pad_end[1] = pads[3];
-    a.count_include_pad = param_bool(st, "count_include_pad", false);
-    native::pool_output_dims(a, param_bool(st, "ceil_mode", false));
+    a.count_include_pad = p.count_include_pad.value_or(false);
+    native::pool_output_dims(a, p.ceil_mode.value_or(false));
     native_check(native::pool2d(a, stream));
   }
 }
@@ -461,40 +474,42 @@ void StepLaunch::run_attention() const {
   a.dtype = tin(0).dtype;
   a.q = in(0), a.k = in(1), a.v = in(2), a.o = out(0);
   // Q, K and V at column offsets of one packed projection (lower.cpp: packed_split).
-  if (auto off = param_dims(st, "offsets", d); !off.empty()) {
+  const AttentionParams& p = params<AttentionParams>();
+  if (auto off = eval_dims(p.offsets, d); !off.empty()) {
     if (off.size() != 3) throw PlanError("plan: " + where + " param 'offsets' needs 3 column offsets");
     const int64_t es = static_cast<int64_t>(ir::size_of(a.dtype));
     a.q = static_cast<const char*>(a.q) + off[0] * es;
     a.k = static_cast<const char*>(a.k) + off[1] * es;
     a.v = static_cast<const char*>(a.v) + off[2] * es;
   }
-  a.b = param_dim(st, "b", d), a.h = param_dim(st, "h", d), a.sq = param_dim(st, "sq", d);
-  a.sk = param_dim(st, "sk", d), a.d = param_dim(st, "d", d);
-  a.kv_group = param_dim(st, "kv_group", d, 1);  // grouped-query attention
-  auto three = [&](const char* key, int64_t* dst) {
-    auto v = param_dims(st, key, d);
+  a.b = p.b.eval(d), a.h = p.h.eval(d), a.sq = p.sq.eval(d);
+  a.sk = p.sk.eval(d), a.d = p.d.eval(d);
+  a.kv_group = dim(p.kv_group, 1);  // grouped-query attention
+  auto three = [&](const char* key, const auto& list, int64_t* dst) {
+    auto v = eval_dims(list, d);
     if (v.size() != 3) throw PlanError("plan: " + where + " param '" + key + "' needs 3 strides");
     for (int i = 0; i < 3; ++i) dst[i] = v[static_cast<size_t>(i)];
   };
-  three("q_stride", a.q_stride);
-  three("k_stride", a.k_stride);
-  three("v_stride", a.v_stride);
-  three("o_stride", a.o_stride);
-  a.scale = static_cast<float>(param_num(st, "scale", 1.0));
-  a.causal = param_bool(st, "causal", false);
+  three("q_stride", p.q_stride, a.q_stride);
+  three("k_stride", p.k_stride, a.k_stride);
+  three("v_stride", p.v_stride, a.v_stride);
+  three("o_stride", p.o_stride, a.o_stride);
+  a.scale = static_cast<float>(p.scale.value_or(1.0));
+  a.causal = p.causal.value_or(false);
   if (st.inputs.size() > 3 && st.inputs[3] >= 0) {
     a.mask = in(3);
     a.mask_dtype = tin(3).dtype;
-    three("mask_stride", a.mask_stride);
-    if (auto mb = param_dims(st, "mask_batch", d); !mb.empty()) {  // a window mask wrapping over the batch
-      if (mb.size() != 2 || mb[0] < 1) throw PlanError("plan: " + where + " param 'mask_batch' needs [inner >= 1, outer stride]");
+    three("mask_stride", p.mask_stride, a.mask_stride);
+    if (p.mask_batch) {  // a window mask wrapping over the batch
+      const std::vector<int64_t> mb = eval_dims(*p.mask_batch, d);
+      if (mb[0] < 1) throw PlanError("plan: " + where + " param 'mask_batch' needs [inner >= 1, outer stride]");
       a.mask_batch_inner = mb[0], a.mask_batch_outer = mb[1];
     }
     if (a.mask_dtype == DType::i64) {  // a select mask: its two values
-      if (!st.params.get("mask_true") || !st.params.get("mask_false"))
+      if (!p.mask_true || !p.mask_false)
         throw PlanError("plan: " + where + " has an i64 mask but not both params mask_true and mask_false");
-      a.mask_true = static_cast<float>(param_num(st, "mask_true", 0.0));
-      a.mask_false = static_cast<float>(param_num(st, "mask_false", 0.0));
+      a.mask_true = static_cast<float>(*p.mask_true);
+      a.mask_false = static_cast<float>(*p.mask_false);
     }
   }
   native_check(native::attention(a, stream));
@@ -507,34 +522,40 @@ void StepLaunch::run_depthwise_conv() const {
   a.w = in(1);
   a.bias = st.inputs.size() > 2 && st.inputs[2] >= 0 ? in(2) : nullptr;
   a.y = out(0);
-  a.n = param_dim(st, "n", d), a.h = param_dim(st, "h", d), a.w_ = param_dim(st, "w", d);
-  a.c = param_dim(st, "c", d), a.r = param_dim(st, "r", d), a.s = param_dim(st, "s", d);
-  a.p = param_dim(st, "p", d), a.q = param_dim(st, "q", d);
-  if (step_kind == StepKind::grouped_conv) a.k = param_dim(st, "k", d), a.groups = param_dim(st, "groups", d);
-  auto two = [&](const char* key, int64_t def) {
-    auto v = param_dims(st, key, d);
+  // grouped_conv's params are depthwise_conv's with k and groups (checked when the plan loaded).
+  const DepthwiseConvParams& p = step_kind == StepKind::grouped_conv ? params<GroupedConvParams>()
+                                                                     : params<DepthwiseConvParams>();
+  a.n = p.n.eval(d), a.h = p.h.eval(d), a.w_ = p.w.eval(d);
+  a.c = p.c.eval(d), a.r = p.r.eval(d), a.s = p.s.eval(d);
+  a.p = p.p.eval(d), a.q = p.q.eval(d);
+  if (step_kind == StepKind::grouped_conv) a.k = p.k->eval(d), a.groups = p.groups->eval(d);
+  auto two = [&](const std::optional<ParamDims>& list, int64_t def) {
+    auto v = eval_dims(list, d);
     v.resize(2, def);
     return v;
   };
-  auto pads = two("pads", 0), strides = two("strides", 1), dils = two("dilations", 1);
+  auto pads = two(p.pads, 0), strides = two(p.strides, 1), dils = two(p.dilations, 1);
   a.pad_h = pads[0], a.pad_w = pads[1], a.stride_h = strides[0], a.stride_w = strides[1];
   a.dil_h = dils[0], a.dil_w = dils[1];
-  const Clamp cl = clamp_param(st);  // a fused Relu/Clip
+  const Clamp cl = clamp_of(p.clamp);  // a fused Relu/Clip
   a.clamp = cl.on, a.clamp_min = cl.lo, a.clamp_max = cl.hi;
-  const ConvActivation act = activation_param(st);  // a fused SiLU, sigmoid, hard swish or hard sigmoid
-  a.act = act.act, a.act_alpha = act.alpha, a.act_beta = act.beta;
+  if (p.activation) {  // a fused SiLU, sigmoid, hard swish or hard sigmoid
+    a.act = p.activation->op;
+    a.act_alpha = static_cast<float>(p.activation->alpha.value_or(1.0));
+    a.act_beta = static_cast<float>(p.activation->beta.value_or(0.0));
+  }
   native_check(native::depthwise_conv2d(a, stream));
 }
 
 void StepLaunch::run_fill() const {
   native_check(native::fill_values(plan().tensors[static_cast<size_t>(st.outputs[0])].dtype, out(0),
-                                   numel(shout(0)), param_dims(st, "values", d), stream));
+                                   numel(shout(0)), eval_dims(params<FillParams>().values, d), stream));
 }
 
 void StepLaunch::run_iota() const {
   native_check(native::iota(plan().tensors[static_cast<size_t>(st.outputs[0])].dtype, out(0), numel(shout(0)),
-                            static_cast<double>(param_dim(st, "start", d, 0)),
-                            static_cast<double>(param_dim(st, "delta", d, 1)), stream));
+                            static_cast<double>(dim(params<IotaParams>().start, 0)),
+                            static_cast<double>(dim(params<IotaParams>().delta, 1)), stream));
 }
 
 void StepLaunch::run_copy() const {

@@ -1,7 +1,7 @@
-// The step kinds a plan may name (Step::op) and the runtime can run, as an enum: the executor
-// resolves each step's kind once at load and dispatches on it (session_steps.cpp), never on the
-// op string. Adding a kind: an enumerator, its name in step_kind.cpp, its launch in session_steps.cpp.
-// Tests: tests/unit/runtime_step_kind_test.cpp
+// The step kinds a plan may name (Step::op) and the runtime can run: the enum StepKind and its
+// names are declared with the kinds' params (step_params.h), so that a kind is one place; the
+// executor resolves each step's kind once at load and dispatches on it (session_steps.cpp), never
+// on the op string. Tests: tests/unit/runtime_step_kind_test.cpp
 #pragma once
 
 #include <cstddef>
@@ -9,43 +9,9 @@
 #include <optional>
 #include <string>
 
+#include "runtime/step_params.h"
+
 namespace sabre::runtime {
-
-enum class StepKind : uint8_t {
-  gemm,
-  conv,
-  softmax,
-  layernorm,
-  embed_layernorm,
-  elementwise,
-  where,
-  cast,
-  reduce,
-  permute,
-  slice,
-  strided_copy,
-  concat,
-  split,
-  gather,
-  pool2d,
-  global_average_pool,
-  copy,
-  reshape,
-  fill,
-  iota,
-  depthwise_conv,
-  attention,
-  nchw_to_nhwc,
-  im2col,
-  stem_conv,
-  grouped_conv,
-  gather_elements,
-  trilu,
-  cumsum,
-  count  // not a kind: the number of kinds
-};
-
-inline constexpr size_t kStepKindCount = static_cast<size_t>(StepKind::count);
 
 // The name a plan spells the kind with ("gemm", "embed_layernorm", ...).
 const char* to_string(StepKind k);

@@ -45,12 +45,12 @@ int check_im2col_gemm(int sm) {
                {"y", DType::f32, {b, P, Q, K}, TensorKind::output, 0, 0}};
   p.inputs = {0};
   p.outputs = {4};
-  p.steps = {{"im2col", "stem (im2col, 147 -> 152 columns)", {0}, {3},
-              sabre::json::parse(R"({"n":"batch","c":3,"h":9,"w":11,"r":7,"s":7,"p":5,"q":6,"pads":[3,3,3,3],)"
-                                 R"("strides":[2,2],"dilations":[1,1]})")},
-             {"gemm", "stem (on its im2col)", {3, 1, 2, -1}, {4},
-              sabre::json::parse(R"({"m":"batch*30","n":8,"k":152,"lda":152,"ldb":152,"ldd":8,"layout":"tn","dtype":"f32",)"
-                                 R"("epilogue":"bias","dispatch":[{"max_m":-1,"kernel":"t_big"}]})")}};
+  p.steps = {make_step("im2col", "stem (im2col, 147 -> 152 columns)", {0}, {3},
+                       sabre::json::parse(R"({"n":"batch","c":3,"h":9,"w":11,"r":7,"s":7,"p":5,"q":6,"pads":[3,3,3,3],)"
+                                          R"("strides":[2,2],"dilations":[1,1]})")),
+             make_step("gemm", "stem (on its im2col)", {3, 1, 2, -1}, {4},
+                       sabre::json::parse(R"({"m":"batch*30","n":8,"k":152,"lda":152,"ldb":152,"ldd":8,"layout":"tn","dtype":"f32",)"
+                                          R"("epilogue":"bias","dispatch":[{"max_m":-1,"kernel":"t_big"}]})"))};
   std::mt19937 rng(5);
   std::uniform_real_distribution<float> u(-1.f, 1.f);
   std::vector<float> wt(static_cast<size_t>(K * C * R * S)), bias(K);
@@ -138,10 +138,10 @@ int check_prefetch(int sm) {
                {"y", DType::f32, {b, N}, TensorKind::output, 0, 0}};
   p.inputs = {0};
   p.outputs = {4};
-  p.steps = {{"softmax", "/sm", {0}, {3}, sabre::json::Value(sabre::json::Object{})},
-             {"gemm", "/fc", {3, 1, 2, -1}, {4},
-              sabre::json::parse(R"({"m":"batch","n":256,"k":256,"lda":256,"ldb":256,"ldd":256,"layout":"tn","dtype":"f32",)"
-                                 R"("epilogue":"bias","dispatch":[{"max_m":16,"kernel":"t_small"},{"max_m":-1,"kernel":"t_big"}]})")}};
+  p.steps = {make_step("softmax", "/sm", {0}, {3}),
+             make_step("gemm", "/fc", {3, 1, 2, -1}, {4},
+                       sabre::json::parse(R"({"m":"batch","n":256,"k":256,"lda":256,"ldb":256,"ldd":256,"layout":"tn","dtype":"f32",)"
+                                          R"("epilogue":"bias","dispatch":[{"max_m":16,"kernel":"t_small"},{"max_m":-1,"kernel":"t_big"}]})"))};
   std::mt19937 rng(11);
   std::uniform_real_distribution<float> u(-1.f, 1.f);
   std::vector<float> wts(static_cast<size_t>(K * N + N));
@@ -258,10 +258,10 @@ int main() {
                {"y", DType::f32, {b, N}, TensorKind::output, 0, 0}};
   p.inputs = {0};
   p.outputs = {4};
-  p.steps = {{"gemm", "/fc", {0, 1, 2, -1}, {3},
-              sabre::json::parse(R"({"m":"batch","n":48,"k":32,"lda":32,"ldb":32,"ldd":48,"layout":"tn","dtype":"f32",)"
-                                 R"("epilogue":"bias","dispatch":[{"max_m":16,"kernel":"t_small"},{"max_m":-1,"kernel":"t_big"}]})")},
-             {"softmax", "/sm", {3}, {4}, sabre::json::Value(sabre::json::Object{})}};
+  p.steps = {make_step("gemm", "/fc", {0, 1, 2, -1}, {3},
+                       sabre::json::parse(R"({"m":"batch","n":48,"k":32,"lda":32,"ldb":32,"ldd":48,"layout":"tn","dtype":"f32",)"
+                                          R"("epilogue":"bias","dispatch":[{"max_m":16,"kernel":"t_small"},{"max_m":-1,"kernel":"t_big"}]})")),
+             make_step("softmax", "/sm", {3}, {4})};
   std::mt19937 rng(3);
   std::uniform_real_distribution<float> u(-1.f, 1.f);
   std::vector<float> wts(6144 / 4 + N);

@@ -78,11 +78,11 @@ std::string build_artifact(std::vector<float>& w_host, int sm) {
   int s0 = c.binary(sabre::native::EwOp::mul, c.input(0), c.constant(3.f));
   int s1 = c.binary(sabre::native::EwOp::add, s0, c.input(1));
   c.outputs = {c.binary(sabre::native::EwOp::sub, s1, c.input(2))};  // y = 3*softmax + bias - x
-  p.steps = {{"layernorm", "/ln", {0, 1, 2}, {4}, Value(Object{{"eps", Value(static_cast<double>(kEps))}})},
-             {"reshape", "/to_groups", {4}, {5}, Value(Object{})},
-             {"softmax", "/softmax", {5}, {6}, Value(Object{{"scale", Value(static_cast<double>(kScale))}})},
-             {"reshape", "/flatten", {6}, {7}, Value(Object{})},
-             {"elementwise", "/tail", {7, 3, 0}, {8}, Value(Object{{"chain", chain_to_json(c)}})}};
+  p.steps = {make_step("layernorm", "/ln", {0, 1, 2}, {4}, Value(Object{{"eps", Value(static_cast<double>(kEps))}})),
+             make_step("reshape", "/to_groups", {4}, {5}),
+             make_step("softmax", "/softmax", {5}, {6}, Value(Object{{"scale", Value(static_cast<double>(kScale))}})),
+             make_step("reshape", "/flatten", {6}, {7}),
+             make_step("elementwise", "/tail", {7, 3, 0}, {8}, Value(Object{{"chain", chain_to_json(c)}}))};
   w_host = random_floats(3 * 256, 11, -1.f, 1.f);
   std::vector<uint8_t> weights(3 * 1024);
   std::memcpy(weights.data(), w_host.data(), weights.size());
@@ -201,8 +201,7 @@ void check_nchw_to_nhwc_step(int sm) {
                {"images.nhwc_c8", DType::f16, {b, 5, 7, 8}, TensorKind::output, 0, 0}};
   p.inputs = {0};
   p.outputs = {1};
-  p.steps = {{"nchw_to_nhwc", "images (to NHWC, cast f32 -> f16, channels padded 3 -> 8)", {0}, {1},
-              sabre::json::Value(sabre::json::Object{})}};
+  p.steps = {make_step("nchw_to_nhwc", "images (to NHWC, cast f32 -> f16, channels padded 3 -> 8)", {0}, {1})};
   ManifestInfo m;
   m.sm = sm;
   m.arch = "sm_" + std::to_string(sm);

@@ -2,6 +2,8 @@
 // kernel is compiled here).
 #include <gtest/gtest.h>
 
+#include <deque>
+
 #include <unistd.h>
 
 #include <cmath>
@@ -29,6 +31,13 @@
 
 namespace sabre {
 namespace {
+// A step's params as the plan writes them; kept alive for the whole test run, so pointers into
+// them stay valid.
+[[maybe_unused]] const sabre::json::Value& pj(const sabre::runtime::Step& s) {
+  static std::deque<sabre::json::Value> keep;
+  keep.push_back(s.params_json());
+  return keep.back();
+}
 
 namespace fs = std::filesystem;
 
@@ -82,12 +91,12 @@ TEST(CodegenLower, BertTinyF16PlanValidatesAndFuses) {
   EXPECT_EQ(static_cast<int>(gemms.size()), count_ops(g, "Composite"));
   int gelu_epilogues = 0;
   for (const auto* s : gemms) {
-    const json::Value* d = s->params.get("dispatch");
+    const json::Value* d = pj(*s).get("dispatch");
     ASSERT_TRUE(d && d->is_array() && !d->arr().empty()) << s->name;
     EXPECT_EQ(d->arr().back().get("max_m")->num(), -1) << s->name;
     for (const auto& e : d->arr()) EXPECT_TRUE(cutlass_backend::parse_kernel_name(e.get("kernel")->str())) << e.dump();
-    EXPECT_EQ(s->params.get("dtype")->str(), "f16");
-    gelu_epilogues += s->params.get("epilogue")->str() == "bias_gelu";
+    EXPECT_EQ(pj(*s).get("dtype")->str(), "f16");
+    gelu_epilogues += pj(*s).get("epilogue")->str() == "bias_gelu";
   }
   EXPECT_EQ(gelu_epilogues, 2);
   EXPECT_FALSE(low.gemm_kernels.empty());
@@ -97,7 +106,7 @@ TEST(CodegenLower, BertTinyF16PlanValidatesAndFuses) {
   ASSERT_EQ(static_cast<int>(sm.size()), count_ops(g, "Softmax"));
   for (const auto* s : sm) {
     EXPECT_EQ(s->inputs.size(), 2u) << "mask not fused into " << s->name;
-    EXPECT_NEAR(s->params.get("scale")->num(), 1.0 / std::sqrt(32.0), 1e-6);
+    EXPECT_NEAR(pj(*s).get("scale")->num(), 1.0 / std::sqrt(32.0), 1e-6);
   }
   auto ln = steps_of(plan, "layernorm");
   ASSERT_EQ(static_cast<int>(ln.size()), count_ops(g, "LayerNormalization") - 1);
@@ -109,9 +118,9 @@ TEST(CodegenLower, BertTinyF16PlanValidatesAndFuses) {
   auto emb = steps_of(plan, "embed_layernorm");
   ASSERT_EQ(emb.size(), 1u);
   EXPECT_EQ(emb[0]->inputs.size(), 2u + 2 * 3);
-  EXPECT_EQ(emb[0]->params.get("row_dims")->dump(), R"(["batch","seq"])");
-  EXPECT_EQ(emb[0]->params.get("offsets")->dump(), R"(["0","0","0"])");
-  EXPECT_EQ(emb[0]->params.get("strides")->dump(), R"(["seq","1","0","1","seq","1"])");
+  EXPECT_EQ(pj(*emb[0]).get("row_dims")->dump(), R"(["batch","seq"])");
+  EXPECT_EQ(pj(*emb[0]).get("offsets")->dump(), R"(["0","0","0"])");
+  EXPECT_EQ(pj(*emb[0]).get("strides")->dump(), R"(["seq","1","0","1","seq","1"])");
   EXPECT_EQ(plan.tensors[emb[0]->inputs[3]].kind, runtime::TensorKind::input);
   EXPECT_EQ(steps_of(plan, "slice").size(), 2u);
   EXPECT_EQ(steps_of(plan, "strided_copy").size(), 1u);
@@ -119,10 +128,10 @@ TEST(CodegenLower, BertTinyF16PlanValidatesAndFuses) {
   EXPECT_TRUE(steps_of(plan, "gather").empty());
   int in_place_rows = 0;
   for (const auto* s : steps_of(plan, "gemm"))
-    if (s->params.get("lda")->str() == "64*seq") {
+    if (pj(*s).get("lda")->str() == "64*seq") {
       ++in_place_rows;
-      EXPECT_EQ(s->params.get("a_offset")->str(), "0");
-      EXPECT_EQ(s->params.get("m")->str(), "batch");
+      EXPECT_EQ(pj(*s).get("a_offset")->str(), "0");
+      EXPECT_EQ(pj(*s).get("m")->str(), "batch");
     }
   EXPECT_EQ(in_place_rows, 1);
   // With seq at most 64 every id is read in place: the buffers are weights, no view runs.
@@ -132,7 +141,7 @@ TEST(CodegenLower, BertTinyF16PlanValidatesAndFuses) {
     codegen::Lowered in_place = codegen::lower(g, o);
     auto e = steps_of(in_place.plan, "embed_layernorm");
     ASSERT_EQ(e.size(), 1u);
-    EXPECT_EQ(e[0]->params.get("strides")->dump(), R"(["seq","1","0","1","0","1"])");
+    EXPECT_EQ(pj(*e[0]).get("strides")->dump(), R"(["seq","1","0","1","0","1"])");
     for (size_t t : {5u, 7u}) {
       EXPECT_EQ(in_place.plan.tensors[e[0]->inputs[t]].kind, runtime::TensorKind::weight);
       EXPECT_EQ(in_place.plan.tensors[e[0]->inputs[t]].dtype, ir::DType::i64);
@@ -143,12 +152,12 @@ TEST(CodegenLower, BertTinyF16PlanValidatesAndFuses) {
   // No standalone GELU, Div or Softmax-feeding Add survives; the mask chain Cast/Sub/Mul is one step.
   bool mask_chain = false;
   for (const auto* s : steps_of(plan, "elementwise")) {
-    for (const auto& nd : s->params.get("chain")->get("nodes")->arr()) {
+    for (const auto& nd : pj(*s).get("chain")->get("nodes")->arr()) {
       EXPECT_NE(nd.get("op")->str(), "gelu_erf") << s->name;
       EXPECT_NE(nd.get("op")->str(), "erf") << s->name;
     }
-    mask_chain |= s->params.get("chain")->get("nodes")->arr().size() >= 5 && s->name.find("fused") != std::string::npos;
-    ASSERT_TRUE(s->params.get("kernel"));
+    mask_chain |= pj(*s).get("chain")->get("nodes")->arr().size() >= 5 && s->name.find("fused") != std::string::npos;
+    ASSERT_TRUE(pj(*s).get("kernel"));
   }
   EXPECT_TRUE(mask_chain);
   EXPECT_FALSE(low.ew_kernels.empty());
@@ -388,19 +397,19 @@ TEST(CodegenLower, ResnetBlockConvsLowerWithTheAnalyticPicker) {
   for (const runtime::Step& st : low.plan.steps) {
     if (st.op != "conv") continue;
     ++convs;
-    const auto& disp = st.params.get("dispatch")->arr();
+    const auto& disp = pj(st).get("dispatch")->arr();
     ASSERT_FALSE(disp.empty()) << st.name;
     EXPECT_EQ(disp.back().get("max_m")->num(), -1) << st.name;
     for (size_t i = 1; i + 1 < disp.size(); ++i)
       EXPECT_LT(disp[i - 1].get("max_m")->num(), disp[i].get("max_m")->num()) << st.name;
     codegen::ConvProblem cp;
-    cp.dtype = st.params.get("dtype")->str();
-    cp.epilogue = st.params.get("epilogue")->str();
-    auto num = [&](const char* key) { return std::stoll(st.params.get(key)->str()); };  // static dims, as text
+    cp.dtype = pj(st).get("dtype")->str();
+    cp.epilogue = pj(st).get("epilogue")->str();
+    auto num = [&](const char* key) { return std::stoll(pj(st).get(key)->str()); };  // static dims, as text
     cp.h = num("h"), cp.w = num("w"), cp.c = num("c"), cp.k = num("k"), cp.r = num("r"), cp.s = num("s");
     cp.p = num("p"), cp.q = num("q");
-    const auto& pads = st.params.get("pads")->arr();
-    const auto& strides = st.params.get("strides")->arr();
+    const auto& pads = pj(st).get("pads")->arr();
+    const auto& strides = pj(st).get("strides")->arr();
     cp.pad_h = static_cast<int64_t>(pads[0].num()), cp.pad_w = static_cast<int64_t>(pads[1].num());
     cp.stride_h = static_cast<int64_t>(strides[0].num()), cp.stride_w = static_cast<int64_t>(strides[1].num());
     cp.alignment = 8;  // 16 bytes of f16, halved until it divides both channel counts
@@ -461,7 +470,7 @@ TEST(CodegenLower, F32ModelOutputsNeedNoCastStep) {
   auto l = steps_of(plan, "layernorm");
   ASSERT_EQ(l.size(), 1u);
   ASSERT_EQ(l[0]->outputs.size(), 2u);
-  EXPECT_TRUE(l[0]->params.get("f32_copy")->boolean());
+  EXPECT_TRUE(pj(*l[0]).get("f32_copy")->boolean());
   EXPECT_EQ(plan.tensors[l[0]->outputs[0]].dtype, ir::DType::f16);
   ASSERT_EQ(plan.outputs.size(), 2u);
   EXPECT_EQ(plan.outputs[0], l[0]->outputs[1]);
@@ -517,7 +526,7 @@ TEST(CodegenCompile, PlanOnlyGpt2BlockWritesALoadableArtifact) {
   // The causal Where(Trilu(ConstantOfShape)) folded into the softmax; the position Range into a slice.
   auto sm = steps_of(a.plan, "softmax");
   ASSERT_EQ(sm.size(), 1u);
-  EXPECT_TRUE(sm[0]->params.get("causal")->boolean());
+  EXPECT_TRUE(pj(*sm[0]).get("causal")->boolean());
   bool range_slice = false;
   for (const auto* st : steps_of(a.plan, "slice")) range_slice |= st->name.find("gather of a range") != std::string::npos;
   EXPECT_TRUE(range_slice);
@@ -572,7 +581,7 @@ TEST(CodegenCompile, PlanOnlyPicksFromADbTunedElsewhere) {
     std::set<std::string> k;
     const runtime::LoadedArtifact a = runtime::load_artifact((dir / "a.sabre").string());
     for (const auto* st : steps_of(a.plan, "gemm"))
-      for (const auto& e : st->params.get("dispatch")->arr()) k.insert(e.get("kernel")->str());
+      for (const auto& e : pj(*st).get("dispatch")->arr()) k.insert(e.get("kernel")->str());
     return k;
   };
   auto subset = [](const std::set<std::string>& a, const std::set<std::string>& b) {

@@ -3,6 +3,8 @@
 // the reference executor on the original model: the numerical check of the lowering without a GPU.
 #include <gtest/gtest.h>
 
+#include <deque>
+
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -28,6 +30,13 @@
 
 namespace sabre {
 namespace {
+// A step's params as the plan writes them; kept alive for the whole test run, so pointers into
+// them stay valid.
+[[maybe_unused]] const sabre::json::Value& pj(const sabre::runtime::Step& s) {
+  static std::deque<sabre::json::Value> keep;
+  keep.push_back(s.params_json());
+  return keep.back();
+}
 
 namespace fs = std::filesystem;
 using runtime::DimExpr;
@@ -146,7 +155,7 @@ class Interp {
 
   void step(const runtime::Step& s) {
     const std::string& op = s.op;
-    const json::Value& P = s.params;
+    const json::Value& P = pj(s);
     if (op == "attention") {
       Buf &q = in(s, 0), &k = in(s, 1), &v = in(s, 2), &o = out(s);
       const Buf* mask = s.inputs.size() > 3 ? &in(s, 3) : nullptr;
@@ -448,7 +457,7 @@ class Interp {
   }
 
   void elementwise(const runtime::Step& s) {
-    const json::Value& ch = *s.params.get("chain");
+    const json::Value& ch = *pj(s).get("chain");
     const auto& nodes = ch.get("nodes")->arr();
     Buf& y = out(s);
     std::vector<double> r(nodes.size());
@@ -501,7 +510,7 @@ class Interp {
   }
 
   void softmax(const runtime::Step& s) {
-    const json::Value& P = s.params;
+    const json::Value& P = pj(s);
     Buf &x = in(s, 0), &y = out(s);
     int64_t b = dim(P.get("b")), h = dim(P.get("h")), q = dim(P.get("q")), cols = dim(P.get("cols"));
     double scale = P.get("scale")->num();
@@ -534,8 +543,8 @@ class Interp {
     const Buf* beta = s.inputs[2] >= 0 ? &in(s, 2) : nullptr;
     const Buf* res = s.inputs[3] >= 0 ? &in(s, 3) : nullptr;
     Buf& y = out(s);
-    int64_t rows = dim(s.params.get("rows")), cols = dim(s.params.get("cols"));
-    double eps = s.params.get("eps")->num();
+    int64_t rows = dim(pj(s).get("rows")), cols = dim(pj(s).get("cols"));
+    double eps = pj(s).get("eps")->num();
     for (int64_t r = 0; r < rows; ++r) {
       std::vector<double> v(cols);
       double mean = 0, var = 0;
@@ -547,7 +556,7 @@ class Interp {
         y.v[r * cols + c] = (v[c] - mean) / std::sqrt(var + eps) * g.v[c] + (beta ? beta->v[c] : 0);
     }
     // f32_copy: the second output is y as stored (rounded to y's dtype), in f32.
-    if (s.params.get("f32_copy") && s.params.get("f32_copy")->boolean()) {
+    if (pj(s).get("f32_copy") && pj(s).get("f32_copy")->boolean()) {
       Buf& y32 = out(s, 1);
       for (size_t i = 0; i < y.v.size(); ++i) y32.v[i] = round_to(dt(s.outputs[0]), y.v[i]);
     }
@@ -559,13 +568,13 @@ class Interp {
     Buf& g = in(s, 0);
     const Buf* beta = s.inputs[1] >= 0 ? &in(s, 1) : nullptr;
     Buf& y = out(s);
-    const std::vector<int64_t> rd = dims_list(s.params.get("row_dims")), off = dims_list(s.params.get("offsets")),
-                               st = dims_list(s.params.get("strides"));
-    const int64_t cols = dim(s.params.get("cols")), rows = numel(rd);
+    const std::vector<int64_t> rd = dims_list(pj(s).get("row_dims")), off = dims_list(pj(s).get("offsets")),
+                               st = dims_list(pj(s).get("strides"));
+    const int64_t cols = dim(pj(s).get("cols")), rows = numel(rd);
     const size_t terms = (s.inputs.size() - 2) / 2;
     ASSERT_EQ(off.size(), terms);
     ASSERT_EQ(st.size(), terms * rd.size());
-    double eps = s.params.get("eps")->num();
+    double eps = pj(s).get("eps")->num();
     for (int64_t r = 0; r < rows; ++r) {
       std::vector<double> v(cols, 0.0);
       for (size_t t = 0; t < terms; ++t) {
@@ -594,7 +603,7 @@ class Interp {
   }
 
   void gemm(const runtime::Step& s) {
-    const json::Value& P = s.params;
+    const json::Value& P = pj(s);
     Buf &a = in(s, 0), &b = in(s, 1), &d = out(s);
     const Buf* bias = s.inputs[2] >= 0 ? &in(s, 2) : nullptr;
     const Buf* res = s.inputs[3] >= 0 ? &in(s, 3) : nullptr;
@@ -638,7 +647,7 @@ class Interp {
 
   // kernel_abi.h sabre_conv_args: X [n,h,w,c], filter [k,r,s,c/groups], Y and R [n,p,q,k].
   void conv(const runtime::Step& s) {
-    const json::Value& P = s.params;
+    const json::Value& P = pj(s);
     Buf &x = in(s, 0), &f = in(s, 1), &y = out(s);
     const Buf* bias = s.inputs[2] >= 0 ? &in(s, 2) : nullptr;
     const Buf* res = s.inputs[3] >= 0 ? &in(s, 3) : nullptr;
@@ -678,7 +687,7 @@ class Interp {
   // native::stem_conv (stem_conv.h): x [n,c,h,w] NCHW, w [k, cols] column stem_conv_column(r, s, c), y
   // [n,p,q,k] NHWC; bias, then the clamp ([min, max], null unbounded, as depthwise_conv's).
   void stem_conv(const runtime::Step& s) {
-    const json::Value& P = s.params;
+    const json::Value& P = pj(s);
     Buf &x = in(s, 0), &f = in(s, 1), &y = out(s);
     const Buf* bias = s.inputs.at(2) >= 0 ? &in(s, 2) : nullptr;
     const int64_t N = dim(P.get("n")), C = dim(P.get("c")), H = dim(P.get("h")), W = dim(P.get("w")),
@@ -713,7 +722,7 @@ class Interp {
   }
 
   void pool2d(const runtime::Step& s) {
-    const json::Value& P = s.params;
+    const json::Value& P = pj(s);
     Buf &x = in(s, 0), &y = out(s);
     bool nhwc = P.get("layout")->str() == "nhwc", mx = P.get("kind")->str() == "max";
     bool include_pad = P.get("count_include_pad")->boolean();
@@ -857,7 +866,7 @@ TEST(CodegenPlanInterp, HuggingFaceExportsMatchReference) {
     int attention = 0, permutes = 0, splits = 0, packed = 0;
     for (const auto& st : low.plan.steps) {
       attention += st.op == "attention", permutes += st.op == "permute", splits += st.op == "split";
-      packed += st.op == "attention" && st.params.get("offsets");
+      packed += st.op == "attention" && pj(st).get("offsets");
     }
     EXPECT_EQ(attention, 12);
     EXPECT_EQ(permutes, 0);
@@ -875,7 +884,7 @@ int count_steps(const runtime::Plan& p, const std::string& op) {
 }
 std::vector<int64_t> perm_of(const runtime::Step& s) {
   std::vector<int64_t> v;
-  for (const auto& x : s.params.get("perm")->arr()) v.push_back(static_cast<int64_t>(x.num()));
+  for (const auto& x : pj(s).get("perm")->arr()) v.push_back(static_cast<int64_t>(x.num()));
   return v;
 }
 
@@ -955,7 +964,7 @@ TEST(CodegenLayoutNhwc, TwoConvChainPermutesOnlyAtTheEdges) {
     ASSERT_EQ(w.shape.size(), 4u);
     EXPECT_EQ(w.shape[3].str(), "8") << "KRSC filter";
     EXPECT_EQ(w.shape[1].str(), "3") << "KRSC filter";
-    EXPECT_EQ(s.params.get("dispatch")->arr().at(0).get("kernel")->str().rfind("sm80_conv_fprop_nhwc_f16", 0), 0u);
+    EXPECT_EQ(pj(s).get("dispatch")->arr().at(0).get("kernel")->str().rfind("sm80_conv_fprop_nhwc_f16", 0), 0u);
   }
   EXPECT_EQ(low.conv_kernels.size(), 2u) << "bias_relu and bias_res";
   // The output keeps the model's name and NCHW shape.
@@ -979,8 +988,8 @@ TEST(CodegenLayoutNhwc, GroupedConvRunsNativeInNhwc) {
     EXPECT_EQ(count_steps(low.plan, "conv"), 1);
     for (const auto& st : low.plan.steps)
       if (st.op == "grouped_conv") {
-        EXPECT_EQ(st.params.get("groups")->num(), double(groups));
-        EXPECT_EQ(st.params.get("k")->num(), 6.0);
+        EXPECT_EQ(pj(st).get("groups")->num(), double(groups));
+        EXPECT_EQ(pj(st).get("k")->num(), 6.0);
         const auto& w = low.plan.tensors[static_cast<size_t>(st.inputs.at(1))];
         ASSERT_EQ(w.shape.size(), 4u);
         EXPECT_EQ(w.shape[2].str(), std::to_string(6 / groups));  // [R,S,C/G,K]
@@ -995,7 +1004,7 @@ TEST(CodegenLayoutNhwc, GroupedConvRunsNativeInNhwc) {
     EXPECT_EQ(count_steps(low.plan, "grouped_conv"), 0);
     EXPECT_EQ(count_steps(low.plan, "conv"), 2);
     for (const auto& st : low.plan.steps)
-      if (st.op == "conv") EXPECT_EQ(st.params.get("groups")->num(), 1.0);
+      if (st.op == "conv") EXPECT_EQ(pj(st).get("groups")->num(), 1.0);
   }
 }
 
@@ -1033,14 +1042,14 @@ TEST(CodegenLayoutNhwc, ResnextGroupedConvRunsOnGroupedKernels) {
     EXPECT_EQ(count_steps(low.plan, "grouped_conv"), 0);
     int grouped = 0;
     for (const auto& st : low.plan.steps)
-      if (st.op == "conv" && st.params.get("groups")->num() != 1) {
+      if (st.op == "conv" && pj(st).get("groups")->num() != 1) {
         ++grouped;
-        EXPECT_EQ(st.params.get("groups")->num(), 4.0);
+        EXPECT_EQ(pj(st).get("groups")->num(), 4.0);
         const auto& w = low.plan.tensors[static_cast<size_t>(st.inputs.at(1))];
         ASSERT_EQ(w.shape.size(), 4u);
         EXPECT_EQ(w.shape[0].str(), "128");
         EXPECT_EQ(w.shape[3].str(), "32");  // [K,R,S,C/G] after regrouping
-        for (const auto& e : st.params.get("dispatch")->arr()) {
+        for (const auto& e : pj(st).get("dispatch")->arr()) {
           auto spec = cutlass_backend::parse_conv_kernel_name(e.get("kernel")->str());
           ASSERT_TRUE(spec) << e.get("kernel")->str();
           EXPECT_TRUE(spec->config.grouped) << e.get("kernel")->str();
@@ -1055,7 +1064,7 @@ TEST(CodegenLayoutNhwc, ResnextGroupedConvRunsOnGroupedKernels) {
     if (HasFatalFailure()) return;
     EXPECT_EQ(count_steps(low.plan, "grouped_conv"), 0);
     for (const auto& st : low.plan.steps)
-      if (st.op == "conv") EXPECT_EQ(st.params.get("groups")->num(), 1.0);
+      if (st.op == "conv") EXPECT_EQ(pj(st).get("groups")->num(), 1.0);
   }
 }
 
@@ -1131,10 +1140,10 @@ TEST(CodegenLayoutNhwc, ResnetBlockF16MatchesReference) {
   EXPECT_EQ(count_steps(p, "permute"), 0);
   for (const auto& s : p.steps) {
     if (s.op == "pool2d" || s.op == "global_average_pool") {
-      EXPECT_EQ(s.params.get("layout")->str(), "nhwc") << s.name;
+      EXPECT_EQ(pj(s).get("layout")->str(), "nhwc") << s.name;
     }
     if (s.op == "conv") {
-      EXPECT_NE(s.params.get("epilogue")->str().find("bias"), std::string::npos) << "BatchNorm folded";
+      EXPECT_NE(pj(s).get("epilogue")->str().find("bias"), std::string::npos) << "BatchNorm folded";
     }
   }
   ASSERT_FALSE(low.gemm_kernels.empty());
@@ -1177,9 +1186,9 @@ const runtime::Step* conv_step(const runtime::Plan& p, int i, const std::string&
   ADD_FAILURE() << "no " << op << " step " << i;
   return nullptr;
 }
-std::string kernel_of(const runtime::Step& s) { return s.params.get("dispatch")->arr().at(0).get("kernel")->str(); }
+std::string kernel_of(const runtime::Step& s) { return pj(s).get("dispatch")->arr().at(0).get("kernel")->str(); }
 int64_t num_param(const runtime::Step& s, const char* k) {
-  const json::Value* v = s.params.get(k);
+  const json::Value* v = pj(s).get(k);
   return v->is_number() ? static_cast<int64_t>(v->num()) : std::stoll(v->str());
 }
 
@@ -1228,16 +1237,16 @@ TEST(CodegenLayoutNhwc, InvertedResidualFusesRelu6IntoTheConv) {
     const runtime::Step* expand = conv_step(p, 0, op);
     const runtime::Step* project = conv_step(p, 1, op);
     ASSERT_TRUE(expand && project);
-    EXPECT_EQ(expand->params.get("epilogue")->str(), "bias_relu6");
+    EXPECT_EQ(pj(*expand).get("epilogue")->str(), "bias_relu6");
     EXPECT_NE(kernel_of(*expand).find("_bias_relu6"), std::string::npos) << kernel_of(*expand);
-    EXPECT_EQ(project->params.get("epilogue")->str(), "bias_res");
+    EXPECT_EQ(pj(*project).get("epilogue")->str(), "bias_res");
     EXPECT_NE(kernel_of(*project).find("_bias_res"), std::string::npos) << kernel_of(*project);
     EXPECT_EQ(count_steps(p, "elementwise"), 0) << "both Clips are fused";
     if (pointwise) {  // A = X [n·h·w, C], B = the filter [K, C], the residual as it lies (NHWC)
-      EXPECT_EQ(expand->params.get("m")->str(), "36*batch");
+      EXPECT_EQ(pj(*expand).get("m")->str(), "36*batch");
       EXPECT_EQ(num_param(*expand, "n"), 16);
       EXPECT_EQ(num_param(*expand, "k"), 8);
-      EXPECT_EQ(expand->params.get("layout")->str(), "tn");
+      EXPECT_EQ(pj(*expand).get("layout")->str(), "tn");
       EXPECT_EQ(num_param(*project, "n"), 8);
       EXPECT_EQ(num_param(*project, "k"), 16);
       EXPECT_EQ(num_param(*project, "beta"), 1);
@@ -1248,7 +1257,7 @@ TEST(CodegenLayoutNhwc, InvertedResidualFusesRelu6IntoTheConv) {
       if (s.op == "depthwise_conv") {
         EXPECT_EQ(s.inputs.at(0), expand->outputs.at(0)) << "a step between the conv and the depthwise conv";
         EXPECT_EQ(project->inputs.at(0), s.outputs.at(0)) << "a step between the depthwise conv and the projection";
-        const json::Value* cl = s.params.get("clamp");
+        const json::Value* cl = pj(s).get("clamp");
         ASSERT_NE(cl, nullptr);
         EXPECT_EQ(cl->dump(), "[0,6]");
       }
@@ -1289,8 +1298,8 @@ TEST(CodegenLayoutNhwc, DepthwiseActivationFusion) {
     EXPECT_EQ(count_steps(low.plan, "elementwise"), 0);
     for (const auto& s : low.plan.steps)
       if (s.op == "depthwise_conv") {
-        ASSERT_NE(s.params.get("clamp"), nullptr);
-        EXPECT_EQ(s.params.get("clamp")->dump(), "[0,null]");
+        ASSERT_NE(pj(s).get("clamp"), nullptr);
+        EXPECT_EQ(pj(s).get("clamp")->dump(), "[0,null]");
       }
   }
   for (bool second : {false, true}) {
@@ -1301,7 +1310,7 @@ TEST(CodegenLayoutNhwc, DepthwiseActivationFusion) {
     EXPECT_EQ(count_steps(low.plan, "elementwise"), 1) << act;
     for (const auto& s : low.plan.steps)
       if (s.op == "depthwise_conv") {
-        EXPECT_EQ(s.params.get("clamp"), nullptr) << act;
+        EXPECT_EQ(pj(s).get("clamp"), nullptr) << act;
       }
   }
 }
@@ -1396,10 +1405,10 @@ TEST(CodegenLayoutNhwc, StemConvOnFewChannelsKernels) {
     ASSERT_TRUE(stem && c2);
     EXPECT_EQ(num_param(*stem, "c"), 8);
     EXPECT_EQ(num_param(*stem, "r"), 7);
-    for (const auto& e : stem->params.get("dispatch")->arr())
+    for (const auto& e : pj(*stem).get("dispatch")->arr())
       EXPECT_NE(e.get("kernel")->str().find("sm80_conv_fprop_few_channels_nhwc_"), std::string::npos) << e.get("kernel")->str();
     EXPECT_EQ(num_param(*c2, "c"), 64);
-    for (const auto& e : c2->params.get("dispatch")->arr())
+    for (const auto& e : pj(*c2).get("dispatch")->arr())
       EXPECT_EQ(e.get("kernel")->str().find("few_channels"), std::string::npos) << e.get("kernel")->str();
     int said = 0;
     for (const auto& n : low.notes)
@@ -1496,21 +1505,21 @@ TEST(CodegenLayoutNhwc, StemConvAsIm2colGemm) {
   ASSERT_EQ(a.shape.size(), 2u);
   EXPECT_EQ(a.shape[0].eval({{"batch", 3}}), 3 * 8 * 8);
   EXPECT_EQ(a.shape[1].str(), "152");
-  for (const char* k : {"c", "r", "s", "p", "q", "h", "w"}) EXPECT_TRUE(im->params.get(k)) << k;
+  for (const char* k : {"c", "r", "s", "p", "q", "h", "w"}) EXPECT_TRUE(pj(*im).get(k)) << k;
   EXPECT_EQ(num_param(*im, "c"), 3);
   EXPECT_EQ(num_param(*im, "r"), 7);
-  EXPECT_EQ(im->params.get("n")->str(), "batch");
+  EXPECT_EQ(pj(*im).get("n")->str(), "batch");
   // The gemm: M = batch·P·Q (symbolic), N = K = 8, K = 152, "tn", the conv's epilogue; D is the
   // NHWC tensor the pool reads.
   EXPECT_EQ(gm->inputs.at(0), im->outputs.at(0));
   EXPECT_EQ(gm->inputs.at(3), -1) << "no residual";
-  EXPECT_EQ(runtime::DimExpr::parse(gm->params.get("m")->str()).eval({{"batch", 5}}), 5 * 64);
+  EXPECT_EQ(runtime::DimExpr::parse(pj(*gm).get("m")->str()).eval({{"batch", 5}}), 5 * 64);
   EXPECT_EQ(num_param(*gm, "n"), 8);
   EXPECT_EQ(num_param(*gm, "k"), 152);
   EXPECT_EQ(num_param(*gm, "lda"), 152);
-  EXPECT_EQ(gm->params.get("layout")->str(), "tn");
-  EXPECT_EQ(gm->params.get("epilogue")->str(), "bias_relu");
-  EXPECT_FALSE(gm->params.get("dispatch")->arr().empty());
+  EXPECT_EQ(pj(*gm).get("layout")->str(), "tn");
+  EXPECT_EQ(pj(*gm).get("epilogue")->str(), "bias_relu");
+  EXPECT_FALSE(pj(*gm).get("dispatch")->arr().empty());
   EXPECT_EQ(dims_text(p.tensors[static_cast<size_t>(gm->outputs.at(0))]), "batch,8,8,8") << "NHWC [N,P,Q,K]";
   EXPECT_EQ(first_input_readers(p, "pool2d", gm->outputs.at(0)), 1);
   expect_packed_filter(low, gm->inputs.at(1), 8, 147, 152);  // B [8, 152]
@@ -1605,7 +1614,7 @@ TEST(CodegenLayoutNhwc, Im2colRefusesResidualGroupedAndWideConvs) {
     ASSERT_NE(conv, nullptr);
     EXPECT_EQ(num_param(*conv, "c"), 8) << "padded 3 -> 8 as before";
     if (kind == "residual") {
-      EXPECT_NE(conv->params.get("epilogue")->str().find("res"), std::string::npos);
+      EXPECT_NE(pj(*conv).get("epilogue")->str().find("res"), std::string::npos);
     }
   }
 }
@@ -1677,7 +1686,7 @@ TEST(CodegenLayoutNhwc, LayoutsPropagateThroughTransposesAndReductions) {
   ASSERT_NE(mean, nullptr);
   EXPECT_EQ(count_steps(plans["fires_reduce_mean_reads_nhwc"].plan, "permute"), 0);
   std::vector<int64_t> axes;
-  for (const auto& a : mean->params.get("axes")->arr()) axes.push_back(static_cast<int64_t>(a.num()));
+  for (const auto& a : pj(*mean).get("axes")->arr()) axes.push_back(static_cast<int64_t>(a.num()));
   EXPECT_EQ(axes, (std::vector<int64_t>{1, 2})) << "H and W of [N,H,W,C]";
   const runtime::Plan& swap = plans["refused_permute_not_a_swap"].plan;
   ASSERT_EQ(count_steps(swap, "permute"), 1) << "the Transpose reads the NHWC tensor, no conversion first";
@@ -1733,11 +1742,11 @@ TEST(CodegenLayoutNhwc, StemDirectIsOneStemConvStep) {
     EXPECT_EQ(num_param(*sc, "r"), 7);
     EXPECT_EQ(num_param(*sc, "s"), 7);
     EXPECT_EQ(num_param(*sc, "k"), 8);
-    EXPECT_EQ(sc->params.get("n")->str(), "batch");
-    EXPECT_EQ(sc->params.get("dtype")->str(), ir::name(dt));
-    EXPECT_EQ(sc->params.get("epilogue")->str(), "bias_relu");
-    ASSERT_NE(sc->params.get("clamp"), nullptr);
-    EXPECT_EQ(sc->params.get("clamp")->dump(), "[0,null]") << "relu: unbounded above";
+    EXPECT_EQ(pj(*sc).get("n")->str(), "batch");
+    EXPECT_EQ(pj(*sc).get("dtype")->str(), ir::name(dt));
+    EXPECT_EQ(pj(*sc).get("epilogue")->str(), "bias_relu");
+    ASSERT_NE(pj(*sc).get("clamp"), nullptr);
+    EXPECT_EQ(pj(*sc).get("clamp")->dump(), "[0,null]") << "relu: unbounded above";
     const auto& yt = p.tensors[static_cast<size_t>(sc->outputs.at(0))];
     EXPECT_EQ(dims_text(yt), "batch,8,8,8") << "NHWC [N,P,Q,K]";
     EXPECT_EQ(yt.dtype, dt);
@@ -1815,12 +1824,12 @@ TEST(CodegenLayoutNhwc, StemDirectRelu6AndNoActivation) {
     EXPECT_EQ(count_steps(low.plan, "im2col") + count_steps(low.plan, "gemm") + count_steps(low.plan, "conv"), 0);
     EXPECT_EQ(num_param(*sc, "k"), 32);
     expect_packed_filter(low, sc->inputs.at(1), 32, 27, 48, 3, 4);
-    EXPECT_EQ(sc->params.get("epilogue")->str(), act.empty() ? "bias" : "bias_relu6");
+    EXPECT_EQ(pj(*sc).get("epilogue")->str(), act.empty() ? "bias" : "bias_relu6");
     if (act.empty()) {
-      EXPECT_EQ(sc->params.get("clamp"), nullptr);
+      EXPECT_EQ(pj(*sc).get("clamp"), nullptr);
     } else {
-      ASSERT_NE(sc->params.get("clamp"), nullptr);
-      EXPECT_EQ(sc->params.get("clamp")->dump(), "[0,6]");
+      ASSERT_NE(pj(*sc).get("clamp"), nullptr);
+      EXPECT_EQ(pj(*sc).get("clamp")->dump(), "[0,6]");
     }
     EXPECT_EQ(notes_with(low, "): one stem_conv kernel (im2col in shared memory + tensor-core MMA, R*S*C = 27 in 48 columns, 4 a tap)"), 1);
   }
@@ -2001,7 +2010,7 @@ TEST(CodegenPlanInterp, BertTinyFusedAttentionMatchesReference) {
     split += st.op == "split";
     gemms += st.op == "gemm";
     if (st.op != "attention") continue;
-    ASSERT_NE(st.params.get("offsets"), nullptr) << st.name;
+    ASSERT_NE(pj(st).get("offsets"), nullptr) << st.name;
     EXPECT_EQ(st.inputs[0], st.inputs[1]) << "Q and K from one tensor";
     EXPECT_EQ(st.inputs[0], st.inputs[2]) << "Q and V from one tensor";
   }
@@ -2028,16 +2037,16 @@ TEST(CodegenPlanInterp, BertTinyWhereMaskIsReadByTheAttention) {
     ++attention;
     ASSERT_EQ(st.inputs.size(), 4u) << st.name;
     EXPECT_EQ(low.plan.tensors[static_cast<size_t>(st.inputs[3])].dtype, ir::DType::i64) << st.name;
-    ASSERT_TRUE(st.params.get("mask_true") && st.params.get("mask_false")) << st.name;
-    EXPECT_EQ(st.params.get("mask_true")->num(), 0.0);
-    EXPECT_EQ(st.params.get("mask_false")->num(), double(std::numeric_limits<float>::lowest()));
+    ASSERT_TRUE(pj(st).get("mask_true") && pj(st).get("mask_false")) << st.name;
+    EXPECT_EQ(pj(st).get("mask_true")->num(), 0.0);
+    EXPECT_EQ(pj(st).get("mask_false")->num(), double(std::numeric_limits<float>::lowest()));
   }
   EXPECT_EQ(attention, 2);
   EXPECT_EQ(mask_steps, 0) << "the mask's Where and casts ran as a step";
   check_model("bert_tiny", ir::DType::f16, 4e-3, true, &old_style);
   for (const auto& st : old_style.plan.steps) {
     if (st.op == "attention") {
-      EXPECT_FALSE(st.params.get("mask_true")) << st.name;
+      EXPECT_FALSE(pj(st).get("mask_true")) << st.name;
     }
   }
   // bf16 too (the select is the same; the plan's dtypes are not).
@@ -2192,9 +2201,10 @@ TEST(CodegenPlanInterp, SqueezeExciteBlockMatchesReference) {
   EXPECT_EQ(count_steps(low.plan, "gemm"), 4);
   for (const auto& st : low.plan.steps)
     if (st.op == "depthwise_conv") {
-      ASSERT_NE(st.params.get("activation"), nullptr);
-      EXPECT_EQ(st.params.get("activation")->get("op")->str(), "silu");
-      EXPECT_EQ(st.params.get("clamp"), nullptr);
+      const auto& p = st.as<runtime::DepthwiseConvParams>();
+      ASSERT_TRUE(p.activation);
+      EXPECT_EQ(p.activation->op, native::ConvAct::silu);
+      EXPECT_FALSE(p.clamp);
     }
 }
 

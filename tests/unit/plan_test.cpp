@@ -13,8 +13,9 @@ Plan tiny_plan() {
                {"y", DType::f16, {DimExpr::parse("batch*seq"), 768}, TensorKind::output, 0, 0}};
   p.inputs = {0};
   p.outputs = {2};
-  p.steps = {{"gemm", "/encoder/ffn", {0, 1, -1}, {2},
-              sabre::json::Value(sabre::json::Object{{"epilogue", sabre::json::Value("bias_gelu")}})}};
+  GemmParams g{.m = ParamDim::text("batch*seq"), .n = 768, .k = 768, .epilogue = "bias_gelu",
+               .dispatch = {{-1, "sm90_gemm"}}};
+  p.steps = {{"gemm", "/encoder/ffn", {0, 1, -1}, {2}, g}};
   return p;
 }
 }  // namespace
@@ -25,7 +26,8 @@ TEST(Plan, JsonRoundTrips) {
   EXPECT_EQ(q.to_json(), p.to_json());
   EXPECT_EQ(q.tensors[2].shape[0].str(), "batch*seq");
   EXPECT_EQ(q.steps[0].inputs[2], -1);
-  EXPECT_EQ(q.steps[0].params.get("epilogue")->str(), "bias_gelu");
+  EXPECT_EQ(q.steps[0].as<GemmParams>().epilogue, "bias_gelu");
+  EXPECT_EQ(q.steps[0].as<GemmParams>(), p.steps[0].as<GemmParams>());
 }
 
 TEST(Plan, BindsSymbolsAndChecksRanges) {

@@ -24,7 +24,7 @@ Plan small_plan() {
                {"y", DType::f16, {DimExpr::parse("batch"), 64}, TensorKind::output, 0, 0}};
   p.inputs = {0};
   p.outputs = {3};
-  p.steps = {{"layernorm", "/ln", {0, 1, 2}, {3}, sabre::json::Value(sabre::json::Object{})}};
+  p.steps = {make_step("layernorm", "/ln", {0, 1, 2}, {3})};
   return p;
 }
 

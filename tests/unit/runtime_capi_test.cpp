@@ -23,7 +23,7 @@ std::string make_artifact(const std::string& tag, const std::string& op = "layer
                {"y", DType::f32, {4, 64}, TensorKind::output, 0, 0}};
   p.inputs = {0};
   p.outputs = {2};
-  p.steps = {{op, "/ln", {0, 1}, {2}, sabre::json::Value(sabre::json::Object{})}};
+  p.steps = {make_step(op, "/ln", {0, 1}, {2})};
   std::vector<uint8_t> w(256);
   for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<uint8_t>(i * 7 + 3);
   ManifestInfo m;

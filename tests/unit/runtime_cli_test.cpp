@@ -46,7 +46,7 @@ std::string artifact(const std::string& tag) {
                {"y", DType::f32, {DimExpr::parse("batch"), 8}, TensorKind::output, 0, 0}};
   p.inputs = {0};
   p.outputs = {1};
-  p.steps = {{"copy", "/c", {0}, {1}, sabre::json::Value(sabre::json::Object{})}};
+  p.steps = {make_step("copy", "/c", {0}, {1})};
   ManifestInfo m;
   m.arch = "sm_1x";
   m.sm = 1;

@@ -10,7 +10,6 @@ using namespace sabre::runtime;
 
 namespace {
 
-sabre::json::Value none() { return sabre::json::Value(sabre::json::Object{}); }
 
 // x -> a -> b -> c -> y, each f32 [n]: a chain where only two activations live at once.
 Plan chain_plan(int n_acts, int64_t n) {
@@ -20,7 +19,7 @@ Plan chain_plan(int n_acts, int64_t n) {
   p.tensors.push_back({"y", DType::f32, {n}, TensorKind::output, 0, 0});
   p.inputs = {0};
   p.outputs = {n_acts + 1};
-  for (int i = 0; i <= n_acts; ++i) p.steps.push_back({"copy", "s" + std::to_string(i), {i}, {i + 1}, none()});
+  for (int i = 0; i <= n_acts; ++i) p.steps.push_back(make_step("copy", "s" + std::to_string(i), {i}, {i + 1}));
   return p;
 }
 
@@ -76,10 +75,10 @@ TEST(RuntimePlanner, ReshapeIsAViewThatKeepsItsSourceAlive) {
                {"y", DType::f32, {128}, TensorKind::output, 0, 0}};
   p.inputs = {0};
   p.outputs = {4};
-  p.steps = {{"copy", "s0", {0}, {1}, none()},
-             {"reshape", "s1", {1}, {2}, none()},
-             {"copy", "s2", {0}, {3}, none()},
-             {"concat", "s3", {2, 3}, {4}, none()}};
+  p.steps = {make_step("copy", "s0", {0}, {1}),
+             make_step("reshape", "s1", {1}, {2}),
+             make_step("copy", "s2", {0}, {3}),
+             make_step("concat", "s3", {2, 3}, {4})};
   auto bytes = tensor_bytes(p, {});
   MemoryPlan mp = plan_memory(p, bytes);
   EXPECT_EQ(mp.alias_of[2], 1);
@@ -97,7 +96,7 @@ TEST(RuntimePlanner, ReshapeOfAnInputAliasesTheInput) {
                {"y", DType::f16, {64}, TensorKind::output, 0, 0}};
   p.inputs = {0};
   p.outputs = {2};
-  p.steps = {{"reshape", "r", {0}, {1}, none()}, {"copy", "c", {1}, {2}, none()}};
+  p.steps = {make_step("reshape", "r", {0}, {1}), make_step("copy", "c", {1}, {2})};
   MemoryPlan mp = plan_memory(p, tensor_bytes(p, {}));
   EXPECT_EQ(mp.alias_of[1], 0);
   EXPECT_EQ(mp.offset[1], -1);
@@ -127,7 +126,7 @@ TEST(RuntimePlanner, RandomGraphsNeverOverlapLiveBuffers) {
       int k = 1 + static_cast<int>(rng() % 3);
       for (int j = 0; j < k; ++j) ins.push_back(static_cast<int>(rng() % static_cast<unsigned>(id)));
       if (view) ins = {src};
-      p.steps.push_back({view ? "reshape" : "concat", "s" + std::to_string(i), ins, {id}, none()});
+      p.steps.push_back(make_step(view ? "reshape" : "concat", "s" + std::to_string(i), ins, {id}));
     }
     p.outputs = {static_cast<int>(p.tensors.size()) - 1};
     auto bytes = tensor_bytes(p, {{"s", 1 + static_cast<int64_t>(rng() % 64)}});
@@ -164,10 +163,10 @@ TEST(RuntimePlanner, PrefetchScheduleLeadsEachGemmByKernelSteps) {
   const int z = static_cast<int>(p.tensors.size()) - 1;
   p.inputs = {0};
   p.outputs = {z};
-  p.steps = {{"gemm", "qkv", {0, wq, bias, -1}, {q}, none()},     {"attention", "attn", {q}, {a}, none()},
-             {"reshape", "view", {a}, {av}, none()},              {"gemm", "out", {av, wo, bias, -1}, {o}, none()},
-             {"layernorm", "ln", {o}, {h}, none()},               {"gemm", "ffn1", {h, w1, bias, -1}, {f}, none()},
-             {"gemm", "ffn2", {f, w2, bias, -1}, {y}, none()},    {"gemm", "qkv2", {y, wq, bias, -1}, {z}, none()}};
+  p.steps = {make_step("gemm", "qkv", {0, wq, bias, -1}, {q}),     make_step("attention", "attn", {q}, {a}),
+             make_step("reshape", "view", {a}, {av}),              make_step("gemm", "out", {av, wo, bias, -1}, {o}),
+             make_step("layernorm", "ln", {o}, {h}),               make_step("gemm", "ffn1", {h, w1, bias, -1}, {f}),
+             make_step("gemm", "ffn2", {f, w2, bias, -1}, {y}),    make_step("gemm", "qkv2", {y, wq, bias, -1}, {z})};
   const uint64_t min_bytes = 64 << 10;
 
   for (const auto& at : prefetch_schedule(p, 0, min_bytes)) EXPECT_TRUE(at.empty());
@@ -214,10 +213,10 @@ TEST(RuntimePlanner, PrefetchAtShapesDropsWeightsOfLargeGemms) {
   p.tensors.push_back({"z", DType::f16, {DimExpr::parse("m"), int64_t(64)}, TensorKind::output, 0, 0});
   p.inputs = {0};
   p.outputs = {6};
-  p.steps = {{"layernorm", "ln0", {0}, {3}, none()},
-             {"layernorm", "ln1", {3}, {4}, none()},
-             {"gemm", "big", {4, 1, -1, -1}, {5}, none()},
-             {"gemm", "small", {5, 2, -1, -1}, {6}, none()}};
+  p.steps = {make_step("layernorm", "ln0", {0}, {3}),
+             make_step("layernorm", "ln1", {3}, {4}),
+             make_step("gemm", "big", {4, 1, -1, -1}, {5}),
+             make_step("gemm", "small", {5, 2, -1, -1}, {6})};
   const auto sched = prefetch_schedule(p, 1, 64 << 10);
   ASSERT_EQ(sched[1], std::vector<int>{1});  // Wa before ln1
   ASSERT_EQ(sched[2], std::vector<int>{2});  // Wb before big

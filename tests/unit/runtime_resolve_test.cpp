@@ -1,5 +1,5 @@
-// Host-side resolution: dims in params, GEMM dispatch by M, elementwise chains from JSON,
-// DLPack dtypes.
+// Host-side resolution: GEMM dispatch by M, conv-like steps' geometry at a call's dims, DLPack
+// dtypes. (Reading params: runtime_step_params_test.cpp.)
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -10,30 +10,29 @@ using namespace sabre::runtime;
 using sabre::json::Value;
 
 namespace {
-Step gemm_step() {
+// A step of kind `op` whose params are `params` (JSON text), read as a plan load reads them.
+Step step(const std::string& op, const std::string& name, const std::string& params) {
   Step s;
-  s.op = "gemm";
-  s.name = "/ffn";
-  s.params = sabre::json::parse(
-      R"({"m":"batch*seq","n":3072,"k":"768","lda":"768","dispatch":[{"max_m":64,"kernel":"small"},{"max_m":1024,"kernel":"mid"},{"max_m":-1,"kernel":"big"}]})");
+  s.op = op;
+  s.name = name;
+  s.params = parse_step_params(*step_kind(op), sabre::json::parse(params), "step '" + name + "' (" + op + ")");
   return s;
+}
+Step gemm_step() {
+  return step("gemm", "/ffn",
+              R"({"m":"batch*seq","n":3072,"k":"768","lda":"768","dispatch":[{"max_m":64,"kernel":"small"},{"max_m":1024,"kernel":"mid"},{"max_m":-1,"kernel":"big"}]})");
 }
 }  // namespace
 
 TEST(RuntimeResolve, DimsFromStringsAndNumbers) {
-  Step s = gemm_step();
+  const Step s = gemm_step();
+  const GemmParams& g = s.as<GemmParams>();
   Dims d{{"batch", 4}, {"seq", 100}};
-  EXPECT_EQ(param_dim(s, "m", d), 400);
-  EXPECT_EQ(param_dim(s, "n", d), 3072);
-  EXPECT_EQ(param_dim(s, "k", d), 768);
-  EXPECT_EQ(param_dim(s, "batch", d, 1), 1);
-  try {
-    param_dim(s, "ldb", d);
-    FAIL();
-  } catch (const PlanError& e) {
-    EXPECT_STREQ(e.what(), "plan: step '/ffn' (gemm) has no param 'ldb'");
-  }
-  EXPECT_THROW(param_dim(s, "m", {{"batch", 4}}), PlanError);  // seq unbound
+  EXPECT_EQ(g.m.eval(d), 400);
+  EXPECT_EQ(g.n.eval(d), 3072);
+  EXPECT_EQ(g.k.eval(d), 768);
+  EXPECT_FALSE(g.batch.has_value());
+  EXPECT_THROW(g.m.eval({{"batch", 4}}), PlanError);  // seq unbound
 }
 
 TEST(RuntimeResolve, GemmDispatchPicksTheFirstTableEntryCoveringM) {
@@ -43,17 +42,23 @@ TEST(RuntimeResolve, GemmDispatchPicksTheFirstTableEntryCoveringM) {
   EXPECT_EQ(select_gemm_kernel(s, 65), "mid");
   EXPECT_EQ(select_gemm_kernel(s, 1024), "mid");
   EXPECT_EQ(select_gemm_kernel(s, 1 << 20), "big");
-  Step bounded = s;
-  bounded.params = sabre::json::parse(R"({"dispatch":[{"max_m":128,"kernel":"only"}]})");
+  Step bounded = step("gemm", "/ffn", R"({"m":1,"n":1,"k":1,"dispatch":[{"max_m":128,"kernel":"only"}]})");
   try {
     select_gemm_kernel(bounded, 129);
     FAIL();
   } catch (const PlanError& e) {
     EXPECT_NE(std::string(e.what()).find("no kernel in its dispatch table covers m=129"), std::string::npos) << e.what();
   }
-  Step none = s;
-  none.params = Value(sabre::json::Object{});
-  EXPECT_THROW(select_gemm_kernel(none, 1), PlanError);
+  // A gemm step without its table does not load.
+  EXPECT_THROW(step("gemm", "/ffn", R"({"m":1,"n":1,"k":1})"), PlanError);
+  EXPECT_THROW(step("gemm", "/ffn", R"({"m":1,"n":1,"k":1,"dispatch":[]})"), PlanError);
+  // aligned_to picks the aligned table where the call's alignment reaches it.
+  Step aligned = step("gemm", "/qk",
+                      R"({"m":1,"n":1,"k":1,"dispatch":[{"max_m":-1,"kernel":"a1"}],)"
+                      R"("dispatch_aligned":[{"max_m":-1,"kernel":"a8"}],"aligned_to":8})");
+  EXPECT_EQ(select_gemm_kernel(aligned, 5, 4), "a1");
+  EXPECT_EQ(select_gemm_kernel(aligned, 5, 8), "a8");
+  EXPECT_EQ(gemm_step_kernels(aligned), (std::vector<std::string>{"a1", "a8"}));
 }
 
 TEST(RuntimeResolve, ChainRoundTripsThroughJson) {
@@ -64,11 +69,8 @@ TEST(RuntimeResolve, ChainRoundTripsThroughJson) {
   int s = c.binary(EwOp::add, a, b);
   int g = c.unary(EwOp::gelu_erf, s);
   c.outputs = {c.cast(g, DType::f16)};
-  Step st;
-  st.op = "elementwise";
-  st.name = "/bias_gelu";
-  st.params = Value(sabre::json::Object{{"chain", chain_to_json(c)}});
-  ElementwiseChain back = parse_chain(Step{st.op, st.name, {}, {}, sabre::json::parse(st.params.dump())});
+  const std::string text = Value(sabre::json::Object{{"chain", chain_to_json(c)}}).dump();
+  ElementwiseChain back = step("elementwise", "/bias_gelu", text).as<ElementwiseParams>().chain;
   ASSERT_EQ(back.nodes.size(), c.nodes.size());
   for (size_t i = 0; i < c.nodes.size(); ++i) {
     EXPECT_EQ(back.nodes[i].op, c.nodes[i].op) << i;
@@ -76,10 +78,9 @@ TEST(RuntimeResolve, ChainRoundTripsThroughJson) {
     EXPECT_EQ(back.nodes[i].a, c.nodes[i].a) << i;
   }
   EXPECT_EQ(kernel_name(back), kernel_name(c));
-  Step bad = st;
-  bad.params = sabre::json::parse(R"({"chain":{"inputs":["f16"],"nodes":[{"op":"frobnicate","dtype":"f16","a":0}],"outputs":[0]}})");
   try {
-    parse_chain(bad);
+    step("elementwise", "/bias_gelu",
+         R"({"chain":{"inputs":["f16"],"nodes":[{"op":"frobnicate","dtype":"f16","a":0}],"outputs":[0]}})");
     FAIL();
   } catch (const PlanError& e) {
     EXPECT_NE(std::string(e.what()).find("unknown elementwise op 'frobnicate'"), std::string::npos) << e.what();
@@ -101,13 +102,11 @@ TEST(RuntimeResolve, DlpackDtypesMapBothWays) {
 // A conv step's params -> sabre_conv_args (what the runtime hands the conv kernel), its kernel by
 // M = n·p·q, and the refusals the ABI needs (asymmetric pads; p,q inconsistent with the rest).
 TEST(RuntimeResolve, ConvArgsFromStepParams) {
-  Step s;
-  s.op = "conv";
-  s.name = "/layer1/conv";
-  s.params = sabre::json::parse(
-      R"({"n":"batch","h":"32","w":32,"c":"16","k":"16","r":3,"s":3,"p":"32","q":"32","pads":[1,1,1,1],)"
-      R"("strides":[1,1],"dilations":[1,1],"groups":1,"alpha":1,"beta":1,)"
-      R"("dispatch":[{"max_m":-1,"kernel":"sm80_conv_fprop_nhwc_f16_f16_f32_128x128x32_w64x64x32_s3_a8_bias_res_relu"}]})");
+  const std::string table =
+      R"("dispatch":[{"max_m":-1,"kernel":"sm80_conv_fprop_nhwc_f16_f16_f32_128x128x32_w64x64x32_s3_a8_bias_res_relu"}])";
+  Step s = step("conv", "/layer1/conv",
+                R"({"n":"batch","h":"32","w":32,"c":"16","k":"16","r":3,"s":3,"p":"32","q":"32","pads":[1,1,1,1],)"
+                R"("strides":[1,1],"dilations":[1,1],"groups":1,"alpha":1,"beta":1,)" + table + "}");
   sabre_conv_args a = conv_args(s, {{"batch", 3}});
   EXPECT_EQ(a.n, 3);
   EXPECT_EQ(a.h, 32);
@@ -126,17 +125,17 @@ TEST(RuntimeResolve, ConvArgsFromStepParams) {
             "sm80_conv_fprop_nhwc_f16_f16_f32_128x128x32_w64x64x32_s3_a8_bias_res_relu");
   EXPECT_TRUE(is_known_op("conv"));
 
-  Step asym = s;
-  asym.params = sabre::json::parse(
-      R"({"n":1,"h":8,"w":8,"c":8,"k":8,"r":3,"s":3,"p":8,"q":8,"pads":[1,1,2,1],"strides":[1,1],"dilations":[1,1]})");
+  Step asym = step("conv", "/c",
+                   R"({"n":1,"h":8,"w":8,"c":8,"k":8,"r":3,"s":3,"p":8,"q":8,"pads":[1,1,2,1],"strides":[1,1],"dilations":[1,1],)" +
+                       table + "}");
   EXPECT_THROW(conv_args(asym, {}), PlanError);
-  Step wrong_p = s;
-  wrong_p.params = sabre::json::parse(
-      R"({"n":1,"h":8,"w":8,"c":8,"k":8,"r":3,"s":3,"p":7,"q":8,"pads":[1,1,1,1],"strides":[1,1],"dilations":[1,1]})");
+  Step wrong_p = step("conv", "/c",
+                      R"({"n":1,"h":8,"w":8,"c":8,"k":8,"r":3,"s":3,"p":7,"q":8,"pads":[1,1,1,1],"strides":[1,1],"dilations":[1,1],)" +
+                          table + "}");
   EXPECT_THROW(conv_args(wrong_p, {}), PlanError);
-  Step strided = s;
-  strided.params = sabre::json::parse(
-      R"({"n":1,"h":8,"w":8,"c":8,"k":16,"r":3,"s":3,"p":4,"q":4,"pads":[1,1,1,1],"strides":[2,2],"dilations":[1,1]})");
+  Step strided = step("conv", "/c",
+                      R"({"n":1,"h":8,"w":8,"c":8,"k":16,"r":3,"s":3,"p":4,"q":4,"pads":[1,1,1,1],"strides":[2,2],"dilations":[1,1],)" +
+                          table + "}");
   EXPECT_EQ(conv_args(strided, {}).stride_h, 2);
 }
 
@@ -144,12 +143,10 @@ TEST(RuntimeResolve, ConvArgsFromStepParams) {
 // batch 3 with a [batch*12544, 152] output; the refusals (p disagreeing with the rest, a's rows or
 // columns wrong, lists of the wrong length), each naming the step.
 TEST(RuntimeResolve, Im2colGeometryFromStepParams) {
-  Step s;
-  s.op = "im2col";
-  s.name = "/conv1/Conv (im2col, 147 -> 152 columns)";
-  s.params = sabre::json::parse(
-      R"({"n":"batch","c":3,"h":"224","w":224,"r":7,"s":7,"p":"112","q":"112","pads":[3,3,3,3],)"
-      R"("strides":[2,2],"dilations":[1,1]})");
+  const std::string name = "/conv1/Conv (im2col, 147 -> 152 columns)";
+  Step s = step("im2col", name,
+                R"({"n":"batch","c":3,"h":"224","w":224,"r":7,"s":7,"p":"112","q":"112","pads":[3,3,3,3],)"
+                R"("strides":[2,2],"dilations":[1,1]})");
   EXPECT_TRUE(is_known_op("im2col"));
   const Dims at3 = {{"batch", 3}};
   Im2colGeometry g = im2col_geometry(s, at3, {3 * 112 * 112, 152});
@@ -179,21 +176,17 @@ TEST(RuntimeResolve, Im2colGeometryFromStepParams) {
   refused(s, {2 * 112 * 112, 152}, "rows for batch 2");
   refused(s, {3 * 112 * 112, 144}, "fewer columns than r*s*c");
   refused(s, {3 * 112 * 112 * 152}, "a not 2-D");
-  Step wrong_p = s;
-  wrong_p.params = sabre::json::parse(
+  Step wrong_p = step("im2col", name,
       R"({"n":"batch","c":3,"h":224,"w":224,"r":7,"s":7,"p":111,"q":112,"pads":[3,3,3,3],"strides":[2,2],"dilations":[1,1]})");
   refused(wrong_p, {3 * 111 * 112, 152}, "p not the output size");
-  Step short_pads = s;
-  short_pads.params = sabre::json::parse(
+  Step short_pads = step("im2col", name,
       R"({"n":"batch","c":3,"h":224,"w":224,"r":7,"s":7,"p":112,"q":112,"pads":[3,3],"strides":[2,2],"dilations":[1,1]})");
   refused(short_pads, {3 * 112 * 112, 152}, "pads of 2");
   // Asymmetric pads are fine (only the begin pads place the taps), dilation 2 too.
-  Step asym = s;
-  asym.params = sabre::json::parse(
+  Step asym = step("im2col", name,
       R"({"n":1,"c":4,"h":9,"w":9,"r":3,"s":3,"p":9,"q":8,"pads":[2,1,0,0],"strides":[1,1],"dilations":[1,1]})");
   EXPECT_EQ(im2col_geometry(asym, {}, {72, 40}).pad_h, 2);
-  Step dil = s;
-  dil.params = sabre::json::parse(
+  Step dil = step("im2col", name,
       R"({"n":1,"c":3,"h":11,"w":11,"r":3,"s":3,"p":7,"q":7,"pads":[0,0,0,0],"strides":[1,1],"dilations":[2,2]})");
   EXPECT_EQ(im2col_geometry(dil, {}, {49, 32}).dil_w, 2);
 }
@@ -204,12 +197,11 @@ TEST(RuntimeResolve, Im2colGeometryFromStepParams) {
 // asymmetric pads, lists of the wrong length, p disagreeing with the rest, x, w or y of the wrong
 // shape (among them fewer columns than r*s*CP), a clamp whose min is above its max, a clamp that is not a pair.
 TEST(RuntimeResolve, StemConvGeometryFromStepParams) {
-  Step s;
-  s.op = "stem_conv";
-  s.name = "/conv1/Conv (one stem_conv kernel)";
+  const std::string name = "/conv1/Conv (one stem_conv kernel)";
   const std::string window =
       R"("n":"batch","c":3,"h":"224","w":224,"k":64,"r":7,"s":7,"p":"112","q":"112","strides":[2,2],"dilations":[1,1])";
-  s.params = sabre::json::parse("{" + window + R"(,"pads":[3,3,3,3],"clamp":[0,null]})");
+  auto stem = [&](const std::string& rest) { return step("stem_conv", name, "{" + window + rest + "}"); };
+  Step s = stem(R"(,"pads":[3,3,3,3],"clamp":[0,null])");
   EXPECT_TRUE(is_known_op("stem_conv"));
   const Dims at3 = {{"batch", 3}};
   const std::vector<int64_t> x = {3, 3, 224, 224}, w = {64, 208}, y = {3, 112, 112, 64};
@@ -229,11 +221,9 @@ TEST(RuntimeResolve, StemConvGeometryFromStepParams) {
   EXPECT_TRUE(g.clamp.on);
   EXPECT_EQ(g.clamp.lo, 0.f);
   EXPECT_EQ(g.clamp.hi, INFINITY);
-  Step relu6 = s;
-  relu6.params = sabre::json::parse("{" + window + R"(,"pads":[3,3,3,3],"clamp":[0,6]})");
+  Step relu6 = stem(R"(,"pads":[3,3,3,3],"clamp":[0,6])");
   EXPECT_EQ(stem_conv_geometry(relu6, at3, x, w, y).clamp.hi, 6.f);
-  Step linear = s;
-  linear.params = sabre::json::parse("{" + window + R"(,"pads":[3,3,3,3]})");
+  Step linear = stem(R"(,"pads":[3,3,3,3])");
   EXPECT_FALSE(stem_conv_geometry(linear, at3, x, w, y).clamp.on);
 
   auto refused = [&](const Step& st, std::vector<int64_t> xs, std::vector<int64_t> ws, std::vector<int64_t> ys,
@@ -247,14 +237,9 @@ TEST(RuntimeResolve, StemConvGeometryFromStepParams) {
       EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
     }
   };
-  Step asym = s;
-  asym.params = sabre::json::parse("{" + window + R"(,"pads":[3,3,4,3]})");
-  refused(asym, x, w, y, "has asymmetric pads [3,3,4,3]; the kernel pads both sides of a dim alike");
-  Step short_pads = s;
-  short_pads.params = sabre::json::parse("{" + window + R"(,"pads":[3,3]})");
-  refused(short_pads, x, w, y, "needs pads [4], strides [2] and dilations [2]");
-  Step wrong_p = s;
-  wrong_p.params = sabre::json::parse(
+  refused(stem(R"(,"pads":[3,3,4,3])"), x, w, y, "has asymmetric pads [3,3,4,3]; the kernel pads both sides of a dim alike");
+  refused(stem(R"(,"pads":[3,3])"), x, w, y, "needs pads [4], strides [2] and dilations [2]");
+  Step wrong_p = step("stem_conv", name,
       R"({"n":"batch","c":3,"h":224,"w":224,"k":64,"r":7,"s":7,"p":111,"q":112,"pads":[3,3,3,3],"strides":[2,2],"dilations":[1,1]})");
   refused(wrong_p, x, w, {3, 111, 112, 64}, "dims disagree");
   refused(s, {2, 3, 224, 224}, w, y, "x must be [n,c,h,w]");
@@ -264,40 +249,16 @@ TEST(RuntimeResolve, StemConvGeometryFromStepParams) {
   refused(s, x, {64 * 208}, y, "w must be [k, cols] with cols >= r*s*4");
   refused(s, x, w, {3, 64, 112, 112}, "y must be [n,p,q,k]");
   refused(s, x, w, {3, 112, 112, 32}, "y must be [n,p,q,k]");
-  Step upside_down = s;
-  upside_down.params = sabre::json::parse("{" + window + R"(,"pads":[3,3,3,3],"clamp":[6,0]})");
-  refused(upside_down, x, w, y, "has its min above its max");
-  Step single = s;
-  single.params = sabre::json::parse("{" + window + R"(,"pads":[3,3,3,3],"clamp":[0]})");
-  refused(single, x, w, y, "param 'clamp' must be [min, max]");
-}
-
-// A depthwise_conv step's fused activation: absent is none; each name with its alpha and beta; a
-// malformed one is a PlanError naming the step and the form it must take.
-TEST(RuntimeResolve, DepthwiseActivationParam) {
-  Step s;
-  s.op = "depthwise_conv";
-  s.name = "dw";
-  s.params = sabre::json::parse(R"({"n":1})");
-  EXPECT_EQ(activation_param(s).act, sabre::native::ConvAct::none);
-  s.params = sabre::json::parse(R"({"activation":{"op":"silu","alpha":1.5,"beta":0}})");
-  ConvActivation a = activation_param(s);
-  EXPECT_EQ(a.act, sabre::native::ConvAct::silu);
-  EXPECT_EQ(a.alpha, 1.5f);
-  s.params = sabre::json::parse(R"({"activation":{"op":"hard_swish","alpha":0.25,"beta":0.5}})");
-  a = activation_param(s);
-  EXPECT_EQ(a.act, sabre::native::ConvAct::hard_swish);
-  EXPECT_EQ(a.alpha, 0.25f);
-  EXPECT_EQ(a.beta, 0.5f);
-  for (const char* bad : {R"({"activation":"silu"})", R"({"activation":{"op":"gelu"}})", R"({"activation":{"op":"none"}})",
-                          R"({"activation":{"op":"silu","alpha":"1"}})"}) {
-    s.params = sabre::json::parse(bad);
+  // A clamp that is not a pair, or whose min is above its max, does not load.
+  auto load_error = [&](const std::string& rest) {
     try {
-      activation_param(s);
-      ADD_FAILURE() << "accepted " << bad;
+      stem(rest);
     } catch (const PlanError& e) {
-      EXPECT_NE(std::string(e.what()).find("'dw'"), std::string::npos) << e.what();
-      EXPECT_NE(std::string(e.what()).find("param 'activation' must be"), std::string::npos) << e.what();
+      return std::string(e.what());
     }
-  }
+    return std::string("loaded");
+  };
+  EXPECT_NE(load_error(R"(,"pads":[3,3,3,3],"clamp":[6,0])").find("has its min above its max"), std::string::npos);
+  EXPECT_NE(load_error(R"(,"pads":[3,3,3,3],"clamp":[0])").find("param 'clamp' must be [min, max]"), std::string::npos);
+  EXPECT_NE(load_error(R"(,"pads":[3,3,3,3],"clamp":[0])").find("step '" + name + "' (stem_conv)"), std::string::npos);
 }

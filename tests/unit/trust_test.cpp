@@ -72,9 +72,9 @@ Plan gemm_plan(const std::string& epilogue = "linear") {
                {"d", DType::f16, {DimExpr::parse("batch"), 32}, TensorKind::output, 0, 0}};
   p.inputs = {0};
   p.outputs = {2};
-  p.steps = {{"gemm", "/fc", {0, 1, -1, -1}, {2},
-              json::parse(R"({"m":"batch","n":32,"k":64,"layout":"tn","dtype":"f16","epilogue":")" + epilogue +
-                          R"(","dispatch":[{"max_m":-1,"kernel":"k"}]})")}};
+  p.steps = {runtime::make_step("gemm", "/fc", {0, 1, -1, -1}, {2},
+                       json::parse(R"({"m":"batch","n":32,"k":64,"layout":"tn","dtype":"f16","epilogue":")" + epilogue +
+                                   R"(","dispatch":[{"max_m":-1,"kernel":"k"}]})"))};
   return p;
 }
 
@@ -478,14 +478,24 @@ TEST(TrustSignature, CompiledPlansMatchTheirKernelsSignatures) {
     int checked = 0;
     for (const auto& st : a.plan.steps) {
       if (st.op != "gemm" && st.op != "conv") continue;
-      for (const char* table : {"dispatch", "dispatch_aligned"}) {
-        const json::Value* t = st.params.get(table);
-        if (!t) continue;
-        for (const auto& e : t->arr()) {
-          const std::string k = e.get("kernel")->str();
+      const runtime::DispatchTable* tables[2];
+      int64_t aligned_to_param = 0;
+      if (st.op == "gemm") {
+        const auto& g = st.as<runtime::GemmParams>();
+        tables[0] = &g.dispatch, tables[1] = g.dispatch_aligned ? &*g.dispatch_aligned : nullptr;
+        aligned_to_param = g.aligned_to.value_or(0);
+      } else {
+        const auto& c = st.as<runtime::ConvParams>();
+        tables[0] = &c.dispatch, tables[1] = c.dispatch_aligned ? &*c.dispatch_aligned : nullptr;
+        aligned_to_param = c.aligned_to.value_or(0);
+      }
+      for (int t = 0; t < 2; ++t) {
+        if (!tables[t]) continue;
+        for (const auto& e : *tables[t]) {
+          const std::string k = e.kernel;
           auto sig = emitted_signature(k, a.manifest.sm);
           ASSERT_TRUE(sig) << k;
-          const int aligned_to = std::string(table) == "dispatch_aligned" ? int(st.params.get("aligned_to")->num()) : 0;
+          const int aligned_to = t == 1 ? int(aligned_to_param) : 0;
           EXPECT_NO_THROW(runtime::check_kernel_signature(a.plan, st, a.manifest, k, support::to_text(*sig).c_str(), aligned_to))
               << model << " step " << st.name << " kernel " << k;
           ++checked;
@@ -495,15 +505,13 @@ TEST(TrustSignature, CompiledPlansMatchTheirKernelsSignatures) {
     EXPECT_GT(checked, 0) << model;
     // Elementwise steps name the kernel generated from their own chain; another name is refused.
     for (const auto& st : a.plan.steps) {
-      if (st.op != "elementwise" || !st.params.get("kernel")) continue;
+      if (st.op != "elementwise" || !st.as<runtime::ElementwiseParams>().kernel) continue;
       runtime::LoadedArtifact one;
       one.manifest = a.manifest;
       one.plan = a.plan;
       one.plan.steps = {st};
       EXPECT_NO_THROW(runtime::open_kernel_libraries(one)) << st.name;
-      json::Object params = st.params.obj();
-      params["kernel"] = json::Value("sabre_ew_0123456789abcdef");
-      one.plan.steps[0].params = json::Value(std::move(params));
+      std::get<runtime::ElementwiseParams>(one.plan.steps[0].params).kernel = "sabre_ew_0123456789abcdef";
       try {
         runtime::open_kernel_libraries(one);
         ADD_FAILURE() << "an elementwise step ran another chain's kernel";

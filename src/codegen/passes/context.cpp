@@ -9,18 +9,11 @@
 
 namespace sabre::codegen::passes {
 
-json::Value jnum(double v) { return json::Value(v); }
-json::Value jstr(const std::string& s) { return json::Value(s); }
-json::Value jdim(const Dim& d) { return json::Value(d.str()); }
-json::Value jints(const std::vector<int64_t>& v) {
-  JArray a;
-  for (int64_t x : v) a.push_back(jnum(static_cast<double>(x)));
-  return json::Value(std::move(a));
-}
-json::Value jdims(const std::vector<Dim>& v) {
-  JArray a;
-  for (const Dim& d : v) a.push_back(jdim(d));
-  return json::Value(std::move(a));
+ParamDim pdim(const Dim& d) { return ParamDim::text(d.str()); }
+ParamDims pdims(const std::vector<Dim>& v) {
+  ParamDims out;
+  for (const Dim& d : v) out.push_back(pdim(d));
+  return out;
 }
 
 Dim product(const std::vector<Dim>& dims, size_t begin, size_t end) {
@@ -270,14 +263,12 @@ int LowerContext::tensor(const Value* v) {
     const int raw = it->second;
     pending_cast.erase(it);
     const int c = add_tensor(info(v, storage(v->dtype()), runtime::TensorKind::activation, v->name() + ".compute"));
-    step("cast", v->name() + ".cast", {raw}, {c}, JObject{});
+    step(v->name() + ".cast", {raw}, {c}, runtime::CastParams{});
     return tid[v] = c;
   }
   if (materialized.count(v)) {
-    JArray values;
-    for (const Dim& d : *v->known_dims()) values.push_back(jdim(d));
     int t = define(v);
-    step("fill", v->name(), {}, {t}, JObject{{"values", json::Value(values)}});
+    step(v->name(), {}, {t}, runtime::FillParams{.values = pdims(*v->known_dims())});
     return t;
   }
   if (!v->is_constant()) {
@@ -393,16 +384,16 @@ int LowerContext::convert(const Value* v, bool to_nhwc, int64_t c_pad) {
   }
   int id = add_tensor(std::move(t));
   if (view) {
-    step("reshape", v->name() + (to_nhwc ? " (to NHWC)" : " (to NCHW)"), {src}, {id}, JObject{});
+    step(v->name() + (to_nhwc ? " (to NHWC)" : " (to NCHW)"), {src}, {id}, runtime::ReshapeParams{});
   } else if (to_nhwc) {
     std::string what;
     if (fused_cast)
       what += ", cast " + std::string(ir::name(v->dtype())) + " -> " + std::string(ir::name(storage(v->dtype())));
     if (c_pad) what += ", channels padded " + s[1].str() + " -> " + std::to_string(c_pad);
-    step("nchw_to_nhwc", v->name() + " (to NHWC" + what + ")", {src}, {id}, JObject{});
+    step(v->name() + " (to NHWC" + what + ")", {src}, {id}, runtime::NchwToNhwcParams{});
     ++permutes;
   } else {
-    step("permute", v->name() + " (to NCHW)", {src}, {id}, JObject{{"perm", jints({0, 3, 1, 2})}});
+    step(v->name() + " (to NCHW)", {src}, {id}, runtime::PermuteParams{.perm = param_numbers({0, 3, 1, 2})});
     ++permutes;
   }
   return cache[v] = id;
@@ -445,17 +436,18 @@ void LowerContext::bind_output(const Value* v) {
   }
   int o = add_tensor(info(v, v->dtype(), runtime::TensorKind::output, v->name()));
   if (t_kind == runtime::TensorKind::activation) out.plan.tensors[t].name = v->name() + ".compute";
-  step(t_dtype == v->dtype() ? "copy" : "cast", v->name() + ".out", {t}, {o}, JObject{});
+  step(v->name() + ".out", {t}, {o},
+       t_dtype == v->dtype() ? runtime::StepParams(runtime::CopyParams{}) : runtime::StepParams(runtime::CastParams{}));
   out.plan.outputs.push_back(o);
 }
 
-void LowerContext::step(const std::string& op, const std::string& name, std::vector<int> ins, std::vector<int> outs, JObject params) {
+void LowerContext::step(const std::string& name, std::vector<int> ins, std::vector<int> outs, runtime::StepParams params) {
   runtime::Step s;
-  s.op = op;
+  s.op = runtime::to_string(runtime::kind_of(params));
   s.name = name;
   s.inputs = std::move(ins);
   s.outputs = std::move(outs);
-  s.params = json::Value(std::move(params));
+  s.params = std::move(params);
   out.plan.steps.push_back(std::move(s));
 }
 

@@ -28,12 +28,14 @@ using JObject = json::Object;
 inline constexpr int64_t kMaxFillValues = 16;  // values one "fill" step writes (native::kMaxFillValues)
 inline constexpr size_t kMaxEmbedTerms = 4, kMaxEmbedRank = 4;  // an embed_layernorm step's (native::kMaxEmbed*)
 
-// ---- plan JSON ------------------------------------------------------------------------------
-json::Value jnum(double v);
-json::Value jstr(const std::string& s);
-json::Value jdim(const Dim& d);
-json::Value jints(const std::vector<int64_t>& v);
-json::Value jdims(const std::vector<Dim>& v);
+// ---- step params (runtime/step_params.h) ------------------------------------------------------
+using runtime::ParamDim;
+using runtime::ParamDims;
+// A dim of the graph as a step param: its text ("batch*seq", "768").
+ParamDim pdim(const Dim& d);
+ParamDims pdims(const std::vector<Dim>& v);
+// Whole numbers (attribute lists: pads, perm, axes) as numbers.
+using runtime::param_numbers;
 
 // ---- graph helpers -------------------------------------------------------------------------
 Dim product(const std::vector<Dim>& dims, size_t begin, size_t end);
@@ -231,7 +233,8 @@ struct LowerContext {
   // A float model output (listed once) that the plan computes in another dtype: the step that
   // computes it can write it in the model's dtype itself, instead of a cast step after it.
   bool output_needs_model_dtype(const Value* v) const;
-  void step(const std::string& op, const std::string& name, std::vector<int> ins, std::vector<int> outs, JObject params);
+  // Appends a step of the kind its params are (runtime/step_params.h).
+  void step(const std::string& name, std::vector<int> ins, std::vector<int> outs, runtime::StepParams params);
   void unsupported(const Node* n, const std::string& why) {
     unsupported_nodes.push_back(where(n) + (why.empty() ? "" : ": " + why));
   }

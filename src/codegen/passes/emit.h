@@ -23,19 +23,19 @@ void emit_composite(LowerContext& cx, Node* n);
 // A gemm step's params for D[m,n] = epilogue(A[m,k]·B + bias, residual): dims, leading dimensions,
 // dtype, layout and the dispatch table(s) LowerOptions::pick gives; `p` brings the batch strides.
 // Throws UnsupportedError when no kernel fits.
-JObject gemm_params(LowerContext& cx, const Node* n, JObject p, const Dim& m, const Dim& nn, const Dim& k,
-                    const Dim& batch, const std::string& layout, const std::string& epilogue, bool residual);
+runtime::GemmParams gemm_params(LowerContext& cx, const Node* n, runtime::GemmParams p, const Dim& m, const Dim& nn,
+                                const Dim& k, const Dim& batch, const std::string& layout, const std::string& epilogue,
+                                bool residual);
 
 // emit_conv.cpp
 void emit_conv(LowerContext& cx, Node* n);
 void emit_depthwise(LowerContext& cx, Node* n);
 // The gemm step params of a conv region run as one unbatched "tn" GEMM; nullopt, with a note
 // saying `refused` and `instead`, where no GEMM kernel takes the problem.
-std::optional<JObject> conv_gemm_params(LowerContext& cx, const Node* n, const Node* conv, const Dim& m,
-                                        const Dim& nn, const Dim& k, const std::string& epilogue, bool residual,
-                                        const std::string& refused, const std::string& instead);
-// A fused Relu/Clip as a step's "clamp" param: [lo, hi], an infinite bound as null.
-json::Value clamp_json(double lo, double hi);
+std::optional<runtime::GemmParams> conv_gemm_params(LowerContext& cx, const Node* n, const Node* conv, const Dim& m,
+                                                    const Dim& nn, const Dim& k, const std::string& epilogue,
+                                                    bool residual, const std::string& refused,
+                                                    const std::string& instead);
 
 // emit_stem.cpp: the small-channel conv at the NCHW boundary (the RGB stem).
 bool emit_im2col_gemm(LowerContext& cx, const Node* n, const Node* conv, Value* X, Value* W, Value* bias,

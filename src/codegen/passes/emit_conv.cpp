@@ -55,25 +55,19 @@ bool emit_pointwise_gemm(LowerContext& cx, const Node* n, const Node* conv, Valu
       !all(conv->attr_ints("pads", {0, 0, 0, 0}), 0) || !all(conv->attr_ints("dilations", {1, 1}), 1))
     return false;
   if (!(xs[2] == ys[2]) || !(xs[3] == ys[3])) return false;  // shape inference agrees: 1x1, stride 1
-  std::optional<JObject> p = conv_gemm_params(cx, n, conv, xs[0] * xs[2] * xs[3], ws[0], xs[1], epilogue, res != nullptr,
-                                              "1x1, but not run as a GEMM", "the conv kernels run it");
+  std::optional<runtime::GemmParams> p = conv_gemm_params(cx, n, conv, xs[0] * xs[2] * xs[3], ws[0], xs[1], epilogue,
+                                                          res != nullptr, "1x1, but not run as a GEMM",
+                                                          "the conv kernels run it");
   if (!p) return false;
-  cx.step("gemm", n->name() + " (" + conv->name() + ", 1x1 as a GEMM)",
-       {cx.tensor_nhwc(X), cx.tensor_nhwc(W), cx.tensor(bias), cx.tensor_nhwc(res)}, {cx.define(n->output(0))}, *p);
+  cx.step(n->name() + " (" + conv->name() + ", 1x1 as a GEMM)",
+          {cx.tensor_nhwc(X), cx.tensor_nhwc(W), cx.tensor(bias), cx.tensor_nhwc(res)}, {cx.define(n->output(0))},
+          std::move(*p));
   ++cx.pointwise;
   return true;
 }
 
 
 }  // namespace
-
-// A fused Relu/Clip as a step's "clamp" param (depthwise_conv, stem_conv): [lo, hi], an infinite
-// bound as null (JSON has no infinity).
-json::Value clamp_json(double lo, double hi) {
-  auto bound = [](double v) { return std::isinf(v) ? json::Value() : jnum(v); };
-  return json::Value(JArray{bound(lo), bound(hi)});
-}
-
 
 // A conv region -> one "conv" step: X and the residual NHWC, the filter KRSC (transposed here,
 // once), Y NHWC; the kernel from LowerOptions::pick_conv.
@@ -103,9 +97,11 @@ void emit_conv(LowerContext& cx, Node* n) {
   auto strides = conv->attr_ints("strides", {1, 1});
   auto dil = conv->attr_ints("dilations", {1, 1});
   const int64_t groups = conv->attr_int("group", 1);
-  if (pads.size() != 4 || strides.size() != 2 || dil.size() != 2)
+  // The window as the runtime checks it (runtime::Window2d): the conv kernels pad symmetrically.
+  const std::optional<runtime::Window2d> win = runtime::Window2d::from_lists(pads, strides, dil);
+  if (!win || pads.size() != 4 || strides.size() != 2 || dil.size() != 2)
     throw UnsupportedError(where(n) + " [" + pattern + "]: pads/strides/dilations are not 2-D");
-  if (pads[0] != pads[2] || pads[1] != pads[3])
+  if (!win->symmetric())
     throw UnsupportedError(where(n) + " [" + pattern + "]: asymmetric pads [" + std::to_string(pads[0]) + "," + std::to_string(pads[1]) + "," +
                            std::to_string(pads[2]) + "," + std::to_string(pads[3]) + "]" +
                            ": the conv kernels pad both sides of a dim alike");
@@ -128,12 +124,12 @@ void emit_conv(LowerContext& cx, Node* n) {
   prob.s = cx.eval_hi(ws[3]);
   prob.p = cx.eval_hi(ys[2]);
   prob.q = cx.eval_hi(ys[3]);
-  prob.pad_h = pads[0];
-  prob.pad_w = pads[1];
-  prob.stride_h = strides[0];
-  prob.stride_w = strides[1];
-  prob.dil_h = dil[0];
-  prob.dil_w = dil[1];
+  prob.pad_h = win->pads[0];
+  prob.pad_w = win->pads[1];
+  prob.stride_h = win->strides[0];
+  prob.stride_w = win->strides[1];
+  prob.dil_h = win->dilations[0];
+  prob.dil_w = win->dilations[1];
   prob.groups = groups;
   // A symbolic channel count can be anything, so it allows only 1.
   const Dim c_dim = c_pad ? Dim(c_pad) : xs[1];
@@ -148,7 +144,7 @@ void emit_conv(LowerContext& cx, Node* n) {
   // layer leaves most SMs idle where batch 32 fills them, so they want other tiles and splits. The
   // runtime reads the table at M = n·p·q (resolve.h), so each entry ends at its batch times p·q.
   const int64_t n_lo = std::max<int64_t>(1, cx.eval_lo(xs[0]));
-  JArray dispatch;
+  runtime::DispatchTable dispatch;
   std::string last;
   for (int64_t nb : tune::m_buckets(std::min(n_lo, prob.n), prob.n)) {
     ConvProblem at = prob;
@@ -161,21 +157,21 @@ void emit_conv(LowerContext& cx, Node* n) {
     }
     if (kernel.empty()) throw UnsupportedError(where(n) + " [" + pattern + "]: the conv kernel picker returned no kernel");
     if (cx.conv_seen.insert(kernel).second) cx.out.conv_kernels.push_back(kernel);
-    const double max_m = double(nb * prob.p * prob.q);
+    const int64_t max_m = nb * prob.p * prob.q;
     if (kernel == last)
-      dispatch.back() = json::Value(JObject{{"max_m", jnum(max_m)}, {"kernel", jstr(kernel)}});
+      dispatch.back() = {max_m, kernel};
     else
-      dispatch.push_back(json::Value(JObject{{"max_m", jnum(max_m)}, {"kernel", jstr(kernel)}}));
+      dispatch.push_back({max_m, kernel});
     last = kernel;
   }
-  dispatch.back() = json::Value(JObject{{"max_m", jnum(-1)}, {"kernel", jstr(last)}});  // the last covers any m
+  dispatch.back() = {-1, last};  // the last covers any m
   if (c_pad) {
     // Which path the stem took and on what: the kernels of the dispatch table, and whether they
     // walk K = R·S·C packed (few_channels) or pad C to the tile's K at every tap.
     std::string kernels;
     bool few = true;
     for (const auto& e : dispatch) {
-      const std::string k = e.obj().at("kernel").str();
+      const std::string& k = e.kernel;
       kernels += (kernels.empty() ? "" : ", ") + k;
       auto spec = cutlass_backend::parse_conv_kernel_name(k);
       few = few && spec && spec->config.iter == cutlass_backend::ConvIter::few_channels;
@@ -191,33 +187,35 @@ void emit_conv(LowerContext& cx, Node* n) {
                                     ", no padding to the tile's K)"
                               : ""));
   }
-  JObject p{{"n", jdim(xs[0])}, {"h", jdim(xs[2])}, {"w", jdim(xs[3])}, {"c", jdim(c_dim)},
-            {"k", jdim(ws[0])}, {"r", jdim(ws[2])}, {"s", jdim(ws[3])}, {"p", jdim(ys[2])}, {"q", jdim(ys[3])},
-            {"pads", jints(pads)}, {"strides", jints(strides)}, {"dilations", jints(dil)},
-            {"groups", jnum(double(groups))}, {"alpha", jnum(1)}, {"beta", jnum(res ? 1 : 0)},
-            {"dtype", jstr(dt)}, {"epilogue", jstr(epilogue)}, {"pattern", jstr(pattern)},
-            {"dispatch", json::Value(dispatch)}};
+  runtime::ConvParams p;
+  p.n = pdim(xs[0]), p.h = pdim(xs[2]), p.w = pdim(xs[3]), p.c = pdim(c_dim), p.k = pdim(ws[0]);
+  p.r = pdim(ws[2]), p.s = pdim(ws[3]), p.p = pdim(ys[2]), p.q = pdim(ys[3]);
+  p.pads = param_numbers(pads), p.strides = param_numbers(strides), p.dilations = param_numbers(dil);
+  p.groups = ParamDim(groups), p.alpha = 1, p.beta = res ? 1 : 0;
+  p.dtype = dt, p.epilogue = epilogue, p.pattern = pattern, p.dispatch = std::move(dispatch);
   std::vector<int> ins{cx.tensor_nhwc(X, c_pad), cx.tensor_nhwc(W, c_pad), cx.tensor(bias), cx.tensor_nhwc(res)};
   if (!cx.nhwc.count(Y)) throw std::logic_error("lower: conv output '" + Y->name() + "' is not NHWC (invariant: assign_layouts)");
-  cx.step("conv", n->name(), ins, {cx.define(Y)}, p);
+  cx.step(n->name(), ins, {cx.define(Y)}, std::move(p));
 }
 
 // The gemm step params of a conv region run as one unbatched "tn" GEMM (emit_im2col_gemm,
 // emit_pointwise_gemm), its output Y already NHWC; nullopt, with a note saying `refused` and
 // `instead`, where no GEMM kernel takes the problem.
-std::optional<JObject> conv_gemm_params(LowerContext& cx, const Node* n, const Node* conv, const Dim& m, const Dim& nn, const Dim& k,
-                                        const std::string& epilogue, bool residual, const std::string& refused,
-                                        const std::string& instead) {
+std::optional<runtime::GemmParams> conv_gemm_params(LowerContext& cx, const Node* n, const Node* conv, const Dim& m,
+                                                    const Dim& nn, const Dim& k, const std::string& epilogue,
+                                                    bool residual, const std::string& refused,
+                                                    const std::string& instead) {
   if (!cx.nhwc.count(n->output(0)))
     throw std::logic_error("lower: conv output '" + n->output(0)->name() + "' is not NHWC (invariant: assign_layouts)");
-  JObject p{{"stride_a", jstr("0")}, {"stride_b", jstr("0")}, {"stride_d", jstr("0")}, {"stride_r", jstr("0")}};
+  runtime::GemmParams p;
+  p.stride_a = p.stride_b = p.stride_d = p.stride_r = ParamDim::text("0");
   try {
     p = gemm_params(cx, n, std::move(p), m, nn, k, Dim(1), "tn", epilogue, residual);
   } catch (const UnsupportedError& e) {
     cx.out.notes.push_back("conv " + conv->name() + " (" + n->name() + "): " + refused + " (" + e.what() + "); " + instead);
     return std::nullopt;
   }
-  p["pattern"] = jstr(n->attr_string("pattern", ""));
+  p.pattern = n->attr_string("pattern", "");
   return p;
 }
 
@@ -254,23 +252,23 @@ void emit_depthwise(LowerContext& cx, Node* n) {
   const auto& xs = n->input(0)->shape();
   const auto& ys = n->output(0)->shape();
   auto pads = n->attr_ints("pads", {0, 0, 0, 0});
-  JObject p{{"n", jdim(xs[0])}, {"h", jdim(xs[2])}, {"w", jdim(xs[3])}, {"c", jnum(double(C))},
-            {"r", jnum(double(R))}, {"s", jnum(double(S))}, {"p", jdim(ys[2])}, {"q", jdim(ys[3])},
-            {"pads", jints({pads[0], pads[1]})},
-            {"strides", jints(n->attr_ints("strides", {1, 1}))},
-            {"dilations", jints(n->attr_ints("dilations", {1, 1}))}};
-  if (!depthwise) p["k"] = jnum(double(K)), p["groups"] = jnum(double(n->attr_int("group", 1)));
+  runtime::DepthwiseConvParams p;
+  p.n = pdim(xs[0]), p.h = pdim(xs[2]), p.w = pdim(xs[3]), p.c = ParamDim(C);
+  p.r = ParamDim(R), p.s = ParamDim(S), p.p = pdim(ys[2]), p.q = pdim(ys[3]);
+  p.pads = param_numbers({pads[0], pads[1]});
+  p.strides = param_numbers(n->attr_ints("strides", {1, 1}));
+  p.dilations = param_numbers(n->attr_ints("dilations", {1, 1}));
+  if (!depthwise) p.k = ParamDim(K), p.groups = ParamDim(n->attr_int("group", 1));
   std::string name = n->name();
   if (act != cx.dw_act.end()) {
     const DwActivation& a = act->second;
-    if (a.act == native::ConvAct::none || !std::isinf(a.lo) || !std::isinf(a.hi)) p["clamp"] = clamp_json(a.lo, a.hi);
-    if (a.act != native::ConvAct::none)
-      p["activation"] = json::Value(JObject{{"op", jstr(std::string(native::conv_act_name(a.act)))},
-                                            {"alpha", jnum(a.alpha)}, {"beta", jnum(a.beta)}});
+    if (a.act == native::ConvAct::none || !std::isinf(a.lo) || !std::isinf(a.hi)) p.clamp = runtime::ClampParam{a.lo, a.hi};
+    if (a.act != native::ConvAct::none) p.activation = runtime::ActivationParam{.op = a.act, .alpha = a.alpha, .beta = a.beta};
     name += " + " + (a.act == native::ConvAct::none ? a.node->op() : std::string(native::conv_act_name(a.act))) + " " +
             a.node->name();
   }
-  cx.step(depthwise ? "depthwise_conv" : "grouped_conv", name, {x, wt, b}, {cx.define(y)}, std::move(p));
+  cx.step(name, {x, wt, b}, {cx.define(y)},
+          depthwise ? runtime::StepParams(std::move(p)) : runtime::StepParams(runtime::GroupedConvParams{std::move(p)}));
 }
 
 }  // namespace sabre::codegen::passes

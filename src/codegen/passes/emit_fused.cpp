@@ -114,36 +114,28 @@ void emit_group(LowerContext& cx, const EwGroup& gr) {
     cx.ew_seen.insert(kname);
     cx.out.ew_kernels.push_back({kname, native::generate_elementwise_kernel(ch)});
   }
-  JArray inputs, nodes, outputs;
-  for (DType d : ch.inputs) inputs.push_back(jstr(std::string(ir::name(d))));
-  for (const auto& nd : ch.nodes)
-    nodes.push_back(json::Value(JObject{{"op", jstr(std::string(native::info(nd.op).name))},
-                                        {"dtype", jstr(std::string(ir::name(nd.dtype)))},
-                                        {"a", jnum(nd.a)},
-                                        {"b", jnum(nd.b)},
-                                        {"c", jnum(nd.c)},
-                                        {"alpha", jnum(nd.alpha)},
-                                        {"beta", jnum(nd.beta)}}));
-  for (int o : ch.outputs) outputs.push_back(jnum(o));
-  JObject chain{{"inputs", json::Value(inputs)}, {"nodes", json::Value(nodes)}, {"outputs", json::Value(outputs)}};
   std::string name = tail->name();
   if (gr.nodes.size() > 1) name += " (+" + std::to_string(gr.nodes.size() - 1) + " fused)";
-  cx.step("elementwise", name, step_ins, {cx.define(tail->output(0), model_dtype ? tv->dtype() : cx.storage(tv->dtype()))},
-       JObject{{"chain", json::Value(chain)}, {"kernel", jstr(kname)}});
+  runtime::ElementwiseParams p;
+  p.chain = std::move(ch);
+  p.kernel = kname;
+  cx.step(name, step_ins, {cx.define(tail->output(0), model_dtype ? tv->dtype() : cx.storage(tv->dtype()))},
+          std::move(p));
 }
 
 void emit_attention(LowerContext& cx, Node* n, const AttentionFusion& a) {
-  auto three = [](const Dim (&d)[3]) { return jdims({d[0], d[1], d[2]}); };
-  JObject p{{"b", jdim(a.b)}, {"h", jnum(double(a.heads))}, {"sq", jdim(a.sq)}, {"sk", jdim(a.sk)},
-            {"d", jnum(double(a.d))}, {"scale", jnum(a.scale)}, {"causal", json::Value(a.causal)},
-            {"q_stride", three(a.q_stride)}, {"k_stride", three(a.k_stride)},
-            {"v_stride", three(a.v_stride)}, {"o_stride", three(a.o_stride)}};
-  if (a.kv_group > 1) p["kv_group"] = jnum(double(a.kv_group));
-  if (a.mask_strided) p["mask_stride"] = three(a.mask_stride);
-  else if (a.mask) p["mask_stride"] = jdims(mask_strides(a.mask));
-  if (a.mask_batch_inner) p["mask_batch"] = jdims({Dim(a.mask_batch_inner), a.mask_batch_outer});
-  if (a.select) p["mask_true"] = jnum(a.mask_true), p["mask_false"] = jnum(a.mask_false);
-  if (a.offset[0] != Dim(0) || a.offset[1] != Dim(0) || a.offset[2] != Dim(0)) p["offsets"] = three(a.offset);
+  auto three = [](const Dim (&d)[3]) { return pdims({d[0], d[1], d[2]}); };
+  runtime::AttentionParams p;
+  p.b = pdim(a.b), p.h = ParamDim(a.heads), p.sq = pdim(a.sq), p.sk = pdim(a.sk), p.d = ParamDim(a.d);
+  p.q_stride = three(a.q_stride), p.k_stride = three(a.k_stride);
+  p.v_stride = three(a.v_stride), p.o_stride = three(a.o_stride);
+  p.scale = a.scale, p.causal = a.causal;
+  if (a.kv_group > 1) p.kv_group = ParamDim(a.kv_group);
+  if (a.mask_strided) p.mask_stride = three(a.mask_stride);
+  else if (a.mask) p.mask_stride = pdims(mask_strides(a.mask));
+  if (a.mask_batch_inner) p.mask_batch = pdims({Dim(a.mask_batch_inner), a.mask_batch_outer});
+  if (a.select) p.mask_true = a.mask_true, p.mask_false = a.mask_false;
+  if (a.offset[0] != Dim(0) || a.offset[1] != Dim(0) || a.offset[2] != Dim(0)) p.offsets = three(a.offset);
   std::vector<int> ins{cx.tensor(a.q), cx.tensor(a.k), cx.tensor(a.v)};
   if (a.folded_mask) {  // constant additive terms summed (fuse_attention_bias.cpp)
     runtime::TensorInfo t;
@@ -154,7 +146,7 @@ void emit_attention(LowerContext& cx, Node* n, const AttentionFusion& a) {
   } else if (a.mask) {
     ins.push_back(cx.tensor(a.mask));
   }
-  cx.step("attention", n->name() + " (attention)", ins, {cx.define(n->output(0))}, p);
+  cx.step(n->name() + " (attention)", ins, {cx.define(n->output(0))}, std::move(p));
 }
 // (Log)Softmax over another axis: permuted to the last axis and back, around a softmax step.
 static void emit_softmax_other_axis(LowerContext& cx, Node* n, int64_t axis) {
@@ -175,12 +167,13 @@ static void emit_softmax_other_axis(LowerContext& cx, Node* n, int64_t axis) {
     return cx.add_tensor(std::move(t));
   };
   const int x = cx.tensor(n->input(0)), xt = temp(".in_last"), yt = temp(".out_last");
-  cx.step("permute", n->name() + " (axis to last)", {x}, {xt}, JObject{{"perm", jints(perm)}});
-  JObject p{{"b", jdim(Dim(1))}, {"h", jdim(Dim(1))}, {"q", jdim(product(moved, 0, moved.size() - 1))},
-            {"cols", jdim(moved.back())}, {"scale", jnum(1.0)}, {"causal", json::Value(false)}};
-  if (n->op() == "LogSoftmax") p["log"] = json::Value(true);
-  cx.step("softmax", n->name(), {xt}, {yt}, p);
-  cx.step("permute", n->name() + " (axis back)", {yt}, {cx.define(n->output(0))}, JObject{{"perm", jints(back)}});
+  cx.step(n->name() + " (axis to last)", {x}, {xt}, runtime::PermuteParams{.perm = param_numbers(perm)});
+  runtime::SoftmaxParams p;
+  p.b = pdim(Dim(1)), p.h = pdim(Dim(1)), p.q = pdim(product(moved, 0, moved.size() - 1)), p.cols = pdim(moved.back());
+  p.scale = 1.0, p.causal = false;
+  if (n->op() == "LogSoftmax") p.log = true;
+  cx.step(n->name(), {xt}, {yt}, std::move(p));
+  cx.step(n->name() + " (axis back)", {yt}, {cx.define(n->output(0))}, runtime::PermuteParams{.perm = param_numbers(back)});
 }
 
 void emit_softmax(LowerContext& cx, Node* n) {
@@ -201,11 +194,11 @@ void emit_softmax(LowerContext& cx, Node* n) {
     h = sh[1];
     q = sh[2];
   }
-  JObject p{{"b", jdim(b)}, {"h", jdim(h)}, {"q", jdim(q)}, {"cols", jdim(sh.back())},
-            {"scale", jnum(f.scale)}, {"causal", json::Value(f.causal)}};
-  if (f.mask) p["mask_stride"] = jdims(mask_strides(f.mask));
-  if (n->op() == "LogSoftmax") p["log"] = json::Value(true);
-  cx.step("softmax", n->name(), {x, mask}, {cx.define(n->output(0))}, p);
+  runtime::SoftmaxParams p;
+  p.b = pdim(b), p.h = pdim(h), p.q = pdim(q), p.cols = pdim(sh.back()), p.scale = f.scale, p.causal = f.causal;
+  if (f.mask) p.mask_stride = pdims(mask_strides(f.mask));
+  if (n->op() == "LogSoftmax") p.log = true;
+  cx.step(n->name(), {x, mask}, {cx.define(n->output(0))}, std::move(p));
   if (!f.mask) cx.out.plan.steps.back().inputs.pop_back();
 }
 
@@ -227,10 +220,13 @@ void emit_layernorm(LowerContext& cx, Node* n) {
       offsets.push_back(t.offset);
       strides.insert(strides.end(), t.strides.begin(), t.strides.end());
     }
-    JObject p{{"row_dims", jdims(std::vector<Dim>(sh.begin(), sh.end() - 1))}, {"cols", jdim(sh.back())},
-              {"eps", jnum(n->attr_float("epsilon", 1e-5))}, {"offsets", jdims(offsets)}, {"strides", jdims(strides)}};
-    cx.step("embed_layernorm", n->name() + " (+" + std::to_string(it->second.size()) + " embedding gathers)", ins,
-         {cx.define(n->output(0))}, p);
+    runtime::EmbedLayerNormParams p{.row_dims = pdims(std::vector<Dim>(sh.begin(), sh.end() - 1)),
+                                    .offsets = pdims(offsets),
+                                    .strides = pdims(strides),
+                                    .cols = pdim(sh.back()),
+                                    .eps = n->attr_float("epsilon", 1e-5)};
+    cx.step(n->name() + " (+" + std::to_string(it->second.size()) + " embedding gathers)", ins,
+            {cx.define(n->output(0))}, std::move(p));
     return;
   }
   Value* x = n->input(0);
@@ -240,8 +236,8 @@ void emit_layernorm(LowerContext& cx, Node* n) {
     res = it->second->input(1);
   }
   std::vector<int> ins{cx.tensor(x), cx.tensor(n->input(1)), cx.tensor(n->input(2)), cx.tensor(res)};
-  JObject p{{"rows", jdim(product(sh, 0, sh.size() - 1))}, {"cols", jdim(sh.back())},
-            {"eps", jnum(n->attr_float("epsilon", 1e-5))}};
+  runtime::LayerNormParams p;
+  p.rows = pdim(product(sh, 0, sh.size() - 1)), p.cols = pdim(sh.back()), p.eps = n->attr_float("epsilon", 1e-5);
   std::vector<int> outs{cx.define(n->output(0))};
   // An f32 model output that the plan also reads in the compute dtype (BERT's last_hidden_state,
   // which the pooler reads): the kernel writes it in f32 as well, instead of a cast step after it.
@@ -250,9 +246,9 @@ void emit_layernorm(LowerContext& cx, Node* n) {
     cx.out.plan.tensors[outs[0]].name = y->name() + ".compute";
     outs.push_back(cx.add_tensor(cx.info(y, DType::f32, runtime::TensorKind::activation, y->name())));
     cx.model_output[y] = outs.back();
-    p["f32_copy"] = json::Value(true);
+    p.f32_copy = true;
   }
-  cx.step("layernorm", n->name() + (res ? " (+residual add)" : ""), ins, outs, p);
+  cx.step(n->name() + (res ? " (+residual add)" : ""), ins, outs, std::move(p));
 }
 
 

@@ -20,22 +20,23 @@ Dim attr_dim(const Node* n, const std::string& k) {
 // A gemm step's params for D[m,n] = epilogue(A[m,k]·B + bias, residual) (docs/RUNTIME.md): dims,
 // leading dimensions, dtype, layout and the dispatch table(s) LowerOptions::pick gives the problem;
 // `p` brings the batch strides. Throws UnsupportedError when no kernel fits.
-JObject gemm_params(LowerContext& cx, const Node* n, JObject p, const Dim& m, const Dim& nn, const Dim& k, const Dim& batch,
-                    const std::string& layout, const std::string& epilogue, bool residual) {
-  p["m"] = jdim(m);
-  p["n"] = jdim(nn);
-  p["k"] = jdim(k);
-  p["batch"] = jdim(batch);
-  p["lda"] = jdim(k);
-  p["ldb"] = jdim(layout == "tn" ? k : nn);
-  p["ldd"] = jdim(nn);
-  p["ldr"] = jdim(nn);
-  p["alpha"] = jnum(1);
-  p["beta"] = jnum(residual ? 1 : 0);
+runtime::GemmParams gemm_params(LowerContext& cx, const Node* n, runtime::GemmParams p, const Dim& m, const Dim& nn,
+                                const Dim& k, const Dim& batch, const std::string& layout, const std::string& epilogue,
+                                bool residual) {
+  p.m = pdim(m);
+  p.n = pdim(nn);
+  p.k = pdim(k);
+  p.batch = pdim(batch);
+  p.lda = pdim(k);
+  p.ldb = pdim(layout == "tn" ? k : nn);
+  p.ldd = pdim(nn);
+  p.ldr = pdim(nn);
+  p.alpha = 1;
+  p.beta = residual ? 1 : 0;
   const std::string dt(ir::name(cx.o.dtype));
-  p["dtype"] = jstr(dt);
-  p["layout"] = jstr(layout);
-  p["epilogue"] = jstr(epilogue);
+  p.dtype = dt;
+  p.layout = layout;
+  p.epilogue = epilogue;
 
   // The problem the picker sees: symbolic N/K/batch at their largest value; alignment from the
   // extents (a symbolic contiguous extent can be anything, so it allows only 1).
@@ -61,19 +62,19 @@ JObject gemm_params(LowerContext& cx, const Node* n, JObject p, const Dim& m, co
   }
   if (table.empty()) throw UnsupportedError(where(n) + ": the kernel picker returned no kernel");
   auto dispatch = [&](const std::vector<tune::DispatchEntry>& t) {
-    JArray disp;
+    runtime::DispatchTable disp;
     for (size_t i = 0; i < t.size(); ++i) {
       const auto& e = t[i];
       int64_t max_m = i + 1 == t.size() ? -1 : e.max_m;  // the last entry covers any m
-      disp.push_back(json::Value(JObject{{"max_m", jnum(double(max_m))}, {"kernel", jstr(e.kernel)}}));
+      disp.push_back({max_m, e.kernel});
       if (!cx.gemm_seen.count(e.kernel)) {
         cx.gemm_seen.insert(e.kernel);
         cx.out.gemm_kernels.push_back(e.kernel);
       }
     }
-    return json::Value(disp);
+    return disp;
   };
-  p["dispatch"] = dispatch(table);
+  p.dispatch = dispatch(table);
   // A symbolic N or K (attention's sequence length) forces alignment-1 kernels, slow on every
   // length; add a second table the runtime takes when the actual extents are aligned.
   if (align < static_align) {
@@ -82,8 +83,8 @@ JObject gemm_params(LowerContext& cx, const Node* n, JObject p, const Dim& m, co
     try {
       auto t = cx.o.pick(aligned);
       if (!t.empty()) {
-        p["dispatch_aligned"] = dispatch(t);
-        p["aligned_to"] = jnum(static_align);
+        p.dispatch_aligned = dispatch(t);
+        p.aligned_to = static_align;
       }
     } catch (const std::invalid_argument&) {
       // no kernel for the aligned case: the alignment-1 table serves every length
@@ -106,13 +107,10 @@ void emit_composite(LowerContext& cx, Node* n) {
   const Value* D = n->output(0);
   const auto& dsh = D->shape();
   Dim m, nn = attr_dim(n, "n"), k = attr_dim(n, "k"), batch(1);
-  JObject p;
+  runtime::GemmParams p;
   if (kind == "gemm") {
     m = product(dsh, 0, dsh.size() - 1);
-    p["stride_a"] = jstr("0");
-    p["stride_b"] = jstr("0");
-    p["stride_d"] = jstr("0");
-    p["stride_r"] = jstr("0");
+    p.stride_a = p.stride_b = p.stride_d = p.stride_r = ParamDim::text("0");
   } else {
     m = attr_dim(n, "m");
     batch = attr_dim(n, "batch");
@@ -124,22 +122,22 @@ void emit_composite(LowerContext& cx, Node* n) {
       throw UnsupportedError(where(n) + ": operand '" + v->name() + "' broadcasts over part of the batch dims " +
                              ir::str(s));
     };
-    p["stride_a"] = jdim(stride(A, m * k));
-    p["stride_b"] = jdim(stride(B, k * nn));
-    p["stride_d"] = jdim(m * nn);
-    p["stride_r"] = jdim(role.count("residual") && role["residual"] ? stride(role["residual"], m * nn) : Dim(0));
+    p.stride_a = pdim(stride(A, m * k));
+    p.stride_b = pdim(stride(B, k * nn));
+    p.stride_d = pdim(m * nn);
+    p.stride_r = pdim(role.count("residual") && role["residual"] ? stride(role["residual"], m * nn) : Dim(0));
   }
   p = gemm_params(cx, n, std::move(p), m, nn, k, batch, layout, epilogue, role.count("residual") && role["residual"]);
-  p["pattern"] = jstr(n->attr_string("pattern", ""));
+  p.pattern = n->attr_string("pattern", "");
   if (auto it = cx.row_gather.find(n); it != cx.row_gather.end()) {
     const auto& xs = it->second.x->shape();
-    p["lda"] = jdim(xs[1] * k);
-    p["a_offset"] = jdim(Dim(it->second.row) * k);
+    p.lda = pdim(xs[1] * k);
+    p.a_offset = pdim(Dim(it->second.row) * k);
     A = it->second.x;
   }
   std::vector<int> ins{cx.tensor(A), cx.tensor(B), cx.tensor(role.count("bias") ? role["bias"] : nullptr),
                        cx.tensor(role.count("residual") ? role["residual"] : nullptr)};
-  cx.step("gemm", n->name(), ins, {cx.define(D)}, p);
+  cx.step(n->name(), ins, {cx.define(D)}, std::move(p));
 }
 
 }  // namespace sabre::codegen::passes

@@ -47,14 +47,15 @@ int packed_filter(LowerContext& cx, const Value* W, int64_t cols, const std::str
 
 // The params of a step that slides the conv's window over X in NCHW (im2col, stem_conv): x's
 // n, c, h, w, the filter's r and s, Y's p and q, and the conv's pads, strides and dilations.
-JObject nchw_window_params(const Node* n, const Node* conv, const Value* X, int64_t C, int64_t R, int64_t S) {
+runtime::Im2colParams nchw_window_params(const Node* n, const Node* conv, const Value* X, int64_t C, int64_t R,
+                                         int64_t S) {
   const auto& xs = X->shape();
   const auto& ys = n->output(0)->shape();
-  return JObject{{"n", jdim(xs[0])}, {"c", jnum(double(C))}, {"h", jdim(xs[2])}, {"w", jdim(xs[3])},
-                 {"r", jnum(double(R))}, {"s", jnum(double(S))}, {"p", jdim(ys[2])}, {"q", jdim(ys[3])},
-                 {"pads", jints(conv->attr_ints("pads", {0, 0, 0, 0}))},
-                 {"strides", jints(conv->attr_ints("strides", {1, 1}))},
-                 {"dilations", jints(conv->attr_ints("dilations", {1, 1}))}};
+  return runtime::Im2colParams{.n = pdim(xs[0]), .c = ParamDim(C), .h = pdim(xs[2]), .w = pdim(xs[3]), .r = ParamDim(R),
+                               .s = ParamDim(S), .p = pdim(ys[2]), .q = pdim(ys[3]),
+                               .pads = param_numbers(conv->attr_ints("pads", {0, 0, 0, 0})),
+                               .strides = param_numbers(conv->attr_ints("strides", {1, 1})),
+                               .dilations = param_numbers(conv->attr_ints("dilations", {1, 1}))};
 }
 
 
@@ -81,7 +82,7 @@ bool emit_im2col_gemm(LowerContext& cx, const Node* n, const Node* conv, Value* 
   const int64_t vec = cutlass_backend::max_alignment(cx.o.dtype);
   const int64_t kp = (rsc + vec - 1) / vec * vec;
   const Dim m = xs[0] * ys[2] * ys[3];
-  std::optional<JObject> p = conv_gemm_params(cx, n, conv, m, Dim(K), Dim(kp), epilogue, false, "not run as im2col + GEMM",
+  std::optional<runtime::GemmParams> p = conv_gemm_params(cx, n, conv, m, Dim(K), Dim(kp), epilogue, false, "not run as im2col + GEMM",
                                               "its channels are padded instead");
   if (!p) return false;
   const int x = nchw_source(cx, X);
@@ -93,8 +94,9 @@ bool emit_im2col_gemm(LowerContext& cx, const Node* n, const Node* conv, Value* 
   at.shape = {runtime::DimExpr::parse(m.str()), runtime::DimExpr::parse(std::to_string(kp))};
   const int a = cx.add_tensor(std::move(at));
   const std::string cols = std::to_string(rsc) + " -> " + std::to_string(kp) + " columns";
-  cx.step("im2col", conv->name() + " (im2col, " + cols + ")", {x}, {a}, nchw_window_params(n, conv, X, C, R, S));
-  cx.step("gemm", n->name() + " (" + conv->name() + " on its im2col)", {a, wt, cx.tensor(bias), -1}, {cx.define(n->output(0))}, *p);
+  cx.step(conv->name() + " (im2col, " + cols + ")", {x}, {a}, nchw_window_params(n, conv, X, C, R, S));
+  cx.step(n->name() + " (" + conv->name() + " on its im2col)", {a, wt, cx.tensor(bias), -1}, {cx.define(n->output(0))},
+          std::move(*p));
   ++cx.im2col;
   cx.out.notes.push_back("conv " + conv->name() + " (" + n->name() + "): im2col (" + cols +
                        ") + GEMM instead of a C-padded (" + std::to_string(C) + " -> " + std::to_string(c_pad) +
@@ -139,11 +141,12 @@ bool emit_stem_conv(LowerContext& cx, const Node* n, const Node* conv, Value* X,
   }
   if (!cx.nhwc.count(n->output(0)))
     throw std::logic_error("lower: conv output '" + n->output(0)->name() + "' is not NHWC (invariant: assign_layouts)");
-  JObject p = nchw_window_params(n, conv, X, C, R, S);
-  p["k"] = jnum(double(K));
-  p["dtype"] = jstr(std::string(ir::name(cx.o.dtype)));
-  p["epilogue"] = jstr(epilogue);
-  if (epi->act != Act::none) p["clamp"] = clamp_json(0, epi->act == Act::relu6 ? 6 : INFINITY);
+  runtime::StemConvParams p;
+  static_cast<runtime::Im2colParams&>(p) = nchw_window_params(n, conv, X, C, R, S);
+  p.k = ParamDim(K);
+  p.dtype = std::string(ir::name(cx.o.dtype));
+  p.epilogue = epilogue;
+  if (epi->act != Act::none) p.clamp = runtime::ClampParam{0, epi->act == Act::relu6 ? 6 : INFINITY};
   const int x = nchw_source(cx, X);
   const int wt = packed_filter(cx, W, cols, "stem_conv", [&](int64_t r, int64_t s, int64_t c) {
     return native::stem_conv_column(C, S, r, s, c);
@@ -151,8 +154,8 @@ bool emit_stem_conv(LowerContext& cx, const Node* n, const Node* conv, Value* X,
   const int b = cx.tensor(bias);
   const std::string cols_text = "R*S*C = " + std::to_string(rsc) + " in " + std::to_string(cols) + " columns, " +
                                 std::to_string(native::stem_conv_channel_pitch(C)) + " a tap";
-  cx.step("stem_conv", n->name() + " (" + conv->name() + ", one stem_conv kernel, " + cols_text + ")", {x, wt, b},
-       {cx.define(n->output(0))}, std::move(p));
+  cx.step(n->name() + " (" + conv->name() + ", one stem_conv kernel, " + cols_text + ")", {x, wt, b},
+          {cx.define(n->output(0))}, std::move(p));
   ++cx.stem_conv;
   cx.out.notes.push_back("conv " + conv->name() + " (" + n->name() +
                        "): one stem_conv kernel (im2col in shared memory + tensor-core MMA, " + cols_text +

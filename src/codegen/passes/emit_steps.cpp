@@ -17,14 +17,14 @@ void emit_gather(LowerContext& cx, Node* n) {
   if (auto it = cx.range_gather.find(n); it != cx.range_gather.end()) {
     auto [start, limit, delta] = it->second;
     int x = cx.tensor(n->input(0));
-    cx.step("slice", n->name() + " (gather of a range)", {x}, {cx.define(n->output(0))},
-         JObject{{"starts", jints({start})}, {"ends", jdims({limit})}, {"axes", jints({axis})},
-                 {"steps", jints({delta})}});
+    cx.step(n->name() + " (gather of a range)", {x}, {cx.define(n->output(0))},
+            runtime::SliceParams{.starts = param_numbers({start}), .ends = pdims({limit}), .axes = param_numbers({axis}),
+                                 .steps = param_numbers({delta})});
     return;
   }
   int x = cx.tensor(n->input(0));
   int idx = cx.tensor(n->input(1));
-  cx.step("gather", n->name(), {x, idx}, {cx.define(n->output(0))}, JObject{{"axis", jnum(double(axis))}});
+  cx.step(n->name(), {x, idx}, {cx.define(n->output(0))}, runtime::GatherParams{.axis = ParamDim(axis)});
 }
 
 void emit_slice(LowerContext& cx, Node* n) {
@@ -46,8 +46,8 @@ void emit_slice(LowerContext& cx, Node* n) {
   }
   std::vector<Dim> st = steps ? *steps : std::vector<Dim>(starts->size(), Dim(1));
   int x = cx.tensor(n->input(0));
-  cx.step("slice", n->name(), {x}, {cx.define(n->output(0))},
-       JObject{{"starts", jdims(*starts)}, {"ends", jdims(*ends)}, {"axes", jdims(ax)}, {"steps", jdims(st)}});
+  cx.step(n->name(), {x}, {cx.define(n->output(0))},
+          runtime::SliceParams{.starts = pdims(*starts), .ends = pdims(*ends), .axes = pdims(ax), .steps = pdims(st)});
 }
 
 // Depthwise conv -> native "depthwise_conv": NHWC in and out, the filter [C,1,R,S] as [R,S,C].
@@ -64,15 +64,15 @@ void emit_pool(LowerContext& cx, Node* n) {
   auto pads = n->attr_ints("pads", {0, 0, 0, 0});
   const bool in_nhwc = cx.nhwc.count(n->output(0)) != 0;
   int x = in_nhwc ? cx.tensor_nhwc(n->input(0)) : cx.tensor(n->input(0));
-  cx.step("pool2d", n->name(), {x}, {cx.define(n->output(0))},
-       JObject{{"kind", jstr(n->op() == "MaxPool" ? "max" : "average")},
-               {"layout", jstr(in_nhwc ? "nhwc" : "nchw")},
-               {"kernel", jints(n->attr_ints("kernel_shape"))},
-               {"stride", jints(n->attr_ints("strides", {1, 1}))},
-               {"dilation", jints(n->attr_ints("dilations", {1, 1}))},
-               {"pads", jints(pads)},
-               {"ceil_mode", json::Value(n->attr_int("ceil_mode", 0) != 0)},
-               {"count_include_pad", json::Value(n->attr_int("count_include_pad", 0) != 0)}});
+  cx.step(n->name(), {x}, {cx.define(n->output(0))},
+          runtime::Pool2dParams{.kind = n->op() == "MaxPool" ? runtime::PoolMode::max : runtime::PoolMode::average,
+                                .layout = in_nhwc ? runtime::TensorLayout::nhwc : runtime::TensorLayout::nchw,
+                                .kernel = param_numbers(n->attr_ints("kernel_shape")),
+                                .stride = param_numbers(n->attr_ints("strides", {1, 1})),
+                                .dilation = param_numbers(n->attr_ints("dilations", {1, 1})),
+                                .pads = param_numbers(pads),
+                                .ceil_mode = n->attr_int("ceil_mode", 0) != 0,
+                                .count_include_pad = n->attr_int("count_include_pad", 0) != 0});
 }
 
 // Expand: a strided read with stride 0 on the broadcast dims.
@@ -86,8 +86,8 @@ void emit_expand(LowerContext& cx, Node* n) {
     strides[oi] = (in[ii] == Dim(1) && out[oi] != Dim(1)) ? Dim(0) : dense[ii];
   }
   int x = cx.tensor(n->input(0));
-  cx.step("strided_copy", n->name() + " (expand)", {x}, {cx.define(n->output(0))},
-       JObject{{"offset", jstr("0")}, {"strides", jdims(strides)}});
+  cx.step(n->name() + " (expand)", {x}, {cx.define(n->output(0))},
+          runtime::StridedCopyParams{.offset = ParamDim::text("0"), .strides = pdims(strides)});
 }
 
 // out = x read through `strides` into a dense temporary of `view` dims (a finer view of the output's
@@ -101,8 +101,8 @@ void emit_view_copy(LowerContext& cx, Node* n, const std::vector<Dim>& view, con
   t.kind = runtime::TensorKind::activation;
   for (const Dim& d : view) t.shape.push_back(runtime::DimExpr::parse(d.str()));
   const int tmp = cx.add_tensor(std::move(t));
-  cx.step("strided_copy", n->name(), {x}, {tmp}, JObject{{"offset", jstr("0")}, {"strides", jdims(strides)}});
-  cx.step("reshape", n->name() + " (view)", {tmp}, {cx.define(n->output(0))}, JObject{});
+  cx.step(n->name(), {x}, {tmp}, runtime::StridedCopyParams{.offset = ParamDim::text("0"), .strides = pdims(strides)});
+  cx.step(n->name() + " (view)", {tmp}, {cx.define(n->output(0))}, runtime::ReshapeParams{});
 }
 
 // DepthToSpace / SpaceToDepth on NCHW with blocksize b, as a view copy (ONNX's reshape-transpose-reshape).
@@ -148,7 +148,7 @@ void emit_index_op(LowerContext& cx, Node* n) {
   if (op == "GatherElements") {
     const int64_t axis = norm_axis(n->attr_int("axis", 0), rank);
     int idx = cx.tensor(n->input(1));
-    cx.step("gather_elements", n->name(), {x, idx}, {cx.define(n->output(0))}, JObject{{"axis", jnum(double(axis))}});
+    cx.step(n->name(), {x, idx}, {cx.define(n->output(0))}, runtime::GatherElementsParams{.axis = axis});
     return;
   }
   if (op == "Trilu") {
@@ -157,8 +157,8 @@ void emit_index_op(LowerContext& cx, Node* n) {
       if (!scalar_constant(n->input(1))) throw UnsupportedError(where(n) + ": k computed from data at run time");
       k = n->input(1)->constant().to_i64_vector().at(0);
     }
-    cx.step("trilu", n->name(), {x}, {cx.define(n->output(0))},
-            JObject{{"k", jnum(double(k))}, {"upper", json::Value(n->attr_int("upper", 1) != 0)}});
+    cx.step(n->name(), {x}, {cx.define(n->output(0))},
+            runtime::TriluParams{.k = k, .upper = n->attr_int("upper", 1) != 0});
     return;
   }
   // CumSum: the axis is a scalar input.
@@ -167,10 +167,10 @@ void emit_index_op(LowerContext& cx, Node* n) {
   const DType dt = n->input(0)->dtype();
   if (!ir::is_float(dt) && dt != DType::i32 && dt != DType::i64)
     throw UnsupportedError(where(n) + ": dtype " + std::string(ir::name(dt)) + " (the GPU takes floats, i32 and i64)");
-  cx.step("cumsum", n->name(), {x}, {cx.define(n->output(0))},
-          JObject{{"axis", jnum(double(norm_axis(axis, rank)))},
-                  {"exclusive", json::Value(n->attr_int("exclusive", 0) != 0)},
-                  {"reverse", json::Value(n->attr_int("reverse", 0) != 0)}});
+  cx.step(n->name(), {x}, {cx.define(n->output(0))},
+          runtime::CumsumParams{.axis = norm_axis(axis, rank),
+                                .exclusive = n->attr_int("exclusive", 0) != 0,
+                                .reverse = n->attr_int("reverse", 0) != 0});
 }
 
 // ArgMax / ArgMin: a reduce step writing int64 indices along the one axis.
@@ -179,17 +179,22 @@ void emit_arg_reduce(LowerContext& cx, Node* n) {
     throw UnsupportedError(where(n) + ": only float inputs run on the GPU (this one is " +
                            std::string(ir::name(n->input(0)->dtype())) + ")");
   const int64_t axis = norm_axis(n->attr_int("axis", 0), n->input(0)->shape().size());
-  std::string kind = n->op() == "ArgMax" ? "argmax" : "argmin";
-  if (n->attr_int("select_last_index", 0)) kind += "_last";
+  const bool last = n->attr_int("select_last_index", 0) != 0;
+  using runtime::ReduceKind;
+  const ReduceKind kind = n->op() == "ArgMax" ? (last ? ReduceKind::argmax_last : ReduceKind::argmax)
+                                              : (last ? ReduceKind::argmin_last : ReduceKind::argmin);
   int x = cx.tensor(n->input(0));
-  cx.step("reduce", n->name(), {x}, {cx.define(n->output(0))}, JObject{{"kind", jstr(kind)}, {"axes", jints({axis})}});
+  cx.step(n->name(), {x}, {cx.define(n->output(0))}, runtime::ReduceParams{.kind = kind, .axes = param_numbers({axis})});
 }
 
 void emit_reduce(LowerContext& cx, Node* n) {
-  static const std::map<std::string, std::string> kinds = {
-      {"ReduceSum", "sum"}, {"ReduceMean", "mean"}, {"ReduceMax", "max"},
-      {"ReduceMin", "min"}, {"ReduceProd", "prod"}, {"ReduceSumSquare", "sum_square"},
-      {"ReduceL1", "l1"}, {"ReduceL2", "l2"}, {"ReduceLogSum", "log_sum"}, {"ReduceLogSumExp", "log_sum_exp"}};
+  using runtime::ReduceKind;
+  static const std::map<std::string, ReduceKind> kinds = {
+      {"ReduceSum", ReduceKind::sum},        {"ReduceMean", ReduceKind::mean},
+      {"ReduceMax", ReduceKind::max},        {"ReduceMin", ReduceKind::min},
+      {"ReduceProd", ReduceKind::prod},      {"ReduceSumSquare", ReduceKind::sum_square},
+      {"ReduceL1", ReduceKind::l1},          {"ReduceL2", ReduceKind::l2},
+      {"ReduceLogSum", ReduceKind::log_sum}, {"ReduceLogSumExp", ReduceKind::log_sum_exp}};
   auto k = kinds.find(n->op());
   if (k == kinds.end()) throw UnsupportedError(where(n) + ": no GPU lowering for this op");
   std::vector<int64_t> axes;
@@ -200,7 +205,7 @@ void emit_reduce(LowerContext& cx, Node* n) {
   }
   if (axes.empty() && n->attr_int("noop_with_empty_axes", 0)) {
     int x = cx.tensor(n->input(0));
-    cx.step("copy", n->name(), {x}, {cx.define(n->output(0))}, JObject{});
+    cx.step(n->name(), {x}, {cx.define(n->output(0))}, runtime::CopyParams{});
     return;
   }
   const bool nhwc = cx.nhwc_reads.count(n) != 0;  // assign_layouts: reduce the NHWC bytes, axes remapped
@@ -209,7 +214,7 @@ void emit_reduce(LowerContext& cx, Node* n) {
     std::sort(axes.begin(), axes.end());
   }
   int x = nhwc ? cx.tensor_nhwc(n->input(0)) : cx.tensor(n->input(0));
-  cx.step("reduce", n->name(), {x}, {cx.define(n->output(0))}, JObject{{"kind", jstr(k->second)}, {"axes", jints(axes)}});
+  cx.step(n->name(), {x}, {cx.define(n->output(0))}, runtime::ReduceParams{.kind = k->second, .axes = param_numbers(axes)});
 }
 
 
@@ -229,7 +234,7 @@ void emit_node(LowerContext& cx, Node* n) {
     // A Cast between float types that store alike (f32 -> f32 softmax casts in an f16 plan): a view.
     if (op == "Cast" && it != cx.group_of.end() && cx.groups[it->second].nodes.size() == 1 &&
         cx.storage(n->input(0)->dtype()) == cx.storage(n->output(0)->dtype())) {
-      cx.step("reshape", n->name(), {cx.tensor(n->input(0))}, {cx.define(n->output(0))}, JObject{});
+      cx.step(n->name(), {cx.tensor(n->input(0))}, {cx.define(n->output(0))}, runtime::ReshapeParams{});
       return;
     }
     if (it != cx.group_of.end() && cx.groups[it->second].nodes.back() == n) emit_group(cx, cx.groups[it->second]);
@@ -237,7 +242,7 @@ void emit_node(LowerContext& cx, Node* n) {
   }
   if (is_view(op)) {
     int x = cx.tensor(n->input(0));
-    cx.step("reshape", n->name(), {x}, {cx.define(n->output(0))}, JObject{});
+    cx.step(n->name(), {x}, {cx.define(n->output(0))}, runtime::ReshapeParams{});
     return;
   }
   if (op == "Softmax" || op == "LogSoftmax") return emit_softmax(cx, n);
@@ -254,7 +259,7 @@ void emit_node(LowerContext& cx, Node* n) {
     if (nhwc)  // read the NHWC bytes in place
       for (int64_t& d : perm) d = kNhwcPos[d];
     int x = nhwc ? cx.tensor_nhwc(n->input(0)) : cx.tensor(n->input(0));
-    cx.step("permute", n->name(), {x}, {cx.define(n->output(0))}, JObject{{"perm", jints(perm)}});
+    cx.step(n->name(), {x}, {cx.define(n->output(0))}, runtime::PermuteParams{.perm = param_numbers(perm)});
     return;
   }
   if (op == "Gather") return emit_gather(cx, n);
@@ -263,7 +268,7 @@ void emit_node(LowerContext& cx, Node* n) {
     std::vector<int> ins;
     for (Value* v : n->inputs()) ins.push_back(cx.tensor(v));
     int64_t axis = norm_axis(n->attr_int("axis"), n->output(0)->shape().size());
-    cx.step("concat", n->name(), ins, {cx.define(n->output(0))}, JObject{{"axis", jnum(double(axis))}});
+    cx.step(n->name(), ins, {cx.define(n->output(0))}, runtime::ConcatParams{.axis = ParamDim(axis)});
     return;
   }
   if (op == "Split") {
@@ -271,7 +276,7 @@ void emit_node(LowerContext& cx, Node* n) {
     std::vector<int> outs;
     for (Value* v : n->outputs()) outs.push_back(cx.define(v));
     int64_t axis = norm_axis(n->attr_int("axis", 0), n->input(0)->shape().size());
-    cx.step("split", n->name(), {x}, outs, JObject{{"axis", jnum(double(axis))}});
+    cx.step(n->name(), {x}, outs, runtime::SplitParams{.axis = ParamDim(axis)});
     return;
   }
   if (op == "Expand") return emit_expand(cx, n);
@@ -284,16 +289,17 @@ void emit_node(LowerContext& cx, Node* n) {
   if (op == "GlobalAveragePool" && n->input(0)->shape().size() == 4) {
     const bool in_nhwc = cx.nhwc.count(n->output(0)) != 0;
     int x = in_nhwc ? cx.tensor_nhwc(n->input(0)) : cx.tensor(n->input(0));
-    cx.step("global_average_pool", n->name(), {x}, {cx.define(n->output(0))},
-         JObject{{"layout", jstr(in_nhwc ? "nhwc" : "nchw")}});
+    cx.step(n->name(), {x}, {cx.define(n->output(0))},
+            runtime::GlobalAveragePoolParams{.layout = in_nhwc ? runtime::TensorLayout::nhwc : runtime::TensorLayout::nchw});
     return;
   }
   if (op == "GlobalMaxPool" || (op == "GlobalAveragePool" && n->input(0)->shape().size() != 4)) {
     std::vector<int64_t> axes;  // every spatial axis: the output is [N, C, 1, ...]
     for (size_t a = 2; a < n->input(0)->shape().size(); ++a) axes.push_back(static_cast<int64_t>(a));
     int x = cx.tensor(n->input(0));
-    cx.step("reduce", n->name(), {x}, {cx.define(n->output(0))},
-            JObject{{"kind", jstr(op == "GlobalMaxPool" ? "max" : "mean")}, {"axes", jints(axes)}});
+    cx.step(n->name(), {x}, {cx.define(n->output(0))},
+            runtime::ReduceParams{.kind = op == "GlobalMaxPool" ? runtime::ReduceKind::max : runtime::ReduceKind::mean,
+                                  .axes = param_numbers(axes)});
     return;
   }
   if (op == "Conv") {
@@ -307,7 +313,7 @@ void emit_node(LowerContext& cx, Node* n) {
   }
   if (op == "Range" && cx.range_operands(n)) {
     auto [start, delta] = *cx.range_operands(n);
-    cx.step("iota", n->name(), {}, {cx.define(n->output(0))}, JObject{{"start", jdim(start)}, {"delta", jdim(delta)}});
+    cx.step(n->name(), {}, {cx.define(n->output(0))}, runtime::IotaParams{.start = pdim(start), .delta = pdim(delta)});
     return;
   }
   if (op == "Shape" || op == "Range" || op == "ConstantOfShape" || op == "Size")

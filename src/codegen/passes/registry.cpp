@@ -140,7 +140,7 @@ std::string dump(LowerContext& cx, std::string_view pass, const PassResult& r) {
       for (int x : st.inputs) io += (io.empty() ? "" : ", ") + (x < 0 ? std::string("_") : "t" + std::to_string(x));
       io += ") -> (";
       for (size_t k = 0; k < st.outputs.size(); ++k) io += (k ? ", t" : "t") + std::to_string(st.outputs[k]);
-      s += "  step " + std::to_string(i) + " " + st.op + " \"" + st.name + "\" (" + io + ") " + st.params.dump() + "\n";
+      s += "  step " + std::to_string(i) + " " + st.op + " \"" + st.name + "\" (" + io + ") " + st.params_json().dump() + "\n";
     }
   }
   return s;
