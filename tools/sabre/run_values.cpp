@@ -48,9 +48,11 @@ ir::Tensor load_input_value(const std::string& file, const ir::Value& v) {
     elems.push_back(std::move(t));
   }
   if (elems.size() != count)
-    throw std::runtime_error("input '" + v.name() + "': " + file + " holds " + std::to_string(count) +
-                             " entries but only 0.npy.." + std::to_string(elems.size()) +
-                             ".npy in sequence; a sequence directory holds 0.npy, 1.npy, ... and nothing else");
+    throw std::runtime_error("input '" + v.name() + "': " + file + " holds " + std::to_string(count) + " entries but " +
+                             (elems.empty() ? std::string("no 0.npy")
+                                            : elems.size() == 1 ? std::string("only 0.npy in sequence")
+                                            : "only 0.npy.." + std::to_string(elems.size() - 1) + ".npy in sequence") +
+                             "; a sequence directory holds 0.npy, 1.npy, ... and nothing else");
   return ir::Tensor::sequence(v.dtype(), std::move(elems));
 }
 
