@@ -98,14 +98,19 @@ void sequence_insert(Node& n) {
   Value* s = seq_in(n, 0);
   Value* x = tensor_in(n, 1);
   check_position(n, 2);
-  Shape shape = s->type().elem_rank_known ? s->shape() : x->shape();
-  bool rank_known = true;
-  // An empty-typed sequence (SequenceEmpty, rank unknown) takes the inserted tensor's shape; it may
-  // hold other tensors at run time only if its type said so, which is then joined here.
-  if (s->type().elem_rank_known) merge_elem(n, s->type(), x, shape, rank_known);
-  else if (x->dtype() != s->dtype())
+  if (x->dtype() != s->dtype())
     fail(n, "tensor '" + x->name() + "' is " + std::string(name(x->dtype())) + " but the sequence holds " +
                 std::string(name(s->dtype())));
+  // Into a SequenceEmpty the tensor's shape is the elements' shape; into a sequence whose elements
+  // nothing describes (a graph input without an element shape) nothing is known after either.
+  const bool empty = s->producer() && s->producer()->op() == "SequenceEmpty" && s->producer()->domain().empty();
+  if (!s->type().elem_rank_known) {
+    set_seq_out(n, 0, s->dtype(), empty ? x->shape() : Shape{}, empty);
+    return;
+  }
+  Shape shape = s->shape();
+  bool rank_known = true;
+  merge_elem(n, s->type(), x, shape, rank_known);
   set_seq_out(n, 0, s->dtype(), shape, rank_known);
 }
 
@@ -121,7 +126,11 @@ void sequence_at(Node& n) {
   if (!s->type().elem_rank_known)
     throw ShapeUnsupported("node '" + n.name() + "' (SequenceAt): the rank of the elements of '" + s->name() +
                            "' is not known (give the sequence's element shape in the model)");
-  set_out(n, 0, s->dtype(), s->shape());
+  // Elements may differ where the sequence's shape has symbols: each SequenceAt gets its own.
+  Shape out = s->shape();
+  for (size_t i = 0; i < out.size(); ++i)
+    if (!out[i].is_static()) out[i] = unknown_dim(n, 0, i);
+  set_out(n, 0, s->dtype(), out);
 }
 
 void sequence_length(Node& n) {
@@ -161,8 +170,10 @@ void concat_from_sequence(Node& n) {
   const bool new_axis = n.attr_int("new_axis", 0) != 0;
   const int64_t r = static_cast<int64_t>(out.size()) + (new_axis ? 1 : 0);
   const int64_t axis = norm_axis(n, n.attr_int("axis"), r);
+  // The concatenated length depends on the sequence's length; other symbolic dims get fresh names too.
   if (new_axis) out.insert(out.begin() + axis, unknown_dim(n, 0, static_cast<size_t>(axis)));
-  else out[axis] = unknown_dim(n, 0, static_cast<size_t>(axis));
+  for (size_t i = 0; i < out.size(); ++i)
+    if (!out[i].is_static() || static_cast<int64_t>(i) == axis) out[i] = unknown_dim(n, 0, i);
   set_out(n, 0, s->dtype(), out);
 }
 

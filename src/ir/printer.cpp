@@ -230,6 +230,7 @@ std::string format_float(float v) {
 
 std::string print_type(const TensorType& t) {
   std::string s = std::string(name(t.dtype)) + str(t.shape);
+  if (t.sequence && !t.elem_rank_known) return "seq(" + std::string(name(t.dtype)) + ")";  // elements undescribed
   return t.sequence ? "seq(" + s + ")" : s;
 }
 

@@ -147,6 +147,27 @@ TEST(Sequence, InferenceTypesSequencesAndJoinsShapes) {
   EXPECT_FALSE(at->type().sequence);
 }
 
+// A sequence input whose elements nothing describes stays undescribed after an insert (its elements
+// may have any shape: claiming the inserted tensor's shape would let shape folding fold wrong values);
+// inserting into a SequenceEmpty gives exactly the tensor's shape.
+TEST(Sequence, InsertIntoUndescribedSequenceKeepsShapeUnknown) {
+  Graph g;
+  TensorType undescribed{DType::f32, {}, true, true};
+  undescribed.elem_rank_known = false;
+  auto* s = g.add_input("s", undescribed);
+  auto* x = g.add_input("x", {DType::f32, sabre::ir::to_shape({3}), true});
+  auto* ins = g.add_node("SequenceInsert", {s, x}, 1, {}, "ins")->output(0);
+  auto* e = g.add_node("SequenceEmpty", {}, 1, {{"dtype", std::string("f32")}}, "empty")->output(0);
+  auto* ins2 = g.add_node("SequenceInsert", {e, x}, 1, {}, "ins2")->output(0);
+  g.add_output(ins);
+  g.add_output(ins2);
+  sabre::ir::infer_types(g);
+  EXPECT_TRUE(ins->type().sequence);
+  EXPECT_FALSE(ins->type().elem_rank_known);
+  EXPECT_TRUE(ins2->type().elem_rank_known);
+  EXPECT_EQ(ins2->shape(), sabre::ir::to_shape({3}));
+}
+
 TEST(Sequence, OtherOpsRefuseSequencesAndStrings) {
   Graph g;
   auto* x = g.add_input("x", {DType::f32, sabre::ir::to_shape({2}), true});
