@@ -27,9 +27,9 @@ const Tensor& tensor_in(const ir::Node& n, const Inputs& xs, size_t i) {
   return t;
 }
 
-// A position input: a scalar in [-len, len) (or [-len, len] where `end_ok`, SequenceInsert), normalized.
+// A position input: a scalar (or [1]) in [-len, len) (or [-len, len] where `end_ok`, SequenceInsert), normalized.
 int64_t position(const ir::Node& n, const Tensor& p, int64_t len, bool end_ok) {
-  if (p.numel() != 1 || p.rank() != 0 || (p.dtype() != DType::i64 && p.dtype() != DType::i32))
+  if (p.numel() != 1 || p.rank() > 1 || (p.dtype() != DType::i64 && p.dtype() != DType::i32))
     fail(n, "position must be an int32 or int64 scalar");
   int64_t k = p.get_i64(0);
   const int64_t hi = end_ok ? len : len - 1;

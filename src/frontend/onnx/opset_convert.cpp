@@ -133,6 +133,15 @@ void convert_old_opset(onnx::ModelProto& m) {
   if (ok) {
     onnx::ModelProto converted;
     if (converted.ParseFromString(got)) {
+      // The converter's IR keeps only tensor types: sequence-typed graph inputs and outputs come back
+      // without their type, so they get the original's (the version change does not alter them).
+      auto restore = [](auto* now, const auto& before) {
+        for (auto& vi : *now)
+          for (const auto& old : before)
+            if (old.name() == vi.name() && old.type().has_sequence_type()) *vi.mutable_type() = old.type();
+      };
+      restore(converted.mutable_graph()->mutable_input(), m.graph().input());
+      restore(converted.mutable_graph()->mutable_output(), m.graph().output());
       m = std::move(converted);
       return;
     }
