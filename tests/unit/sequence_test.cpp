@@ -81,6 +81,7 @@ TEST(Sequence, ConstructInsertEraseAtLength) {
   EXPECT_EQ(run_op("SequenceErase", {s2})[0].elements().size(), 2u);
   expect_same(run_op("SequenceErase", {s2})[0].elements()[1], z);
   expect_same(run_op("SequenceAt", {s2, scalar_i64(-3)})[0], x);
+  expect_same(run_op("SequenceAt", {s2, Tensor::from_i64({1}, {1})})[0], z);  // [1] as ONNX's test data gives
   EXPECT_EQ(run_op("SequenceLength", {s2})[0].get_i64(0), 3);
 }
 
