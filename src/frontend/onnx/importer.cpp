@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "frontend/onnx/onnx_proto.h"
+#include <onnx/onnx-data.pb.h>  // SequenceProto (after onnx_proto.h: it sets ONNX_ML)
 #include "frontend/onnx/opset_convert.h"
 #include "ir/infer.h"
 #include "support/files.h"
@@ -686,6 +687,23 @@ ir::Tensor load_tensor_pb(const std::string& path) {
   if (bytes.size() > static_cast<size_t>(INT_MAX) || !tp.ParseFromString(bytes))
     fail(Kind::invalid, path + ": not a valid ONNX TensorProto (truncated or corrupt file?)");
   return to_tensor(tp, path + ": tensor '" + tp.name() + "'", dir_of(path));
+}
+
+ir::Tensor load_sequence_pb(const std::string& path, ir::DType elem) {
+  std::string bytes = read_file(path);
+  onnx::SequenceProto sp;
+  if (bytes.size() > static_cast<size_t>(INT_MAX) || !sp.ParseFromString(bytes))
+    fail(Kind::invalid, path + ": not a valid ONNX SequenceProto (truncated or corrupt file?)");
+  if (sp.elem_type() != onnx::SequenceProto::TENSOR && sp.tensor_values_size() == 0 && sp.elem_type() != 0)
+    fail(Kind::unsupported, path + ": a sequence of non-tensors, which sabre does not support");
+  std::vector<ir::Tensor> elems;
+  for (int i = 0; i < sp.tensor_values_size(); ++i) {
+    elems.push_back(to_tensor(sp.tensor_values(i), path + ": element " + std::to_string(i), dir_of(path)));
+    if (elems.back().dtype() != elem)
+      fail(Kind::invalid, path + ": element " + std::to_string(i) + " is " + std::string(ir::name(elems.back().dtype())) +
+                              ", not " + std::string(ir::name(elem)));
+  }
+  return ir::Tensor::sequence(elem, std::move(elems));
 }
 
 }  // namespace sabre::onnx_frontend
