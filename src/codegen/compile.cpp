@@ -67,6 +67,31 @@ ir::Graph canonicalize_model(ir::Graph g, bool fuse_attention, bool dump) {
   return transform::canonicalize(std::move(g), passes);
 }
 
+static void refuse_reference_only_values(const ir::Graph& g) {
+  auto kind = [](const ir::Value* v) -> const char* {
+    if (!v) return nullptr;
+    if (v->type().sequence) return "a sequence";
+    if (v->dtype() == ir::DType::str) return "a string tensor";
+    return nullptr;
+  };
+  std::vector<std::string> lines;
+  for (const ir::Value* v : g.inputs())
+    if (const char* k = kind(v)) lines.push_back(v->name() + ": graph input is " + std::string(k));
+  for (const ir::Node* n : g.topo_order()) {
+    std::string why;
+    for (const ir::Value* v : n->inputs())
+      if (const char* k = kind(v); k && why.empty()) why = "reads '" + v->name() + "', " + k;
+    for (const ir::Value* v : n->outputs())
+      if (const char* k = kind(v); k && why.empty()) why = "makes '" + v->name() + "', " + k;
+    if (!why.empty()) lines.push_back(n->name() + " (" + n->op() + "): " + why);
+  }
+  if (lines.empty()) return;
+  std::string msg = "unsupported for GPU (" + std::to_string(lines.size()) + " item" + (lines.size() == 1 ? "" : "s") +
+                    "): sequences and string tensors run only on the CPU reference (sabre run --reference):";
+  for (const auto& l : lines) msg += "\n  " + l;
+  throw UnsupportedError(msg);
+}
+
 void annotate_gpu_routes(partition::PartitionReport& rep, const ir::Graph& partitioned) {
   for (auto& lo : rep.left_out)
     for (const ir::Node* n : partitioned.nodes())
@@ -170,6 +195,7 @@ CompileSummary compile_model(const std::string& model, const std::string& out_di
   };
   say("import " + model);
   ir::Graph g = onnx_frontend::import_model(model);
+  refuse_reference_only_values(g);
   phase_done("import");
   say("canonicalize (" + std::to_string(g.num_nodes()) + " nodes)");
   g = canonicalize_model(std::move(g), opts.fuse_attention);

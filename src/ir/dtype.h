@@ -9,13 +9,14 @@
 
 namespace sabre::ir {
 
-enum class DType : uint8_t { f32, f16, bf16, f64, i64, i32, i8, u8, boolean, kCount };
+// str (ONNX STRING) runs only on the CPU reference: its elements live in Tensor::strings(), not in bytes.
+enum class DType : uint8_t { f32, f16, bf16, f64, i64, i32, i8, u8, boolean, str, kCount };
 
 inline constexpr size_t kDTypeCount = static_cast<size_t>(DType::kCount);
 
 struct DTypeInfo {
   std::string_view name;  // the text form: "f32", "f16", ...
-  size_t size;            // bytes per element
+  size_t size;            // bytes per element (0 for str: variable length, kept outside the bytes)
   bool is_float;
 };
 
@@ -29,6 +30,7 @@ inline constexpr std::array<DTypeInfo, kDTypeCount> kDTypeInfo = {{
     {"i8", 1, false},
     {"u8", 1, false},
     {"bool", 1, false},
+    {"string", 0, false},
 }};
 static_assert(kDTypeInfo.size() == kDTypeCount, "one DTypeInfo row per DType");
 

@@ -119,7 +119,7 @@ std::vector<std::string> Graph::symbols() const {
   std::vector<std::string> out;
   for (const Value* v : inputs_)
     for (const Dim& d : v->shape())
-      for (const auto& s : d.symbols())
+      for (const auto& s : v->type().sequence ? std::vector<std::string>{} : d.symbols())  // elements differ: no binding
         if (std::find(out.begin(), out.end(), s) == out.end()) out.push_back(s);
   return out;
 }

@@ -27,6 +27,10 @@ struct TensorType {
   DType dtype = DType::f32;
   Shape shape;
   bool known = false;  // false until shape inference has run on the producer
+  // A sequence of tensors (ONNX seq(tensor)) of `dtype`; `shape` is what its elements have in common
+  // (their rank, with fresh symbols where they differ). Only the CPU reference runs sequences.
+  bool sequence = false;
+  bool elem_rank_known = true;  // false for a sequence whose elements' rank nothing states (SequenceEmpty)
 };
 
 class Value {

@@ -119,7 +119,7 @@ Dim checked_dim(const Node& n, int64_t v, const char* what) {
   return Dim(v);
 }
 
-bool is_int(DType d) { return !is_float(d) && d != DType::boolean; }
+bool is_int(DType d) { return !is_float(d) && d != DType::boolean && d != DType::str; }
 
 // Static dims of a known list, guarded so that arithmetic on them cannot overflow.
 bool small_static(const Dim& d) { return d.is_static() && d.value() >= -kMaxDim && d.value() <= kMaxDim; }
@@ -168,6 +168,11 @@ void unary(Node& n) {
 }
 
 void identity(Node& n) {
+  if (Value* x = in(n, 0); x->type().sequence) {  // Identity of a sequence is that sequence
+    n.output(0)->set_type(x->type());
+    n.output(0)->set_known_dims(std::nullopt);
+    return;
+  }
   unary(n);
   pass_known(n);
 }
@@ -199,6 +204,7 @@ Table build_table() {
   add_nn_ops(t);
   add_index_ops(t);
   add_extra_ops(t);
+  add_sequence_ops(t);
   return t;
 }
 
@@ -239,7 +245,16 @@ void infer_node(Node& n) {
   InferFn f = lookup(n.domain(), n.op());
   if (!f)
     fail(n, "no shape inference for op '" + (n.domain().empty() ? "" : n.domain() + ".") + n.op() + "'");
-  for (size_t i = 0; i < n.num_inputs(); ++i) opt_in(n, i);  // every present input has a type
+  for (size_t i = 0; i < n.num_inputs(); ++i) {
+    const Value* v = opt_in(n, i);  // every present input has a type
+    if (!v) continue;
+    if (v->type().sequence && !op_takes_sequences(n.domain(), n.op()))
+      throw ShapeUnsupported("node '" + n.name() + "' (" + n.op() + "): input '" + v->name() +
+                             "' is a sequence, which sabre does not support for this op");
+    if (!v->type().sequence && v->dtype() == DType::str && !op_takes_strings(n.domain(), n.op()))
+      throw ShapeUnsupported("node '" + n.name() + "' (" + n.op() + "): input '" + v->name() +
+                             "' is a string tensor, which sabre does not support for this op");
+  }
   try {
     f(n);
   } catch (const std::overflow_error& e) {  // checked Dim arithmetic on a model's extreme values

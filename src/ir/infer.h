@@ -27,6 +27,11 @@ struct ShapeUnsupported : ShapeError {
 };
 
 void infer_types(Graph& g);
+
+// Sequences and STRING tensors reach only the ops written for them (infer_sequence.cpp); every other
+// op is refused for them, in shape inference and in the reference executor alike.
+bool op_takes_sequences(const std::string& domain, const std::string& op);
+bool op_takes_strings(const std::string& domain, const std::string& op);
 void infer_node(Node& n);
 
 using InferFn = void (*)(Node&);

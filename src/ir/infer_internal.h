@@ -54,5 +54,6 @@ void add_shape_ops(Table& t);        // infer_shape.cpp
 void add_nn_ops(Table& t);
 void add_index_ops(Table& t);      // infer_index.cpp
 void add_extra_ops(Table& t);      // infer_extra.cpp
+void add_sequence_ops(Table& t);   // infer_sequence.cpp
 
 }  // namespace sabre::ir::infer_detail

@@ -1,5 +1,6 @@
 #include "ir/npy.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cstring>
@@ -141,6 +142,107 @@ uint32_t read_le(const std::string& b, size_t at, size_t n) {
 
 }  // namespace
 
+namespace {
+
+void append_utf8(std::string& out, uint32_t c) {
+  if (c < 0x80) {
+    out += static_cast<char>(c);
+  } else if (c < 0x800) {
+    out += static_cast<char>(0xc0 | (c >> 6));
+    out += static_cast<char>(0x80 | (c & 0x3f));
+  } else if (c < 0x10000) {
+    out += static_cast<char>(0xe0 | (c >> 12));
+    out += static_cast<char>(0x80 | ((c >> 6) & 0x3f));
+    out += static_cast<char>(0x80 | (c & 0x3f));
+  } else {
+    out += static_cast<char>(0xf0 | (c >> 18));
+    out += static_cast<char>(0x80 | ((c >> 12) & 0x3f));
+    out += static_cast<char>(0x80 | ((c >> 6) & 0x3f));
+    out += static_cast<char>(0x80 | (c & 0x3f));
+  }
+}
+
+// UTF-8 -> code points; bytes that are not valid UTF-8 are taken one by one (as Latin-1).
+std::vector<uint32_t> utf32_of(const std::string& s) {
+  std::vector<uint32_t> out;
+  for (size_t i = 0; i < s.size();) {
+    const auto b = static_cast<unsigned char>(s[i]);
+    const size_t n = b < 0x80 ? 1 : (b >> 5) == 6 ? 2 : (b >> 4) == 14 ? 3 : (b >> 3) == 30 ? 4 : 0;
+    bool ok = n > 0 && i + n <= s.size();
+    for (size_t k = 1; ok && k < n; ++k) ok = (static_cast<unsigned char>(s[i + k]) >> 6) == 2;
+    if (!ok) {
+      out.push_back(b);
+      ++i;
+      continue;
+    }
+    uint32_t c = n == 1 ? b : b & (0x7f >> n);
+    for (size_t k = 1; k < n; ++k) c = (c << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3f);
+    out.push_back(c);
+    i += n;
+  }
+  return out;
+}
+
+Tensor parse_strings(const std::string& b, size_t data_at, const std::string& descr, bool fortran,
+                     const std::vector<int64_t>& shape, const std::string& what) {
+  const bool unicode = descr[1] == 'U';
+  int64_t width = 0;
+  for (size_t i = 2; i < descr.size(); ++i) {
+    if (descr[i] < '0' || descr[i] > '9' || width > (int64_t{1} << 30))
+      throw NpyError(what + ": dtype '" + descr + "' has a bad width");
+    width = width * 10 + (descr[i] - '0');
+  }
+  int64_t numel = 1;
+  for (int64_t d : shape) {
+    if (d != 0 && numel > (int64_t{1} << 40) / d) throw NpyError(what + ": shape overflows");
+    numel *= d;
+  }
+  if (fortran && shape.size() > 1 && numel > 1)
+    throw NpyError(what + ": array is in Fortran order; save it with numpy.save(f, numpy.ascontiguousarray(a))");
+  const uint64_t item = static_cast<uint64_t>(width) * (unicode ? 4 : 1);
+  if (item && static_cast<uint64_t>(numel) > (uint64_t{1} << 40) / item) throw NpyError(what + ": too large");
+  const uint64_t need = static_cast<uint64_t>(numel) * item;
+  if (b.size() - data_at < need)
+    throw NpyError(what + ": truncated: shape " + str(to_shape(shape)) + " needs " + std::to_string(need) +
+                   " bytes of data, file has " + std::to_string(b.size() - data_at));
+  std::vector<std::string> v(static_cast<size_t>(numel));
+  for (int64_t i = 0; i < numel; ++i) {
+    const char* p = b.data() + data_at + i * item;
+    std::string& s = v[static_cast<size_t>(i)];
+    for (int64_t k = 0; k < width; ++k) {
+      uint32_t c = 0;
+      if (unicode) {
+        for (int j = 3; j >= 0; --j) c = (c << 8) | static_cast<unsigned char>(p[4 * k + j]);
+        if (c > 0x10ffff) throw NpyError(what + ": element " + std::to_string(i) + " is not valid UTF-32");
+      } else {
+        c = static_cast<unsigned char>(p[k]);
+      }
+      if (c == 0) break;  // numpy pads with NUL
+      if (unicode) append_utf8(s, c);
+      else s += static_cast<char>(c);
+    }
+  }
+  return Tensor::from_strings(std::move(v), shape);
+}
+
+// A string tensor as numpy's '<U<width>' (what np.save writes for an array of str).
+std::string string_data(const Tensor& t, std::string& descr) {
+  std::vector<std::vector<uint32_t>> cps;
+  size_t width = 1;
+  for (const std::string& s : t.strings()) {
+    cps.push_back(utf32_of(s));
+    width = std::max(width, cps.back().size());
+  }
+  descr = "<U" + std::to_string(width);
+  std::string out(cps.size() * width * 4, '\0');
+  for (size_t i = 0; i < cps.size(); ++i)
+    for (size_t k = 0; k < cps[i].size(); ++k)
+      for (int j = 0; j < 4; ++j) out[(i * width + k) * 4 + j] = static_cast<char>((cps[i][k] >> (8 * j)) & 0xff);
+  return out;
+}
+
+}  // namespace
+
 Tensor parse_npy(const std::string& b, const std::string& what) {
   if (b.size() < kMagicLen + 2 || b.compare(0, kMagicLen, kMagic, kMagicLen) != 0)
     throw NpyError(what + ": not a .npy file (no \\x93NUMPY magic; save it with numpy.save)");
@@ -160,11 +262,14 @@ Tensor parse_npy(const std::string& b, const std::string& what) {
   HeaderParser(b.substr(header_at, header_len), what).parse(descr, fortran, shape);
   if (!descr.empty() && descr[0] == '>')
     throw NpyError(what + ": data is big-endian ('" + descr + "'); save it little-endian with a.astype(a.dtype.newbyteorder('<'))");
+  // Strings: numpy's fixed-width unicode ('<U8': UTF-32 code points, NUL-padded) or bytes ('|S8').
+  if (descr.size() > 2 && (descr.compare(0, 2, "<U") == 0 || descr.compare(0, 2, "|S") == 0 || descr.compare(0, 2, "|U") == 0))
+    return parse_strings(b, header_at + header_len, descr, fortran, shape, what);
   auto dt = dtype_of_descr(descr);
   if (!dt)
     throw NpyError(what + ": dtype '" + descr +
                    "' is not supported; use one of float32, float16, float64, int64, int32, int8, uint8, bool "
-                   "(little-endian)");
+                   "(little-endian), or str/bytes for string tensors (not object arrays)");
   int64_t numel = 1;
   for (int64_t d : shape) {
     if (d != 0 && numel > std::numeric_limits<int64_t>::max() / d) throw NpyError(what + ": shape overflows");
@@ -194,7 +299,10 @@ Tensor load_npy(const std::string& path) {
 
 std::string serialize_npy(const Tensor& in) {
   const Tensor t = in.dtype() == DType::bf16 ? in.cast(DType::f32) : in;
-  const char* descr = nullptr;
+  if (t.is_sequence()) throw NpyError("save_npy: a sequence is not one array (write one .npy per element)");
+  std::string str_descr, str_data;
+  if (t.dtype() == DType::str) str_data = string_data(t, str_descr);
+  const char* descr = t.dtype() == DType::str ? str_descr.c_str() : nullptr;
   for (const auto& r : kDescr)
     if (r.dtype == t.dtype()) descr = r.descr;
   if (!descr) throw NpyError("save_npy: no .npy spelling for dtype " + std::string(name(t.dtype())));
@@ -221,6 +329,7 @@ std::string serialize_npy(const Tensor& in) {
   for (size_t k = 0; k < (major == 1 ? 2u : 4u); ++k) out += static_cast<char>((hl >> (8 * k)) & 0xff);
   out += header;
   if (t.nbytes()) out.append(reinterpret_cast<const char*>(t.bytes()), t.nbytes());
+  out += str_data;
   return out;
 }
 

@@ -4,6 +4,8 @@
 // (the '<'/'|' byte-order marks are taken either way for 1-byte types). Fortran order, big-endian
 // data and other dtypes are rejected with a message that names the file and what to do.
 // numpy has no bfloat16: save_npy writes bf16 tensors as <f4 (exactly, every bf16 is an f32).
+// String tensors: numpy's str arrays ('<U<n>', UTF-32) and bytes arrays ('|S<n>') read as UTF-8 strings;
+// save_npy writes '<U<n>'. Object arrays (pickles) are not read.
 // Tests: tests/unit/npy_test.cpp
 #pragma once
 

@@ -108,6 +108,7 @@ std::string element_text(const Tensor& t, int64_t i) {
     case DType::f16:
     case DType::bf16: return format_float(static_cast<float>(t.get_f64(i)));
     case DType::boolean: return t.get_i64(i) ? "true" : "false";
+    case DType::str: return quote(t.strings()[static_cast<size_t>(i)]);
     default: return std::to_string(t.get_i64(i));
   }
 }
@@ -227,7 +228,11 @@ std::string format_float(float v) {
   return std::string(buf, r.ptr);
 }
 
-std::string print_type(const TensorType& t) { return std::string(name(t.dtype)) + str(t.shape); }
+std::string print_type(const TensorType& t) {
+  std::string s = std::string(name(t.dtype)) + str(t.shape);
+  if (t.sequence && !t.elem_rank_known) return "seq(" + std::string(name(t.dtype)) + ")";  // elements undescribed
+  return t.sequence ? "seq(" + s + ")" : s;
+}
 
 std::string print(const Graph& g) {
   std::ostringstream os;

@@ -107,6 +107,38 @@ Tensor::Tensor(DType dtype, std::vector<int64_t> dims) : dtype_(dtype), dims_(st
   storage_ = std::make_shared<std::vector<uint8_t>>(nbytes());
   data_ = storage_->data();
   owner_ = storage_;
+  if (dtype_ == DType::str) strings_ = std::make_shared<std::vector<std::string>>(static_cast<size_t>(numel()));
+}
+
+const std::vector<std::string>& Tensor::strings() const {
+  static const std::vector<std::string> none;
+  return strings_ ? *strings_ : none;
+}
+
+std::vector<std::string>& Tensor::mutable_strings() {
+  if (dtype_ != DType::str) throw std::logic_error("Tensor::mutable_strings: not a string tensor");
+  if (!strings_) strings_ = std::make_shared<std::vector<std::string>>(static_cast<size_t>(numel()));
+  else if (strings_.use_count() != 1) strings_ = std::make_shared<std::vector<std::string>>(*strings_);
+  return *strings_;
+}
+
+Tensor Tensor::from_strings(std::vector<std::string> values, std::vector<int64_t> dims) {
+  Tensor t(DType::str, std::move(dims));
+  if (static_cast<size_t>(t.numel()) != values.size()) throw std::invalid_argument("from_strings: size mismatch");
+  t.strings_ = std::make_shared<std::vector<std::string>>(std::move(values));
+  return t;
+}
+
+Tensor Tensor::sequence(DType elem, std::vector<Tensor> elements) {
+  Tensor t;
+  t.dtype_ = elem;
+  t.elements_ = std::make_shared<const std::vector<Tensor>>(std::move(elements));
+  return t;
+}
+
+const std::vector<Tensor>& Tensor::elements() const {
+  if (!elements_) throw std::logic_error("Tensor::elements: not a sequence");
+  return *elements_;
 }
 
 Tensor::Tensor(DType dtype, std::vector<int64_t> dims, std::shared_ptr<const void> owner, const void* data)
@@ -139,6 +171,7 @@ double Tensor::get_f64(int64_t i) const {
     case DType::i8: return data<int8_t>()[i];
     case DType::u8: return data<uint8_t>()[i];
     case DType::boolean: return data<uint8_t>()[i] ? 1.0 : 0.0;
+    case DType::str:
     case DType::kCount: break;
   }
   throw std::logic_error("Tensor::get_f64: bad dtype");
@@ -167,6 +200,7 @@ void Tensor::set_f64(int64_t i, double v) {
     case DType::i8: reinterpret_cast<int8_t*>(p)[i] = static_cast<int8_t>(v); return;
     case DType::u8: reinterpret_cast<uint8_t*>(p)[i] = static_cast<uint8_t>(v); return;
     case DType::boolean: p[i] = v != 0.0 ? 1 : 0; return;
+    case DType::str:
     case DType::kCount: break;
   }
   throw std::logic_error("Tensor::set_f64: bad dtype");
@@ -194,6 +228,8 @@ Tensor Tensor::from_f32(const std::vector<float>& values, std::vector<int64_t> d
 }
 
 Tensor Tensor::cast(DType to) const {
+  if (is_sequence() || dtype_ == DType::str || to == DType::str)
+    throw std::invalid_argument("Tensor::cast: sequences and string tensors do not convert by value");
   Tensor out(to, dims_);
   const bool int_path = !is_float(dtype_) && !is_float(to);
   for (int64_t i = 0; i < numel(); ++i) {
@@ -221,6 +257,20 @@ uint64_t Tensor::content_hash() const {
   h.update(&dt, 1);
   h.update(dims_.data(), dims_.size() * sizeof(int64_t));
   if (data_) h.update(data_, nbytes());
+  for (const std::string& e : strings()) {
+    uint64_t len = e.size();
+    h.update(&len, sizeof len);
+    h.update(e.data(), e.size());
+  }
+  if (elements_) {
+    uint64_t n = elements_->size(), tag = 0x5e9;
+    h.update(&tag, sizeof tag);
+    h.update(&n, sizeof n);
+    for (const Tensor& e : *elements_) {
+      uint64_t eh = e.content_hash();
+      h.update(&eh, sizeof eh);
+    }
+  }
   return h.digest();
 }
 

@@ -48,14 +48,28 @@ class Tensor {
   // Same values, other dtype.
   Tensor cast(DType to) const;
 
-  // support::hash64 of dtype, dims and bytes: a stable identity for printing and caching.
+  // support::hash64 of dtype, dims and bytes (strings, elements): a stable identity for printing and caching.
   uint64_t content_hash() const;
+
+  // STRING tensors (dtype str): the elements, row-major. Empty for other dtypes.
+  const std::vector<std::string>& strings() const;
+  // Copy-on-write like mutable_bytes().
+  std::vector<std::string>& mutable_strings();
+  static Tensor from_strings(std::vector<std::string> values, std::vector<int64_t> dims);
+
+  // A sequence value (ONNX seq(tensor)): an ordered list of tensors of one dtype, possibly of
+  // different shapes. dtype() is the elements' dtype; dims() is empty and there are no bytes.
+  static Tensor sequence(DType elem, std::vector<Tensor> elements);
+  bool is_sequence() const { return elements_ != nullptr; }
+  const std::vector<Tensor>& elements() const;
 
  private:
   DType dtype_ = DType::f32;
   std::vector<int64_t> dims_;
   std::shared_ptr<const void> owner_;
   std::shared_ptr<std::vector<uint8_t>> storage_;  // set when we own writable memory
+  std::shared_ptr<std::vector<std::string>> strings_;  // dtype str only
+  std::shared_ptr<const std::vector<Tensor>> elements_;  // sequences only
   const void* data_ = nullptr;
 };
 

@@ -55,6 +55,7 @@ void register_extra_ops(Table& t);
 void register_conv_transpose(Table& t);  // ops_conv_transpose.cpp
 void register_vision_ops(Table& t);     // ops_vision.cpp
 void register_rnn_ops(Table& t);        // ops_rnn.cpp
+void register_sequence_ops(Table& t);   // ops_sequence.cpp: after the others (wraps Cast, Equal)
 void register_qlinear_ops(Table& t);    // ops_qlinear.cpp  // ops_extra.cpp: losses, quantization, LRN, Det, ...
 
 }  // namespace sabre::reference::detail

@@ -6,6 +6,8 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "ir/infer.h"
+#include "ir/printer.h"
 #include "reference/kernels.h"
 #include "support/thread_pool.h"
 
@@ -189,6 +191,7 @@ Registry& registry() {
     detail::register_nn_ops(reg->table);
     detail::register_index_ops(reg->table);
     detail::register_extra_ops(reg->table);
+    detail::register_sequence_ops(reg->table);
     reg->table[{"sabre", "Composite"}] = run_composite;
     return reg;
   }();
@@ -226,6 +229,15 @@ void validate_inputs(const ir::Graph& g, const std::map<std::string, Tensor>& in
     if (it == inputs.end()) throw ReferenceError("missing input '" + v->name() + "': pass a tensor for it");
     const Tensor& t = it->second;
     if (!v->type().known) continue;
+    if (t.is_sequence() != v->type().sequence)
+      throw ReferenceError("input '" + v->name() + "' is a " + (t.is_sequence() ? "sequence" : "tensor") +
+                           " but the graph expects " + ir::print_type(v->type()));
+    if (t.is_sequence()) {
+      if (t.dtype() != v->dtype())
+        throw ReferenceError("input '" + v->name() + "' is a sequence of " + std::string(ir::name(t.dtype())) +
+                             " tensors but the graph expects " + ir::print_type(v->type()));
+      continue;  // its elements' shapes may differ from each other: the ops check what they need
+    }
     if (t.dtype() != v->dtype())
       throw ReferenceError("input '" + v->name() + "' has dtype " + std::string(ir::name(t.dtype())) + " but the graph expects " +
                            std::string(ir::name(v->dtype())));
@@ -281,6 +293,14 @@ std::vector<Tensor> eval_node(const ir::Node& n, const std::vector<const Tensor*
   if (!k)
     throw ReferenceError("node '" + n.name() + "': no reference kernel for op " +
                          (n.domain().empty() ? "" : n.domain() + ".") + n.op());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Tensor* t = inputs[i];
+    if (!t) continue;
+    if (t->is_sequence() && !ir::op_takes_sequences(n.domain(), n.op()))
+      detail::fail(n, "input " + std::to_string(i) + " is a sequence, which this op does not take");
+    if (!t->is_sequence() && t->dtype() == ir::DType::str && !ir::op_takes_strings(n.domain(), n.op()))
+      detail::fail(n, "input " + std::to_string(i) + " is a string tensor, which sabre does not support for this op");
+  }
   std::vector<Tensor> outs;
   try {
     outs = (*k)(n, inputs);

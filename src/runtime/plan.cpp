@@ -243,7 +243,8 @@ Plan Plan::from_json(const std::string& text) {
       ti.name = need(t, "name", "a tensor").str();
       std::string where = "tensor '" + ti.name + "'";
       auto dt = ir::parse_dtype(need(t, "dtype", where).str());
-      if (!dt) throw PlanError("plan: " + where + " has unknown dtype '" + need(t, "dtype", where).str() + "'");
+      if (!dt || *dt == ir::DType::str)  // string tensors run only on the CPU reference
+        throw PlanError("plan: " + where + " has unknown dtype '" + need(t, "dtype", where).str() + "'");
       ti.dtype = *dt;
       for (const auto& d : need(t, "shape", where).arr()) ti.shape.push_back(DimExpr::parse(d.str()));
       std::string kind = need(t, "kind", where).str();

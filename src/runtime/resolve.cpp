@@ -188,6 +188,7 @@ sabre_dtype to_dlpack(DType t) {
     case DType::i8: return {SABRE_DTYPE_INT, 8, 1};
     case DType::u8: return {SABRE_DTYPE_UINT, 8, 1};
     case DType::boolean: return {SABRE_DTYPE_BOOL, 8, 1};
+    case DType::str:  // CPU reference only: no DLPack spelling, never in a plan
     case DType::kCount: break;
   }
   return {255, 0, 0};

@@ -9,8 +9,11 @@ namespace sabre::transform {
 
 namespace {
 // Folding these would freeze a random draw, or they have no meaning on constants.
+// Sequences and string tensors stay values of the reference run, never constants the GPU path would meet.
 bool never_fold(const ir::Node& n) {
   const std::string& op = n.op();
+  for (const ir::Value* o : n.outputs())
+    if (o->type().sequence || o->dtype() == ir::DType::str) return true;
   return n.domain() == "sabre" || op.rfind("Random", 0) == 0 || op == "Multinomial" || op == "Bernoulli";
 }
 constexpr int64_t kMaxFoldedElements = int64_t{64} << 20;

@@ -10,7 +10,9 @@ outputs it writes with the expected output .pb files. Each test counts as one of
   wrong    exit 0 but an output differs, is missing or has another dtype/shape
   crash    killed by a signal, an exit code other than 0/1, or past the time limit
   diverge  the expected data disagrees with the ONNX spec (KNOWN_DIVERGENT says how); not run
-Inputs that are not tensors (sequences, optionals) are left out: sabre refuses such models at import.
+Sequence inputs (SequenceProto .pb) go to the CLI as a directory of 0.npy, 1.npy, ...; STRING tensors as .npy
+of numpy str; sequence outputs come back as such a directory. Optional inputs are left out: sabre refuses
+such models at import.
 Prints one table row per set and, with -v, every test that is not a pass with its reason.
 
 With --gpu, every test whose reference run passes goes on to the GPU path as a user drives it:
@@ -71,6 +73,13 @@ def load_pb(path):
     return numpy_helper.to_array(t), None
 
 
+def load_sequence_pb(path):
+    sp = onnx.SequenceProto()
+    with open(path, "rb") as f:
+        sp.ParseFromString(f.read())
+    return [numpy_helper.to_array(t) for t in sp.tensor_values]
+
+
 def numbered(d, prefix):
     out, i = [], 0
     while os.path.exists(os.path.join(d, f"{prefix}{i}.pb")):
@@ -82,6 +91,15 @@ def numbered(d, prefix):
 def compare(got, want):
     if got.shape != want.shape:
         return f"shape {list(got.shape)} vs expected {list(want.shape)}"
+    if want.dtype.kind in "OUS":  # strings: exact
+        if got.dtype.kind not in "US":
+            return f"dtype {got.dtype} vs expected strings"
+        ok = np.array([str(g) == (w.decode() if isinstance(w, bytes) else str(w))
+                       for g, w in zip(got.ravel(), want.ravel())], dtype=bool).reshape(want.shape)
+        if ok.all():
+            return ""
+        i = int(np.argmin(ok.ravel()))
+        return f"{int((~ok).sum())} of {ok.size} differ; first at {i}: {got.ravel()[i]!r} vs expected {want.ravel()[i]!r}"
     if want.dtype.kind in "fc":
         g, w = got.astype(np.float64), want.astype(np.float64)
         ok = (np.isnan(g) & np.isnan(w)) | (g == w) | (np.abs(g - w) <= 1e-5 + 1e-3 * np.abs(w))
@@ -107,11 +125,20 @@ def input_args(tdir, work):
         return None, ("error", f"{len(ins)} input files for {len(graph_ins)} inputs")
     args = []
     for k, (vi, pb) in enumerate(zip(graph_ins, ins)):
+        if vi.type.HasField("sequence_type"):
+            d = os.path.join(work, f"in{k}")
+            os.makedirs(d)
+            for j, t in enumerate(load_sequence_pb(pb)):
+                np.save(os.path.join(d, f"{j}.npy"), t)
+            args += ["--input", f"{vi.name}={d}"]
+            continue
         if not vi.type.HasField("tensor_type"):
             continue
         if vi.type.tensor_type.elem_type == onnx.TensorProto.BFLOAT16:
             return None, ("refused", "bf16 input: the CLI reads no bf16 .npy")
         arr, _ = load_pb(pb)
+        if arr.dtype.kind == "O":  # STRING: numpy str, which .npy stores without pickling
+            arr = arr.astype(str)
         f = os.path.join(work, f"in{k}.npy")
         np.save(f, arr)
         args += ["--input", f"{vi.name}={f}"]
@@ -122,12 +149,26 @@ def check_outputs(tdir, stdout, cmp):
     """Compares the .npy files a `sabre run` listed in `stdout` with the test's expected outputs."""
     m = onnx.load(os.path.join(tdir, "model.onnx"), load_external_data=False)
     ds = os.path.join(tdir, "test_data_set_0")
-    files = re.findall(r" -> (\S+\.npy)", stdout)
+    files = re.findall(r" -> (\S+\.npy|\S+/)(?:\s|$)", stdout, re.M)
     outs = numbered(ds, "output_")
     if len(files) != len(outs):
         return f"{len(files)} outputs written, {len(outs)} expected"
     out_types = [o.type.tensor_type.elem_type for o in m.graph.output]
     for k, (f, pb) in enumerate(zip(files, outs)):
+        if k < len(m.graph.output) and m.graph.output[k].type.HasField("sequence_type"):
+            want_seq = load_sequence_pb(pb)
+            if not f.endswith("/"):
+                return f"output {k}: a tensor was written, a sequence expected"
+            got_seq = numbered_npy(f)
+            if len(got_seq) != len(want_seq):
+                return f"output {k}: sequence of {len(got_seq)} tensors vs expected {len(want_seq)}"
+            for j, (g, w) in enumerate(zip(got_seq, want_seq)):
+                d = cmp(np.load(g), w)
+                if d:
+                    return f"output {k} element {j}: {d}"
+            continue
+        if f.endswith("/"):
+            return f"output {k}: a sequence was written, a tensor expected"
         want, _ = load_pb(pb)
         if k < len(out_types) and out_types[k] == onnx.TensorProto.BFLOAT16 and want.dtype == np.uint16:
             want = (want.astype(np.uint32) << 16).view(np.float32)  # bf16 bit patterns stored as UINT16
@@ -136,6 +177,14 @@ def check_outputs(tdir, stdout, cmp):
         if d:
             return f"output {k}: {d}"
     return ""
+
+
+def numbered_npy(d):
+    out, i = [], 0
+    while os.path.exists(os.path.join(d, f"{i}.npy")):
+        out.append(os.path.join(d, f"{i}.npy"))
+        i += 1
+    return out
 
 
 def run_cli(cmd, timeout):

@@ -70,9 +70,23 @@ std::string dims_str(const std::vector<int64_t>& d) {
 
 // Empty when equal, else what differs.
 std::string compare(const Tensor& got, const Tensor& want) {
+  if (got.is_sequence() != want.is_sequence()) return got.is_sequence() ? "a sequence vs an expected tensor" : "a tensor vs an expected sequence";
+  if (want.is_sequence()) {
+    if (got.elements().size() != want.elements().size())
+      return "sequence of " + std::to_string(got.elements().size()) + " vs expected " + std::to_string(want.elements().size());
+    for (size_t i = 0; i < want.elements().size(); ++i)
+      if (std::string d = compare(got.elements()[i], want.elements()[i]); !d.empty()) return "element " + std::to_string(i) + ": " + d;
+    return "";
+  }
   if (got.dtype() != want.dtype())
     return "dtype " + std::string(sabre::ir::name(got.dtype())) + " vs expected " + std::string(sabre::ir::name(want.dtype()));
   if (got.dims() != want.dims()) return "shape " + dims_str(got.dims()) + " vs expected " + dims_str(want.dims());
+  if (want.dtype() == sabre::ir::DType::str) {
+    for (int64_t i = 0; i < want.numel(); ++i)
+      if (got.strings()[i] != want.strings()[i])
+        return "element " + std::to_string(i) + ": '" + got.strings()[i] + "' vs expected '" + want.strings()[i] + "'";
+    return "";
+  }
   const bool fl = sabre::ir::is_float(want.dtype());
   int64_t bad = 0, first = -1;
   for (int64_t i = 0; i < want.numel(); ++i) {
@@ -112,6 +126,7 @@ std::vector<fs::path> numbered(const fs::path& dir, const std::string& prefix) {
 // where the model wants bf16; everything else goes through the importer's loader.
 Tensor load_pb(const fs::path& path, const sabre::ir::Value* want) {
   using sabre::onnx_frontend::ImportError;
+  if (want && want->type().sequence) return sabre::onnx_frontend::load_sequence_pb(path.string(), want->dtype());
   try {
     return sabre::onnx_frontend::load_tensor_pb(path.string());
   } catch (const ImportError& e) {
@@ -135,7 +150,7 @@ Tensor load_pb(const fs::path& path, const sabre::ir::Value* want) {
 
 // Empty when the tensor fits the input's declared static dims.
 std::string declared_mismatch(const Tensor& t, const sabre::ir::Value* v) {
-  if (!v->type().known) return "";
+  if (!v->type().known || t.is_sequence()) return "";
   const auto& s = v->shape();
   bool ok = static_cast<size_t>(t.rank()) == s.size();
   for (size_t i = 0; ok && i < s.size(); ++i) ok = !s[i].is_static() || s[i].value() == t.dims()[i];

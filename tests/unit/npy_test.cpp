@@ -113,7 +113,7 @@ TEST(Npy, BadFilesSayWhatIsWrong) {
        "a.npy: array is in Fortran order; save it with numpy.save(f, numpy.ascontiguousarray(a))"},
       {numpy_file("{'descr': '<i2', 'fortran_order': False, 'shape': (3,), }", bytes_of({0, 0, 1, 0, 2, 0})),
        "a.npy: dtype '<i2' is not supported; use one of float32, float16, float64, int64, int32, int8, uint8, "
-       "bool (little-endian)"},
+       "bool (little-endian), or str/bytes for string tensors (not object arrays)"},
       {numpy_file("{'descr': '>f4', 'fortran_order': False, 'shape': (1,), }", bytes_of({0x3f, 0x80, 0, 0})),
        "a.npy: data is big-endian ('>f4'); save it little-endian with a.astype(a.dtype.newbyteorder('<'))"},
       {numpy_file("{'descr': '<f4', 'shape': (1,), }", bytes_of({0, 0, 0, 0})),

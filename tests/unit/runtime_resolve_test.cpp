@@ -90,6 +90,7 @@ TEST(RuntimeResolve, ChainRoundTripsThroughJson) {
 TEST(RuntimeResolve, DlpackDtypesMapBothWays) {
   for (size_t i = 0; i < sabre::ir::kDTypeCount; ++i) {
     auto t = static_cast<DType>(i);
+    if (t == DType::str) continue;  // CPU reference only: no DLPack spelling
     auto back = from_dlpack(to_dlpack(t));
     ASSERT_TRUE(back.has_value()) << sabre::ir::name(t);
     EXPECT_EQ(*back, t);

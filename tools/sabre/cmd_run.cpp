@@ -16,6 +16,7 @@
 #include "ir/tensor_size.h"
 #include "reference/compare.h"
 #include "reference/reference.h"
+#include "run_values.h"
 #include "runtime/resolve.h"
 #include "runtime/artifact.h"
 #include "sabre/session.h"
@@ -70,7 +71,11 @@ void print_help() {
       "default to 1 and others to 8. Without --input, inputs are random: floats uniform\n"
       "in [-1, 1]; integer inputs used as Gather indices uniform in [0, rows of the table); other integers\n"
       "in {0, 1} (masks); bools random. Writes each output to DIR/<name>.npy and each input to\n"
-      "DIR/inputs/<name>.npy (names with characters other than letters, digits, _ . - get '_' for them).\n\n"
+      "DIR/inputs/<name>.npy (names with characters other than letters, digits, _ . - get '_' for them).\n"
+      "String tensors (--reference only) are .npy files of numpy str or bytes (np.save(f, np.array(['a', 'bc'])));\n"
+      "outputs are written as str. A sequence input is a directory holding 0.npy, 1.npy, ... (its elements in\n"
+      "order); a sequence output is written as the directory DIR/<name>/ the same way. Sequences and strings\n"
+      "are never random: give every input when the model has one.\n\n"
       "       sabre run MODEL.sabre [--input NAME=FILE.npy ...] [--dim NAME=VALUE ...] [--compare-reference [--model M.onnx]] -o DIR\n\n"
       "Runs a compiled artifact (the directory sabre compile writes) on the GPU, with the same input rules.\n"
       "--compare-reference also runs the CPU reference on the same inputs and prints, per output, the max\n"
@@ -219,7 +224,11 @@ int run_reference(const ParsedArgs& args) {
   for (const auto& [name, v] : dims) bound_by[name] = "--dim";
   for (const auto& [name, file] : given) {
     const ir::Value* v = by_name[name];
-    ir::Tensor t = ir::load_npy(file);
+    ir::Tensor t = load_input_value(file, *v);
+    if (t.is_sequence()) {  // dtype checked per element; element shapes are the ops' business
+      inputs.emplace(name, std::move(t));
+      continue;
+    }
     const std::string expected = ir::print_type(v->type());
     const std::string got = std::string(ir::name(t.dtype())) + shape_text(t.dims());
     if (t.dtype() != v->dtype())
@@ -258,6 +267,7 @@ int run_reference(const ParsedArgs& args) {
   // Now every symbol is bound: check the given tensors' other dims (static or expressions).
   for (const auto& [name, t] : inputs) {
     const ir::Value* v = by_name[name];
+    if (t.is_sequence()) continue;
     for (size_t i = 0; i < v->shape().size(); ++i) {
       auto want = v->shape()[i].evaluate(bindings);
       if (want && *want != t.dims()[i])
@@ -279,6 +289,10 @@ int run_reference(const ParsedArgs& args) {
   std::vector<std::string> generated;
   for (const ir::Value* v : g.inputs()) {
     if (inputs.count(v->name())) continue;
+    if (v->type().sequence || v->dtype() == ir::DType::str)
+      throw UsageError("input '" + v->name() + "' is " + (v->type().sequence ? "a sequence" : "a string tensor") +
+                       ", which sabre does not make up: give every input with --input (" +
+                       (v->type().sequence ? "a directory of 0.npy, 1.npy, ..." : "a .npy of numpy str") + ")");
     std::vector<int64_t> shape;
     for (const auto& d : v->shape()) {
       std::optional<int64_t> e;
@@ -313,7 +327,7 @@ int run_reference(const ParsedArgs& args) {
 
   std::set<std::string> taken_in;
   for (const ir::Value* v : g.inputs())
-    ir::save_npy((fs::path(*out_dir) / "inputs" / unique_file(v->name(), taken_in)).string(), inputs.at(v->name()));
+    save_value((fs::path(*out_dir) / "inputs" / unique_file(v->name(), taken_in)).string(), inputs.at(v->name()));
 
   std::set<std::string> taken_out;
   size_t w = 0;
@@ -321,8 +335,13 @@ int run_reference(const ParsedArgs& args) {
   std::printf("outputs\n");
   for (size_t i = 0; i < outputs.size() && i < g.outputs().size(); ++i) {
     const ir::Tensor& t = outputs[i];
-    const std::string file = (fs::path(*out_dir) / unique_file(g.outputs()[i]->name(), taken_out)).string();
-    ir::save_npy(file, t);
+    std::string file = (fs::path(*out_dir) / unique_file(g.outputs()[i]->name(), taken_out)).string();
+    file = save_value(file, t);
+    if (t.is_sequence() || t.dtype() == ir::DType::str) {  // no numeric summary
+      std::printf("  %-*s  %-18s -> %s\n", static_cast<int>(w), g.outputs()[i]->name().c_str(), value_text(t).c_str(),
+                  file.c_str());
+      continue;
+    }
     Summary s = summarize(t);
     std::string type = std::string(ir::name(t.dtype())) + shape_text(t.dims());
     std::printf("  %-*s  %-18s min %-11.5g max %-11.5g mean %-11.5g", static_cast<int>(w),

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "frontend/onnx/onnx_proto.h"
+#include <onnx/onnx-data.pb.h>  // SequenceProto (after onnx_proto.h: it sets ONNX_ML)
 #include "frontend/onnx/opset_convert.h"
 #include "ir/infer.h"
 #include "support/files.h"
@@ -47,6 +48,7 @@ std::optional<DType> dtype_from_onnx(int t) {
     case onnx::TensorProto::INT8: return DType::i8;
     case onnx::TensorProto::UINT8: return DType::u8;
     case onnx::TensorProto::BOOL: return DType::boolean;
+    case onnx::TensorProto::STRING: return DType::str;
     default: return std::nullopt;
   }
 }
@@ -60,7 +62,7 @@ DType require_dtype(int t, const std::string& what) {
   auto d = dtype_from_onnx(t);
   if (!d)
     fail(Kind::unsupported, what + " has element type " + onnx_dtype_name(t) +
-                                ", which sabre does not support (f32 f16 bf16 f64 i64 i32 i8 u8 bool)");
+                                ", which sabre does not support (f32 f16 bf16 f64 i64 i32 i8 u8 bool; string on the reference)");
   return *d;
 }
 
@@ -71,7 +73,7 @@ int64_t checked_numel(const google::protobuf::RepeatedField<int64_t>& dims, DTyp
     if (d != 0 && n > kMaxTensorBytes / d) fail(Kind::unsupported, what + " is too large");
     n *= d;
   }
-  if (n > kMaxTensorBytes / static_cast<int64_t>(ir::size_of(dt))) fail(Kind::unsupported, what + " is too large");
+  if (n > kMaxTensorBytes / static_cast<int64_t>(std::max<size_t>(ir::size_of(dt), 1))) fail(Kind::unsupported, what + " is too large");
   return n;
 }
 
@@ -129,6 +131,12 @@ ir::Tensor to_tensor(const onnx::TensorProto& tp, const std::string& what, const
     fail(Kind::invalid, what + " has " + std::to_string(have) + " stored elements but its dims " +
                             ir::str(ir::to_shape(dims)) + " need " + std::to_string(n));
   };
+  if (dt == DType::str) {  // string_data holds the elements; raw and external data cannot
+    if (tp.data_location() == onnx::TensorProto::EXTERNAL || tp.has_raw_data())
+      fail(Kind::invalid, what + " is a string tensor stored as raw or external data; ONNX keeps strings in string_data");
+    if (tp.string_data_size() != n) count_error(static_cast<size_t>(tp.string_data_size()));
+    return ir::Tensor::from_strings({tp.string_data().begin(), tp.string_data().end()}, dims);
+  }
   if (tp.data_location() == onnx::TensorProto::EXTERNAL) return read_external(tp, base_dir, what, dt, dims, nbytes);
   if (tp.has_raw_data()) {
     if (tp.raw_data().size() != nbytes)
@@ -214,7 +222,11 @@ const std::map<std::string, int>& supported_ops() {
       {"Det", 11}, {"ConvTranspose", 1}, {"Einsum", 12}, {"HannWindow", 17}, {"HammingWindow", 17},
       {"BlackmanWindow", 17}, {"NonMaxSuppression", 11}, {"GridSample", 16}, {"RNN", 14}, {"GRU", 14}, {"LSTM", 14},
       {"MatMulInteger", 10}, {"ConvInteger", 10}, {"QLinearMatMul", 10}, {"QLinearConv", 10},
-      {"MaxUnpool", 11}, {"DFT", 17}, {"MelWeightMatrix", 17}};
+      {"MaxUnpool", 11}, {"DFT", 17}, {"MelWeightMatrix", 17},
+      // Sequence values and STRING tensors: the CPU reference only (sabre compile refuses them).
+      {"SequenceEmpty", 11}, {"SequenceConstruct", 11}, {"SequenceInsert", 11}, {"SequenceErase", 11},
+      {"SequenceAt", 11}, {"SequenceLength", 11}, {"SplitToSequence", 11}, {"ConcatFromSequence", 11},
+      {"StringNormalizer", 10}};
   return ops;
 }
 
@@ -290,10 +302,19 @@ void Importer::add_inputs() {
       if (v->is_constant()) continue;  // IR<4 style: initializers listed as inputs are constants
       fail(Kind::invalid, "graph input '" + name + "' is listed twice");
     }
-    if (!vi.has_type() || !vi.type().has_tensor_type())
-      fail(Kind::unsupported, "graph input '" + name + "' is not a tensor (sequences, maps and optionals are not supported)");
-    const auto& tt = vi.type().tensor_type();
+    // A sequence of tensors is taken (the CPU reference runs it); maps and optionals are not.
+    const bool seq = vi.has_type() && vi.type().has_sequence_type() && vi.type().sequence_type().has_elem_type() &&
+                     vi.type().sequence_type().elem_type().has_tensor_type();
+    if (!vi.has_type() || (!vi.type().has_tensor_type() && !seq))
+      fail(Kind::unsupported, "graph input '" + name + "' is not a tensor or a sequence of tensors (maps and optionals are not supported)");
+    const auto& tt = seq ? vi.type().sequence_type().elem_type().tensor_type() : vi.type().tensor_type();
     DType dt = require_dtype(tt.elem_type(), "graph input '" + name + "'");
+    if (seq && !tt.has_shape()) {  // the elements' rank is unknown: ops that need it refuse
+      ir::TensorType t{dt, {}, true, true};
+      t.elem_rank_known = false;
+      g_.add_input(name, t);
+      continue;
+    }
     if (!tt.has_shape())
       fail(Kind::unsupported, "graph input '" + name + "' has no shape (unknown rank); give it one, e.g. with dim_params");
     ir::Shape shape;
@@ -313,7 +334,7 @@ void Importer::add_inputs() {
     for (const Dim& d : shape)
       if (d.is_static() && (__builtin_mul_overflow(count, d.value(), &count) || count > (int64_t{1} << 50)))
         fail(Kind::unsupported, "graph input '" + name + "' is too large: " + ir::str(shape));
-    g_.add_input(name, {dt, shape, true});
+    g_.add_input(name, {dt, shape, true, seq});
   }
 }
 
@@ -333,6 +354,7 @@ void Importer::check_ops() {
     std::string qual = onnx_domain ? n.op_type() : dom + "." + n.op_type();
     if (old_form) qual += " (opset " + opset + " form; sabre imports opsets " + std::to_string(kMinOpset) + ".." +
                           std::to_string(kMaxOpset) + ", convert the model with onnx.version_converter)";
+    if (dom == "ai.onnx.preview.training") qual += " (training; sabre runs inference only: export the model without it)";
     kinds.insert(qual);
     lines.push_back("  node '" + (n.name().empty() ? "#" + std::to_string(i) : n.name()) + "': op '" + n.op_type() +
                     "' domain '" + (dom.empty() ? "ai.onnx" : dom) + "' opset " + opset);
@@ -413,7 +435,7 @@ void Importer::upgrade(Pending& p, const std::string& ctx) {
     if (const int64_t* to = get<int64_t>(p, "output_dtype"); to && *to != 0)
       p.attrs["output_dtype"] = dtype_attr_name(*to, ctx + " output_dtype");
     else p.attrs.erase("output_dtype");
-  } else if (op == "EyeLike") {
+  } else if (op == "EyeLike" || op == "SequenceEmpty") {
     if (const int64_t* to = get<int64_t>(p, "dtype")) p.attrs["dtype"] = dtype_attr_name(*to, ctx + " dtype");
   } else if (op == "Dropout") {
     if (p.inputs.size() > 2 && p.inputs[2]) {  // training_mode: inference unless a constant true with ratio 0
@@ -493,7 +515,10 @@ void Importer::add_nodes() {
     else if (k == "value_int" && a.type() == onnx::AttributeProto::INT) t = ir::Tensor::from_i64({a.i()}, {});
     else if (k == "value_ints" && a.type() == onnx::AttributeProto::INTS)
       t = ir::Tensor::from_i64({a.ints().begin(), a.ints().end()}, {a.ints_size()});
-    else if (k == "value_string" || k == "value_strings" || k == "sparse_value")
+    else if (k == "value_string" && a.type() == onnx::AttributeProto::STRING) t = ir::Tensor::from_strings({a.s()}, {});
+    else if (k == "value_strings" && a.type() == onnx::AttributeProto::STRINGS)
+      t = ir::Tensor::from_strings({a.strings().begin(), a.strings().end()}, {a.strings_size()});
+    else if (k == "sparse_value")
       fail(Kind::unsupported, ctx + ": a " + k + " constant is not supported");
     else fail(Kind::invalid, ctx + " has an unknown or mistyped value attribute '" + k + "'");
     if (g_.find_value(n.output(0))) fail(Kind::invalid, ctx + " defines '" + n.output(0) + "', which is already defined");
@@ -662,6 +687,23 @@ ir::Tensor load_tensor_pb(const std::string& path) {
   if (bytes.size() > static_cast<size_t>(INT_MAX) || !tp.ParseFromString(bytes))
     fail(Kind::invalid, path + ": not a valid ONNX TensorProto (truncated or corrupt file?)");
   return to_tensor(tp, path + ": tensor '" + tp.name() + "'", dir_of(path));
+}
+
+ir::Tensor load_sequence_pb(const std::string& path, ir::DType elem) {
+  std::string bytes = read_file(path);
+  onnx::SequenceProto sp;
+  if (bytes.size() > static_cast<size_t>(INT_MAX) || !sp.ParseFromString(bytes))
+    fail(Kind::invalid, path + ": not a valid ONNX SequenceProto (truncated or corrupt file?)");
+  if (sp.elem_type() != onnx::SequenceProto::TENSOR && sp.tensor_values_size() == 0 && sp.elem_type() != 0)
+    fail(Kind::unsupported, path + ": a sequence of non-tensors, which sabre does not support");
+  std::vector<ir::Tensor> elems;
+  for (int i = 0; i < sp.tensor_values_size(); ++i) {
+    elems.push_back(to_tensor(sp.tensor_values(i), path + ": element " + std::to_string(i), dir_of(path)));
+    if (elems.back().dtype() != elem)
+      fail(Kind::invalid, path + ": element " + std::to_string(i) + " is " + std::string(ir::name(elems.back().dtype())) +
+                              ", not " + std::string(ir::name(elem)));
+  }
+  return ir::Tensor::sequence(elem, std::move(elems));
 }
 
 }  // namespace sabre::onnx_frontend

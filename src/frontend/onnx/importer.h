@@ -39,5 +39,8 @@ ir::Graph import_model(const std::string& path, const ImportOptions& opts = {});
 ir::Graph import_model_bytes(const std::string& bytes, const std::string& base_dir, const ImportOptions& opts = {});
 // A serialized onnx.TensorProto file (the conformance tests' input_0.pb / output_0.pb).
 ir::Tensor load_tensor_pb(const std::string& path);
+// A serialized onnx.SequenceProto of tensors (a sequence input or output of those tests) as a sequence
+// value (ir::Tensor::sequence) of `elem` tensors: `elem` types an empty sequence, which stores none.
+ir::Tensor load_sequence_pb(const std::string& path, ir::DType elem);
 
 }  // namespace sabre::onnx_frontend

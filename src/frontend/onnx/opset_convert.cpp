@@ -36,9 +36,12 @@ void check_convertible(const onnx::ModelProto& m) {
   for (const auto& t : g.initializer()) defined.insert(t.name());
   for (const auto& vi : g.input()) {
     if (vi.name().empty()) fail(Kind::invalid, "a graph input has no name");
-    if (!vi.has_type() || !vi.type().has_tensor_type())
-      fail(Kind::unsupported, "graph input '" + vi.name() + "' is not a tensor (sequences, maps and optionals are not supported)");
-    if (vi.type().tensor_type().elem_type() == 0) fail(Kind::invalid, "graph input '" + vi.name() + "' has no element type");
+    const bool seq = vi.has_type() && vi.type().has_sequence_type() && vi.type().sequence_type().has_elem_type() &&
+                     vi.type().sequence_type().elem_type().has_tensor_type();
+    if (!vi.has_type() || (!vi.type().has_tensor_type() && !seq))
+      fail(Kind::unsupported, "graph input '" + vi.name() + "' is not a tensor or a sequence of tensors (maps and optionals are not supported)");
+    const auto& tt = seq ? vi.type().sequence_type().elem_type().tensor_type() : vi.type().tensor_type();
+    if (tt.elem_type() == 0) fail(Kind::invalid, "graph input '" + vi.name() + "' has no element type");
     defined.insert(vi.name());
   }
   for (int i = 0; i < g.node_size(); ++i) {
@@ -130,6 +133,15 @@ void convert_old_opset(onnx::ModelProto& m) {
   if (ok) {
     onnx::ModelProto converted;
     if (converted.ParseFromString(got)) {
+      // The converter's IR keeps only tensor types: sequence-typed graph inputs and outputs come back
+      // without their type, so they get the original's (the version change does not alter them).
+      auto restore = [](auto* now, const auto& before) {
+        for (auto& vi : *now)
+          for (const auto& old : before)
+            if (old.name() == vi.name() && old.type().has_sequence_type()) *vi.mutable_type() = old.type();
+      };
+      restore(converted.mutable_graph()->mutable_input(), m.graph().input());
+      restore(converted.mutable_graph()->mutable_output(), m.graph().output());
       m = std::move(converted);
       return;
     }
