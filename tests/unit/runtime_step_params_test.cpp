@@ -203,12 +203,16 @@ TEST(StepParams, MistypedFieldsAreLoadErrorsNamingStepAndField) {
   EXPECT_EQ(load_error(StepKind::global_average_pool, R"({"layout":"NHWC"})"),
             "plan: step '/x' (global_average_pool) param 'layout' is \"NHWC\", not a layout (nchw, nhwc)");
   EXPECT_EQ(load_error(StepKind::pool2d, R"({"dtype":"f16"})"), "loaded") << "keys a kind does not list are ignored";
-  // Dim text the grammar refuses loads as written (ONNX's INT64_MAX slice end) and is refused if evaluated.
+  // Dim text the grammar refuses loads as written and is refused if evaluated; ONNX's INT64_MAX
+  // slice end ("to the end") evaluates.
   EXPECT_EQ(load_error(StepKind::iota, R"({"start":"2*"})"), "loaded");
   const StepParams big = parse_step_params(StepKind::slice, sabre::json::parse(R"({"ends":["9223372036854775807"]})"),
                                            where(StepKind::slice));
   EXPECT_EQ(to_json(big).dump(), R"({"ends":["9223372036854775807"]})");
-  EXPECT_THROW(eval_dims(std::get<SliceParams>(big).ends, {}), PlanError);
+  EXPECT_EQ(eval_dims(std::get<SliceParams>(big).ends, {}), std::vector<int64_t>{INT64_MAX});
+  const StepParams over = parse_step_params(StepKind::slice, sabre::json::parse(R"({"ends":["9223372036854775808"]})"),
+                                            where(StepKind::slice));
+  EXPECT_THROW(eval_dims(std::get<SliceParams>(over).ends, {}), PlanError);
   EXPECT_NE(load_error(StepKind::gather, R"({"axis":1.5})").find("plan: step '/x' (gather) param 'axis'"),
             std::string::npos);
   EXPECT_NE(load_error(StepKind::gather, R"({"axis":1e300})").find("not a whole number"), std::string::npos);
