@@ -351,6 +351,29 @@ TEST(CodegenPlanInterp, ZooConvNetsMatchReference) {
   }
 }
 
+// A chain's non-finite constants and bounds (a -inf where-mask constant, a Clip without max) reach
+// the plan as "-inf"/"inf" (JSON has no infinity; step_params.cpp reads them back): the interpreter
+// reads them the same way, and the plan computes what the graph does.
+TEST(CodegenPlanInterp, ElementwiseChainNonFiniteConstantsMatchReference) {
+  ir::Graph g;
+  g.name = "non_finite_chain";
+  ir::Value* x = g.add_input("x", {ir::DType::f32, {ir::Dim::symbol("batch"), ir::Dim(16)}, true});
+  auto scalar = [&](const char* n, float v) { return g.add_constant(n, ir::Tensor::from_f32({v}, {})); };
+  ir::Value* keep = g.add_node("Greater", {x, scalar("thirty", 30.0f)}, 1, {}, "keep")->output(0);
+  ir::Value* shifted = g.add_node("Sub", {x, scalar("forty", 40.0f)}, 1, {}, "shift")->output(0);
+  ir::Value* masked = g.add_node("Where", {keep, shifted, scalar("neg_inf", -INFINITY)}, 1, {}, "mask")->output(0);
+  g.add_output(g.add_node("Sigmoid", {masked}, 1, {}, "gate")->output(0));
+  g.add_output(g.add_node("Clip", {shifted, scalar("low", -2.0f)}, 1, {}, "floor")->output(0));
+  ir::infer_types(g);
+  codegen::Lowered low;
+  check_graph("non_finite_chain", g, ir::DType::f16, 4e-3, &low);
+  std::string chains;
+  for (const auto& s : low.plan.steps)
+    if (s.op == "elementwise") chains += pj(s).dump();
+  EXPECT_NE(chains.find(R"("alpha":"-inf")"), std::string::npos) << chains;
+  EXPECT_NE(chains.find(R"("beta":"inf")"), std::string::npos) << chains;
+}
+
 // The data movement, reduction and normalization ops issue 29 lowers onto existing step kinds:
 // DepthToSpace (both modes), SpaceToDepth and Tile as one strided_copy each, GlobalMaxPool and
 // the L1/L2/LogSum/LogSumExp reductions and ArgMax/ArgMin as reduce steps, LogSoftmax as a softmax step, and Xor,

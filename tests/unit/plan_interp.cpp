@@ -72,6 +72,19 @@ int64_t bcast_index(int64_t i, const std::vector<int64_t>& out, const std::vecto
   return idx;
 }
 
+// A chain node's alpha or beta as the plan writes it: a number, or "inf", "-inf", "nan" where it
+// is not finite (JSON has no infinity), read as src/runtime/step_params.cpp reads it; absent: 0.
+double chain_param(const json::Value& node, const char* k) {
+  const json::Value* v = node.get(k);
+  if (!v) return 0;
+  if (!v->is_string()) return v->num();
+  if (v->str() == "inf") return INFINITY;
+  if (v->str() == "-inf") return -INFINITY;
+  if (v->str() == "nan") return NAN;
+  ADD_FAILURE() << "chain node param '" << k << "' is \"" << v->str() << "\", not a number, inf, -inf or nan";
+  return NAN;
+}
+
 double gelu(double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); }
 // The elementwise ops added for issue 29, with their ONNX formulas (EwOp docs in elementwise.h).
 template <class FA, class FB>
@@ -461,7 +474,7 @@ void Interp::elementwise(const runtime::Step& s) {
       if (op == "input") {
         Buf& x = in(s, static_cast<size_t>(nd.get("a")->num()));
         v = x.v[bcast_index(e, y.dims, x.dims)];
-      } else if (op == "constant") v = nd.get("alpha")->num();
+      } else if (op == "constant") v = chain_param(nd, "alpha");
       else if (op == "add") v = A() + B();
       else if (op == "sub") v = A() - B();
       else if (op == "mul") v = A() * B();
@@ -475,7 +488,7 @@ void Interp::elementwise(const runtime::Step& s) {
       else if (op == "logical_and") v = A() != 0 && B() != 0;
       else if (op == "logical_or") v = A() != 0 || B() != 0;
       else if (op == "logical_not") v = A() == 0;
-      else if (op == "clip") v = std::min(std::max(A(), nd.get("alpha")->num()), nd.get("beta")->num());
+      else if (op == "clip") v = std::min(std::max(A(), chain_param(nd, "alpha")), chain_param(nd, "beta"));
       else if (op == "sigmoid") v = 1 / (1 + std::exp(-A()));
       else if (op == "neg") v = -A();
       else if (op == "exp") v = std::exp(A());
@@ -488,7 +501,7 @@ void Interp::elementwise(const runtime::Step& s) {
       else if (op == "gelu_tanh") v = gelu_tanh(A());
       else if (op == "where") v = A() != 0 ? B() : C();
       else if (op == "cast") v = round_to(*ir::parse_dtype(nd.get("dtype")->str()), A());
-      else if (!issue29_op(op, A, B, nd.get("alpha")->num(), nd.get("beta")->num(), v)) {
+      else if (!issue29_op(op, A, B, chain_param(nd, "alpha"), chain_param(nd, "beta"), v)) {
         ADD_FAILURE() << "the plan interpreter has no elementwise op " << op;
         return;
       }
