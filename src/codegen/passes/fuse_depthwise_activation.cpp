@@ -8,7 +8,8 @@
 //   c·Sigmoid(c), Sigmoid(c)·c                         -> silu(1)
 //   c·Sigmoid(c·a), c·Sigmoid(a·c), a a constant scalar -> silu(a) (ONNX Swish, decomposed)
 //   c·HardSigmoid(c){alpha, beta}, either order        -> hard_swish(alpha, beta)
-// Tests: tests/golden/lower/fuse_depthwise_activation/, tests/unit/codegen_plan_interp_test.cpp
+// Tests: tests/golden/lower/fuse_depthwise_activation/, tests/unit/codegen_plan_interp_test.cpp,
+// tests/unit/codegen_layout_nhwc_test.cpp
 #include <algorithm>
 #include <cmath>
 #include <functional>
