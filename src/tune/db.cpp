@@ -1,6 +1,7 @@
 #include "tune/db.h"
 
 #include <algorithm>
+#include <chrono>
 
 #include <sqlite3.h>
 
@@ -9,6 +10,7 @@
 #include <filesystem>
 #include <map>
 #include <sstream>
+#include <thread>
 
 #include "support/json.h"
 #include "tune/profiler.h"
@@ -111,10 +113,27 @@ TuningDb::TuningDb(const std::string& path) : path_(path) {
     throw DbError("tuning db: cannot open " + path + ": " + msg);
   }
   sqlite3_busy_timeout(db_, 10000);
+  // Opening a fresh file while other processes do (timing workers on several GPUs): switching it to
+  // WAL, and a read that must become a write, can get SQLITE_BUSY at once, without the busy handler
+  // (SQLite's deadlock avoidance). Such statements are retried for as long as the busy timeout.
+  auto exec_retrying = [&](const char* sql) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    for (int attempt = 0;; ++attempt) {
+      char* err = nullptr;
+      const int rc = sqlite3_exec(db_, sql, nullptr, nullptr, &err);
+      if (rc == SQLITE_OK) return;
+      std::string msg = err ? err : sqlite3_errstr(rc);
+      sqlite3_free(err);
+      const int primary = rc & 0xff;
+      if ((primary != SQLITE_BUSY && primary != SQLITE_LOCKED) || std::chrono::steady_clock::now() > deadline)
+        throw DbError("tuning db: " + msg);
+      std::this_thread::sleep_for(std::chrono::milliseconds(5 + (attempt % 8) * 5));
+    }
+  };
   try {
     // WAL keeps each committed row safe across a kill -9 and lets readers run beside a tuner.
-    exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;");
-    exec(
+    exec_retrying("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;");
+    exec_retrying(
         "CREATE TABLE IF NOT EXISTS environments (id INTEGER PRIMARY KEY, gpu TEXT NOT NULL, sm INTEGER NOT NULL,"
         " cuda TEXT NOT NULL, cutlass TEXT NOT NULL, template_version TEXT NOT NULL,"
         " UNIQUE(gpu, sm, cuda, cutlass, template_version));"
