@@ -272,26 +272,33 @@ VARIANTS = [
 
 
 # ---- the runtime's and the compiler's step kinds ----------------------------------------------
-def runtime_step_kinds():
-    path = os.path.join(ROOT, "src", "runtime", "step_kind.cpp")
+def _step_kinds_and_params():
+    """[(kind, its params struct)] from src/runtime/step_params.h: kStepKindNames and the StepParams
+    variant list, both in StepKind order."""
+    path = os.path.join(ROOT, "src", "runtime", "step_params.h")
     src = open(path).read()
-    m = re.search(r"kStepKindNames\s*=\s*\{(.*?)\};", src, re.S)
-    kinds = re.findall(r'"([a-z0-9_]+)"', m.group(1)) if m else []
-    if len(kinds) < 10:
-        raise SystemExit(f"e2e_models: could not read the runtime's step kinds from {path} (kStepKindNames): "
-                         "update runtime_step_kinds() here to the new form")
-    return kinds
+    names = re.search(r"kStepKindNames\s*=\s*\{(.*?)\};", src, re.S)
+    variant = re.search(r"using StepParams\s*=\s*std::variant<(.*?)>;", src, re.S)
+    kinds = re.findall(r'"([a-z0-9_]+)"', names.group(1)) if names else []
+    structs = re.findall(r"\b([A-Za-z0-9]+Params)\b", variant.group(1)) if variant else []
+    if len(kinds) < 10 or len(kinds) != len(structs):
+        raise SystemExit(f"e2e_models: could not read the step kinds and their params structs from {path} "
+                         "(kStepKindNames, StepParams): update _step_kinds_and_params() here to the new form")
+    return list(zip(kinds, structs))
+
+
+def runtime_step_kinds():
+    return [k for k, _ in _step_kinds_and_params()]
 
 
 def compiler_step_kinds():
-    """Kinds named in the first argument of a step(...) call in src/codegen (ternaries included)."""
-    kinds = set()
-    d = os.path.join(ROOT, "src", "codegen")
-    for f in sorted(os.listdir(d)):
-        if f.endswith(".cpp"):
-            for first in re.findall(r"\bstep\(([^,;()]*(?:\([^()]*\)[^,;()]*)*),", open(os.path.join(d, f)).read()):
-                kinds.update(re.findall(r'"([a-z0-9_]+)"', first))
-    return kinds
+    """Kinds whose params struct src/codegen builds (the compiler writes a step as its typed params)."""
+    text = ""
+    for d, _, files in os.walk(os.path.join(ROOT, "src", "codegen")):
+        for f in sorted(files):
+            if f.endswith(".cpp"):
+                text += open(os.path.join(d, f)).read()
+    return {k for k, struct in _step_kinds_and_params() if re.search(r"\b" + struct + r"\b", text)}
 
 
 # ---- plans -------------------------------------------------------------------------------------
