@@ -225,13 +225,30 @@ Tensor parse_strings(const std::string& b, size_t data_at, const std::string& de
   return Tensor::from_strings(std::move(v), shape);
 }
 
-// A string tensor as numpy's '<U<width>' (what np.save writes for an array of str).
+// A string tensor as numpy's '<U<width>' (what np.save writes for an array of str); where an element
+// is not text that UTF-32 keeps (bytes that are not UTF-8, an overlong form, a NUL), as '|S<width>'
+// with the bytes as they are, so that reading the file back gives the same strings.
 std::string string_data(const Tensor& t, std::string& descr) {
   std::vector<std::vector<uint32_t>> cps;
   size_t width = 1;
+  bool text = true;
   for (const std::string& s : t.strings()) {
     cps.push_back(utf32_of(s));
     width = std::max(width, cps.back().size());
+    std::string again;
+    for (uint32_t c : cps.back()) {
+      if (c == 0) text = false;
+      append_utf8(again, c);
+    }
+    text = text && again == s;
+  }
+  if (!text) {
+    size_t bytes = 1;
+    for (const std::string& s : t.strings()) bytes = std::max(bytes, s.size());
+    descr = "|S" + std::to_string(bytes);
+    std::string out(t.strings().size() * bytes, '\0');
+    for (size_t i = 0; i < t.strings().size(); ++i) t.strings()[i].copy(out.data() + i * bytes, bytes);
+    return out;
   }
   descr = "<U" + std::to_string(width);
   std::string out(cps.size() * width * 4, '\0');

@@ -270,6 +270,11 @@ TEST(Strings, NpyRoundTripsUnicodeAndReadsBytes) {
   const Tensor bytes = sabre::ir::parse_npy(file, "b.npy");
   EXPECT_EQ(bytes.strings(), (std::vector<std::string>{"ab", "xyz"}));
   EXPECT_THROW(sabre::ir::parse_npy(file.substr(0, file.size() - 2), "short.npy"), sabre::ir::NpyError);
+  // Bytes that are not UTF-8 (or an overlong form) are written as |S, as they are, and read back equal.
+  const Tensor raw = Tensor::from_strings({"\x81\x81", "ok", "\xc1\x81"}, {3});
+  const std::string raw_file = sabre::ir::serialize_npy(raw);
+  EXPECT_NE(raw_file.find("'descr': '|S2'"), std::string::npos);
+  EXPECT_EQ(sabre::ir::parse_npy(raw_file, "raw.npy").strings(), raw.strings());
 }
 
 }  // namespace
