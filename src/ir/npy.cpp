@@ -201,6 +201,10 @@ Tensor parse_strings(const std::string& b, size_t data_at, const std::string& de
     throw NpyError(what + ": array is in Fortran order; save it with numpy.save(f, numpy.ascontiguousarray(a))");
   const uint64_t item = static_cast<uint64_t>(width) * (unicode ? 4 : 1);
   if (item && static_cast<uint64_t>(numel) > (uint64_t{1} << 40) / item) throw NpyError(what + ": too large");
+  // Zero-width elements take no bytes of the file, so its size does not bound them; each still costs a
+  // std::string here.
+  if (item == 0 && numel > (int64_t{1} << 20))
+    throw NpyError(what + ": " + std::to_string(numel) + " zero-width strings: too many");
   const uint64_t need = static_cast<uint64_t>(numel) * item;
   if (b.size() - data_at < need)
     throw NpyError(what + ": truncated: shape " + str(to_shape(shape)) + " needs " + std::to_string(need) +
