@@ -113,34 +113,18 @@ TuningDb::TuningDb(const std::string& path) : path_(path) {
     throw DbError("tuning db: cannot open " + path + ": " + msg);
   }
   sqlite3_busy_timeout(db_, 10000);
-  // Opening a fresh file while other processes do (timing workers on several GPUs): switching it to
-  // WAL, and a read that must become a write, can get SQLITE_BUSY at once, without the busy handler
-  // (SQLite's deadlock avoidance). Such statements are retried for as long as the busy timeout.
-  auto exec_retrying = [&](const char* sql) {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    for (int attempt = 0;; ++attempt) {
-      char* err = nullptr;
-      const int rc = sqlite3_exec(db_, sql, nullptr, nullptr, &err);
-      if (rc == SQLITE_OK) return;
-      std::string msg = err ? err : sqlite3_errstr(rc);
-      sqlite3_free(err);
-      const int primary = rc & 0xff;
-      if ((primary != SQLITE_BUSY && primary != SQLITE_LOCKED) || std::chrono::steady_clock::now() > deadline)
-        throw DbError("tuning db: " + msg);
-      std::this_thread::sleep_for(std::chrono::milliseconds(5 + (attempt % 8) * 5));
-    }
-  };
   try {
     // WAL keeps each committed row safe across a kill -9 and lets readers run beside a tuner.
-    exec_retrying("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;");
-    exec_retrying(
+    exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;", /*retry_busy=*/true);
+    exec(
         "CREATE TABLE IF NOT EXISTS environments (id INTEGER PRIMARY KEY, gpu TEXT NOT NULL, sm INTEGER NOT NULL,"
         " cuda TEXT NOT NULL, cutlass TEXT NOT NULL, template_version TEXT NOT NULL,"
         " UNIQUE(gpu, sm, cuda, cutlass, template_version));"
         "CREATE TABLE IF NOT EXISTS measurements (env_id INTEGER NOT NULL REFERENCES environments(id),"
         " workload TEXT NOT NULL, kernel TEXT NOT NULL, status TEXT NOT NULL, time_us REAL, rel_error REAL,"
         " detail TEXT NOT NULL DEFAULT '', measured_at TEXT NOT NULL DEFAULT (datetime('now')),"
-        " PRIMARY KEY(env_id, workload, kernel));");
+        " PRIMARY KEY(env_id, workload, kernel));",
+        /*retry_busy=*/true);
   } catch (const DbError& e) {
     sqlite3_close(db_);
     db_ = nullptr;
@@ -150,12 +134,22 @@ TuningDb::TuningDb(const std::string& path) : path_(path) {
 
 TuningDb::~TuningDb() { sqlite3_close(db_); }
 
-void TuningDb::exec(const std::string& sql) const {
-  char* err = nullptr;
-  if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
-    std::string msg = err ? err : "unknown error";
+void TuningDb::exec(const std::string& sql, bool retry_busy) const {
+  // Opening a fresh file while other processes do (timing workers on several GPUs): switching it to
+  // WAL, and a read that must become a write, can get SQLITE_BUSY at once, without the busy handler
+  // (SQLite's deadlock avoidance); with retry_busy such statements are retried for the busy timeout.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  for (int attempt = 0;; ++attempt) {
+    char* err = nullptr;
+    const int rc = sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &err);
+    if (rc == SQLITE_OK) return;
+    std::string msg = err ? err : sqlite3_errstr(rc);
     sqlite3_free(err);
-    throw DbError("tuning db: " + msg);
+    const int primary = rc & 0xff;
+    if (!retry_busy || (primary != SQLITE_BUSY && primary != SQLITE_LOCKED) ||
+        std::chrono::steady_clock::now() > deadline)
+      throw DbError("tuning db: " + msg);
+    std::this_thread::sleep_for(std::chrono::milliseconds(5 + (attempt % 8) * 5));
   }
 }
 

@@ -88,7 +88,9 @@ class TuningDb {
  private:
   int64_t env_id(const Environment& env, bool create) const;
   bool keep_incoming(const Environment& env, const Measurement& m) const;
-  void exec(const std::string& sql) const;
+  // retry_busy: retry SQLITE_BUSY/LOCKED for the busy timeout (statements SQLite fails at once rather
+  // than wait, such as a fresh file's switch to WAL while another process opens it).
+  void exec(const std::string& sql, bool retry_busy = false) const;
   sqlite3* db_ = nullptr;
   std::string path_;
 };
